@@ -1,0 +1,31 @@
+# Two commands for a newcomer: `make demo` and `make test` (both set up .venv first).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml constraints/py311.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -U pip uv
+	$(VENV)/bin/uv pip install --python $(PY) --compile-bytecode -q \
+		-c constraints/py311.txt -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: lint
+	$(PY) -m pytest
+
+demo: $(STAMP)
+	$(VENV)/bin/astrid learn astrid_airflow/data/synthetic.csv --target class --seed 0
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_astrid.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,72 @@
+"""astrid-airflow: ASTRID attribute groupings and GoldenEye surrogate tables.
+
+The public API is re-exported here lazily (PEP 562), so ``import astrid_airflow`` is
+cheap and never imports Airflow, scikit-learn or Great Expectations until a name
+that needs them is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+try:
+    __version__ = version("astrid-airflow")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+# public name -> private module that owns it
+_EXPORTS: dict[str, str] = {
+    # errors
+    "AstridError": "_errors",
+    "DataError": "_errors",
+    "ParameterError": "_errors",
+    "GroupingError": "_errors",
+    "ArtefactError": "_errors",
+    "SchemaMismatchError": "_errors",
+    "StoreError": "_errors",
+    "GateError": "_errors",
+    # tables and groupings
+    "read_table": "_io",
+    "check_table": "_io",
+    "drop_missing_and_constant": "_io",
+    "Grouping": "_grouping",
+    "letters": "_grouping",
+    "goldeneye_indices": "_permutation",
+    "goldeneye_permute": "_permutation",
+    # engine
+    "make_classifier": "_classifiers",
+    "test_grouping": "_test",
+    "astrid": "_search",
+    "AstridResult": "_result",
+    "GroupingTestResult": "_result",
+    "make_synthetic": "_synthetic",
+    # artefacts, surrogates, metrics
+    "GroupingArtefact": "_artefact",
+    "ArtefactStore": "_store",
+    "make_surrogate": "_surrogate",
+    "shuffle_file": "_surrogate",
+    "intact_row_proportion": "_metrics",
+    "expected_intact_row_proportion": "_metrics",
+    "largest_group_unique_share": "_metrics",
+    "surrogate_utility": "_metrics",
+    # gate
+    "GatePolicy": "_gate",
+    "validate_surrogate": "_gate",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'astrid_airflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

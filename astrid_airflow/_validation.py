@@ -1,0 +1,70 @@
+"""``_check_*`` helpers used at the public boundary, with one message style."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._errors import ParameterError
+
+__all__ = [
+    "check_alpha",
+    "check_n_jobs",
+    "check_positive_int",
+    "check_seed_sequence",
+]
+
+
+def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
+    """Return ``value`` as an int, or raise ``ParameterError``.
+
+    >>> check_positive_int(0, "n_permutations")
+    Traceback (most recent call last):
+    ...
+    astrid_airflow._errors.ParameterError: Invalid n_permutations: 0. Must be an integer >= 1.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ParameterError(f"Invalid {name}: {value!r}. Must be an integer >= {minimum}.")
+    return int(value)
+
+
+def check_alpha(alpha: object) -> float:
+    """Return ``alpha`` as a float in the open interval (0, 1)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
+        raise ParameterError(f"Invalid alpha: {alpha!r}. Must be a number in (0, 1).")
+    return float(alpha)
+
+
+def check_n_jobs(n_jobs: object) -> int:
+    """Return ``n_jobs`` as a non-zero int (joblib semantics: -1 means all cores)."""
+    if (
+        isinstance(n_jobs, bool)
+        or not isinstance(n_jobs, numbers.Integral)
+        or n_jobs == 0
+        or n_jobs < -1
+    ):
+        raise ParameterError(f"Invalid n_jobs: {n_jobs!r}. Must be a positive integer or -1.")
+    return int(n_jobs)
+
+
+def check_seed_sequence(random_state: object) -> np.random.SeedSequence:
+    """Turn a ``random_state`` into the root ``SeedSequence`` of a run.
+
+    Accepts ``None`` (fresh entropy), a non-negative int, a ``SeedSequence`` or a
+    ``numpy.random.Generator`` (one 128-bit seed is drawn from it).
+    """
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(int(random_state.integers(0, 2**63 - 1)))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ParameterError(f"Invalid random_state: {random_state}. Must be >= 0.")
+        return np.random.SeedSequence(int(random_state))
+    raise ParameterError(
+        f"Invalid random_state: {random_state!r}. Must be None, a non-negative int, "
+        "a numpy SeedSequence or a numpy Generator."
+    )
