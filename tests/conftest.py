@@ -1,0 +1,23 @@
+"""Test-session setup shared by every test module.
+
+Airflow reads its configuration at import time, so its home, DAG folder and example
+loading are set here, before any test imports ``airflow``: the tests never touch
+``~/airflow``.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import tempfile
+
+_REPO = pathlib.Path(__file__).resolve().parents[1]
+_AIRFLOW_HOME = pathlib.Path(tempfile.mkdtemp(prefix="astrid_airflow_home_"))
+os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(_REPO / "dags")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
+
+REPO = _REPO
+SHARED = _REPO.parent / "shared"
+UCI = SHARED / "datasets" / "uci"
