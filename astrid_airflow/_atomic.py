@@ -1,0 +1,281 @@
+"""Atomic writes: a reader sees the old state or the complete new file, never a part.
+
+Local paths are written to a temporary file in the destination's directory, flushed
+and ``fsync``-ed, then moved into place with one ``rename``-family system call; the
+directory is ``fsync``-ed after it so the new name survives a power cut. Without
+``overwrite`` the move is ``link(2)``, which fails if the destination exists, so two
+writers can never silently replace each other's output.
+
+Other fsspec URLs (``s3://``, ``gs://``, ``memory://``...) are written to a temporary
+key beside the destination and then moved. Object stores publish a key in one step, so a
+reader still never sees a half-written object; the no-overwrite check there is
+check-then-move (object stores have no portable create-if-absent), which is documented
+in ``docs/artefacts.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._errors import StoreError
+
+__all__ = [
+    "atomic_dir",
+    "atomic_path",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "is_local",
+    "split_url",
+]
+
+
+def split_url(path: str | os.PathLike) -> tuple[object, str, bool]:
+    """``(filesystem, path inside it, is_local)`` for a local path or fsspec URL."""
+    import fsspec
+    from fsspec.implementations.local import LocalFileSystem
+
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text:
+        raise StoreError(f"Invalid path {path!r}: expected a non-empty path or URL.")
+    try:
+        fs, inner = fsspec.core.url_to_fs(text)
+    except (ImportError, ValueError) as exc:  # unknown protocol, missing backend
+        raise StoreError(f"Cannot open {text!r}: {exc}") from None
+    local = isinstance(fs, LocalFileSystem)
+    return fs, (os.path.abspath(inner) if local else inner), local
+
+
+def is_local(path: str | os.PathLike) -> bool:
+    """True if ``path`` is on the local filesystem (a plain path or ``file://`` URL)."""
+    return split_url(path)[2]
+
+
+def _tmp_name(dest: str) -> str:
+    # Hidden and unique, in the destination's directory so the final move is a rename.
+    head, tail = os.path.split(dest.rstrip("/"))
+    return os.path.join(head, f".{tail}.{uuid.uuid4().hex[:12]}.tmp")
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # some platforms/filesystems cannot open a directory
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: str) -> None:
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def _os_error(exc: OSError, dest: str) -> StoreError:
+    if isinstance(exc, PermissionError):
+        return StoreError(f"Cannot write {dest!r}: permission denied.")
+    return StoreError(f"Cannot write {dest!r}: {exc.strerror or exc}.")
+
+
+def _exists_error(dest: str) -> StoreError:
+    return StoreError(f"Refusing to overwrite existing {dest!r} (pass overwrite=True to "
+                      "replace it).")
+
+
+def _publish_local(tmp: str, dest: str, overwrite: bool) -> None:
+    """Move the complete file ``tmp`` to ``dest`` in one step (``tmp`` is consumed)."""
+    if overwrite:
+        if os.path.isdir(dest):
+            raise StoreError(f"Cannot write {dest!r}: it is a directory.")
+        os.replace(tmp, dest)
+    else:
+        try:
+            os.link(tmp, dest)  # atomic create-if-absent
+        except FileExistsError:
+            raise _exists_error(dest) from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+                raise
+            # No hard links here (some FUSE/SMB mounts): check, then rename.
+            if os.path.lexists(dest):
+                raise _exists_error(dest) from None
+            os.rename(tmp, dest)
+        else:
+            os.unlink(tmp)
+    _fsync_dir(os.path.dirname(dest))
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *,
+                       overwrite: bool = False) -> str:
+    """Write ``data`` to ``path`` atomically and return the path written.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Local path or fsspec URL. Missing parent directories are created.
+    data : bytes
+        The complete content.
+    overwrite : bool, default False
+        Replace an existing file. Without it an existing destination raises
+        ``StoreError`` and is left untouched.
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    with atomic_path(path, overwrite=overwrite) as tmp:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+    return os.fspath(path)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, *, encoding: str = "utf-8",
+                      overwrite: bool = False) -> str:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_write_bytes`)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    return atomic_write_bytes(path, text.encode(encoding), overwrite=overwrite)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[str]:
+    """Yield a temporary local filename; on success move it to ``path`` atomically.
+
+    For writers that want a filename (``pyarrow.parquet.write_table``,
+    ``DataFrame.to_csv``). The temporary file is in the destination's directory for a
+    local ``path`` (so the final move is a rename) and in the system temp directory for
+    a remote URL (it is uploaded to a temporary key, then moved). If the body raises,
+    the temporary file is removed and ``path`` is untouched.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_path(d / "out.txt") as tmp:
+    ...     _ = pathlib.Path(tmp).write_text("done")
+    >>> (d / "out.txt").read_text()
+    'done'
+    """
+    fs, dest, local = split_url(path)
+    if local:
+        parent = os.path.dirname(dest)
+        if os.path.isdir(dest):
+            raise StoreError(f"Cannot write {dest!r}: it is a directory.")
+        if not overwrite and os.path.lexists(dest):
+            raise _exists_error(dest)  # fail before the caller does the expensive work
+        try:
+            os.makedirs(parent, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(dest)}.",
+                                       suffix=".tmp")
+            os.close(fd)
+        except OSError as exc:
+            raise _os_error(exc, dest) from None
+        try:
+            yield tmp
+        except BaseException:  # the writer failed: leave nothing behind
+            _remove_quietly(tmp)
+            raise
+        try:
+            if not os.path.isfile(tmp):
+                raise StoreError(f"Nothing was written to the temporary file for {dest!r}.")
+            _fsync_file(tmp)
+            _publish_local(tmp, dest, overwrite)
+        except OSError as exc:
+            _remove_quietly(tmp)
+            raise _os_error(exc, dest) from None
+        except BaseException:
+            _remove_quietly(tmp)
+            raise
+        return
+    # Remote: write locally, upload to a temporary key, move into place.
+    if not overwrite and fs.exists(dest):
+        raise _exists_error(path)
+    with tempfile.TemporaryDirectory(prefix="astrid-atomic-") as scratch:
+        tmp = os.path.join(scratch, Path(dest).name or "data")
+        yield tmp
+        if not os.path.isfile(tmp):
+            raise StoreError(f"Nothing was written to the temporary file for {path!r}.")
+        _put_remote(fs, tmp, dest, overwrite, path)
+
+
+def _put_remote(fs, local_file: str, dest: str, overwrite: bool, shown: object) -> None:
+    key = _tmp_name(dest)
+    try:
+        parent = dest.rsplit("/", 1)[0] if "/" in dest else ""
+        if parent:
+            fs.makedirs(parent, exist_ok=True)
+        fs.put_file(local_file, key)
+        if not overwrite and fs.exists(dest):
+            raise _exists_error(shown)
+        fs.mv(key, dest)
+    except StoreError:
+        _rm_remote(fs, key)
+        raise
+    except OSError as exc:
+        _rm_remote(fs, key)
+        raise _os_error(exc, os.fspath(shown)) from None
+    except BaseException:
+        _rm_remote(fs, key)
+        raise
+
+
+def _rm_remote(fs, key: str) -> None:
+    with contextlib.suppress(Exception):
+        if fs.exists(key):
+            fs.rm(key, recursive=True)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike) -> Iterator[str]:
+    """Yield a temporary local directory; on success move it to ``path`` in one rename.
+
+    Local paths only (object stores have no directory rename; the store uses a
+    commit-marker protocol there instead). The destination must not exist: ``rename(2)``
+    of a directory onto a non-empty one fails, which is what makes claiming a version
+    number race-free; an existing destination raises ``FileExistsError`` (so a caller can
+    retry with another name) and the temporary directory is removed.
+    """
+    _fs, dest, local = split_url(path)
+    if not local:
+        raise StoreError(f"atomic_dir needs a local path, got {os.fspath(path)!r}.")
+    parent = os.path.dirname(dest)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(dest)}.",
+                               suffix=".tmp")
+    except OSError as exc:
+        raise _os_error(exc, dest) from None
+    try:
+        yield tmp
+        for entry in os.scandir(tmp):
+            if entry.is_file(follow_symlinks=False):
+                _fsync_file(entry.path)
+        _fsync_dir(tmp)
+        if os.path.lexists(dest):  # an existing *empty* directory would be replaced
+            raise FileExistsError(errno.EEXIST, "destination exists", dest)
+        try:
+            os.rename(tmp, dest)
+        except OSError as exc:
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise FileExistsError(errno.EEXIST, "destination exists", dest) from None
+            raise
+        _fsync_dir(parent)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
