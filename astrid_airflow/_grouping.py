@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import string
 from collections.abc import Iterable, Sequence
 
@@ -64,7 +65,7 @@ class Grouping:
     def from_cuts(cls, order: Sequence[str], cuts: Iterable[int]) -> Grouping:
         """Split ``order`` after each position in ``cuts`` (1-based, as in Alg. 1)."""
         bounds = [0, *sorted(set(cuts)), len(order)]
-        return cls([order[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a])
+        return cls([order[a:b] for a, b in itertools.pairwise(bounds) if b > a])
 
     @property
     def groups(self) -> tuple[tuple[str, ...], ...]:

@@ -47,7 +47,6 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
 
 def _read_arff(path: str) -> pd.DataFrame:
     import arff  # liac-arff
-
     import fsspec
 
     with fsspec.open(path, "r", encoding="utf-8", errors="replace") as fh:
