@@ -4,8 +4,14 @@ from __future__ import annotations
 
 
 def get_provider_info() -> dict:
-    from astrid_airflow import __version__
+    from astrid_airflow import __version__  # cheap: the package exports lazily
 
+    modules = [
+        "astrid_airflow.operators.learn",
+        "astrid_airflow.operators.shuffle",
+        "astrid_airflow.operators.gate",
+        "astrid_airflow.operators.publish",
+    ]
     return {
         "package-name": "astrid-airflow",
         "name": "ASTRID",
@@ -13,5 +19,5 @@ def get_provider_info() -> dict:
         "Expectations release gate.",
         "versions": [__version__],
         "integrations": [{"integration-name": "ASTRID", "tags": ["software"]}],
-        "operators": [{"integration-name": "ASTRID", "python-modules": []}],
+        "operators": [{"integration-name": "ASTRID", "python-modules": modules}],
     }

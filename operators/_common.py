@@ -1,0 +1,258 @@
+"""What every ASTRID operator shares: error translation, run-derived seeds, paths.
+
+Only the operators turn library errors into Airflow errors: an ``AstridError`` is a
+problem with the input (a bad table, a corrupt artefact, a schema mismatch) that a
+retry cannot fix, so it becomes an ``AirflowFailException`` (no retries). Anything
+else (a network blip while reading object storage) stays retryable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import numbers
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import ObjectStoragePath
+from airflow.sdk.exceptions import AirflowFailException
+
+from astrid_airflow._errors import AstridError
+
+__all__ = [
+    "as_path",
+    "atomic_copy",
+    "atomic_write_text",
+    "derive_seed",
+    "json_small",
+    "local_input",
+    "local_output",
+    "resolve_seed",
+    "sha256_of",
+    "store_url",
+    "translate_errors",
+    "to_bool",
+    "to_float",
+    "to_int",
+]
+
+# Seeds are 63-bit so they survive every JSON/XCom/SQLite round trip as integers.
+_SEED_BITS = 63
+
+
+@contextlib.contextmanager
+def translate_errors(what: str) -> Iterator[None]:
+    """Re-raise an ``AstridError`` as a non-retryable ``AirflowFailException``."""
+    try:
+        yield
+    except AstridError as exc:
+        raise AirflowFailException(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
+def derive_seed(context: Mapping[str, Any]) -> int:
+    """A seed that depends only on which task of which run this is.
+
+    The seed is the first 63 bits of SHA-256 over ``dag_id``, ``run_id``, ``task_id``
+    and ``map_index`` (not the try number), so a retry of the same task instance
+    reproduces its output byte for byte while every run gets a fresh stream.
+    Without a run context (unit tests calling ``execute({})``) every part is empty.
+    """
+    ti = context.get("ti") or context.get("task_instance")
+    run_id = context.get("run_id") or getattr(ti, "run_id", "") or ""
+    parts = (
+        getattr(ti, "dag_id", "") or "",
+        str(run_id),
+        getattr(ti, "task_id", "") or "",
+        str(getattr(ti, "map_index", -1)),
+    )
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - _SEED_BITS)
+
+
+def resolve_seed(random_state: object, context: Mapping[str, Any]) -> int:
+    """``random_state`` as a non-negative int; ``None``/``""`` derive one from the run."""
+    if random_state is None or (isinstance(random_state, str) and random_state.strip() in
+                                {"", "None", "run"}):
+        return derive_seed(context)
+    return to_int(random_state, "random_state", minimum=0)
+
+
+def to_int(value: object, name: str, *, minimum: int | None = None) -> int:
+    """An int from a number or a rendered template string, else a failure naming it."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        if isinstance(value, numbers.Integral):
+            out = int(value)
+        elif isinstance(value, str):
+            out = int(value.strip())
+        else:
+            raise TypeError
+    except (TypeError, ValueError):
+        raise AirflowFailException(f"Invalid {name}: {value!r}. Must be an integer.") from None
+    if minimum is not None and out < minimum:
+        raise AirflowFailException(f"Invalid {name}: {out}. Must be an integer >= {minimum}.")
+    return out
+
+
+def to_float(value: object, name: str) -> float:
+    """A float from a number or a rendered template string, else a failure naming it."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        out = float(value.strip() if isinstance(value, str) else value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise AirflowFailException(f"Invalid {name}: {value!r}. Must be a number.") from None
+    if math.isnan(out):
+        raise AirflowFailException(f"Invalid {name}: NaN. Must be a number.")
+    return out
+
+
+def to_bool(value: object, name: str) -> bool:
+    """A bool from a bool or a rendered template (``"True"``, ``"false"``, ``"1"``...)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "1", "yes"}:
+        return True
+    if isinstance(value, str) and value.strip().lower() in {"false", "0", "no", ""}:
+        return False
+    if isinstance(value, numbers.Integral) and value in (0, 1):
+        return bool(value)
+    raise AirflowFailException(f"Invalid {name}: {value!r}. Must be true or false.")
+
+
+def as_path(value: object, name: str) -> ObjectStoragePath:
+    """An ``ObjectStoragePath`` from a path, URL or ``ObjectStoragePath``."""
+    if isinstance(value, ObjectStoragePath):
+        return value
+    if isinstance(value, (str, os.PathLike)) and os.fspath(value).strip():
+        text = os.fspath(value).strip()
+        # plain local paths are made absolute so the tasks do not depend on the cwd
+        if "://" not in text:
+            text = "file://" + os.path.abspath(text)
+        return ObjectStoragePath(text)
+    raise AirflowFailException(f"Invalid {name}: {value!r}. Must be a path or URL.")
+
+
+def is_local(path: ObjectStoragePath) -> bool:
+    return path.protocol in {"", "file", "local"}
+
+
+def store_url(path: ObjectStoragePath) -> str:
+    """What the library's fsspec-based store takes: a local path or a plain URL.
+
+    A connection id in the URL (``s3://conn@bucket``) is Airflow's; fsspec then uses
+    its own credential chain (environment, instance profile).
+    """
+    if is_local(path):
+        return path.path
+    return f"{path.protocol}://{path.path}"
+
+
+@contextlib.contextmanager
+def local_input(path: ObjectStoragePath) -> Iterator[str]:
+    """A local file name for ``path``: the file itself, or a temporary download."""
+    if is_local(path):
+        if not Path(path.path).is_file():
+            raise AirflowFailException(f"Input file {path.path!r} does not exist.")
+        yield path.path
+        return
+    with tempfile.TemporaryDirectory(prefix="astrid_in_") as tmp:
+        local = Path(tmp) / path.name
+        with path.open("rb") as src, open(local, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        yield str(local)
+
+
+@contextlib.contextmanager
+def local_output(path: ObjectStoragePath) -> Iterator[str]:
+    """A local file name to write ``path`` to; remote targets are uploaded afterwards.
+
+    The library writes local files atomically itself; a remote upload goes to a
+    temporary key first and is then moved onto the target.
+    """
+    if is_local(path):
+        Path(path.path).parent.mkdir(parents=True, exist_ok=True)
+        yield path.path
+        return
+    with tempfile.TemporaryDirectory(prefix="astrid_out_") as tmp:
+        local = Path(tmp) / path.name
+        yield str(local)
+        atomic_copy(ObjectStoragePath("file://" + str(local)), path)
+
+
+def atomic_copy(src: ObjectStoragePath, dst: ObjectStoragePath) -> None:
+    """Copy ``src`` to ``dst`` so that a reader of ``dst`` sees the old or the new file.
+
+    Local destinations go through the library's ``atomic_path`` (temporary file in the
+    same directory, fsync, rename); remote ones are written to a temporary key beside
+    the target and moved onto it (object stores publish a key in one step).
+    """
+    from astrid_airflow._atomic import atomic_path
+
+    if is_local(dst):
+        with atomic_path(dst.path, overwrite=True) as tmp:
+            with src.open("rb") as fin, open(tmp, "wb") as fout:
+                shutil.copyfileobj(fin, fout, length=1 << 20)
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp_key = dst.parent / f".{dst.name}.tmp-{uuid.uuid4().hex}"
+    try:
+        with src.open("rb") as fin, tmp_key.open("wb") as fout:
+            shutil.copyfileobj(fin, fout, length=1 << 20)
+        tmp_key.replace(dst)
+    finally:
+        if tmp_key.exists():
+            tmp_key.unlink()
+
+
+def atomic_write_text(dst: ObjectStoragePath, text: str) -> None:
+    """Write ``text`` to ``dst`` atomically (see :func:`atomic_copy`)."""
+    from astrid_airflow._atomic import atomic_path
+
+    if is_local(dst):
+        with atomic_path(dst.path, overwrite=True) as tmp:
+            Path(tmp).write_text(text, encoding="utf-8")
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp_key = dst.parent / f".{dst.name}.tmp-{uuid.uuid4().hex}"
+    try:
+        tmp_key.write_text(text, encoding="utf-8")
+        tmp_key.replace(dst)
+    finally:
+        if tmp_key.exists():
+            tmp_key.unlink()
+
+
+def sha256_of(path: ObjectStoragePath) -> str:
+    """Hex SHA-256 of a file's bytes (identifies exactly what was gated/published)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def json_small(obj: Any) -> Any:
+    """A JSON-safe copy for XCom: numpy scalars to Python, NaN/inf to ``None``."""
+    if isinstance(obj, Mapping):
+        return {str(k): json_small(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_small(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        value = float(obj)
+        return value if math.isfinite(value) else None
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    return json.loads(json.dumps(obj, default=str))
