@@ -109,7 +109,7 @@ class _CategoricalAwareNB(Pipeline):
 
 
 def make_classifier(spec: object = "svm", *, random_state: int | None = None,
-                    n_attributes: int | None = None) -> Pipeline:
+                    n_attributes: int | None = None, params: dict | None = None) -> Pipeline:
     """Return an unfitted classifier pipeline for a preset name or an estimator.
 
     Parameters
@@ -161,8 +161,11 @@ def set_random_state(estimator, random_state: int | None):
     return estimator
 
 
-def classifier_spec(spec: object) -> dict:
+def classifier_spec(spec: object, params: dict | None = None) -> dict:
     """A JSON-able description of a classifier for results and artefacts."""
-    if isinstance(spec, str):
-        return {"preset": spec}
-    return {"preset": None, "estimator": repr(spec)}
+    out: dict = {"preset": spec} if isinstance(spec, str) else \
+        {"preset": None, "estimator": repr(spec)}
+    if params:
+        out["params"] = {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+                         for k, v in params.items()}
+    return out

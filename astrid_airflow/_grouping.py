@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import string
 from collections.abc import Iterable, Sequence
 
@@ -64,8 +63,9 @@ class Grouping:
     @classmethod
     def from_cuts(cls, order: Sequence[str], cuts: Iterable[int]) -> Grouping:
         """Split ``order`` after each position in ``cuts`` (1-based, as in Alg. 1)."""
-        bounds = [0, *sorted(set(cuts)), len(order)]
-        return cls([order[a:b] for a, b in itertools.pairwise(bounds) if b > a])
+        from ._clustering import cut
+
+        return cls(cut(list(order), sorted(set(cuts))))
 
     @property
     def groups(self) -> tuple[tuple[str, ...], ...]:

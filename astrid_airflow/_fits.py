@@ -1,0 +1,175 @@
+"""The fit runner: many (GoldenEye permutation → fit → score) tasks, in parallel.
+
+Every task carries its own ``SeedSequence``, spawned in the parent before anything is
+dispatched, so a run gives identical scores for any ``n_jobs`` and joblib backend.
+
+For the presets the table is encoded once (see ``_encoding``) and the permutation is
+applied to encoded rows; a user-supplied pipeline is refitted on the permuted raw table.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+from sklearn.base import clone
+
+from ._classifiers import make_classifier, set_random_state
+from ._permutation import goldeneye_indices
+from ._scoring import score
+
+__all__ = ["FitData", "Task", "prepare_fit_data", "run_tasks"]
+
+log = logging.getLogger("astrid_airflow")
+
+Groups = tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One fit: permute the training rows by ``groups`` (None: no permutation), fit,
+    and score on the evaluation set ``eval_set``."""
+
+    eval_set: str
+    groups: Groups | None
+    seed: np.random.SeedSequence
+
+
+@dataclass
+class FitData:
+    """Everything a worker needs; shipped once per batch of tasks."""
+
+    X_train: np.ndarray | pd.DataFrame
+    y_train: np.ndarray
+    eval_sets: dict[str, tuple[np.ndarray | pd.DataFrame, np.ndarray]]
+    model: object
+    scoring: str
+    n_classes: int
+    # encoded path: output columns of every attribute; None on the raw-DataFrame path
+    columns_of_attribute: list[np.ndarray] | None = None
+    attribute_names: list[str] = field(default_factory=list)
+
+
+def prepare_fit_data(classifier: object, X_train: pd.DataFrame, y_train: np.ndarray,
+                     eval_sets: dict[str, tuple[pd.DataFrame, np.ndarray]], *,
+                     scoring: str, n_classes: int, params: dict | None = None) -> FitData:
+    """Encode once for presets; keep raw DataFrames for user pipelines."""
+    names = [str(c) for c in X_train.columns]
+    if isinstance(classifier, str):
+        pipeline = make_classifier(classifier, n_attributes=len(names), params=params)
+        encoder = pipeline.steps[0][1].fit(X_train)
+        model = pipeline.steps[-1][1]
+        if "categorical_mask" in model.get_params():
+            model.set_params(categorical_mask=tuple(s[0] == "cat" for s in encoder.specs_))
+        owner = encoder.attribute_of_column_
+        return FitData(
+            X_train=np.ascontiguousarray(encoder.transform(X_train)),
+            y_train=y_train,
+            eval_sets={k: (np.ascontiguousarray(encoder.transform(X)), y)
+                       for k, (X, y) in eval_sets.items()},
+            model=model, scoring=scoring, n_classes=n_classes,
+            columns_of_attribute=[np.flatnonzero(owner == i) for i in range(len(names))],
+            attribute_names=names)
+    return FitData(X_train=X_train.reset_index(drop=True), y_train=y_train,
+                   eval_sets={k: (X.reset_index(drop=True), y) for k, (X, y) in
+                              eval_sets.items()},
+                   model=make_classifier(classifier, params=params), scoring=scoring,
+                   n_classes=n_classes,
+                   attribute_names=names)
+
+
+def _permuted(data: FitData, groups: Groups, rng: np.random.Generator):
+    perm = goldeneye_indices(data.y_train, len(groups), rng)
+    if data.columns_of_attribute is None:
+        X = data.X_train
+        parts = {}
+        for g, attrs in enumerate(groups):
+            cols = [data.attribute_names[a] for a in attrs]
+            block = X[cols].iloc[perm[g]]
+            for c in cols:
+                parts[c] = block[c].to_numpy()
+        return pd.DataFrame({c: pd.Series(parts[c], dtype=X[c].dtype)
+                             for c in data.attribute_names})
+    out = np.empty_like(data.X_train)
+    for g, attrs in enumerate(groups):
+        cols = np.concatenate([data.columns_of_attribute[a] for a in attrs])
+        if cols.size:
+            out[:, cols] = data.X_train[np.ix_(perm[g], cols)]
+    return out
+
+
+def _run_one(data: FitData, task: Task) -> float:
+    rng = np.random.default_rng(task.seed)
+    X = data.X_train if task.groups is None else _permuted(data, task.groups, rng)
+    model = set_random_state(clone(data.model), int(rng.integers(0, 2**31 - 1)))
+    model.fit(X, data.y_train)
+    X_eval, y_eval = data.eval_sets[task.eval_set]
+    y_pred = np.asarray(model.predict(X_eval))
+    return score(data.scoring, y_eval, y_pred, data.n_classes)
+
+
+def _run_batch(data: FitData, tasks: Sequence[Task]) -> list[float]:
+    return [_run_one(data, t) for t in tasks]
+
+
+class _Progress:
+    """A progress bar on a terminal, a log line every ~10 % otherwise."""
+
+    def __init__(self, total: int, desc: str, enabled: bool | None):
+        self.total, self.desc, self.done = total, desc, 0
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self._bar = None
+        self._next_log = 0.1
+        self._start = time.perf_counter()
+        if self.enabled and sys.stderr.isatty():
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, unit="fit", leave=False, file=sys.stderr)
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self.total and self.done / self.total >= self._next_log:
+            log.info("%s: %d/%d fits (%.0f s)", self.desc, self.done, self.total,
+                     time.perf_counter() - self._start)
+            self._next_log += 0.1
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def run_tasks(data: FitData, tasks: Sequence[Task], *, n_jobs: int = 1,
+              backend: str | None = None, progress: bool | None = None,
+              desc: str = "fits") -> np.ndarray:
+    """Run ``tasks`` and return their scores in task order."""
+    tasks = list(tasks)
+    bar = _Progress(len(tasks), desc, progress)
+    try:
+        if n_jobs == 1 and backend is None:
+            scores = []
+            for t in tasks:
+                scores.append(_run_one(data, t))
+                bar.update(1)
+            return np.asarray(scores, dtype=float)
+        n_workers = n_jobs if n_jobs > 0 else 64
+        n_batches = min(len(tasks), max(1, 4 * n_workers))
+        batches = [b.tolist() for b in np.array_split(np.arange(len(tasks)), n_batches)
+                   if len(b)]
+        parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator")
+        scores = []
+        for idx, result in zip(batches,
+                               parallel(delayed(_run_batch)(data, [tasks[i] for i in b])
+                                        for b in batches)):
+            scores.extend(result)
+            bar.update(len(idx))
+        return np.asarray(scores, dtype=float)
+    finally:
+        bar.close()

@@ -1,0 +1,189 @@
+"""Problem 2: ASTRID, the automatic search for a significant grouping (Alg. 1).
+
+The table is split by class into three parts as in the paper's experiments: 50 % to
+train every classifier (D0 and its permutations), 25 % to score the search (the reward
+T̂ of Eq. 5, a mean over R' permutations), 25 % to compute the p-values.
+
+1. Sorting: starting from one group of all attributes, detach singletons greedily,
+   each time the attribute whose detachment keeps T̂ highest (argmax; the last
+   attribute needs no evaluation). This yields the order a_1..a_m.
+2. Grouping: t_i = T̂({a_1..a_i}, {a_{i+1}..a_m}) for every cut i; for each k the
+   grouping cuts the order at the k−1 cuts with the largest t_i (ties: earliest cut).
+3. Testing: p_k for every k ≥ 2 from R permutations on the third split (k = 1 is the
+   unpermuted table and needs no test); the chosen grouping is the highest k with
+   p_k ≥ alpha. p_m, the all-singletons grouping, is Ojala–Garriga's Test 2, p_OG.
+
+Following the R package, T̂ of every k's grouping is also computed on the search
+split (``acc_search``), which the table reports beside the p-value statistics.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from ._classifiers import classifier_spec
+from ._clustering import best_cuts, sort_attributes, split_scores
+from ._errors import DataError
+from ._fits import Task, prepare_fit_data, run_tasks
+from ._grouping import Grouping, letters
+from ._result import AstridResult, KRow
+from ._scoring import check_scoring
+from ._split import prepare, stratified_split
+from ._test import empirical_p_value
+from ._validation import check_alpha, check_n_jobs, check_positive_int, check_seed_sequence
+
+__all__ = ["astrid"]
+
+log = logging.getLogger("astrid_airflow")
+
+
+def astrid(
+    data: object,
+    *,
+    target: str,
+    classifier: object = "svm",
+    classifier_params: dict | None = None,
+    n_search: int = 100,
+    n_test: int = 250,
+    alpha: float = 0.05,
+    scoring: str = "accuracy",
+    random_state: object = None,
+    n_jobs: int = 1,
+    backend: str | None = None,
+    progress: bool | None = None,
+    score_each_k: bool = True,
+) -> AstridResult:
+    """Find the highest-cardinality grouping not rejected at level ``alpha``.
+
+    Parameters
+    ----------
+    data : DataFrame or path
+        The reference table (attributes plus the class column); CSV, Parquet or ARFF.
+    target : str
+        The class column.
+    classifier : {"svm", "rf", "nb"} or scikit-learn classifier, default="svm"
+    classifier_params : dict or None
+        Parameters for the preset's model (e.g. ``{"n_estimators": 100}`` for ``rf``) or
+        ``set_params`` names for a user pipeline.
+    n_search : int, default=100
+        R', permutations per evaluation of the reward T̂ (Eq. 5).
+    n_test : int, default=250
+        R, permutations per p-value (Eq. 3).
+    alpha : float, default=0.05
+        Significance level of the model selection.
+    scoring : {"accuracy", "balanced_accuracy", "f1_macro"}, default="accuracy"
+    random_state : None, int, SeedSequence or Generator
+        Root seed; the split and every fit get streams spawned from it in the parent,
+        so results do not depend on ``n_jobs`` or the joblib backend.
+    n_jobs : int, default=1
+    backend : str or None
+        joblib backend; None uses joblib's default or an enclosing ``parallel_config``
+        (e.g. a Dask cluster).
+    progress : bool or None
+        Progress bar on a terminal, log lines otherwise; None: only on a terminal.
+    score_each_k : bool, default=True
+        Also compute T̂ of every k's grouping on the search split (as the R package).
+
+    Returns
+    -------
+    AstridResult
+
+    References
+    ----------
+    Henelius, Puolamäki, Ukkonen. Finding Statistically Significant Attribute
+    Interactions. Alg. 1, Eqs. 3 and 5, Sec. 5 (experimental setup).
+    """
+    start = time.perf_counter()
+    n_search = check_positive_int(n_search, "n_search")
+    n_test = check_positive_int(n_test, "n_test")
+    alpha = check_alpha(alpha)
+    scoring = check_scoring(scoring)
+    n_jobs = check_n_jobs(n_jobs)
+    root = check_seed_sequence(random_state)
+    prep = prepare(data, target, min_rows_per_class=4)
+    attrs, m = prep.attributes, len(prep.attributes)
+    if m < 2:
+        raise DataError("ASTRID needs at least two attribute columns besides the target.")
+
+    split_ss, split2_ss, base_ss, sort_ss, halve_ss, k_ss, p_ss = root.spawn(7)
+    train, rest = stratified_split(prep.codes, 0.5, split_ss)
+    search_pos, valid_pos = stratified_split(prep.codes[rest], 0.5, split2_ss)
+    search, valid = rest[search_pos], rest[valid_pos]
+    X = prep.table[attrs]
+    fit_data = prepare_fit_data(
+        classifier, X.iloc[train], prep.codes[train],
+        {"search": (X.iloc[search], prep.codes[search]),
+         "valid": (X.iloc[valid], prep.codes[valid])},
+        scoring=scoring, n_classes=len(prep.classes), params=classifier_params)
+    run = dict(n_jobs=n_jobs, backend=backend, progress=progress)
+    n_fits = 0
+
+    def reward(groupings: list[tuple[tuple[int, ...], ...]], seeds, desc: str) -> np.ndarray:
+        nonlocal n_fits
+        tasks = [Task("search", g, s) for g, ss in zip(groupings, seeds)
+                 for s in ss.spawn(n_search)]
+        n_fits += len(tasks)
+        scores = run_tasks(fit_data, tasks, desc=desc, **run)
+        return scores.reshape(len(groupings), n_search).mean(axis=1)
+
+    # 1. Sorting phase (Alg. 1, lines 1-6).
+    sort_seeds = iter(sort_ss.spawn(m))
+    sorting_log: list[dict[str, float]] = []
+
+    def log_step(step: int, remaining: list[int], means: np.ndarray) -> None:
+        sorting_log.append({attrs[j]: float(v) for j, v in zip(remaining, means)})
+        log.info("sorting %d/%d: detached %s (T̂ = %.4f)", step + 1, m - 1,
+                 attrs[remaining[int(np.argmax(means))]], means.max())
+
+    detached = sort_attributes(
+        m, lambda parts: reward(parts, next(sort_seeds).spawn(len(parts)), "sorting"),
+        on_step=log_step)
+    order = [attrs[i] for i in detached]
+
+    # 2. Scores of every 2-split of the order (line 7), groupings for every k (8-11).
+    t = split_scores(detached, lambda parts: reward(parts, halve_ss.spawn(len(parts)),
+                                                    "2-splits"))
+    groupings = {1: Grouping([order])}
+    for k in range(2, m + 1):
+        groupings[k] = Grouping.from_cuts(order, best_cuts(t, k))
+
+    # 3. Baseline, T̂ per k on the search split, p-values on the third split.
+    tasks = [Task("valid", None, base_ss)]
+    k_seeds, p_seeds = k_ss.spawn(m - 1), p_ss.spawn(m - 1)
+    for k in range(2, m + 1):
+        g = tuple(tuple(ix) for ix in groupings[k].indices(attrs))
+        if score_each_k:
+            tasks += [Task("search", g, s) for s in k_seeds[k - 2].spawn(n_search)]
+        tasks += [Task("valid", g, s) for s in p_seeds[k - 2].spawn(n_test)]
+    n_fits += len(tasks)
+    scores = run_tasks(fit_data, tasks, desc="p-values", **run)
+    a0, pos = float(scores[0]), 1
+    rows = [KRow(k=1, grouping=groupings[1], acc_ave=a0, acc_min=None, acc_max=None, sd=None,
+                 p=None, acc_search=None, letters=letters(groupings[1], order))]
+    for k in range(2, m + 1):
+        acc_search = None
+        if score_each_k:
+            acc_search = float(scores[pos:pos + n_search].mean())
+            pos += n_search
+        null = scores[pos:pos + n_test]
+        pos += n_test
+        rows.append(KRow(
+            k=k, grouping=groupings[k], acc_ave=float(null.mean()), acc_min=float(null.min()),
+            acc_max=float(null.max()), sd=float(null.std(ddof=1)) if null.size > 1 else 0.0,
+            p=empirical_p_value(a0, null), acc_search=acc_search,
+            letters=letters(groupings[k], order)))
+    chosen = max([1] + [r.k for r in rows[1:] if r.p >= alpha])
+    return AstridResult(
+        grouping=groupings[chosen], k=chosen, table=tuple(rows), order=tuple(order),
+        baseline_accuracy=a0, p_og=rows[-1].p, n_fits=n_fits,
+        seconds=time.perf_counter() - start, target=target, classes=prep.classes,
+        columns=tuple(attrs), classifier=classifier_spec(classifier, classifier_params),
+        scoring=scoring,
+        alpha=alpha, n_search=n_search, n_test=n_test,
+        random_state=random_state if isinstance(random_state, int) else None,
+        split={"train": int(train.size), "search": int(search.size),
+               "test": int(valid.size)},
+        search_scores={"sorting": sorting_log, "splits": [float(v) for v in t]})

@@ -1,0 +1,68 @@
+"""``astrid learn``: run ASTRID on a table and print the paper-style table."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("learn", help="find the significant grouping of a table (ASTRID)",
+                       description="Run ASTRID (Alg. 1 of the paper) and print the table of "
+                       "groupings for every k with their p-values.")
+    p.add_argument("data", help="CSV, Parquet or ARFF file (or fsspec URL)")
+    p.add_argument("--target", required=True, help="class column")
+    p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb"])
+    p.add_argument("--r-search", type=int, default=100, help="R', permutations per reward")
+    p.add_argument("--r-test", type=int, default=250, help="R, permutations per p-value")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--scoring", default="accuracy",
+                   choices=["accuracy", "balanced_accuracy", "f1_macro"])
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel fits (-1: all cores)")
+    p.add_argument("--clean", action="store_true",
+                   help="drop rows with missing values and constant columns first (as the "
+                   "paper did for the UCI data)")
+    p.add_argument("--store", help="artefact store root: save the result as a new version")
+    p.add_argument("--name", help="artefact name in the store (with --store)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._errors import ParameterError
+    from .._io import drop_missing_and_constant, read_table
+    from .._search import astrid
+    from ._common import print_json
+
+    if bool(args.store) != bool(args.name):
+        raise ParameterError("--store and --name go together.")
+    if not args.quiet:
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+    table = read_table(args.data)
+    if args.clean:
+        if args.target not in table.columns:
+            from .._errors import DataError
+
+            raise DataError(f"Target column {args.target!r} is not in the table.")
+        table = drop_missing_and_constant(table, args.target)
+    result = astrid(table, target=args.target, classifier=args.classifier,
+                    n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
+                    scoring=args.scoring, random_state=args.seed, n_jobs=args.jobs,
+                    progress=None if not args.quiet else False)
+    payload = result.to_dict()
+    if args.store:
+        from .._artefact import GroupingArtefact
+        from .._store import ArtefactStore
+
+        version = ArtefactStore(args.store).save(
+            args.name, GroupingArtefact.from_result(result, table))
+        payload["artefact"] = {"store": args.store, "name": args.name, "version": version}
+    if args.json:
+        print_json(payload)
+    else:
+        print(result.format_table())
+        if args.store:
+            print(f"saved artefact {args.name}@{payload['artefact']['version']} in {args.store}")
+    return 0

@@ -1,0 +1,42 @@
+"""``astrid test``: the permutation test of one given grouping (Problem 1)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("test", help="test one grouping (Problem 1)",
+                       description="p = (1 + #{T(Di) >= T(D0)}) / (1 + R) over R GoldenEye "
+                       "permutations of the training rows.")
+    p.add_argument("data", help="CSV, Parquet or ARFF file (or fsspec URL)")
+    p.add_argument("--target", required=True, help="class column")
+    p.add_argument("--grouping", required=True, help='groups by ";", columns by ",": '
+                   '"a1,a2;a3;a4"')
+    p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb"])
+    p.add_argument("--r-test", type=int, default=250, help="R, the number of permutations")
+    p.add_argument("--scoring", default="accuracy",
+                   choices=["accuracy", "balanced_accuracy", "f1_macro"])
+    p.add_argument("--test-size", type=float, default=0.5, help="held-out fraction")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._test import test_grouping
+    from ._common import print_json
+
+    result = test_grouping(args.data, target=args.target, grouping=args.grouping,
+                           classifier=args.classifier, n_permutations=args.r_test,
+                           scoring=args.scoring, test_size=args.test_size,
+                           random_state=args.seed, n_jobs=args.jobs, progress=False)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        null = result.null_accuracies
+        print(f"grouping {result.grouping}: p = {result.p_value:.4f}  "
+              f"{args.scoring} = {result.accuracy:.3f}  null mean = {null.mean():.3f} "
+              f"[{null.min():.3f}, {null.max():.3f}]  R = {null.size}")
+    return 0
