@@ -123,7 +123,21 @@ def make_classifier(spec: object = "svm", *, random_state: int | None = None,
         Number of attributes m, used by ``rf`` for ``max_features = floor(sqrt(m))``;
         when None, scikit-learn's ``"sqrt"`` over the encoded columns is used (the same
         thing, as ``rf`` encodes one column per attribute).
+    params : dict or None
+        Parameters set on the model step of a preset (e.g. ``{"n_estimators": 100}``)
+        or on a user pipeline (``set_params`` names).
     """
+    pipeline = _make(spec, random_state, n_attributes)
+    if params:
+        target = pipeline.named_steps["model"] if isinstance(spec, str) else pipeline
+        try:
+            target.set_params(**params)
+        except ValueError as exc:
+            raise ParameterError(f"Invalid classifier parameters {params!r}: {exc}") from None
+    return pipeline
+
+
+def _make(spec: object, random_state: int | None, n_attributes: int | None) -> Pipeline:
     if isinstance(spec, str):
         if spec == "svm":
             return Pipeline([("encode", TableEncoder("scale", "onehot")),

@@ -82,6 +82,7 @@ def check_table(table: pd.DataFrame, target: str, *, min_rows_per_class: int = 1
     if y.isna().any():
         raise DataError(f"Target column {target!r} has {int(y.isna().sum())} missing value(s).")
     counts = y.value_counts()
+    counts.index = counts.index.tolist()  # plain Python labels in messages
     if len(counts) < 2:
         raise DataError(f"Target column {target!r} has a single class ({counts.index[0]!r}); "
                         "at least two are needed.")
