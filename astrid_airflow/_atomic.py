@@ -31,6 +31,7 @@ __all__ = [
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
+    "fs_write_bytes",
     "is_local",
     "split_url",
 ]
@@ -214,13 +215,33 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
         _put_remote(fs, tmp, dest, overwrite, path)
 
 
-def _put_remote(fs, local_file: str, dest: str, overwrite: bool, shown: object) -> None:
+def fs_write_bytes(fs: object, path: str, data: bytes, *, overwrite: bool = False) -> None:
+    """Atomically write ``data`` to ``path`` inside an fsspec filesystem ``fs``.
+
+    For stores opened with storage options (credentials, endpoints): the caller keeps
+    one filesystem object. A local filesystem goes through :func:`atomic_write_bytes`.
+    """
+    from fsspec.implementations.local import LocalFileSystem
+
+    if isinstance(fs, LocalFileSystem):
+        atomic_write_bytes(path, data, overwrite=overwrite)
+        return
+    if not overwrite and fs.exists(path):
+        raise _exists_error(fs.unstrip_protocol(path))
+    _put_remote(fs, bytes(data), path, overwrite, fs.unstrip_protocol(path))
+
+
+def _put_remote(fs, source: str | bytes, dest: str, overwrite: bool, shown: object) -> None:
+    """Upload ``source`` (a local file or bytes) to a temporary key, then move it."""
     key = _tmp_name(dest)
     try:
         parent = dest.rsplit("/", 1)[0] if "/" in dest else ""
         if parent:
             fs.makedirs(parent, exist_ok=True)
-        fs.put_file(local_file, key)
+        if isinstance(source, bytes):
+            fs.pipe_file(key, source)
+        else:
+            fs.put_file(source, key)
         if not overwrite and fs.exists(dest):
             raise _exists_error(shown)
         fs.mv(key, dest)

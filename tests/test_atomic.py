@@ -138,3 +138,14 @@ def test_atomic_dir_exception_leaves_nothing(tmp_path):
             open(os.path.join(tmp, "a.json"), "w").write("{")
             raise KeyError("x")
     assert _visible(tmp_path) == []
+
+
+def test_permission_denied_emulated(tmp_path, monkeypatch):
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "link", denied)
+    monkeypatch.setattr(os, "replace", denied)
+    with pytest.raises(StoreError, match="permission denied"):
+        atomic_write_text(tmp_path / "a.txt", "x")
+    assert _visible(tmp_path) == []

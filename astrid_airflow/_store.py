@@ -1,0 +1,499 @@
+"""A versioned, immutable, atomic store of grouping artefacts on any fsspec filesystem.
+
+Layout::
+
+    <root>/<name>/v0001/artefact.json
+    <root>/<name>/v0001/<other files>     (e.g. the gate's suite.json)
+    <root>/<name>/v0002/...
+
+A version is *visible* once its ``artefact.json`` exists, and a visible version is
+complete: on a local filesystem the whole directory is written under a hidden temporary
+name and renamed into place in one ``rename(2)`` (which fails if the target exists, so
+two savers can never take the same number); on object stores a saver first claims the
+number with a marker, writes the other files, and writes ``artefact.json`` last. A
+crash or exception mid-write therefore leaves no visible version. ``docs/artefacts.md``
+gives the details.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ._artefact import GroupingArtefact
+from ._atomic import fs_write_bytes
+from ._errors import ArtefactError, ParameterError, StoreError
+
+__all__ = [
+    "ARTEFACT_FILE",
+    "ArtefactLocation",
+    "ArtefactStore",
+    "LoadedArtefact",
+    "load_artefact",
+    "parse_artefact_ref",
+]
+
+ARTEFACT_FILE = "artefact.json"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_VERSION_DIR = re.compile(r"^v(\d{4,})$")
+_VERSION_REF = re.compile(r"^(?:v(\d+)|(\d+)|latest)$")
+_CLAIM = ".claim-"
+_MAX_ATTEMPTS = 200
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
+        raise ParameterError(
+            f"Invalid artefact name {name!r}: use letters, digits, '.', '_' and '-' "
+            "(no path separators, no '..', at most 200 characters, not starting with '.').")
+    return name
+
+
+def _check_file_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME.match(name) or ".." in name \
+            or name == ARTEFACT_FILE:
+        raise ParameterError(f"Invalid file name {name!r} for a version directory: a plain "
+                             f"file name other than {ARTEFACT_FILE!r} is needed.")
+    return name
+
+
+def _version_id(number: int) -> str:
+    return f"v{number:04d}"
+
+
+def _version_number(version: object) -> int | None:
+    """Number of ``"v0003"``/``"3"``/``3``; ``None`` for ``"latest"``."""
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
+        return version
+    if isinstance(version, str):
+        m = _VERSION_REF.match(version.strip())
+        if m:
+            if m.group(1) is None and m.group(2) is None:
+                return None
+            number = int(m.group(1) or m.group(2))
+            if number >= 1:
+                return number
+    raise ParameterError(f"Invalid version {version!r}: expected 'latest', 'v0003' or 3.")
+
+
+@dataclass(frozen=True)
+class ArtefactLocation:
+    """Where an artefact lives.
+
+    ``root``, ``name`` and ``version`` are ``None`` when the artefact was read from a
+    path outside a store layout. ``directory`` is the version directory (write files
+    beside the artefact there) and ``path`` the ``artefact.json`` itself; both are local
+    paths or fsspec URLs.
+    """
+
+    root: str | None
+    name: str | None
+    version: str | None
+    directory: str
+    path: str
+
+
+class LoadedArtefact(NamedTuple):
+    """An artefact and where it was read from (unpacks as ``artefact, location``)."""
+
+    artefact: GroupingArtefact
+    location: ArtefactLocation
+
+
+class ArtefactStore:
+    """Versioned, immutable artefacts under ``root`` (a local path or fsspec URL).
+
+    Parameters
+    ----------
+    root : str or path-like
+        Local directory or any fsspec URL (``memory://store``, ``s3://bucket/prefix``,
+        the paths Airflow's ``ObjectStoragePath`` takes). Created on the first save.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoint...).
+
+    Examples
+    --------
+    >>> store = ArtefactStore("memory://doc-example")          # doctest: +SKIP
+    >>> version = store.save("credit", artefact)               # doctest: +SKIP
+    >>> store.load("credit") == artefact                       # doctest: +SKIP
+    True
+    """
+
+    def __init__(self, root: str | os.PathLike, *,
+                 storage_options: dict[str, Any] | None = None):
+        import fsspec
+        from fsspec.implementations.local import LocalFileSystem
+
+        text = os.fspath(root) if isinstance(root, (str, os.PathLike)) else None
+        if not text:
+            raise ParameterError(f"Invalid store root {root!r}: expected a path or URL.")
+        try:
+            fs, inner = fsspec.core.url_to_fs(text, **(storage_options or {}))
+        except (ImportError, ValueError, TypeError) as exc:
+            raise StoreError(f"Cannot open store {text!r}: {exc}") from None
+        self._fs = fs
+        self._local = isinstance(fs, LocalFileSystem)
+        self._root = os.path.abspath(inner) if self._local else inner.rstrip("/")
+        self.root = self._url(self._root)
+
+    def __repr__(self) -> str:
+        return f"ArtefactStore({self.root!r})"
+
+    # ------------------------------------------------------------------- paths
+    def _join(self, *parts: str) -> str:
+        if self._local:
+            return os.path.join(*parts)
+        return "/".join(p.rstrip("/") for p in parts)
+
+    def _url(self, inner: str) -> str:
+        return inner if self._local else self._fs.unstrip_protocol(inner)
+
+    def _ls_names(self, inner: str) -> list[str]:
+        """Base names of the entries of directory ``inner`` ([] if it does not exist)."""
+        try:
+            if self._local:
+                return os.listdir(inner)
+            entries = self._fs.ls(inner, detail=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except PermissionError:
+            raise StoreError(f"Cannot read {self._url(inner)!r}: permission denied.") from None
+        out = []
+        for e in entries:
+            base = e.rstrip("/").rsplit("/", 1)[-1]
+            if e.rstrip("/") != inner.rstrip("/"):  # some backends list the path itself
+                out.append(base)
+        return out
+
+    def _isfile(self, inner: str) -> bool:
+        return os.path.isfile(inner) if self._local else self._fs.isfile(inner)
+
+    def _check_root(self) -> None:
+        ok = os.path.isdir(self._root) if self._local else (
+            self._fs.isdir(self._root) or self._fs.exists(self._root))
+        if not ok:
+            raise StoreError(f"No artefact store at {self.root!r}: no such directory.")
+
+    def _numbers(self, name: str, *, complete: bool) -> list[int]:
+        out = []
+        base = self._join(self._root, name)
+        for entry in self._ls_names(base):
+            m = _VERSION_DIR.match(entry)
+            if m and (not complete or self._isfile(self._join(base, entry, ARTEFACT_FILE))):
+                out.append(int(m.group(1)))
+        return sorted(out)
+
+    # ------------------------------------------------------------------- reading
+    def names(self) -> list[str]:
+        """Names with at least one complete version, sorted."""
+        self._check_root()
+        return sorted(n for n in self._ls_names(self._root)
+                      if _NAME.match(n) and self._numbers(n, complete=True))
+
+    def versions(self, name: str) -> list[str]:
+        """Complete versions of ``name``, oldest first (``StoreError`` if none)."""
+        _check_name(name)
+        self._check_root()
+        numbers = self._numbers(name, complete=True)
+        if not numbers:
+            known = self.names()
+            raise StoreError(f"No artefact named {name!r} in {self.root!r}; "
+                             f"names there: {known[:20]!r}.")
+        return [_version_id(n) for n in numbers]
+
+    def latest(self, name: str) -> str:
+        """The newest version id of ``name``."""
+        return self.versions(name)[-1]
+
+    def resolve(self, name: str, version: str | int = "latest") -> str:
+        """The version id ``version`` refers to (``"latest"``, ``"v0003"``, ``"3"``, 3)."""
+        number = _version_number(version)
+        versions = self.versions(name)
+        if number is None:
+            return versions[-1]
+        vid = _version_id(number)
+        if vid not in versions:
+            raise StoreError(f"No version {vid} of {name!r} in {self.root!r}; "
+                             f"versions: {versions[-20:]!r}.")
+        return vid
+
+    def path_of(self, name: str, version: str | int = "latest") -> str:
+        """The version directory of ``name`` (local path or URL)."""
+        vid = self.resolve(name, version)
+        return self._url(self._join(self._root, name, vid))
+
+    def location(self, name: str, version: str | int = "latest") -> ArtefactLocation:
+        """Where version ``version`` of ``name`` lives."""
+        vid = self.resolve(name, version)
+        directory = self._join(self._root, name, vid)
+        return ArtefactLocation(root=self.root, name=name, version=vid,
+                                directory=self._url(directory),
+                                path=self._url(self._join(directory, ARTEFACT_FILE)))
+
+    def load(self, name: str, version: str | int = "latest") -> GroupingArtefact:
+        """Read and validate an artefact (``ArtefactError`` if it is corrupt)."""
+        loc = self.location(name, version)
+        return _read_artefact(self._fs, self._join(self._root, name, loc.version,
+                                                   ARTEFACT_FILE), loc.path)
+
+    def read_file(self, name: str, version: str | int, filename: str) -> bytes:
+        """Bytes of a file stored beside the artefact."""
+        loc = self.location(name, version)
+        inner = self._join(self._root, name, loc.version, _check_file_name(filename))
+        try:
+            return self._fs.cat_file(inner)
+        except FileNotFoundError:
+            raise StoreError(f"No file {filename!r} in {loc.directory!r}.") from None
+
+    def list(self, name: str | None = None) -> list[dict[str, Any]]:
+        """One row per version: name, version, created_at, k, target, fingerprint, path.
+
+        A version whose artefact cannot be read gets ``error`` set (and ``None`` in the
+        artefact fields) instead of hiding the other versions.
+        """
+        names = [name] if name is not None else self.names()
+        rows = []
+        for n in names:
+            for vid in self.versions(n):
+                inner = self._join(self._root, n, vid, ARTEFACT_FILE)
+                row: dict[str, Any] = {"name": n, "version": vid, "created_at": None,
+                                       "k": None, "target": None, "fingerprint": None,
+                                       "path": self._url(self._join(self._root, n, vid)),
+                                       "error": None}
+                try:
+                    a = _read_artefact(self._fs, inner, self._url(inner))
+                except ArtefactError as exc:
+                    row["error"] = str(exc)
+                else:
+                    row.update(created_at=a.created_at, k=a.k, target=a.target,
+                               fingerprint=dict(a.fingerprint))
+                rows.append(row)
+        return rows
+
+    # ------------------------------------------------------------------- writing
+    def save(self, name: str, artefact: GroupingArtefact, *,
+             extra_files: dict[str, bytes] | None = None) -> str:
+        """Write ``artefact`` (and ``extra_files``) as a new version; return its id.
+
+        Versions are numbered ``v0001``, ``v0002``... and never overwritten. The write
+        is atomic: until it completes no new version is visible, and a failure leaves
+        none behind. Concurrent savers to one name get distinct versions.
+        """
+        _check_name(name)
+        if not isinstance(artefact, GroupingArtefact):
+            raise ParameterError(f"Expected a GroupingArtefact, got {type(artefact).__name__}.")
+        files = {ARTEFACT_FILE: artefact.to_json().encode("utf-8")}
+        for fname, data in (extra_files or {}).items():
+            if not isinstance(data, (bytes, bytearray)):
+                raise ParameterError(f"extra_files[{fname!r}] must be bytes, "
+                                     f"got {type(data).__name__}.")
+            files[_check_file_name(fname)] = bytes(data)
+        if self._local:
+            return self._save_local(name, files)
+        return self._save_remote(name, files)
+
+    def add_file(self, name: str, version: str | int, filename: str, data: bytes, *,
+                 overwrite: bool = False) -> str:
+        """Atomically add a file beside an existing artefact (never ``artefact.json``).
+
+        For files other modules keep with a version (e.g. the gate's suite). Returns the
+        file's path or URL.
+        """
+        loc = self.location(name, version)
+        inner = self._join(self._root, name, loc.version, _check_file_name(filename))
+        fs_write_bytes(self._fs, inner, bytes(data), overwrite=overwrite)
+        return self._url(inner)
+
+    def _save_local(self, name: str, files: dict[str, bytes]) -> str:
+        base = os.path.join(self._root, name)
+        try:
+            os.makedirs(base, exist_ok=True)
+            tmp = tempfile.mkdtemp(dir=base, prefix=".saving-", suffix=".tmp")
+        except OSError as exc:
+            raise _write_error(exc, self.root) from None
+        try:
+            # artefact.json last, so that even the temporary directory is complete
+            # whenever it holds one.
+            for fname in sorted(files, key=lambda f: f == ARTEFACT_FILE):
+                path = os.path.join(tmp, fname)
+                with open(path, "wb") as fh:
+                    fh.write(files[fname])
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.chmod(path, 0o444)  # versions are immutable
+            _fsync_dir(tmp)
+            for _ in range(_MAX_ATTEMPTS):
+                number = max(self._numbers(name, complete=False), default=0) + 1
+                dest = os.path.join(base, _version_id(number))
+                if os.path.lexists(dest):  # rename would replace an *empty* directory
+                    continue
+                try:
+                    os.rename(tmp, dest)  # fails if dest appeared meanwhile
+                except OSError as exc:
+                    if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                        continue  # another saver took this number: take the next one
+                    raise
+                _fsync_dir(base)
+                return _version_id(number)
+            raise StoreError(f"Could not claim a version number for {name!r} in "
+                             f"{self.root!r} after {_MAX_ATTEMPTS} attempts.")
+        except OSError as exc:
+            raise _write_error(exc, self.root) from None
+        finally:
+            if os.path.isdir(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def _save_remote(self, name: str, files: dict[str, bytes]) -> str:
+        fs = self._fs
+        base = self._join(self._root, name)
+        me = f"{_CLAIM}{uuid.uuid4().hex}"
+        for attempt in range(_MAX_ATTEMPTS):
+            number = max(self._numbers(name, complete=False), default=0) + 1
+            vdir = self._join(base, _version_id(number))
+            claim = self._join(vdir, me)
+            try:
+                # No makedirs: on object stores a prefix exists only while a key is in it,
+                # so a number whose savers all back off is free again.
+                fs.pipe_file(claim, b"")
+                entries = self._ls_names(vdir)
+            except OSError as exc:
+                raise _write_error(exc, self.root) from None
+            # Won only if ours is the sole entry: a rival that wrote its claim before
+            # our listing is seen by us; one that wrote after sees ours and backs off.
+            if entries != [me]:
+                with contextlib.suppress(Exception):
+                    fs.rm(claim)
+                time.sleep(0.001 * (1 + attempt % 10) * (1 + uuid.uuid4().int % 7))
+                continue
+            try:
+                for fname in sorted(files, key=lambda f: f == ARTEFACT_FILE):
+                    fs_write_bytes(fs, self._join(vdir, fname), files[fname])
+                with contextlib.suppress(Exception):
+                    fs.rm(claim)
+            except BaseException as exc:
+                with contextlib.suppress(Exception):  # leave no partial version
+                    fs.rm(vdir, recursive=True)
+                if isinstance(exc, OSError):
+                    raise _write_error(exc, self.root) from None
+                raise
+            return _version_id(number)
+        raise StoreError(f"Could not claim a version number for {name!r} in {self.root!r} "
+                         f"after {_MAX_ATTEMPTS} attempts.")
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _fsync_dir(path: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_error(exc: OSError, root: str) -> StoreError:
+    if isinstance(exc, PermissionError):
+        return StoreError(f"Cannot write to store {root!r}: permission denied.")
+    return StoreError(f"Cannot write to store {root!r}: {exc.strerror or exc}.")
+
+
+def _read_artefact(fs: Any, inner: str, shown: str) -> GroupingArtefact:
+    try:
+        data = fs.cat_file(inner)
+    except FileNotFoundError:
+        raise StoreError(f"No artefact at {shown!r}.") from None
+    except IsADirectoryError:
+        raise StoreError(f"{shown!r} is a directory, not an artefact file.") from None
+    except PermissionError:
+        raise StoreError(f"Cannot read {shown!r}: permission denied.") from None
+    try:
+        return GroupingArtefact.from_json(data)
+    except ArtefactError as exc:
+        raise type(exc)(f"{shown}: {exc}") from None
+
+
+def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
+    """Resolve an artefact reference to its location (without reading the artefact).
+
+    Accepted forms (local paths or fsspec URLs):
+
+    * a path to an ``artefact.json``;
+    * a version directory holding one (``ROOT/NAME/v0003``);
+    * ``ROOT/NAME`` or ``ROOT/NAME@VERSION`` with VERSION ``v0003``, ``3`` or
+      ``latest`` (the default).
+    """
+    import fsspec
+    from fsspec.implementations.local import LocalFileSystem
+
+    text = os.fspath(ref) if isinstance(ref, (str, os.PathLike)) else None
+    if not text or not text.strip():
+        raise ParameterError(f"Invalid artefact reference {ref!r}: expected a path to an "
+                             "artefact.json, a version directory or ROOT/NAME[@VERSION].")
+    version: str | None = None
+    head, at, tail = text.rpartition("@")
+    if at and "/" not in tail and _VERSION_REF.match(tail.strip()):
+        text, version = head, tail.strip()
+    try:
+        fs, inner = fsspec.core.url_to_fs(text)
+    except (ImportError, ValueError) as exc:
+        raise StoreError(f"Cannot open {text!r}: {exc}") from None
+    local = isinstance(fs, LocalFileSystem)
+    inner = os.path.abspath(inner) if local else inner.rstrip("/")
+
+    def url(p: str) -> str:
+        return p if local else fs.unstrip_protocol(p)
+
+    def split(p: str) -> tuple[str, str]:
+        if local:
+            return os.path.split(p)
+        head, _, tail = p.rpartition("/")
+        return head, tail
+
+    if version is None and fs.isfile(inner):
+        directory = split(inner)[0]
+        return _outside_or_in_store(url, split, directory, url(inner))
+    candidate = os.path.join(inner, ARTEFACT_FILE) if local else f"{inner}/{ARTEFACT_FILE}"
+    if version is None and fs.isfile(candidate):
+        return _outside_or_in_store(url, split, inner, url(candidate))
+    root, name = split(inner)
+    if not root or not _NAME.match(name or ""):
+        raise StoreError(f"No artefact at {url(inner)!r}: not an artefact.json, a version "
+                         "directory or ROOT/NAME.")
+    store = ArtefactStore(url(root))
+    return store.location(name, version or "latest")
+
+
+def _outside_or_in_store(url, split, directory: str, path: str) -> ArtefactLocation:
+    parent, vdir = split(directory)
+    root, name = split(parent)
+    if _VERSION_DIR.match(vdir) and _NAME.match(name or "") and root:
+        return ArtefactLocation(root=url(root), name=name, version=vdir,
+                                directory=url(directory), path=path)
+    return ArtefactLocation(root=None, name=None, version=None, directory=url(directory),
+                            path=path)
+
+
+def load_artefact(ref: str | os.PathLike) -> LoadedArtefact:
+    """Load and validate the artefact ``ref`` points to (see :func:`parse_artefact_ref`).
+
+    Returns
+    -------
+    LoadedArtefact
+        ``(artefact, location)``; write files beside the artefact in
+        ``location.directory``.
+    """
+    import fsspec
+
+    loc = parse_artefact_ref(ref)
+    fs, inner = fsspec.core.url_to_fs(loc.path)
+    return LoadedArtefact(_read_artefact(fs, inner, loc.path), loc)
+
