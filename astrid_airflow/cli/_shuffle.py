@@ -1,14 +1,115 @@
-"""`astrid shuffle` (placeholder until its issue lands; replaced by its owner)."""
+"""`astrid shuffle DATA --artefact REF --out FILE`: GoldenEye surrogate(s) of a table.
+
+Writes the surrogate(s) atomically and reports the privacy and utility metrics. The
+metrics are computed on the complete temporary outputs *before* they are published, so
+a failure (exit 2) leaves no output behind. ``--json`` prints one object whose keys
+``intact_row_proportion``, ``expected_intact_row_proportion``,
+``largest_group_unique_share``, ``accuracy_original``, ``accuracy_surrogate``, ``rows``
+and ``out`` are a contract.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("shuffle", help="(not available yet)")
+    p = sub.add_parser(
+        "shuffle", help="write GoldenEye surrogate table(s) with a learned grouping",
+        description="Shuffle a Parquet or CSV table with a learned grouping artefact and "
+                    "report the intact-row proportion (P_anon), its expectation, the "
+                    "largest group's unique share and train-on-surrogate accuracy.")
+    p.add_argument("data", metavar="DATA", help="input table: .parquet or .csv (or URL)")
+    p.add_argument("--artefact", required=True, metavar="REF",
+                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="output .parquet or .csv; copies go to FILE-1.ext, FILE-2.ext...")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="random seed (default: fresh entropy, reported in the output)")
+    p.add_argument("--n-copies", type=int, default=1, metavar="N",
+                   help="number of independent surrogates (default 1)")
+    p.add_argument("--no-utility", action="store_true",
+                   help="skip the train-on-surrogate/test-on-real accuracy check")
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
 
 
+def _loud(message: str) -> None:
+    bar = "!" * 78
+    print(f"{bar}\nastrid shuffle: WARNING: {message}\n{bar}", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("astrid shuffle: not available yet")
+    import warnings
+
+    import numpy as np
+
+    from .._errors import ParameterError
+    from .._metrics import intact_row_proportion, surrogate_metrics
+    from .._store import load_artefact
+    from .._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
+    from ._common import print_json
+
+    if args.seed is not None and args.seed < 0:
+        raise ParameterError(f"Invalid --seed: {args.seed}. Must be >= 0.")
+    if args.n_copies < 1:
+        raise ParameterError(f"Invalid --n-copies: {args.n_copies}. Must be an integer >= 1.")
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    artefact, location = load_artefact(args.artefact)
+    started = time.perf_counter()
+    report: dict[str, Any] = {}
+
+    def measure(tmps: list) -> None:
+        # Runs on the complete temporary outputs; raising here publishes nothing.
+        d = surrogate_metrics(args.data, tmps[0], artefact, utility=not args.no_utility,
+                              random_state=seed).to_dict()
+        if len(tmps) > 1:
+            d["copies"] = [intact_row_proportion(args.data, t, columns=list(
+                artefact.columns)) for t in tmps]
+        report.update(d)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ProtectsNothingWarning)
+        shuffle_file(args.data, artefact, args.out, random_state=seed,
+                     n_copies=args.n_copies, overwrite=args.overwrite,
+                     before_publish=measure)
+    outs = surrogate_paths(args.out, args.n_copies)
+    if any(issubclass(w.category, ProtectsNothingWarning) for w in caught) \
+            or report.get("protects_nothing"):
+        _loud("the artefact's grouping has a single group, so every surrogate row is an "
+              "original row (intact-row proportion 1): this surrogate PROTECTS NOTHING.")
+    copies = report.pop("copies", None)
+    out: dict[str, Any] = {
+        "out": outs[0] if args.n_copies == 1 else outs,
+        "rows": report.pop("rows"),
+        "intact_row_proportion": report.pop("intact_row_proportion"),
+        "expected_intact_row_proportion": report.pop("expected_intact_row_proportion"),
+        "largest_group_unique_share": report.pop("largest_group_unique_share"),
+        "accuracy_original": report.pop("accuracy_original"),
+        "accuracy_surrogate": report.pop("accuracy_surrogate"),
+        **report,
+        "artefact": location.path if hasattr(location, "path") else str(location),
+        "seed": seed,
+        "n_copies": args.n_copies,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if copies is not None:
+        out["copies"] = [{"out": p, "intact_row_proportion": v} for p, v in zip(outs, copies)]
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"wrote {', '.join(outs)} ({out['rows']} rows, seed {seed})")
+    print(f"intact-row proportion (P_anon): {out['intact_row_proportion']:.4f}   "
+          f"expected: {out['expected_intact_row_proportion']:.4f}")
+    print(f"largest group {out['largest_group']}: unique share "
+          f"{out['largest_group_unique_share']:.4f}")
+    if out["accuracy_original"] is not None:
+        print(f"accuracy, trained on original: {out['accuracy_original']:.4f}   on surrogate: "
+              f"{out['accuracy_surrogate']:.4f}   (same held-out original rows)")
+    if out.get("utility_note"):
+        print(f"note: {out['utility_note']}")
+    return 0

@@ -1,0 +1,487 @@
+"""GoldenEye surrogate tables from a learned grouping (ASTRID paper, Sec. 3.2.2 and 6.2).
+
+A surrogate keeps the class column in place and, within every class, moves the
+columns of each group of the grouping together to the rows of an independent uniform
+within-class permutation. Rows whose class was not seen when the grouping was learned
+are shuffled within their own class like any other.
+
+Randomness: the root ``SeedSequence`` of ``random_state`` spawns one child per copy and
+each copy's child spawns one child per group; group ``g`` of copy ``i`` is permuted by
+``goldeneye_indices(codes, 1, default_rng(child))``. So the result depends only on the
+seed, the class column and the grouping (not on the input's container type), and copy 0
+of ``n_copies=k`` equals the single copy of ``n_copies=1``.
+
+Scale: :func:`shuffle_file` never materialises the table in pandas. It reads the class
+column, computes the per-group index arrays (int32 when they fit), reads the table once in
+Arrow and writes the output in row chunks, each gathered with Arrow ``take``; the peak
+memory is the Arrow table plus the index arrays plus one output chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._errors import DataError, ParameterError
+from ._grouping import Grouping
+from ._permutation import goldeneye_indices
+from ._validation import check_positive_int, check_seed_sequence
+
+__all__ = [
+    "make_surrogate",
+    "shuffle_file",
+    "surrogate_paths",
+    "resolve_grouping",
+    "ProtectsNothingWarning",
+    "TableFile",
+]
+
+#: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
+CHUNK_ROWS = 1 << 20
+
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+
+
+class ProtectsNothingWarning(UserWarning):
+    """A one-group grouping: every surrogate row is an original row (P_anon = 1)."""
+
+
+def resolve_grouping(artefact_or_grouping: Any, target: str | None) -> tuple[Grouping, str, Any]:
+    """``(grouping, target, artefact or None)`` from an artefact or a grouping.
+
+    An artefact is anything with ``grouping``, ``target`` and ``check_table`` (a
+    :class:`~astrid_airflow.GroupingArtefact`); its target wins unless ``target`` names
+    the same column. A grouping (``Grouping``, ``"a,b;c"`` text, list of lists) needs
+    ``target``.
+    """
+    obj = artefact_or_grouping
+    if hasattr(obj, "grouping") and hasattr(obj, "target") and hasattr(obj, "check_table"):
+        if target is not None and target != obj.target:
+            raise ParameterError(f"Invalid target: {target!r}. The artefact's class column "
+                                 f"is {obj.target!r}.")
+        return _as_grouping(obj.grouping), str(obj.target), obj
+    if target is None or not isinstance(target, str):
+        raise ParameterError(f"Invalid target: {target!r}. A grouping needs the name of "
+                             "the class column (target=...).")
+    return _as_grouping(obj), target, None
+
+
+def _as_grouping(grouping: Any) -> Grouping:
+    if isinstance(grouping, Grouping):
+        return grouping
+    if isinstance(grouping, str):
+        return Grouping.parse(grouping)
+    if isinstance(grouping, Sequence):
+        return Grouping(grouping)
+    raise ParameterError(f"Invalid grouping: {grouping!r}. Expected a GroupingArtefact, a "
+                         "Grouping, 'a,b;c' text or a list of lists of column names.")
+
+
+def _warn_if_one_group(grouping: Grouping) -> None:
+    if grouping.k == 1:
+        warnings.warn("The grouping has a single group: every surrogate row is an original "
+                      "row (intact-row proportion 1); the surrogate protects nothing.",
+                      ProtectsNothingWarning, stacklevel=3)
+
+
+# --------------------------------------------------------------------------- class codes
+
+def _small_codes(codes: np.ndarray, n_classes: int) -> np.ndarray:
+    # A narrow dtype keeps goldeneye_indices' stable argsort cheap on big tables.
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_classes <= np.iinfo(dtype).max:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.int64, copy=False)
+
+
+def pandas_class_codes(labels: pd.Series, target: str) -> np.ndarray:
+    """Class codes numbered in order of first appearance (nulls rejected)."""
+    n_missing = int(labels.isna().sum())
+    if n_missing:
+        raise DataError(f"Target column {target!r} has {n_missing} missing value(s); "
+                        "every row needs a class to be shuffled within.")
+    codes, uniques = pd.factorize(labels, sort=False)
+    return _small_codes(codes, len(uniques))
+
+
+def arrow_class_codes(column: Any, target: str) -> np.ndarray:
+    """Class codes of an Arrow column, numbered as :func:`pandas_class_codes` does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    n_missing = column.null_count
+    if pa.types.is_floating(column.type):
+        n_missing += int(pc.sum(pc.is_nan(column)).as_py() or 0)
+    if n_missing:
+        raise DataError(f"Target column {target!r} has {n_missing} missing value(s); "
+                        "every row needs a class to be shuffled within.")
+    encoded = pc.dictionary_encode(column)  # dictionary in order of first appearance
+    n_classes = len(encoded.chunk(0).dictionary) if encoded.num_chunks else 0
+    if encoded.num_chunks == 0:
+        return np.zeros(0, dtype=np.int8)
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False)
+                            for c in encoded.chunks]) if encoded.num_chunks > 1 else \
+        encoded.chunk(0).indices.to_numpy(zero_copy_only=False)
+    return _small_codes(codes, n_classes)
+
+
+# ------------------------------------------------------------------------- permutations
+
+def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence) -> np.ndarray:
+    """Source rows of one surrogate: ``(k, n)``, row ``g`` for group ``g``.
+
+    One independent within-class permutation per group, each from
+    :func:`~astrid_airflow.goldeneye_indices` with its own spawned stream; int32 when
+    the row count allows (halves the memory of a 10M-row table's index arrays).
+    """
+    n = codes.shape[0]
+    dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    out = np.empty((k, n), dtype=dtype)
+    for g, child in enumerate(seed.spawn(k)):
+        out[g] = goldeneye_indices(codes, 1, np.random.default_rng(child))[0]
+    return out
+
+
+def _copy_seeds(random_state: object, n_copies: int) -> list[np.random.SeedSequence]:
+    return check_seed_sequence(random_state).spawn(n_copies)
+
+
+# ------------------------------------------------------------------------------ tables
+
+def _check_columns(columns: Sequence[str], grouping: Grouping, target: str) -> list[str]:
+    bad = [c for c in columns if not isinstance(c, str)]
+    if bad:
+        raise DataError(f"Column names must be strings; got {bad[:5]!r}.")
+    dup = sorted({c for c in columns if list(columns).count(c) > 1})
+    if dup:
+        raise DataError(f"Duplicated column name(s): {dup!r}.")
+    if target not in columns:
+        raise DataError(f"Target column {target!r} is not in the table; "
+                        f"columns are {list(columns)[:20]!r}.")
+    attrs = [c for c in columns if c != target]
+    grouping.check_partition_of(attrs)
+    return attrs
+
+
+def _shuffle_pandas(table: pd.DataFrame, grouping: Grouping, perms: np.ndarray,
+                    target: str) -> pd.DataFrame:
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    columns = {}
+    for c in table.columns:
+        series = table[c]
+        if c == target:
+            columns[c] = series
+            continue
+        rows = perms[group_of[c]]
+        values = series.array.take(rows) if not isinstance(series.dtype, np.dtype) else \
+            series.to_numpy(copy=False)[rows]
+        columns[c] = pd.Series(values, index=table.index, name=c, dtype=series.dtype)
+    out = pd.DataFrame(columns, index=table.index)
+    out.attrs = dict(table.attrs)
+    return out
+
+
+def _shuffle_arrow(table: Any, grouping: Grouping, perms: np.ndarray, target: str) -> Any:
+    import pyarrow as pa
+
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    arrays = []
+    for c in table.column_names:
+        column = table.column(c)
+        arrays.append(column if c == target else column.take(pa.array(perms[group_of[c]])))
+    return pa.Table.from_arrays(arrays, schema=table.schema)
+
+
+def _is_arrow_table(obj: object) -> bool:
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        return False
+    return isinstance(obj, pa.Table)
+
+
+def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None = None,
+                   random_state: object = None, n_copies: int = 1) -> Any:
+    """Return GoldenEye surrogate(s) of ``table`` under a learned grouping.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or pyarrow.Table
+        Attributes plus the class column: the reference table or a new batch with the
+        same schema. Rows of classes unseen at learning time are shuffled within their
+        own class.
+    artefact_or_grouping : GroupingArtefact, Grouping, str or list of lists
+        With an artefact, ``table`` is first checked against the artefact's schema
+        (``SchemaMismatchError`` names the difference) and the class column is the
+        artefact's. A grouping needs ``target``.
+    target : str, optional
+        Name of the class column (required with a grouping).
+    random_state : None, int, SeedSequence or Generator
+        Seed; the same seed gives the same surrogate(s).
+    n_copies : int, default 1
+        Number of independent surrogates.
+
+    Returns
+    -------
+    DataFrame or pyarrow.Table, or a list of ``n_copies`` of them
+        The same type, columns, dtypes, index (pandas) and row count as ``table``. In
+        each class every column keeps its multiset of values and the columns of one group
+        stay aligned row-wise; the class column is unchanged.
+
+    Warns
+    -----
+    ProtectsNothingWarning
+        With a one-group grouping (every surrogate row is an original row).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "y": [0, 0, 1, 1]})
+    >>> s = make_surrogate(t, "a;b", target="y", random_state=0)
+    >>> sorted(s.loc[s.y == 1, "a"]), list(s.y)
+    ([3, 4], [0, 0, 1, 1])
+    """
+    grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
+    n_copies = check_positive_int(n_copies, "n_copies")
+    is_arrow = _is_arrow_table(table)
+    if not is_arrow and not isinstance(table, pd.DataFrame):
+        raise DataError(f"Cannot make a surrogate of {type(table).__name__}; pass a pandas "
+                        "DataFrame or a pyarrow Table (or use shuffle_file for files).")
+    if artefact is not None:
+        artefact.check_table(table)
+    columns = table.column_names if is_arrow else list(table.columns)
+    _check_columns(columns, grouping, target)
+    _warn_if_one_group(grouping)
+    codes = arrow_class_codes(table.column(target), target) if is_arrow else \
+        pandas_class_codes(table[target], target)
+    out = []
+    for seed in _copy_seeds(random_state, n_copies):
+        perms = group_permutations(codes, grouping.k, seed)
+        out.append(_shuffle_arrow(table, grouping, perms, target) if is_arrow else
+                   _shuffle_pandas(table, grouping, perms, target))
+    return out[0] if n_copies == 1 else out
+
+
+# ------------------------------------------------------------------------------- files
+
+def file_format(path: str | os.PathLike) -> str:
+    """``"parquet"`` or ``"csv"`` from the suffix of ``path`` (DataError otherwise)."""
+    suffix = Path(os.fspath(path).split("?")[0]).suffix.lower()
+    kind = _FORMATS.get(suffix)
+    if kind is None:
+        raise DataError(f"Unsupported file {os.fspath(path)!r}: expected a .parquet, .pq or "
+                        ".csv file.")
+    return kind
+
+
+def surrogate_paths(out: str | os.PathLike, n_copies: int) -> list[str]:
+    """Output paths of :func:`shuffle_file`: ``out`` itself, or ``stem-1.ext`` ... for copies.
+
+    >>> surrogate_paths("s.parquet", 2)
+    ['s-1.parquet', 's-2.parquet']
+    """
+    out = os.fspath(out)
+    n_copies = check_positive_int(n_copies, "n_copies")
+    if n_copies == 1:
+        return [out]
+    head, tail = os.path.split(out)
+    stem, dot, ext = tail.rpartition(".")
+    stem, ext = (stem, dot + ext) if stem else (tail, "")
+    width = len(str(n_copies))
+    return [os.path.join(head, f"{stem}-{i:0{width}d}{ext}") if head else
+            f"{stem}-{i:0{width}d}{ext}" for i in range(1, n_copies + 1)]
+
+
+def _filesystem(path: str) -> tuple[Any, str]:
+    from ._atomic import split_url
+
+    fs, inner, local = split_url(path)
+    return (None, inner) if local else (fs, inner)
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """A Parquet or CSV file whose format is given rather than read from its suffix.
+
+    :func:`shuffle_file` hands these to ``before_publish`` for its temporary outputs.
+    """
+
+    path: str
+    kind: str
+
+
+def read_arrow(path: str | os.PathLike | TableFile, columns: Sequence[str] | None = None
+               ) -> Any:
+    """Read a Parquet or CSV file (local or fsspec URL) as a pyarrow Table.
+
+    CSV string columns read empty fields as null, as pandas does.
+    """
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    if isinstance(path, TableFile):
+        text, kind = path.path, path.kind
+    else:
+        text = os.fspath(path)
+        kind = file_format(text)
+    fs, inner = _filesystem(text)
+    try:
+        if kind == "parquet":
+            return pq.read_table(inner, columns=None if columns is None else list(columns),
+                                 filesystem=fs)
+        convert = pcsv.ConvertOptions(
+            include_columns=None if columns is None else list(columns),
+            strings_can_be_null=True)
+        if fs is None:
+            return pcsv.read_csv(inner, convert_options=convert)
+        with fs.open(inner, "rb") as fh:
+            return pcsv.read_csv(fh, convert_options=convert)
+    except FileNotFoundError:
+        raise DataError(f"Unreadable file {text!r}: no such file.") from None
+    except DataError:
+        raise
+    except Exception as exc:  # parsers raise many types; the user needs one line
+        raise DataError(f"Unreadable file {text!r}: {type(exc).__name__}: {exc}") from None
+
+
+def read_arrow_schema(path: str | os.PathLike) -> Any:
+    """The Arrow schema of a Parquet file (footer only) or CSV file (read fully)."""
+    import pyarrow.parquet as pq
+
+    text = os.fspath(path)
+    if file_format(text) == "csv":
+        return read_arrow(text).schema
+    fs, inner = _filesystem(text)
+    try:
+        return pq.read_schema(inner, filesystem=fs)
+    except FileNotFoundError:
+        raise DataError(f"Unreadable file {text!r}: no such file.") from None
+    except Exception as exc:
+        raise DataError(f"Unreadable file {text!r}: {type(exc).__name__}: {exc}") from None
+
+
+def _writer(kind: str, path: str, schema: Any) -> Any:
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    if kind == "parquet":
+        return pq.ParquetWriter(path, schema)
+    return pcsv.CSVWriter(path, _csv_schema(schema))
+
+
+def _csv_schema(schema: Any) -> Any:
+    import pyarrow as pa
+
+    # The CSV writer has no dictionary type: categoricals are written as their values.
+    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type)
+                               else f.type) for f in schema])
+
+
+def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: str,
+                    kind: str, path: str) -> None:
+    import pyarrow as pa
+
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    schema = table.schema if kind == "parquet" else _csv_schema(table.schema)
+    n = table.num_rows
+    with contextlib.closing(_writer(kind, path, table.schema)) as writer:
+        for start in range(0, max(n, 1), CHUNK_ROWS):
+            stop = min(n, start + CHUNK_ROWS)
+            arrays = []
+            for c in table.column_names:
+                column = table.column(c)
+                if c == target:
+                    piece = column.slice(start, stop - start)
+                else:
+                    piece = column.take(pa.array(perms[group_of[c], start:stop]))
+                if kind == "csv" and pa.types.is_dictionary(piece.type):
+                    piece = piece.cast(piece.type.value_type)
+                arrays.append(piece)
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+
+
+def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
+                 target: str | None = None, random_state: object = None, n_copies: int = 1,
+                 overwrite: bool = False,
+                 before_publish: Callable[[list[TableFile]], None] | None = None
+                 ) -> str | list[str]:
+    """Write GoldenEye surrogate(s) of a Parquet or CSV file, atomically.
+
+    Parameters
+    ----------
+    src : str or path-like
+        ``.parquet``/``.pq`` or ``.csv`` file, local or fsspec URL.
+    artefact : GroupingArtefact, or Grouping / grouping text with ``target``
+        The learned grouping; with an artefact the file's schema is checked first.
+    out : str or path-like
+        Output file; its suffix chooses Parquet or CSV. With ``n_copies > 1`` the copies
+        are written to ``stem-1.ext``, ``stem-2.ext``, ... (see :func:`surrogate_paths`).
+    target : str, optional
+        Class column, needed only when ``artefact`` is a grouping.
+    random_state : None, int, SeedSequence or Generator
+        Seed. The same seed gives byte-identical output files, and the same surrogate as
+        :func:`make_surrogate` on the same table.
+    n_copies : int, default 1
+        Number of independent surrogates.
+    overwrite : bool, default False
+        Replace existing outputs; without it an existing output raises ``StoreError``
+        before any work is done.
+    before_publish : callable, optional
+        Called with the complete temporary outputs (a list of :class:`TableFile`, one per
+        copy) before any is moved into place, e.g. to compute metrics or run a gate; if
+        it raises, nothing is published.
+
+    Returns
+    -------
+    str or list of str
+        The path written, or the list of paths with ``n_copies > 1``.
+
+    Notes
+    -----
+    Every output is written to a temporary file and renamed only after all copies were
+    written completely, so an error leaves no output behind. The table is held once in
+    Arrow (never in pandas); see the module docstring for the memory bound.
+    """
+    from ._atomic import atomic_path
+
+    grouping, target, art = resolve_grouping(artefact, target)
+    n_copies = check_positive_int(n_copies, "n_copies")
+    src = os.fspath(src)
+    file_format(src)
+    outs = surrogate_paths(out, n_copies)
+    kinds = [file_format(p) for p in outs]
+    # A CSV file is parsed once; a Parquet file is read footer, class column, then table.
+    table = read_arrow(src) if file_format(src) == "csv" else None
+    schema = table.schema if table is not None else read_arrow_schema(src)
+    if art is not None:
+        art.check_table(schema)
+    _check_columns(schema.names, grouping, target)
+    _warn_if_one_group(grouping)
+    with contextlib.ExitStack() as stack:
+        tmps = [stack.enter_context(atomic_path(p, overwrite=overwrite)) for p in outs]
+        labels = (table if table is not None else read_arrow(src, [target])).column(target)
+        codes = arrow_class_codes(labels, target)
+        del labels
+        seeds = _copy_seeds(random_state, n_copies)
+        if table is None:
+            table = read_arrow(src)
+        for seed, kind, tmp in zip(seeds, kinds, tmps):
+            perms = group_permutations(codes, grouping.k, seed)
+            _write_shuffled(table, grouping, perms, target, kind, tmp)
+            del perms
+        del table, codes
+        if before_publish is not None:
+            before_publish([TableFile(tmp, kind) for tmp, kind in zip(tmps, kinds)])
+    return outs[0] if n_copies == 1 else outs
