@@ -294,3 +294,20 @@ def test_property_json_round_trip(cols, data, classes, seed, alpha):
     back = GroupingArtefact.from_json(a.to_json())
     assert back == a
     assert back.grouping.groups == grouping.groups  # group order kept too
+
+
+def test_from_real_astrid_result_round_trips():
+    from astrid_airflow import AstridResult, astrid, make_synthetic
+
+    table = make_synthetic(40, random_state=1)
+    result = astrid(table, target="class", classifier="nb", n_search=2, n_test=3,
+                    random_state=5, progress=False)
+    a = GroupingArtefact.from_result(result, table)
+    assert a.grouping == result.grouping and a.k == result.k
+    assert a.classes == (0, 1) and a.target == "class"
+    assert (a.n_search, a.n_test, a.random_state) == (2, 3, 5)
+    back = GroupingArtefact.from_json(a.to_json())
+    assert back == a
+    # The stored result is complete: the engine can rebuild its result from it.
+    assert AstridResult.from_dict(back.result).to_dict() == a.result
+    assert back.check_table(table).notes == []
