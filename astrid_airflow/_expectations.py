@@ -1,0 +1,592 @@
+"""The release gate's checks as Great Expectations 1.x custom expectations.
+
+Every check of the gate is a table-level ``BatchExpectation`` with its own
+``TableMetricProvider`` metric (named ``astrid.*``), evaluated on the surrogate batch:
+
+==============================================================  =========  ==============
+expectation                                                     category   metric
+==============================================================  =========  ==============
+``expect_surrogate_intact_row_proportion_to_be_at_most``        privacy    P_anon
+``expect_surrogate_largest_group_unique_share_to_be_at_most``   privacy    linkage share
+``expect_surrogate_accuracy_drop_to_be_at_most``                utility    acc_o - acc_s
+``expect_surrogate_schema_to_match_original``                   integrity  differences
+``expect_surrogate_row_count_to_match_original``                integrity  row count
+``expect_surrogate_class_column_to_be_unchanged``               integrity  changed labels
+``expect_surrogate_column_values_to_match_original_per_class``  integrity  (class, column)
+``expect_surrogate_groups_to_match_original_per_class``         integrity  (class, group)
+==============================================================  =========  ==============
+
+Checks that compare the surrogate with the original table need the original. A GX
+batch is one table, so the original is *bound* for the duration of one validation run
+(:func:`bind_reference`) and named by an opaque handle that the expectations receive as
+the ``reference`` kwarg (a ``$PARAMETER`` in the stored suite). The metric functions
+themselves live in :mod:`._metrics` (privacy, utility) and below (integrity); this module
+only adapts them to GX.
+
+Great Expectations is imported lazily by :func:`import_gx` (its import takes seconds and
+its loggers are noisy): ``import astrid_airflow`` never imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "EXPECTATIONS",
+    "bind_reference",
+    "class_changes",
+    "import_gx",
+    "multiset_differences",
+    "register_expectations",
+    "schema_differences",
+]
+
+#: GX type name -> (category, metric name, policy parameter or None). The order is the
+#: order of the suite and of every report.
+EXPECTATIONS: dict[str, tuple[str, str, str | None]] = {
+    "expect_surrogate_intact_row_proportion_to_be_at_most":
+        ("privacy", "astrid.intact_row_proportion", "max_intact"),
+    "expect_surrogate_largest_group_unique_share_to_be_at_most":
+        ("privacy", "astrid.largest_group_unique_share", "max_largest_group_unique_share"),
+    "expect_surrogate_accuracy_drop_to_be_at_most":
+        ("utility", "astrid.surrogate_utility", "max_accuracy_drop"),
+    "expect_surrogate_schema_to_match_original":
+        ("integrity", "astrid.schema_differences", None),
+    "expect_surrogate_row_count_to_match_original":
+        ("integrity", "astrid.reference_row_count", None),
+    "expect_surrogate_class_column_to_be_unchanged":
+        ("integrity", "astrid.class_changes", None),
+    "expect_surrogate_column_values_to_match_original_per_class":
+        ("integrity", "astrid.multiset_differences", None),
+    "expect_surrogate_groups_to_match_original_per_class":
+        ("integrity", "astrid.multiset_differences", None),
+}
+
+_EPS = 1e-9  # floating-point slack of the "at most" comparisons
+_MAX_DETAILS = 20  # differences listed in a result; the count is always complete
+
+
+# ------------------------------------------------------------------------ GX import
+
+def import_gx(*, verbose: bool = False) -> Any:
+    """Import ``great_expectations`` with its logging kept at WARNING unless ``verbose``.
+
+    The level must be set before the import: GX logs hundreds of INFO lines while its
+    modules load (more inside an Airflow task, whose root logger is at INFO).
+    """
+    level = logging.DEBUG if verbose else logging.WARNING
+    logging.getLogger("great_expectations").setLevel(level)
+    import great_expectations as gx
+
+    return gx
+
+
+# ------------------------------------------------------------------ bound references
+
+@dataclass
+class _Reference:
+    original: pd.DataFrame
+    target: str
+    utility: Callable[[], Mapping[str, Any]]
+    _utility_value: Mapping[str, Any] | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def utility_value(self) -> Mapping[str, Any]:
+        with self._lock:  # computed once per run, however many expectations ask
+            if self._utility_value is None:
+                self._utility_value = dict(self.utility())
+            return self._utility_value
+
+
+_REFERENCES: dict[str, _Reference] = {}
+_REFERENCES_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def bind_reference(original: pd.DataFrame, *, target: str,
+                   utility: Callable[[], Mapping[str, Any]]) -> Iterator[str]:
+    """Make ``original`` available to the gate's metrics; yield its handle.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The table the surrogate was made from.
+    target : str
+        The class column.
+    utility : callable
+        Returns ``{"accuracy_original", "accuracy_surrogate", ...}``; called at most once,
+        when the utility expectation is evaluated.
+
+    Yields
+    ------
+    str
+        The handle to pass as the ``reference`` suite parameter. It is forgotten when
+        the ``with`` block ends, so a stale handle fails loudly instead of validating
+        against the wrong table.
+    """
+    handle = f"original-{uuid.uuid4().hex[:12]}"
+    with _REFERENCES_LOCK:
+        _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility)
+    try:
+        yield handle
+    finally:
+        with _REFERENCES_LOCK:
+            _REFERENCES.pop(handle, None)
+
+
+def _reference(handle: object) -> _Reference:
+    with _REFERENCES_LOCK:
+        ref = _REFERENCES.get(handle) if isinstance(handle, str) else None
+    if ref is None:
+        raise LookupError(f"No original table is bound to reference {handle!r}; run the "
+                          "suite through astrid_airflow.validate_surrogate.")
+    return ref
+
+
+# ------------------------------------------------------------------- integrity metrics
+
+def schema_differences(original: pd.DataFrame, surrogate: pd.DataFrame) -> list[str]:
+    """Differences in column names, order and kinds (``integer``, ``float``, ``string``...).
+
+    Kinds rather than exact dtypes are compared (as the artefact's schema check does):
+    ``str`` and ``object`` strings, or a nominal column read as ``category`` from
+    Parquet and as ``str`` from CSV, are the same data.
+    """
+    from ._artefact import column_kind
+
+    out = []
+    a, b = [str(c) for c in original.columns], [str(c) for c in surrogate.columns]
+    missing = [c for c in a if c not in b]
+    extra = [c for c in b if c not in a]
+    if missing:
+        out.append(f"missing column(s) {missing}")
+    if extra:
+        out.append(f"unexpected column(s) {extra}")
+    if not missing and not extra and a != b:
+        out.append(f"columns in another order: {b} instead of {a}")
+    for c in a:
+        if c in b:
+            ka, kb = column_kind(original[c]), column_kind(surrogate[c])
+            if ka != kb:
+                out.append(f"column {c!r} is {kb} ({surrogate[c].dtype}) instead of "
+                           f"{ka} ({original[c].dtype})")
+    return out
+
+
+def class_changes(original: pd.DataFrame, surrogate: pd.DataFrame, target: str) -> int:
+    """Number of rows whose class label differs from the original's, row for row.
+
+    Rows present in only one table count as changed; a missing class column changes
+    every row.
+    """
+    n = max(len(original), len(surrogate))
+    if target not in surrogate.columns or target not in original.columns:
+        return n
+    from ._metrics import row_hashes
+
+    m = min(len(original), len(surrogate))
+    # Hashes of the labels: a categorical and its plain values, or 1 and 1.0, agree.
+    a = row_hashes(original.iloc[:m], [target])
+    b = row_hashes(surrogate.iloc[:m], [target])
+    return int(np.count_nonzero(a != b)) + (n - m)
+
+
+def multiset_differences(original: pd.DataFrame, surrogate: pd.DataFrame, target: str,
+                         groups: Sequence[Sequence[str]] | None = None) -> list[dict]:
+    """(class, columns) pairs whose multiset of values differs from the original's.
+
+    For every class label and every group of columns (every column on its own when
+    ``groups`` is None), the multiset of the group's value tuples over the rows of that
+    class must be identical in both tables. A GoldenEye shuffle with a grouping
+    guarantees this for every group of that grouping (and for every column), so any
+    difference is a bug, tampering, or a surrogate made with another grouping. Values
+    are compared through the 64-bit row hashes of :func:`._metrics.row_hashes` (equal
+    values hash equally across containers; a false match has probability ~2^-64).
+
+    Returns
+    -------
+    list of dict
+        ``{"class", "columns", "rows_original", "rows_surrogate", "differing_values"}``
+        per differing pair; ``differing_values`` counts tuples in one table but not the
+        other (with multiplicity). Empty when the tables agree.
+    """
+    if target not in original.columns or target not in surrogate.columns:
+        return [{"class": None, "columns": [target], "rows_original": len(original),
+                 "rows_surrogate": len(surrogate), "differing_values": None}]
+    from ._metrics import row_hashes
+
+    if groups is None:
+        groups = [[c] for c in original.columns if c != target]
+    # Classes are matched by the hash of their label, so 1 and 1.0 or a categorical and
+    # its string values are the same class in both tables.
+    la, lb = row_hashes(original, [target]), row_hashes(surrogate, [target])
+    uniques, inverse = np.unique(np.concatenate([la, lb]), return_inverse=True)
+    ca, cb = inverse[:len(original)], inverse[len(original):]
+    seen, first = np.unique(la, return_index=True)
+    label_of = dict(zip(seen.tolist(), original[target].iloc[first].tolist()))
+    out = []
+    for cols in groups:
+        cols = [str(c) for c in cols]
+        if any(c not in surrogate.columns or c not in original.columns for c in cols):
+            out.append({"class": None, "columns": cols, "rows_original": len(original),
+                        "rows_surrogate": len(surrogate), "differing_values": None})
+            continue
+        ha, hb = row_hashes(original, cols), row_hashes(surrogate, cols)
+        for k in range(len(uniques)):
+            va, vb = np.sort(ha[ca == k]), np.sort(hb[cb == k])
+            if va.shape == vb.shape and np.array_equal(va, vb):
+                continue
+            label = label_of.get(int(uniques[k]), "(only in the surrogate)")
+            out.append({"class": _scalar(label), "columns": cols,
+                        "rows_original": int(va.size), "rows_surrogate": int(vb.size),
+                        "differing_values": _sorted_difference(va, vb)})
+    return out
+
+
+def _sorted_difference(a: np.ndarray, b: np.ndarray) -> int:
+    """Size of the symmetric multiset difference of two sorted arrays."""
+    values = np.union1d(a, b)
+    ca = np.searchsorted(a, values, side="right") - np.searchsorted(a, values, side="left")
+    cb = np.searchsorted(b, values, side="right") - np.searchsorted(b, values, side="left")
+    return int(np.abs(ca - cb).sum())
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def _utility_observation(u: Mapping[str, Any]) -> tuple[float, dict]:
+    acc_o, acc_s = float(u["accuracy_original"]), float(u["accuracy_surrogate"])
+    details = {k: _scalar(v) if not isinstance(v, (list, dict)) else v for k, v in u.items()}
+    return acc_o - acc_s, details
+
+
+# ---------------------------------------------------------------- GX registration
+
+_REGISTERED: dict[str, type] = {}
+_REGISTER_LOCK = threading.Lock()
+
+
+def register_expectations(*, verbose: bool = False) -> dict[str, type]:
+    """Define and register the gate's metrics and expectations with GX (idempotent).
+
+    Returns the expectation classes by GX type name. GX finds expectation classes by
+    that name when a suite is loaded from JSON, so this must run before
+    :func:`~astrid_airflow._gate.load_suite`.
+    """
+    with _REGISTER_LOCK:
+        if not _REGISTERED:
+            import_gx(verbose=verbose)
+            _REGISTERED.update(_define())
+        return dict(_REGISTERED)
+
+
+def _define() -> dict[str, type]:  # one class per check, defined together
+    from typing import ClassVar, Union
+
+    from great_expectations.core.suite_parameters import SuiteParameterDict
+    from great_expectations.execution_engine import PandasExecutionEngine
+    from great_expectations.expectations.expectation import (
+        BatchExpectation,
+        render_suite_parameter_string,
+    )
+    from great_expectations.expectations.metrics.metric_provider import metric_value
+    from great_expectations.expectations.metrics.table_metric_provider import (
+        TableMetricProvider,
+    )
+    from great_expectations.render import (
+        LegacyRendererType,
+        RenderedStringTemplateContent,
+    )
+    from great_expectations.render.renderer.renderer import renderer
+
+    def table_of(engine: Any, domain_kwargs: dict) -> pd.DataFrame:
+        df, _, _ = engine.get_compute_domain(domain_kwargs, domain_type="table")
+        return df
+
+    # ----------------------------------------------------------------- metrics
+    class IntactRowProportion(TableMetricProvider):
+        metric_name = "astrid.intact_row_proportion"
+        value_keys = ("reference",)
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            from ._metrics import intact_row_proportion
+
+            ref = _reference(metric_value_kwargs["reference"])
+            return float(intact_row_proportion(ref.original,
+                                               table_of(execution_engine,
+                                                        metric_domain_kwargs)))
+
+    class LargestGroupUniqueShare(TableMetricProvider):
+        metric_name = "astrid.largest_group_unique_share"
+        value_keys = ("grouping",)
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            from ._grouping import Grouping
+            from ._metrics import largest_group_unique_share
+
+            grouping = Grouping([list(g) for g in metric_value_kwargs["grouping"]])
+            value = largest_group_unique_share(table_of(execution_engine,
+                                                        metric_domain_kwargs), grouping)
+            return _share_value(value)
+
+    class SurrogateUtility(TableMetricProvider):
+        metric_name = "astrid.surrogate_utility"
+        value_keys = ("reference",)
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            return dict(_reference(metric_value_kwargs["reference"]).utility_value())
+
+    class SchemaDifferences(TableMetricProvider):
+        metric_name = "astrid.schema_differences"
+        value_keys = ("reference",)
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return schema_differences(ref.original,
+                                      table_of(execution_engine, metric_domain_kwargs))
+
+    class ReferenceRowCount(TableMetricProvider):
+        metric_name = "astrid.reference_row_count"
+        value_keys = ("reference",)
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            return len(_reference(metric_value_kwargs["reference"]).original)
+
+    class ClassChanges(TableMetricProvider):
+        metric_name = "astrid.class_changes"
+        value_keys = ("reference",)
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return class_changes(ref.original, table_of(execution_engine,
+                                                        metric_domain_kwargs), ref.target)
+
+    class MultisetDifferences(TableMetricProvider):
+        metric_name = "astrid.multiset_differences"
+        value_keys = ("reference", "groups")
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            groups = metric_value_kwargs.get("groups")
+            return multiset_differences(
+                ref.original, table_of(execution_engine, metric_domain_kwargs), ref.target,
+                None if groups is None else [list(g) for g in groups])
+
+    _ = (IntactRowProportion, LargestGroupUniqueShare, SurrogateUtility, SchemaDifferences,
+         ReferenceRowCount, ClassChanges, MultisetDifferences)  # registered on definition
+
+    # ------------------------------------------------------------ expectations
+    def prescriptive(template: str, params: Sequence[str]):
+        """A Data Docs sentence for an expectation (GX shows raw kwargs otherwise)."""
+
+        @classmethod
+        @renderer(renderer_type=LegacyRendererType.PRESCRIPTIVE)
+        @render_suite_parameter_string
+        def _prescriptive_renderer(cls, configuration=None, result=None,
+                                   runtime_configuration=None):
+            if configuration is None and result is not None:
+                configuration = result.expectation_config
+            kwargs = dict(configuration.kwargs) if configuration is not None else {}
+            values = {p: kwargs.get(p) for p in params}
+            return [RenderedStringTemplateContent(
+                content_block_type="string_template",
+                string_template={"template": template, "params": values,
+                                 "styling": (runtime_configuration or {}).get("styling", {})},
+            )]
+
+        return _prescriptive_renderer
+
+    Threshold = Union[float, SuiteParameterDict]  # noqa: UP007 - pydantic v1 field type
+    Reference = Union[str, SuiteParameterDict]  # noqa: UP007
+
+    # Plain mixins (not Expectation subclasses, which GX would register by name).
+    class _AtMost:
+        """A scalar metric of the surrogate at most ``threshold``."""
+
+        def _observe(self, metrics: dict) -> tuple[float, dict]:
+            value = metrics[self.metric_dependencies[0]]
+            return float(value), {}
+
+        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+            observed, details = self._observe(metrics)
+            threshold = float(self.configuration.kwargs["threshold"])
+            # Accuracies are fractions k/n: 0.96 - 0.94 must not exceed 0.02 by rounding.
+            return {"success": bool(observed <= threshold + _EPS),
+                    "result": {"observed_value": observed,
+                               "details": {"threshold": threshold, **details}}}
+
+    class ExpectSurrogateIntactRowProportionToBeAtMost(_AtMost, BatchExpectation):
+        """Privacy: the proportion of the original's unique rows found unchanged in the
+        surrogate (the paper's P_anon, Sec. 6.2) is at most ``threshold``."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.intact_row_proportion",)
+        _prescriptive_renderer = prescriptive(
+            "Intact-row proportion (share of the original's unique rows found unchanged "
+            "in the surrogate) must be at most $threshold.", ["threshold"])
+
+    class ExpectSurrogateLargestGroupUniqueShareToBeAtMost(_AtMost, BatchExpectation):
+        """Privacy: for the grouping's largest group, the share of rows whose values on
+        that group's columns are unique in the table is at most ``threshold``."""
+
+        threshold: Threshold
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        grouping: list
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "grouping")
+        metric_dependencies: ClassVar[tuple[str, ...]] = (
+            "astrid.largest_group_unique_share",)
+        _prescriptive_renderer = prescriptive(
+            "Share of rows unique on the largest group's columns (linkage risk) must be "
+            "at most $threshold.", ["threshold"])
+
+    class ExpectSurrogateAccuracyDropToBeAtMost(_AtMost, BatchExpectation):
+        """Utility: accuracy of the classifier trained on a surrogate is at least the
+        accuracy of the one trained on the original minus ``threshold``, both scored on
+        the same held-out original rows."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.surrogate_utility",)
+        _prescriptive_renderer = prescriptive(
+            "Surrogate accuracy must be at least the original accuracy minus $threshold "
+            "(train on surrogate, test on the same held-out real rows).", ["threshold"])
+
+        def _observe(self, metrics: dict) -> tuple[float, dict]:
+            return _utility_observation(metrics["astrid.surrogate_utility"])
+
+    class _NoDifferences:
+        """An integrity metric reporting a list (or count) of differences."""
+
+        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+            found = metrics[self.metric_dependencies[0]]
+            count = found if isinstance(found, int) else len(found)
+            details: dict[str, Any] = {"threshold": 0}
+            if not isinstance(found, int):
+                details["differences"] = list(found)[:_MAX_DETAILS]
+            return {"success": count == 0,
+                    "result": {"observed_value": int(count), "details": details}}
+
+    class ExpectSurrogateSchemaToMatchOriginal(_NoDifferences, BatchExpectation):
+        """Integrity: same columns, in the same order, of the same kinds."""
+
+        reference: Reference
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("reference",)
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.schema_differences",)
+        _prescriptive_renderer = prescriptive(
+            "Columns, their order and their types must match the original (differences "
+            "must be 0).", [])
+
+    class ExpectSurrogateRowCountToMatchOriginal(BatchExpectation):
+        """Integrity: the surrogate has exactly as many rows as the original."""
+
+        reference: Reference
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("reference",)
+        metric_dependencies: ClassVar[tuple[str, ...]] = (
+            "table.row_count", "astrid.reference_row_count")
+        _prescriptive_renderer = prescriptive(
+            "Must have exactly as many rows as the original.", [])
+
+        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+            rows, expected = int(metrics["table.row_count"]), \
+                int(metrics["astrid.reference_row_count"])
+            return {"success": rows == expected,
+                    "result": {"observed_value": rows, "details": {"threshold": expected}}}
+
+    class ExpectSurrogateClassColumnToBeUnchanged(_NoDifferences, BatchExpectation):
+        """Integrity: the class column equals the original's, row for row."""
+
+        reference: Reference
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("reference",)
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.class_changes",)
+        _prescriptive_renderer = prescriptive(
+            "The class column must equal the original's row for row (changed labels "
+            "must be 0).", [])
+
+    class ExpectSurrogateColumnValuesToMatchOriginalPerClass(_NoDifferences, BatchExpectation):
+        """Integrity: within every class, every column has the original's multiset of
+        values (what a GoldenEye shuffle guarantees)."""
+
+        reference: Reference
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("reference",)
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.multiset_differences",)
+        _prescriptive_renderer = prescriptive(
+            "Within every class, every column must hold the original's multiset of values "
+            "(differing class/column pairs must be 0).", [])
+
+    class ExpectSurrogateGroupsToMatchOriginalPerClass(_NoDifferences, BatchExpectation):
+        """Integrity: within every class, the value tuples of every group of the
+        artefact's grouping have the original's multiset, i.e. the surrogate was
+        shuffled with this grouping (or a coarser one), not a finer one."""
+
+        reference: Reference
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        groups: list
+        success_keys: ClassVar[tuple[str, ...]] = ("reference", "groups")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.multiset_differences",)
+        _prescriptive_renderer = prescriptive(
+            "Within every class, the columns of each group $groups must move together: "
+            "each group's value tuples must keep the original's multiset (differing "
+            "class/group pairs must be 0).", ["groups"])
+
+    classes = [
+        ExpectSurrogateIntactRowProportionToBeAtMost,
+        ExpectSurrogateLargestGroupUniqueShareToBeAtMost,
+        ExpectSurrogateAccuracyDropToBeAtMost,
+        ExpectSurrogateSchemaToMatchOriginal,
+        ExpectSurrogateRowCountToMatchOriginal,
+        ExpectSurrogateClassColumnToBeUnchanged,
+        ExpectSurrogateColumnValuesToMatchOriginalPerClass,
+        ExpectSurrogateGroupsToMatchOriginalPerClass,
+    ]
+    for cls in classes:  # annotations are strings here (PEP 563); pydantic resolves them
+        cls.update_forward_refs(Threshold=Threshold, Reference=Reference)
+    out = {cls.expectation_type: cls for cls in classes}
+    assert list(out) == list(EXPECTATIONS), "EXPECTATIONS and the classes disagree"
+    return out
+
+
+def _share_value(value: Any) -> float:
+    """The share from ``largest_group_unique_share`` (a number, or a mapping with it)."""
+    if isinstance(value, Mapping):
+        for key in ("largest_group_unique_share", "share", "value"):
+            if key in value:
+                return float(value[key])
+        raise TypeError(f"largest_group_unique_share returned {value!r}")
+    return float(value)

@@ -1,0 +1,671 @@
+"""The release gate: a Great Expectations suite built from an artefact plus a policy.
+
+Nothing is published unless the surrogate passes the gate. The suite (the checks of
+:mod:`._expectations`, with the thresholds as GX ``$PARAMETER`` suite parameters) is
+stored as ``suite.json`` beside the artefact version, so every run applies the same
+rules and reviewers can read them; the thresholds of one run come from the policy saved
+in that suite, overridden by whatever the caller passes. :func:`validate_surrogate` runs
+it on a surrogate, writes the validation result JSON and an offline-readable Data Docs
+page beside the surrogate, and returns a :class:`GateResult`. ``docs/gate.md`` describes
+every expectation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._errors import DataError, GateError, ParameterError, StoreError
+
+__all__ = [
+    "SUITE_FILE",
+    "ExpectationOutcome",
+    "GatePolicy",
+    "GateResult",
+    "build_suite",
+    "gate_extra_files",
+    "load_suite",
+    "result_paths",
+    "save_suite",
+    "validate_surrogate",
+]
+
+SUITE_FILE = "suite.json"
+SUITE_NAME = "astrid_gate"
+SUITE_FORMAT = 1
+#: Suite parameter naming the bound original table (see ``_expectations.bind_reference``).
+REFERENCE_PARAMETER = "astrid_reference"
+#: Larger originals use a stratified subsample of this many rows for the utility check.
+UTILITY_MAX_ROWS = 20_000
+_THRESHOLDS = ("max_intact", "max_largest_group_unique_share", "max_accuracy_drop")
+
+
+# ----------------------------------------------------------------------------- policy
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """Thresholds of the gate.
+
+    Parameters
+    ----------
+    max_intact : float, default 0.01
+        Largest allowed intact-row proportion (the paper's P_anon): the share of the
+        original's unique rows that appear unchanged in the surrogate.
+    max_largest_group_unique_share : float, default 1.0
+        Largest allowed share of rows whose values on the largest group's columns are
+        unique in the table (linkage risk the intact-row figure misses). The default 1.0
+        reports the figure without enforcing it: a group holding a continuous column is
+        unique on almost every row, so a useful threshold depends on the data.
+    max_accuracy_drop : float, default 0.02
+        Largest allowed ``accuracy_original - accuracy_surrogate`` on the same held-out
+        original rows.
+    classifier : str or dict, optional
+        Classifier of the utility check (a preset such as ``"svm"`` or settings);
+        default: the classifier the artefact was learned with.
+
+    Examples
+    --------
+    >>> p = GatePolicy(max_intact=0.005)
+    >>> GatePolicy.from_dict(p.to_dict()) == p
+    True
+    >>> p.with_overrides(max_accuracy_drop=0.05).max_accuracy_drop
+    0.05
+    """
+
+    max_intact: float = 0.01
+    max_largest_group_unique_share: float = 1.0
+    max_accuracy_drop: float = 0.02
+    classifier: str | dict | None = None
+
+    def __post_init__(self) -> None:
+        for name in _THRESHOLDS:
+            object.__setattr__(self, name, _check_threshold(getattr(self, name), name))
+        c = self.classifier
+        if c is not None and not (isinstance(c, str) and c) and not isinstance(c, dict):
+            raise ParameterError(f"Invalid classifier: {c!r}. Must be a preset name, a "
+                                 "settings dict or None (the artefact's classifier).")
+
+    __hash__ = None  # may hold a dict
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-native dict of every field."""
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GatePolicy:
+        """Build a policy from :meth:`to_dict` output; unknown keys are an error."""
+        if not isinstance(data, Mapping):
+            raise ParameterError(f"Invalid gate policy: expected an object, got "
+                                 f"{type(data).__name__}.")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(str(k) for k in data if k not in known)
+        if unknown:
+            raise ParameterError(f"Invalid gate policy: unknown key(s) {unknown}; known: "
+                                 f"{sorted(known)}.")
+        return cls(**dict(data))
+
+    @classmethod
+    def from_json(cls, text: str) -> GatePolicy:
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise ParameterError(f"Invalid gate policy JSON: {exc.msg}.") from None
+
+    def with_overrides(self, **overrides: Any) -> GatePolicy:
+        """A copy with the given fields replaced (``None`` values are ignored)."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        known = {f.name for f in fields(self)}
+        unknown = sorted(k for k in given if k not in known)
+        if unknown:
+            raise ParameterError(f"Unknown gate threshold(s) {unknown}; known: "
+                                 f"{sorted(known)}.")
+        return replace(self, **given)
+
+    def parameters(self) -> dict[str, float]:
+        """The suite parameters (``$PARAMETER`` values) of the thresholds."""
+        return {name: getattr(self, name) for name in _THRESHOLDS}
+
+
+def _check_threshold(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+            or not math.isfinite(float(value)) or not 0.0 <= float(value) <= 1.0:
+        raise ParameterError(f"Invalid {name}: {value!r}. Must be a number in [0, 1].")
+    return float(value)
+
+
+# ------------------------------------------------------------------------------ suite
+
+def build_suite(artefact: Any, policy: GatePolicy | None = None) -> dict[str, Any]:
+    """The gate's expectation suite for ``artefact``, as GX suite JSON.
+
+    Thresholds are ``{"$PARAMETER": name}`` references so a run can override them;
+    their stored values are the policy in ``meta["astrid"]["policy"]``. The artefact's
+    grouping and class column are fixed in the suite. Building it does not import GX;
+    :func:`validate_surrogate` loads it into GX (which checks it).
+
+    Parameters
+    ----------
+    artefact : GroupingArtefact
+    policy : GatePolicy, optional
+        Default thresholds (``GatePolicy()`` if omitted).
+
+    Returns
+    -------
+    dict
+        ``{"name", "expectations", "meta", "notes"}``; each expectation has ``type``,
+        ``kwargs`` and ``meta`` (its category and policy parameter).
+    """
+    from ._expectations import EXPECTATIONS
+
+    policy = _check_policy(policy)
+    grouping = artefact.grouping.to_list()
+    ref = {"$PARAMETER": REFERENCE_PARAMETER}
+    kwargs: dict[str, dict[str, Any]] = {
+        "expect_surrogate_intact_row_proportion_to_be_at_most": {"reference": ref},
+        "expect_surrogate_largest_group_unique_share_to_be_at_most": {"grouping": grouping},
+        "expect_surrogate_accuracy_drop_to_be_at_most": {"reference": ref},
+        "expect_surrogate_schema_to_match_original": {"reference": ref},
+        "expect_surrogate_row_count_to_match_original": {"reference": ref},
+        "expect_surrogate_class_column_to_be_unchanged": {"reference": ref},
+        "expect_surrogate_column_values_to_match_original_per_class": {"reference": ref},
+        "expect_surrogate_groups_to_match_original_per_class":
+            {"reference": ref, "groups": grouping},
+    }
+    expectations = []
+    for name, (category, metric, parameter) in EXPECTATIONS.items():
+        kw = dict(kwargs[name])
+        if parameter is not None:
+            kw["threshold"] = {"$PARAMETER": parameter}
+        expectations.append({"type": name, "kwargs": kw,
+                             "meta": {"category": category, "metric": metric,
+                                      "parameter": parameter}})
+    return {
+        "name": SUITE_NAME,
+        "expectations": expectations,
+        "meta": {"astrid": {
+            "suite_format": SUITE_FORMAT,
+            "policy": policy.to_dict(),
+            "artefact": {"target": artefact.target, "grouping": grouping,
+                         "fingerprint": dict(artefact.fingerprint),
+                         "created_at": artefact.created_at},
+        }},
+        "notes": "astrid-airflow release gate: privacy, utility and integrity of a "
+                 "GoldenEye surrogate against its original (docs/gate.md).",
+    }
+
+
+def _suite_bytes(suite: Mapping[str, Any]) -> bytes:
+    return (json.dumps(suite, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
+
+
+def gate_extra_files(artefact: Any, policy: GatePolicy | None = None) -> dict[str, bytes]:
+    """``{"suite.json": bytes}`` for ``ArtefactStore.save(..., extra_files=...)``."""
+    return {SUITE_FILE: _suite_bytes(build_suite(artefact, policy))}
+
+
+def save_suite(location: Any, suite: Mapping[str, Any]) -> str:
+    """Add ``suite.json`` to an artefact's version directory, atomically, once.
+
+    ``location`` is the :class:`~astrid_airflow._store.ArtefactLocation` of a loaded
+    artefact. An existing suite is never replaced (versions are immutable): a
+    ``StoreError`` says so.
+    """
+    data = _suite_bytes(suite)
+    if getattr(location, "root", None) is not None:
+        from ._store import ArtefactStore
+
+        return ArtefactStore(location.root).add_file(location.name, location.version,
+                                                     SUITE_FILE, data)
+    from ._atomic import atomic_write_bytes
+
+    return atomic_write_bytes(_join(location.directory, SUITE_FILE), data)
+
+
+def load_suite(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a ``suite.json`` (file, or version directory holding one) and check it."""
+    import fsspec
+
+    text = os.fspath(path)
+    try:
+        fs, inner = fsspec.core.url_to_fs(text)
+        if fs.isdir(inner):
+            text, inner = _join(text, SUITE_FILE), _join(inner, SUITE_FILE)
+        with fs.open(inner, "rb") as fh:
+            data = json.loads(fh.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise StoreError(f"No gate suite at {text!r}.") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GateError(f"Corrupt gate suite {text!r}: {exc}.") from None
+    _check_suite(data, text)
+    return data
+
+
+def _check_suite(data: Any, shown: str) -> None:
+    from ._expectations import EXPECTATIONS
+
+    astrid = data.get("meta", {}).get("astrid") if isinstance(data, Mapping) else None
+    if not isinstance(astrid, Mapping) or not isinstance(data.get("expectations"), list):
+        raise GateError(f"{shown} is not an astrid gate suite (no meta.astrid or "
+                        "expectations).")
+    if astrid.get("suite_format") != SUITE_FORMAT:
+        raise GateError(f"{shown}: unknown suite_format {astrid.get('suite_format')!r}; "
+                        f"supported: {SUITE_FORMAT}.")
+    types = [e.get("type") for e in data["expectations"] if isinstance(e, Mapping)]
+    missing = [t for t in EXPECTATIONS if t not in types]
+    if missing:
+        raise GateError(f"{shown}: the suite lacks expectation(s) {missing}.")
+    try:
+        GatePolicy.from_dict(astrid.get("policy", {}))
+    except ParameterError as exc:
+        raise GateError(f"{shown}: {exc}") from None
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name if "://" in base else os.path.join(base, name)
+
+
+def _check_policy(policy: object) -> GatePolicy:
+    if policy is None:
+        return GatePolicy()
+    if isinstance(policy, GatePolicy):
+        return policy
+    if isinstance(policy, Mapping):
+        return GatePolicy.from_dict(policy)
+    raise ParameterError(f"Invalid policy: {policy!r}. Must be a GatePolicy, a dict of "
+                         "thresholds or None.")
+
+
+# ----------------------------------------------------------------------------- result
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    """One expectation of one run: what was measured against what was allowed."""
+
+    name: str
+    category: str
+    success: bool
+    observed_value: Any
+    threshold: Any
+    details: dict = field(default_factory=dict)
+
+    __hash__ = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "category": self.category, "success": self.success,
+                "observed_value": self.observed_value, "threshold": self.threshold,
+                "details": self.details}
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Outcome of :func:`validate_surrogate`.
+
+    Attributes
+    ----------
+    success : bool
+        True when every expectation passed.
+    expectations : tuple of ExpectationOutcome
+        In suite order: privacy, utility, integrity.
+    policy : GatePolicy
+        The thresholds that were applied (stored policy plus run-time overrides).
+    random_state : int
+        Seed of the utility check's split and fits (drawn and recorded if not given).
+    utility_source : str
+        ``"computed"`` (``surrogate_utility`` ran) or ``"precomputed"`` (``metrics``).
+    artefact : dict
+        Target, grouping, fingerprint and location of the artefact.
+    validation_json, data_docs : str or None
+        Where the validation result JSON and the Data Docs HTML were written.
+    """
+
+    success: bool
+    expectations: tuple
+    policy: GatePolicy
+    random_state: int
+    utility_source: str
+    artefact: dict
+    validation_json: str | None = None
+    data_docs: str | None = None
+
+    __hash__ = None
+
+    @property
+    def failed(self) -> list[str]:
+        """Names of the expectations that failed."""
+        return [e.name for e in self.expectations if not e.success]
+
+    def category_success(self, category: str) -> bool:
+        """Whether every expectation of ``category`` (privacy/utility/integrity) passed."""
+        found = [e.success for e in self.expectations if e.category == category]
+        if not found:
+            raise ParameterError(f"Unknown category {category!r}.")
+        return all(found)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "success": self.success,
+            "expectations": [e.to_dict() for e in self.expectations],
+            "failed": self.failed,
+            "policy": self.policy.to_dict(),
+            "random_state": self.random_state,
+            "utility_source": self.utility_source,
+            "artefact": self.artefact,
+            "validation_json": self.validation_json,
+            "data_docs": self.data_docs,
+        }
+
+
+def result_paths(surrogate: str | os.PathLike | None, out_dir: str | os.PathLike | None
+                 ) -> tuple[str, str] | None:
+    """``(validation JSON, Data Docs HTML)`` paths for a surrogate, or None.
+
+    Beside the surrogate by default (``out.parquet`` -> ``out.validation.json`` and
+    ``out.validation.html``); in ``out_dir`` if given. A DataFrame surrogate without
+    ``out_dir`` writes nothing.
+    """
+    if surrogate is None or isinstance(surrogate, pd.DataFrame):
+        if out_dir is None:
+            return None
+        stem, directory = "surrogate", os.fspath(out_dir)
+    else:
+        text = os.fspath(surrogate)
+        name = text.rstrip("/").rsplit("/", 1)[-1]
+        stem = Path(name).stem if Path(name).suffix else name
+        directory = os.fspath(out_dir) if out_dir is not None else (
+            text.rstrip("/").rsplit("/", 1)[0] if "://" in text
+            else os.path.dirname(os.path.abspath(text)))
+    return (_join(directory, f"{stem}.validation.json"),
+            _join(directory, f"{stem}.validation.html"))
+
+
+# ------------------------------------------------------------------------- validation
+
+def validate_surrogate(
+    original: pd.DataFrame | str | os.PathLike,
+    surrogate: pd.DataFrame | str | os.PathLike,
+    artefact: Any,
+    *,
+    policy: GatePolicy | Mapping[str, Any] | None = None,
+    out_dir: str | os.PathLike | None = None,
+    classifier: str | dict | None = None,
+    random_state: int | None = None,
+    metrics: Mapping[str, Any] | None = None,
+    verbose: bool = False,
+) -> GateResult:
+    """Run the release gate on ``surrogate`` against ``original``.
+
+    Parameters
+    ----------
+    original : DataFrame or path
+        The table the surrogate was made from (reference table or a new batch). It must
+        match the artefact's schema (``SchemaMismatchError`` otherwise: bad input, not a
+        failed gate).
+    surrogate : DataFrame or path
+        The table to release. Its differences from the original are gate failures.
+    artefact : GroupingArtefact, or a reference for ``load_artefact``
+        (``artefact.json`` path, version directory, ``ROOT/NAME[@VERSION]``). With a
+        stored artefact the suite is read from ``suite.json`` beside it (and written
+        there, once, if missing).
+    policy : GatePolicy or dict, optional
+        A ``GatePolicy`` replaces the stored thresholds; a dict overrides some of them
+        (e.g. ``{"max_intact": 0.005}``). Default: the policy stored with the suite.
+    out_dir : path, optional
+        Where to write ``<stem>.validation.json`` and ``<stem>.validation.html``;
+        default beside the surrogate file (a DataFrame surrogate writes nothing).
+    classifier : str or dict, optional
+        Classifier of the utility check; overrides the policy's and the artefact's.
+    random_state : int, optional
+        Seed of the utility check; drawn (and recorded in the result) if omitted.
+    metrics : mapping, optional
+        Precomputed ``accuracy_original`` and ``accuracy_surrogate`` (e.g. the JSON of
+        ``astrid shuffle --json``); they are then used instead of refitting. Privacy
+        and integrity are always measured on the tables given.
+    verbose : bool, default False
+        Let Great Expectations log at DEBUG (it is kept at WARNING otherwise).
+
+    Returns
+    -------
+    GateResult
+
+    Raises
+    ------
+    GateError
+        The gate could not be evaluated (a metric raised, a corrupt suite).
+    DataError, SchemaMismatchError, ArtefactError, ParameterError
+        Bad input.
+
+    Notes
+    -----
+    Utility is measured with :func:`~astrid_airflow.surrogate_utility`: the original is
+    split into a training and a held-out part, a surrogate of the *training part* is
+    made with the artefact's grouping, and classifiers trained on the training part and
+    on its surrogate are scored on the same held-out real rows. The held-out rows never
+    contribute to a scored surrogate, so rows left intact by the shuffle cannot leak
+    into the score. The released file itself is tied to that grouping by the
+    integrity expectation on group multisets.
+    """
+    from ._io import read_table
+
+    artefact, location = _resolve_artefact(artefact)
+    suite = _resolve_suite(artefact, location)
+    stored = GatePolicy.from_dict(suite["meta"]["astrid"]["policy"])
+    if isinstance(policy, GatePolicy):
+        effective = policy
+    elif policy is None or isinstance(policy, Mapping):
+        effective = stored.with_overrides(**dict(policy or {}))
+    else:
+        raise ParameterError(f"Invalid policy: {policy!r}. Must be a GatePolicy, a dict "
+                             "of thresholds or None.")
+    if classifier is not None:
+        effective = effective.with_overrides(classifier=classifier)
+    seed = _check_seed(random_state)
+    paths = result_paths(surrogate, out_dir)
+
+    original_df = read_table(original)
+    surrogate_df = read_table(surrogate)
+    artefact.check_table(original_df)
+    utility, source = _utility_function(original_df, artefact, effective, seed, metrics)
+
+    gx_result = _run_suite(suite, original_df, surrogate_df, artefact.target, effective,
+                           utility, verbose=verbose)
+    outcomes = _outcomes(gx_result)
+    summary = {"target": artefact.target, "grouping": artefact.grouping.to_list(),
+               "fingerprint": dict(artefact.fingerprint),
+               "location": getattr(location, "path", None)}
+    result = GateResult(
+        success=all(o.success for o in outcomes), expectations=tuple(outcomes),
+        policy=effective, random_state=seed, utility_source=source, artefact=summary,
+        validation_json=paths[0] if paths else None, data_docs=paths[1] if paths else None)
+    if paths:
+        _write_outputs(result, gx_result, paths)
+    return result
+
+
+def _resolve_artefact(artefact: Any) -> tuple[Any, Any]:
+    from ._artefact import GroupingArtefact
+
+    if isinstance(artefact, GroupingArtefact):
+        return artefact, None
+    if isinstance(artefact, (str, os.PathLike)):
+        from ._store import load_artefact
+
+        loaded = load_artefact(artefact)
+        return loaded.artefact, loaded.location
+    raise ParameterError(f"Invalid artefact: {artefact!r}. Must be a GroupingArtefact or a "
+                         "reference (artefact.json path, version directory, "
+                         "ROOT/NAME[@VERSION]).")
+
+
+def _resolve_suite(artefact: Any, location: Any) -> dict[str, Any]:
+    """The stored suite of a stored artefact (written once if missing), else a new one."""
+    if location is None:
+        return build_suite(artefact)
+    path = _join(location.directory, SUITE_FILE)
+    try:
+        suite = load_suite(path)
+    except StoreError:  # no suite yet: build it and keep it with the version
+        suite = build_suite(artefact)
+        try:
+            save_suite(location, suite)
+        except StoreError:
+            # A concurrent gate saved one first, or the store is read-only: use the
+            # stored one if it is there, else validate with the one just built.
+            try:
+                suite = load_suite(path)
+            except StoreError:
+                pass
+        return suite
+    grouping = suite["meta"]["astrid"]["artefact"].get("grouping")
+    if grouping != artefact.grouping.to_list():
+        raise GateError(f"{path} was built for grouping {grouping}, not the artefact's "
+                        f"{artefact.grouping.to_list()}.")
+    return suite
+
+
+def _check_seed(random_state: object) -> int:
+    if random_state is None:
+        # Drawn here and recorded in the result, so a gate decision can be replayed.
+        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+    if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) \
+            or random_state < 0:
+        raise ParameterError(f"Invalid random_state: {random_state!r}. Must be None or a "
+                             "non-negative int (it is recorded in the gate's result).")
+    return int(random_state)
+
+
+def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy, seed: int,
+                      metrics: Mapping[str, Any] | None):
+    if metrics is not None:
+        if not isinstance(metrics, Mapping):
+            raise ParameterError(f"Invalid metrics: expected a mapping, got "
+                                 f"{type(metrics).__name__}.")
+        missing = [k for k in ("accuracy_original", "accuracy_surrogate")
+                   if not _is_number(metrics.get(k))]
+        if missing:
+            raise ParameterError(f"Invalid metrics: {missing} missing or not numbers; "
+                                 "pass the JSON of `astrid shuffle --json`.")
+        given = {k: float(metrics[k]) for k in ("accuracy_original", "accuracy_surrogate")}
+        return (lambda: {**given, "source": "precomputed"}), "precomputed"
+
+    def compute() -> dict[str, Any]:
+        from ._metrics import stratified_subsample, surrogate_utility
+        from ._surrogate import pandas_class_codes
+
+        root_seed = np.random.SeedSequence(seed)
+        table, note = original, None
+        if len(original) > UTILITY_MAX_ROWS:  # fitting cost grows faster than linearly
+            codes = pandas_class_codes(original[artefact.target], artefact.target)
+            rows = stratified_subsample(codes, UTILITY_MAX_ROWS, root_seed.spawn(1)[0])
+            table = original.iloc[rows].reset_index(drop=True)
+            note = (f"utility computed on a stratified random subsample of {len(rows)} of "
+                    f"{len(original)} rows")
+        u = surrogate_utility(table, artefact, classifier=policy.classifier,
+                              random_state=seed)
+        out = {**u.to_dict(), "source": "computed"}
+        if note:
+            out["note"] = note
+        return out
+
+    return compute, "computed"
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) \
+        and math.isfinite(float(value))
+
+
+def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.DataFrame,
+               target: str, policy: GatePolicy, utility, *, verbose: bool) -> Any:
+    from ._expectations import bind_reference, register_expectations
+
+    register_expectations(verbose=verbose)
+    gx = __import__("great_expectations")
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch = (context.data_sources.add_pandas(name="astrid")
+             .add_dataframe_asset(name="surrogate")
+             .add_batch_definition_whole_dataframe(name="whole"))
+    try:
+        gx_suite = gx.ExpectationSuite(
+            name=suite["name"], expectations=[dict(e) for e in suite["expectations"]],
+            meta=dict(suite.get("meta", {})), notes=suite.get("notes"))
+    except Exception as exc:  # GX raises many types for a bad suite
+        raise GateError(f"The gate suite cannot be loaded: {exc}") from None
+    gx_suite = context.suites.add(gx_suite)
+    definition = context.validation_definitions.add(
+        gx.ValidationDefinition(name="astrid_gate", data=batch, suite=gx_suite))
+    with bind_reference(original, target=target, utility=utility) as handle:
+        result = definition.run(
+            batch_parameters={"dataframe": surrogate},
+            expectation_parameters={**policy.parameters(), REFERENCE_PARAMETER: handle},
+            result_format="COMPLETE")
+    errors = [(r.expectation_config.type, r.exception_info.get("exception_message"))
+              for r in result.results
+              if (r.exception_info or {}).get("raised_exception")]
+    if errors:
+        name, message = errors[0]
+        raise GateError(f"The gate could not evaluate {name}: {message}")
+    return result
+
+
+def _outcomes(gx_result: Any) -> list[ExpectationOutcome]:
+    from ._expectations import EXPECTATIONS
+
+    out = []
+    for r in gx_result.results:
+        name = r.expectation_config.type
+        category = EXPECTATIONS.get(name, ("other",))[0]
+        res = dict(r.result or {})
+        details = dict(res.get("details") or {})
+        threshold = details.pop("threshold", None)
+        out.append(ExpectationOutcome(name=name, category=category, success=bool(r.success),
+                                      observed_value=res.get("observed_value"),
+                                      threshold=threshold, details=_plain(details)))
+    order = list(EXPECTATIONS)
+    out.sort(key=lambda o: order.index(o.name) if o.name in order else len(order))
+    return out
+
+
+def _plain(obj: Any) -> Any:
+    """JSON-native copy (numpy scalars unwrapped, NaN -> None)."""
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _write_outputs(result: GateResult, gx_result: Any, paths: tuple[str, str]) -> None:
+    """Write the result JSON and the Data Docs page, each atomically (JSON last)."""
+    from ._atomic import atomic_write_text
+    from ._datadocs import render_validation_html
+
+    payload = {"gate": result.to_dict(), "great_expectations": gx_result.to_json_dict()}
+    try:
+        text = json.dumps(_plain(payload), indent=2, default=str, allow_nan=False) + "\n"
+        html = render_validation_html(gx_result, gate=result.to_dict())
+    except (TypeError, ValueError) as exc:
+        raise GateError(f"The gate's result cannot be serialised: {exc}") from None
+    try:
+        atomic_write_text(paths[1], html, overwrite=True)
+        atomic_write_text(paths[0], text, overwrite=True)
+    except OSError as exc:
+        raise DataError(f"Cannot write the gate's results: {exc}") from None
