@@ -12,12 +12,16 @@ import uuid
 
 import fsspec
 import pytest
-from test_artefact import reference_table, result_dict
 
 from astrid_airflow._artefact import GroupingArtefact
 from astrid_airflow._errors import ArtefactError, ParameterError, StoreError
 from astrid_airflow._store import ArtefactStore, load_artefact, parse_artefact_ref
 from astrid_airflow.cli import main
+
+try:  # tests/ may or may not be a package
+    from tests.test_artefact import reference_table, result_dict
+except ImportError:  # pragma: no cover
+    from test_artefact import reference_table, result_dict
 
 
 def make_artefact(seed: int = 0) -> GroupingArtefact:
