@@ -20,3 +20,25 @@ def _clean(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_clean(v) for v in obj]
     return obj
+
+
+def add_classifier_param_argument(parser) -> None:
+    parser.add_argument("--classifier-param", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a parameter of the classifier's model, e.g. "
+                        "n_estimators=100 (repeatable; VALUE parsed as JSON when it can be)")
+
+
+def parse_classifier_params(items: list[str]) -> dict | None:
+    """``["n_estimators=100", "criterion=gini"]`` → ``{"n_estimators": 100, ...}``."""
+    from .._errors import ParameterError
+
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParameterError(f"Invalid --classifier-param {item!r}: expected KEY=VALUE.")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params or None

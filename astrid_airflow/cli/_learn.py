@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from ._common import add_classifier_param_argument, parse_classifier_params
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("learn", help="find the significant grouping of a table (ASTRID)",
@@ -13,6 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("data", help="CSV, Parquet or ARFF file (or fsspec URL)")
     p.add_argument("--target", required=True, help="class column")
     p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb"])
+    add_classifier_param_argument(p)
     p.add_argument("--r-search", type=int, default=100, help="R', permutations per reward")
     p.add_argument("--r-test", type=int, default=250, help="R, permutations per p-value")
     p.add_argument("--alpha", type=float, default=0.05)
@@ -48,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
             raise DataError(f"Target column {args.target!r} is not in the table.")
         table = drop_missing_and_constant(table, args.target)
     result = astrid(table, target=args.target, classifier=args.classifier,
+                    classifier_params=parse_classifier_params(args.classifier_param),
                     n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
                     scoring=args.scoring, random_state=args.seed, n_jobs=args.jobs,
                     progress=None if not args.quiet else False)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._common import add_classifier_param_argument, parse_classifier_params
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("test", help="test one grouping (Problem 1)",
@@ -14,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--grouping", required=True, help='groups by ";", columns by ",": '
                    '"a1,a2;a3;a4"')
     p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb"])
+    add_classifier_param_argument(p)
     p.add_argument("--r-test", type=int, default=250, help="R, the number of permutations")
     p.add_argument("--scoring", default="accuracy",
                    choices=["accuracy", "balanced_accuracy", "f1_macro"])
@@ -29,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
     from ._common import print_json
 
     result = test_grouping(args.data, target=args.target, grouping=args.grouping,
-                           classifier=args.classifier, n_permutations=args.r_test,
+                           classifier=args.classifier,
+                           classifier_params=parse_classifier_params(args.classifier_param),
+                           n_permutations=args.r_test,
                            scoring=args.scoring, test_size=args.test_size,
                            random_state=args.seed, n_jobs=args.jobs, progress=False)
     if args.json:
