@@ -44,7 +44,10 @@ _EXPORTS: dict[str, str] = {
     "make_synthetic": "_synthetic",
     # artefacts, surrogates, metrics
     "GroupingArtefact": "_artefact",
+    "fingerprint_table": "_artefact",
     "ArtefactStore": "_store",
+    "load_artefact": "_store",
+    "parse_artefact_ref": "_store",
     "make_surrogate": "_surrogate",
     "shuffle_file": "_surrogate",
     "intact_row_proportion": "_metrics",
