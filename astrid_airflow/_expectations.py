@@ -45,6 +45,7 @@ __all__ = [
     "bind_reference",
     "class_changes",
     "import_gx",
+    "quiet_gx_logging",
     "multiset_differences",
     "register_expectations",
     "schema_differences",
@@ -81,13 +82,28 @@ def import_gx(*, verbose: bool = False) -> Any:
     """Import ``great_expectations`` with its logging kept at WARNING unless ``verbose``.
 
     The level must be set before the import: GX logs hundreds of INFO lines while its
-    modules load (more inside an Airflow task, whose root logger is at INFO).
+    modules load (more inside an Airflow task, whose root logger is at INFO). Some GX
+    modules also pin their own logger to INFO, so :func:`quiet_gx_logging` runs again
+    after the import.
     """
-    level = logging.DEBUG if verbose else logging.WARNING
-    logging.getLogger("great_expectations").setLevel(level)
+    quiet_gx_logging(verbose=verbose)
     import great_expectations as gx
 
+    quiet_gx_logging(verbose=verbose)
     return gx
+
+
+def quiet_gx_logging(*, verbose: bool = False) -> None:
+    """Set GX's loggers to WARNING (DEBUG with ``verbose``), children included."""
+    level = logging.DEBUG if verbose else logging.WARNING
+    logging.getLogger("great_expectations").setLevel(level)
+    if verbose:
+        return
+    for name, logger in list(logging.root.manager.loggerDict.items()):
+        # e.g. great_expectations.data_context.types.base sets itself to INFO on import
+        if name.startswith("great_expectations.") and isinstance(logger, logging.Logger) \
+                and logger.level not in (logging.NOTSET,) and logger.level < level:
+            logger.setLevel(logging.NOTSET)
 
 
 # ------------------------------------------------------------------ bound references

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, GateError, ParameterError, StoreError
+from ._validation import check_positive_int
 
 __all__ = [
     "SUITE_FILE",
@@ -71,6 +72,9 @@ class GatePolicy:
     classifier : str or dict, optional
         Classifier of the utility check (a preset such as ``"svm"`` or settings);
         default: the classifier the artefact was learned with.
+    utility_repeats : int, default 1
+        Independent splits (and surrogates) the utility check averages over; more
+        repeats make the decision steadier near the tolerance at the cost of more fits.
 
     Examples
     --------
@@ -85,10 +89,13 @@ class GatePolicy:
     max_largest_group_unique_share: float = 1.0
     max_accuracy_drop: float = 0.02
     classifier: str | dict | None = None
+    utility_repeats: int = 1
 
     def __post_init__(self) -> None:
         for name in _THRESHOLDS:
             object.__setattr__(self, name, _check_threshold(getattr(self, name), name))
+        object.__setattr__(self, "utility_repeats",
+                           check_positive_int(self.utility_repeats, "utility_repeats"))
         c = self.classifier
         if c is not None and not (isinstance(c, str) and c) and not isinstance(c, dict):
             raise ParameterError(f"Invalid classifier: {c!r}. Must be a preset name, a "
@@ -572,7 +579,7 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
             note = (f"utility computed on a stratified random subsample of {len(rows)} of "
                     f"{len(original)} rows")
         u = surrogate_utility(table, artefact, classifier=policy.classifier,
-                              random_state=seed)
+                              random_state=seed, n_repeats=policy.utility_repeats)
         out = {**u.to_dict(), "source": "computed"}
         if note:
             out["note"] = note
@@ -588,9 +595,10 @@ def _is_number(value: object) -> bool:
 
 def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.DataFrame,
                target: str, policy: GatePolicy, utility, *, verbose: bool) -> Any:
-    from ._expectations import bind_reference, register_expectations
+    from ._expectations import bind_reference, quiet_gx_logging, register_expectations
 
     register_expectations(verbose=verbose)
+    quiet_gx_logging(verbose=verbose)
     gx = __import__("great_expectations")
     from great_expectations.data_context.types.base import ProgressBarsConfig
 

@@ -1,4 +1,10 @@
-"""`astrid validate` (placeholder until its issue lands; replaced by its owner)."""
+"""``astrid validate``: run the release gate on a surrogate.
+
+Exit status: 0 when every expectation passes, 1 when any fails, 2 on bad input
+(unreadable tables, an unknown artefact, a schema mismatch of the original, bad
+thresholds). The validation result JSON and the offline Data Docs page are written
+beside the surrogate (or in ``--out-dir``).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,90 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="(not available yet)")
+    p = sub.add_parser(
+        "validate", help="run the release gate (privacy, utility, integrity) on a surrogate",
+        description="Validate a surrogate against its original with the Great Expectations "
+                    "suite stored beside the artefact. Exit 0: every expectation passed; "
+                    "1: at least one failed; 2: bad input.")
+    p.add_argument("--original", required=True, metavar="DATA",
+                   help="the table the surrogate was made from (CSV, Parquet, ARFF)")
+    p.add_argument("--surrogate", required=True, metavar="FILE",
+                   help="the surrogate to release (CSV or Parquet)")
+    p.add_argument("--artefact", required=True, metavar="REF",
+                   help="artefact.json, version directory or ROOT/NAME[@VERSION]")
+    p.add_argument("--max-intact", type=float, default=None, metavar="P",
+                   help="largest intact-row proportion allowed (stored policy, default 0.01)")
+    p.add_argument("--max-accuracy-drop", type=float, default=None, metavar="D",
+                   help="largest accuracy drop allowed (stored policy, default 0.02)")
+    p.add_argument("--max-largest-group-unique-share", type=float, default=None,
+                   metavar="S", help="largest share of rows unique on the largest group "
+                                     "(stored policy, default 1.0 = report only)")
+    p.add_argument("--classifier", default=None,
+                   help="classifier of the utility check (default: the artefact's)")
+    p.add_argument("--utility-repeats", type=int, default=None, metavar="N",
+                   help="splits the utility check averages over (stored policy, default 1)")
+    p.add_argument("--metrics", default=None, metavar="JSON",
+                   help="use the accuracies in this JSON (from `astrid shuffle --json`) "
+                        "instead of refitting")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the utility check (drawn and recorded if omitted)")
+    p.add_argument("--out-dir", default=None, metavar="DIR",
+                   help="where to write the result JSON and Data Docs (default: beside "
+                        "the surrogate)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--verbose", action="store_true",
+                   help="let Great Expectations log (it is kept at WARNING otherwise)")
     p.set_defaults(handler=_run)
 
 
+def _read_metrics(path: str) -> dict:
+    import json
+
+    import fsspec
+
+    from .._errors import ParameterError
+
+    try:
+        with fsspec.open(path, "r", encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise ParameterError(f"Invalid --metrics: no such file {path!r}.") from None
+    except json.JSONDecodeError as exc:
+        raise ParameterError(f"Invalid --metrics {path!r}: not JSON ({exc.msg}).") from None
+    if not isinstance(data, dict):
+        raise ParameterError(f"Invalid --metrics {path!r}: expected a JSON object.")
+    return data
+
+
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("astrid validate: not available yet")
+    from .._gate import validate_surrogate
+    from ._common import print_json
+
+    overrides = {"max_intact": args.max_intact,
+                 "max_accuracy_drop": args.max_accuracy_drop,
+                 "max_largest_group_unique_share": args.max_largest_group_unique_share,
+                 "classifier": args.classifier,
+                 "utility_repeats": args.utility_repeats}
+    result = validate_surrogate(
+        args.original, args.surrogate, args.artefact,
+        policy={k: v for k, v in overrides.items() if v is not None},
+        out_dir=args.out_dir, random_state=args.seed,
+        metrics=_read_metrics(args.metrics) if args.metrics else None,
+        verbose=args.verbose)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        for e in result.expectations:
+            mark = "PASS" if e.success else "FAIL"
+            print(f"{mark}  {e.category:<9} {e.name:<60} observed={_fmt(e.observed_value)} "
+                  f"threshold={_fmt(e.threshold)}")
+        verdict = "PASSED" if result.success else f"FAILED ({len(result.failed)} failed)"
+        print(f"gate {verdict}")
+        if result.validation_json:
+            print(f"result:    {result.validation_json}")
+            print(f"data docs: {result.data_docs}")
+    return 0 if result.success else 1
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

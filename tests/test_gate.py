@@ -1,0 +1,332 @@
+"""The release gate: privacy, utility and integrity expectations, suite, policy, results."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from astrid_airflow import (
+    ArtefactStore,
+    GatePolicy,
+    GroupingArtefact,
+    astrid,
+    make_surrogate,
+    make_synthetic,
+    validate_surrogate,
+)
+from astrid_airflow._errors import (
+    AstridError,
+    GateError,
+    ParameterError,
+    SchemaMismatchError,
+)
+from astrid_airflow._expectations import (
+    EXPECTATIONS,
+    class_changes,
+    import_gx,
+    multiset_differences,
+    schema_differences,
+)
+from astrid_airflow._gate import (
+    SUITE_FILE,
+    build_suite,
+    gate_extra_files,
+    load_suite,
+    result_paths,
+)
+from astrid_airflow._grouping import Grouping
+
+INTACT = "expect_surrogate_intact_row_proportion_to_be_at_most"
+UTILITY = "expect_surrogate_accuracy_drop_to_be_at_most"
+SCHEMA = "expect_surrogate_schema_to_match_original"
+ROWS = "expect_surrogate_row_count_to_match_original"
+CLASS = "expect_surrogate_class_column_to_be_unchanged"
+VALUES = "expect_surrogate_column_values_to_match_original_per_class"
+GROUPS = "expect_surrogate_groups_to_match_original_per_class"
+
+
+def artefact_for(table: pd.DataFrame, groups: str) -> GroupingArtefact:
+    """An artefact of a given grouping (as if ASTRID had chosen it) on ``table``."""
+    g = Grouping.parse(groups)
+    result = {"grouping": g.to_list(), "k": g.k, "table": [], "target": "class",
+              "classifier": "svm", "scoring": "accuracy", "alpha": 0.05, "n_search": 20,
+              "n_test": 40, "random_state": 0}
+    return GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z")
+
+
+@pytest.fixture(scope="module")
+def data() -> pd.DataFrame:
+    return make_synthetic(500, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def learned(data) -> GroupingArtefact:
+    """The grouping ASTRID learns on the synthetic data (small R', R; ~2 s)."""
+    result = astrid(data, target="class", classifier="svm", n_search=20, n_test=40,
+                    random_state=0)
+    assert result.grouping == Grouping.parse("a1,a2;a3;a4")  # the planted one
+    return GroupingArtefact.from_result(result, data)
+
+
+@pytest.fixture(scope="module")
+def surrogate(data, learned) -> pd.DataFrame:
+    return make_surrogate(data, learned, random_state=1)
+
+
+def outcome(result, name):
+    (found,) = [e for e in result.expectations if e.name == name]
+    return found
+
+
+# ----------------------------------------------------------------- the issue's must-show
+
+def test_real_surrogate_from_learned_grouping_passes_everything(data, learned, surrogate):
+    r = validate_surrogate(data, surrogate, learned, random_state=0)
+    assert r.success, r.failed
+    assert [e.name for e in r.expectations] == list(EXPECTATIONS)
+    assert outcome(r, INTACT).observed_value <= 0.01
+    u = outcome(r, UTILITY)
+    assert u.details["accuracy_surrogate"] >= u.details["accuracy_original"] - 0.02
+    assert u.details["n_test"] == 250 and r.utility_source == "computed"
+    assert outcome(r, ROWS).observed_value == outcome(r, ROWS).threshold == len(data)
+
+
+def test_original_passed_off_as_surrogate_fails_privacy(data, learned):
+    r = validate_surrogate(data, data.copy(), learned, random_state=0)
+    assert not r.success
+    assert not r.category_success("privacy")
+    assert outcome(r, INTACT).observed_value == 1.0
+    assert outcome(r, INTACT).threshold == 0.01
+    # ... and only privacy: the table is trivially intact and as useful as itself
+    assert r.category_success("integrity") and r.category_success("utility")
+
+
+def test_all_singletons_surrogate_fails_utility(data):
+    singletons = artefact_for(data, "a1;a2;a3;a4")  # breaks the a1-a2 interaction
+    s = make_surrogate(data, singletons, random_state=1)
+    r = validate_surrogate(data, s, singletons, random_state=0)
+    u = outcome(r, UTILITY)
+    assert not u.success and not r.success
+    assert u.observed_value > 0.1  # the class lives in the a1-a2 correlation sign
+    assert r.category_success("privacy") and r.category_success("integrity")
+    assert r.failed == [UTILITY]
+
+
+def test_singletons_surrogate_checked_against_learned_artefact_fails_group_integrity(
+        data, learned):
+    # The file was not made with the artefact's grouping: every column still has its
+    # per-class multiset, but the (a1, a2) pairs were split.
+    s = make_surrogate(data, "a1;a2;a3;a4", target="class", random_state=1)
+    r = validate_surrogate(data, s, learned, random_state=0)
+    assert outcome(r, VALUES).success
+    g = outcome(r, GROUPS)
+    assert not g.success and g.observed_value == 2  # (class 0, {a1,a2}), (class 1, {a1,a2})
+    assert {frozenset(d["columns"]) for d in g.details["differences"]} == {
+        frozenset({"a1", "a2"})}
+
+
+def test_one_changed_cell_fails_integrity(data, learned, surrogate):
+    s = surrogate.copy()
+    s.loc[17, "a3"] = s.loc[17, "a3"] + 1e-6
+    r = validate_surrogate(data, s, learned, random_state=0)
+    assert not r.category_success("integrity") and not r.success
+    v = outcome(r, VALUES)
+    assert not v.success and v.observed_value == 1
+    (diff,) = v.details["differences"]
+    assert diff["columns"] == ["a3"] and diff["class"] == s.loc[17, "class"]
+    assert diff["differing_values"] == 2  # one value gone, one new value
+    assert outcome(r, CLASS).success and outcome(r, ROWS).success
+
+
+def test_dropped_row_fails_integrity(data, learned, surrogate):
+    s = surrogate.drop(index=3)
+    r = validate_surrogate(data, s, learned, random_state=0)
+    assert not r.category_success("integrity")
+    assert outcome(r, ROWS).observed_value == len(data) - 1
+    assert not outcome(r, ROWS).success
+    assert not outcome(r, VALUES).success and not outcome(r, GROUPS).success
+    assert not outcome(r, CLASS).success  # rows shifted: labels no longer align
+
+
+def test_changed_label_and_wrong_type_fail_integrity(data, learned, surrogate):
+    s = surrogate.copy()
+    s.loc[0, "class"] = 1 - s.loc[0, "class"]
+    r = validate_surrogate(data, s, learned, random_state=0)
+    assert outcome(r, CLASS).observed_value == 1 and not outcome(r, CLASS).success
+    s = surrogate.copy()
+    s["a4"] = s["a4"].map(str)
+    r = validate_surrogate(data, s, learned, random_state=0)
+    assert not outcome(r, SCHEMA).success
+    assert "a4" in outcome(r, SCHEMA).details["differences"][0]
+
+
+# ------------------------------------------------------------------- integrity metrics
+
+def test_integrity_metrics_on_small_tables():
+    t = pd.DataFrame({"a": [1, 2, 3, 4], "b": ["x", "y", "x", "y"], "y": [0, 0, 1, 1]})
+    assert schema_differences(t, t) == []
+    assert schema_differences(t, t[["b", "a", "y"]]) == [
+        "columns in another order: ['b', 'a', 'y'] instead of ['a', 'b', 'y']"]
+    swapped = t.assign(a=[2, 1, 4, 3])  # within-class swap: multisets kept
+    assert multiset_differences(t, swapped, "y") == []
+    across = t.assign(a=[3, 2, 1, 4])  # a value moved to the other class
+    assert {d["class"] for d in multiset_differences(t, across, "y")} == {0, 1}
+    # a categorical surrogate of a string column is the same data
+    cat = t.assign(b=t["b"].astype("category"))
+    assert multiset_differences(t, cat, "y") == [] and schema_differences(t, cat) == []
+    assert class_changes(t, t.assign(y=[0, 1, 1, 1]), "y") == 1
+    assert class_changes(t, t.iloc[:3], "y") == 1
+    assert class_changes(t, t.drop(columns="y"), "y") == 4
+
+
+# -------------------------------------------------------------- policy and parameters
+
+def test_policy_round_trip_and_validation():
+    p = GatePolicy(max_intact=0.005, classifier="rf", utility_repeats=3)
+    assert GatePolicy.from_json(p.to_json()) == p
+    assert p.with_overrides(max_accuracy_drop=0.1, max_intact=None).max_intact == 0.005
+    with pytest.raises(ParameterError, match="max_intact"):
+        GatePolicy(max_intact=1.5)
+    with pytest.raises(ParameterError, match="max_accuracy_drop"):
+        GatePolicy(max_accuracy_drop=float("nan"))
+    with pytest.raises(ParameterError, match="unknown key"):
+        GatePolicy.from_dict({"max_intakt": 0.1})
+    with pytest.raises(ParameterError, match="utility_repeats"):
+        GatePolicy(utility_repeats=0)
+
+
+def test_thresholds_are_overridable_at_run_time(data, learned):
+    r = validate_surrogate(data, data, learned, policy={"max_intact": 1.0}, random_state=0)
+    assert r.success and outcome(r, INTACT).threshold == 1.0
+    assert r.policy.max_accuracy_drop == 0.02  # the rest stays as stored
+    strict = validate_surrogate(data, data, learned, random_state=0,
+                                policy=GatePolicy(max_intact=1.0, max_accuracy_drop=0.0,
+                                                  max_largest_group_unique_share=0.5))
+    assert strict.policy.max_accuracy_drop == 0.0
+    assert not outcome(strict, "expect_surrogate_largest_group_unique_share_to_be_at_most"
+                       ).success  # a1, a2 continuous: every row unique on {a1, a2}
+
+
+def test_precomputed_accuracies_are_used_and_recorded(data, learned, surrogate):
+    r = validate_surrogate(data, surrogate, learned, random_state=0,
+                           metrics={"accuracy_original": 0.9, "accuracy_surrogate": 0.85})
+    u = outcome(r, UTILITY)
+    assert r.utility_source == "precomputed" and u.details["source"] == "precomputed"
+    assert u.observed_value == pytest.approx(0.05) and not u.success
+    with pytest.raises(ParameterError, match="accuracy_surrogate"):
+        validate_surrogate(data, surrogate, learned, metrics={"accuracy_original": 0.9})
+
+
+def test_bad_input_raises_typed_errors(data, learned, surrogate):
+    with pytest.raises(SchemaMismatchError, match="a4"):
+        validate_surrogate(data.drop(columns="a4"), surrogate, learned)
+    with pytest.raises(ParameterError, match="random_state"):
+        validate_surrogate(data, surrogate, learned, random_state=-1)
+    with pytest.raises(AstridError, match="no such file"):
+        validate_surrogate(data, "/nonexistent/s.csv", learned)
+    with pytest.raises(ParameterError, match="artefact"):
+        validate_surrogate(data, surrogate, 42)
+
+
+# ----------------------------------------------------------------- suite and outputs
+
+def test_suite_json_is_a_gx_suite_with_parameters(learned):
+    suite = build_suite(learned, GatePolicy(max_intact=0.02))
+    text = json.dumps(suite)
+    assert '{"$PARAMETER": "max_intact"}' in text
+    assert suite["meta"]["astrid"]["policy"]["max_intact"] == 0.02
+    from astrid_airflow._expectations import register_expectations
+
+    register_expectations()
+    gx = import_gx()
+    loaded = gx.ExpectationSuite(name=suite["name"], expectations=suite["expectations"])
+    assert [e.expectation_type for e in loaded.expectations] == list(EXPECTATIONS)
+
+
+def test_suite_is_stored_beside_the_artefact_and_used(tmp_path, data, learned, surrogate):
+    store = ArtefactStore(tmp_path / "store")
+    version = store.save("synth", learned,
+                         extra_files=gate_extra_files(learned, GatePolicy(max_intact=0.5)))
+    ref = f"{tmp_path / 'store'}/synth@{version}"
+    r = validate_surrogate(data, data, ref, random_state=0)
+    assert r.policy.max_intact == 0.5 and outcome(r, INTACT).threshold == 0.5
+    assert r.artefact["location"].endswith("artefact.json")
+    # a version saved without a suite gets one (once) on first validation
+    v2 = store.save("synth", learned)
+    suite_path = tmp_path / "store" / "synth" / v2 / SUITE_FILE
+    assert not suite_path.exists()
+    validate_surrogate(data, surrogate, f"{tmp_path / 'store'}/synth", random_state=0)
+    assert load_suite(suite_path)["meta"]["astrid"]["policy"] == GatePolicy().to_dict()
+
+
+def test_stored_suite_for_another_grouping_is_refused(tmp_path, data, learned, surrogate):
+    other = artefact_for(data, "a1;a2;a3;a4")
+    store = ArtefactStore(tmp_path / "store")
+    store.save("synth", learned, extra_files=gate_extra_files(other))
+    with pytest.raises(GateError, match="grouping"):
+        validate_surrogate(data, surrogate, f"{tmp_path / 'store'}/synth", random_state=0)
+
+
+def test_results_written_beside_the_surrogate(tmp_path, data, learned, surrogate):
+    path = tmp_path / "out" / "release.parquet"
+    path.parent.mkdir()
+    surrogate.to_parquet(path)
+    r = validate_surrogate(data, path, learned, random_state=0)
+    assert r.validation_json == str(tmp_path / "out" / "release.validation.json")
+    assert (r.validation_json, r.data_docs) == result_paths(path, None)
+    saved = json.loads(open(r.validation_json).read())
+    assert saved["gate"]["success"] is True and saved["gate"]["random_state"] == 0
+    assert saved["great_expectations"]["success"] is True
+    assert len(saved["great_expectations"]["results"]) == len(EXPECTATIONS)
+    assert open(r.data_docs).read().startswith("<!DOCTYPE html>")
+    assert sorted(os.listdir(tmp_path / "out")) == [
+        "release.parquet", "release.validation.html", "release.validation.json"]
+    # a rerun replaces them; DataFrames without out_dir write nothing
+    r2 = validate_surrogate(data, path, learned, random_state=0, out_dir=tmp_path / "o2")
+    assert os.path.dirname(r2.data_docs) == str(tmp_path / "o2")
+    assert validate_surrogate(data, surrogate, learned, random_state=0).data_docs is None
+
+
+def test_gate_is_deterministic_for_a_seed_and_records_a_drawn_one(data, learned, surrogate):
+    a = validate_surrogate(data, surrogate, learned, random_state=5)
+    b = validate_surrogate(data, surrogate, learned, random_state=5)
+    assert a.to_dict()["expectations"] == b.to_dict()["expectations"]
+    drawn = validate_surrogate(data, surrogate, learned)
+    assert isinstance(drawn.random_state, int)
+    replay = validate_surrogate(data, surrogate, learned, random_state=drawn.random_state)
+    assert outcome(replay, UTILITY).observed_value == outcome(drawn, UTILITY).observed_value
+
+
+# ------------------------------------------------------------ GX: lazy import, quiet
+
+def test_great_expectations_is_imported_only_when_validating():
+    code = ("import sys, astrid_airflow as a; a.GatePolicy(); "
+            "from astrid_airflow._gate import build_suite; "
+            "import astrid_airflow._expectations, astrid_airflow._datadocs; "
+            "assert 'great_expectations' not in sys.modules, 'GX imported eagerly'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_great_expectations_logging_is_quiet_unless_asked(data, learned, surrogate, caplog):
+    with caplog.at_level(logging.DEBUG):
+        validate_surrogate(data, surrogate, learned, random_state=0)
+    assert [r for r in caplog.records if r.name.startswith("great_expectations")
+            and r.levelno < logging.WARNING] == []
+    assert logging.getLogger("great_expectations").getEffectiveLevel() == logging.WARNING
+    import_gx(verbose=True)
+    assert logging.getLogger("great_expectations").getEffectiveLevel() == logging.DEBUG
+    import_gx()
+
+
+def test_surrogate_values_not_reordered_by_gate(data, learned, surrogate):
+    before = surrogate.copy()
+    validate_surrogate(data, surrogate, learned, random_state=0)
+    pd.testing.assert_frame_equal(surrogate, before)
+    assert np.isfinite(before[["a1", "a2", "a3", "a4"]].to_numpy()).all()
