@@ -278,8 +278,10 @@ def render_validation_html(validation_result: Any, *, gate: Mapping[str, Any] | 
 
     Parameters
     ----------
-    validation_result : ExpectationSuiteValidationResult
-        What ``ValidationDefinition.run`` returned.
+    validation_result : ExpectationSuiteValidationResult or dict
+        What ``ValidationDefinition.run`` returned, or its JSON form (e.g. the
+        ``"great_expectations"`` part of a saved ``*.validation.json``), so a page can
+        be rebuilt from a stored result.
     gate : mapping, optional
         ``GateResult.to_dict()``; shown as a summary above GX's own sections.
     title : str
@@ -298,6 +300,13 @@ def render_validation_html(validation_result: Any, *, gate: Mapping[str, Any] | 
     from great_expectations.render.renderer import ValidationResultsPageRenderer
     from great_expectations.render.view import DefaultJinjaPageView
 
+    if isinstance(validation_result, Mapping):
+        from great_expectations.core.expectation_validation_result import (
+            expectationSuiteValidationResultSchema,
+        )
+
+        validation_result = expectationSuiteValidationResultSchema.load(
+            dict(validation_result))
     view = DefaultJinjaPageView()
     view.env.loader = ChoiceLoader([DictLoader(_TEMPLATES), view.env.loader])
     document = ValidationResultsPageRenderer().render(validation_result)
