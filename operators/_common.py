@@ -34,6 +34,7 @@ __all__ = [
     "json_small",
     "local_input",
     "local_output",
+    "policy_overrides",
     "resolve_seed",
     "sha256_of",
     "store_url",
@@ -126,6 +127,31 @@ def to_bool(value: object, name: str) -> bool:
     if isinstance(value, numbers.Integral) and value in (0, 1):
         return bool(value)
     raise AirflowFailException(f"Invalid {name}: {value!r}. Must be true or false.")
+
+
+def policy_overrides(policy: object) -> dict[str, Any]:
+    """Gate thresholds from a (possibly templated) dict: numbers or numeric strings.
+
+    Template rendering turns every value into a string, so thresholds are converted
+    back to floats here; ``classifier`` stays as given; ``None``/empty values are
+    dropped (the stored policy applies).
+    """
+    if policy is None or policy == "":
+        return {}
+    if isinstance(policy, str):
+        try:
+            policy = json.loads(policy)
+        except json.JSONDecodeError:
+            raise AirflowFailException(f"Invalid gate policy {policy!r}: expected a dict "
+                                       "or its JSON.") from None
+    if not isinstance(policy, Mapping):
+        raise AirflowFailException(f"Invalid gate policy {policy!r}: expected a dict.")
+    out: dict[str, Any] = {}
+    for key, value in policy.items():
+        if value is None or value == "" or value == "None":
+            continue
+        out[str(key)] = value if key == "classifier" else to_float(value, str(key))
+    return out
 
 
 def as_path(value: object, name: str) -> ObjectStoragePath:

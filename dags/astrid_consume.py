@@ -1,0 +1,71 @@
+"""
+### ASTRID: a downstream consumer of each new surrogate release
+
+Scheduled on the release Asset of `astrid_publish_synthetic`: every successful
+`publish` task triggers one run. The task reads the *archived* (immutable) copy named
+in the triggering event, so it never races a newer release, checks that its SHA-256 is
+the one published, and writes a small profile of the release beside it
+(`<release dir>/consumer_profile.json`): rows, class counts and per-column means.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from airflow.sdk import DAG, task
+from astrid_airflow.operators.assets import release_asset
+from astrid_airflow.operators.demo import demo_layout
+
+NAME = "synthetic"
+RELEASE = release_asset(demo_layout(NAME).published, NAME)
+
+with DAG(
+    dag_id="astrid_consume_synthetic",
+    description="Profile each new surrogate release of the synthetic demo data",
+    schedule=[RELEASE],
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+    catchup=False,
+    tags=["astrid", "example"],
+    doc_md=__doc__,
+) as dag:
+
+    @task(inlets=[RELEASE])
+    def profile_release(*, triggering_asset_events=None) -> list[dict]:
+        """Profile every release that triggered this run (usually one)."""
+        import hashlib
+        import io
+        import json
+
+        import pandas as pd
+        from airflow.sdk import ObjectStoragePath
+        from airflow.sdk.exceptions import AirflowFailException
+
+        events = list((triggering_asset_events or {}).get(RELEASE, []))
+        if not events:
+            raise AirflowFailException("No release event triggered this run; trigger the "
+                                       "publishing DAG (or pass a release path) instead.")
+        profiles = []
+        for event in events:
+            extra = dict(event.extra or {})
+            path = ObjectStoragePath(extra["archived"])
+            data = path.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            if digest != extra.get("sha256"):
+                raise AirflowFailException(f"{path} hashes to {digest[:12]}…, not the "
+                                           f"published {str(extra.get('sha256'))[:12]}….")
+            frame = pd.read_parquet(io.BytesIO(data))
+            profile = {
+                "release_id": extra.get("release_id"),
+                "artefact": extra.get("artefact"),
+                "rows": len(frame),
+                "class_counts": {str(k): int(v) for k, v in
+                                 frame["class"].value_counts().sort_index().items()},
+                "means": {c: round(float(frame[c].mean()), 6) for c in frame.columns
+                          if c != "class" and pd.api.types.is_numeric_dtype(frame[c])},
+            }
+            (path.parent / "consumer_profile.json").write_text(json.dumps(profile, indent=2))
+            profiles.append({"release_id": profile["release_id"], "rows": profile["rows"],
+                             "profile": str(path.parent / "consumer_profile.json")})
+        return profiles
+
+    profile_release()

@@ -1,0 +1,200 @@
+"""``SurrogateGateOperator``: the release gate on a staged surrogate.
+
+Runs the Great Expectations suite stored with the artefact version (privacy, utility,
+integrity; see ``docs/gate.md``) and writes, beside the surrogate, the validation result
+JSON, the Data Docs page and a small ``<stem>.gate.json`` receipt naming the exact file
+that was judged (its SHA-256). The publish operator releases only a file whose receipt
+says it passed. A failed gate fails the task without retries (the data will not
+improve by waiting) with a message naming each failed expectation and its observed value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from airflow.sdk import BaseOperator, ObjectStoragePath
+from airflow.sdk.exceptions import AirflowFailException
+
+from ._common import (
+    as_path,
+    atomic_copy,
+    atomic_write_text,
+    is_local,
+    json_small,
+    local_input,
+    policy_overrides,
+    resolve_seed,
+    sha256_of,
+    store_url,
+    translate_errors,
+)
+from .shuffle import split_ref
+
+__all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
+
+_MAX_SHOWN = 160  # characters of an observed value shown in a failure message
+
+
+def gate_receipt_path(surrogate: ObjectStoragePath,
+                      out_dir: ObjectStoragePath | None = None) -> ObjectStoragePath:
+    """``<out_dir or surrogate's dir>/<stem>.gate.json``."""
+    directory = out_dir if out_dir is not None else surrogate.parent
+    return directory / f"{surrogate.stem}.gate.json"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(json_small(value), default=str)
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 1] + "…"
+
+
+def failure_message(surrogate: str, outcomes: Sequence[dict[str, Any]]) -> str:
+    """One line per failed expectation: name, observed value, threshold."""
+    lines = [f"Release gate FAILED for {surrogate}:"]
+    for o in outcomes:
+        if o.get("success"):
+            continue
+        line = f"  - {o['name']}: observed {_short(o.get('observed_value'))}"
+        if o.get("threshold") is not None:
+            line += f" (threshold {_short(o['threshold'])})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _local_dir(target: ObjectStoragePath) -> Iterator[str]:
+    """A local directory for outputs of ``target``; remote ones are uploaded after."""
+    if is_local(target):
+        Path(target.path).mkdir(parents=True, exist_ok=True)
+        yield target.path
+        return
+    with tempfile.TemporaryDirectory(prefix="astrid_gate_") as tmp:
+        yield tmp
+        for entry in sorted(Path(tmp).iterdir()):
+            atomic_copy(ObjectStoragePath("file://" + str(entry)), target / entry.name)
+
+
+class SurrogateGateOperator(BaseOperator):
+    """Validate a staged surrogate against its original with the artefact's gate suite.
+
+    Parameters
+    ----------
+    original : str or ObjectStoragePath
+        The table the surrogate was made from (templated).
+    surrogate : str or ObjectStoragePath
+        The staged surrogate (templated).
+    store : str or ObjectStoragePath
+        Root of the artefact store (templated).
+    artefact : str
+        ``NAME@VERSION``, ``NAME`` or ``latest`` with ``name`` (templated).
+    name : str, optional
+        Artefact name when ``artefact`` is ``latest`` (templated).
+    policy : dict, optional
+        Run-time threshold overrides (``max_intact``, ``max_accuracy_drop``,
+        ``max_largest_group_unique_share``, ``classifier``); values may be templates
+        (templated). Unset thresholds come from the suite stored with the artefact.
+    out_dir : str or ObjectStoragePath, optional
+        Where results go; default beside the surrogate (templated).
+    random_state : int or None
+        Seed of the utility check (templated); ``None`` derives it from the run.
+
+    Returns (XCom)
+    --------------
+    dict
+        ``success``, ``surrogate``, ``sha256``, ``receipt``, ``validation``,
+        ``data_docs``, ``artefact``, ``observed`` (expectation → observed value, scalars
+        only). Only returned when the gate passed; otherwise ``AirflowFailException``.
+    """
+
+    template_fields: Sequence[str] = (
+        "original", "surrogate", "store", "artefact", "name", "policy", "out_dir",
+        "random_state",
+    )
+    template_fields_renderers: ClassVar[dict[str, str]] = {"policy": "json"}
+    ui_color = "#d4edda"
+
+    def __init__(self, *, original: Any, surrogate: Any, store: Any, artefact: str,
+                 name: str | None = None, policy: dict[str, Any] | str | None = None,
+                 out_dir: Any = None, random_state: int | str | None = None,
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("multiple_outputs", True)
+        super().__init__(**kwargs)
+        self.original = original
+        self.surrogate = surrogate
+        self.store = store
+        self.artefact = artefact
+        self.name = name
+        self.policy = policy
+        self.out_dir = out_dir
+        self.random_state = random_state
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from astrid_airflow._errors import ParameterError
+        from astrid_airflow._gate import validate_surrogate
+        from astrid_airflow._store import ArtefactStore
+
+        original = as_path(self.original, "original")
+        surrogate = as_path(self.surrogate, "surrogate")
+        out_dir = as_path(self.out_dir, "out_dir") if self.out_dir else surrogate.parent
+        root = store_url(as_path(self.store, "store"))
+        seed = resolve_seed(self.random_state, context)
+        overrides = policy_overrides(self.policy)
+        with translate_errors(f"Cannot gate {surrogate}"):
+            name, version = split_ref(self.artefact)
+            name = name or (str(self.name) if self.name else None)
+            if not name:
+                raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
+                                     "give NAME@VERSION, or 'latest' with name=.")
+            version = ArtefactStore(root).resolve(name, version)
+            ref = f"{root.rstrip('/')}/{name}@{version}"
+            digest = sha256_of(surrogate)
+            # a remote surrogate is downloaded under its own name, so the outputs keep
+            # the staged file's stem
+            with local_input(original) as orig, local_input(surrogate) as surr, \
+                    _local_dir(out_dir) as outputs:
+                result = validate_surrogate(orig, surr, ref, policy=overrides,
+                                            out_dir=outputs, random_state=seed)
+        report = result.to_dict()
+        validation = out_dir / Path(report["validation_json"]).name
+        docs = out_dir / Path(report["data_docs"]).name
+        receipt = {
+            "success": result.success,
+            "surrogate": str(surrogate),
+            "sha256": digest,
+            "original": str(original),
+            "artefact": f"{name}@{version}",
+            "store": root,
+            "validation": str(validation),
+            "data_docs": str(docs),
+            "failed": result.failed,
+            "expectations": [{k: e[k] for k in ("name", "category", "success",
+                                                 "observed_value", "threshold")}
+                             for e in report["expectations"]],
+            "policy": report["policy"],
+            "random_state": result.random_state,
+            "run_id": context.get("run_id"),
+            "gated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+        receipt_path = gate_receipt_path(surrogate, out_dir)
+        atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
+        if not result.success:
+            raise AirflowFailException(failure_message(str(surrogate),
+                                                       receipt["expectations"]))
+        self.log.info("Release gate passed for %s (%d expectations); Data Docs: %s",
+                      surrogate, len(receipt["expectations"]), docs)
+        return json_small({
+            "success": True,
+            "surrogate": str(surrogate),
+            "sha256": digest,
+            "receipt": str(receipt_path),
+            "validation": str(validation),
+            "data_docs": str(docs),
+            "artefact": receipt["artefact"],
+            "observed": {e["name"]: e["observed_value"] for e in receipt["expectations"]
+                         if isinstance(e["observed_value"], (int, float, str, bool))},
+        })

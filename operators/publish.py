@@ -1,0 +1,165 @@
+"""``PublishSurrogateOperator``: release a gated surrogate, atomically, with an Asset event.
+
+Layout beside the published file ``<dir>/<file>``::
+
+    <dir>/<file>                         the current release (replaced in one rename)
+    <dir>/<stem>.release.json            manifest of the current release (written after it)
+    <dir>/releases/<release_id>/<file>   every release, immutable, with its gate receipt,
+    <dir>/releases/<release_id>/...      validation result JSON and Data Docs page
+
+Order of the writes: the archive copy first, then the current file, then the manifest.
+A failure at any point leaves the previous release in place; the manifest's SHA-256
+says which bytes it describes. Consumers that must not race a newer release read the
+immutable archive path carried by the Asset event.
+
+The operator releases only a file whose gate receipt (written by
+``SurrogateGateOperator``) says it passed *and* whose bytes still hash to the value the
+gate judged: a failed, missing or stale receipt fails the task and publishes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import Asset, BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+from ._common import as_path, atomic_copy, atomic_write_text, json_small, sha256_of
+from .gate import gate_receipt_path
+
+__all__ = ["PublishSurrogateOperator", "release_id_from_run"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def release_id_from_run(run_id: object) -> str:
+    """A directory-safe release id from a run id (``manual__2026-01-01T00:00:00+00:00``)."""
+    text = _UNSAFE.sub("_", str(run_id or "")).strip("._-")
+    if not text:
+        text = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return text[:200]
+
+
+class PublishSurrogateOperator(BaseOperator):
+    """Promote a staged, gated surrogate to its published location.
+
+    Parameters
+    ----------
+    surrogate : str or ObjectStoragePath
+        The staged surrogate (templated).
+    destination : str or ObjectStoragePath
+        The published file, e.g. ``.../published/synthetic/surrogate.parquet``; its
+        suffix should match the surrogate's (templated).
+    receipt : str or ObjectStoragePath, optional
+        The gate receipt; default ``<surrogate stem>.gate.json`` beside the surrogate
+        (templated).
+    release_id : str, optional
+        Name of the release directory; default derived from the run id (templated).
+
+    Returns (XCom)
+    --------------
+    dict
+        ``release_id``, ``published``, ``archived``, ``manifest``, ``sha256``,
+        ``artefact``.
+
+    Notes
+    -----
+    Every ``Asset`` in ``outlets`` gets the event of this release with ``extra``
+    ``{"release_id", "published", "archived", "sha256", "artefact"}``.
+    """
+
+    template_fields: Sequence[str] = ("surrogate", "destination", "receipt", "release_id")
+    ui_color = "#cfe2ff"
+
+    def __init__(self, *, surrogate: Any, destination: Any, receipt: Any = None,
+                 release_id: str | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("multiple_outputs", True)
+        super().__init__(**kwargs)
+        self.surrogate = surrogate
+        self.destination = destination
+        self.receipt = receipt
+        self.release_id = release_id
+
+    def _read_receipt(self, surrogate: Any) -> tuple[Any, dict[str, Any]]:
+        path = as_path(self.receipt, "receipt") if self.receipt else \
+            gate_receipt_path(surrogate)
+        if not path.exists():
+            raise AirflowFailException(f"Refusing to publish {surrogate}: no gate receipt at "
+                                       f"{path} (was the surrogate gated?).")
+        try:
+            receipt = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise AirflowFailException(f"Refusing to publish {surrogate}: the gate receipt "
+                                       f"{path} is corrupt ({exc}).") from None
+        if not isinstance(receipt, dict):
+            raise AirflowFailException(f"Refusing to publish {surrogate}: the gate receipt "
+                                       f"{path} is not a JSON object.")
+        return path, receipt
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        surrogate = as_path(self.surrogate, "surrogate")
+        destination = as_path(self.destination, "destination")
+        if not surrogate.exists():
+            raise AirflowFailException(f"Refusing to publish: no staged surrogate at "
+                                       f"{surrogate}.")
+        receipt_path, receipt = self._read_receipt(surrogate)
+        if receipt.get("success") is not True:
+            raise AirflowFailException(
+                f"Refusing to publish {surrogate}: it FAILED the release gate "
+                f"(failed: {receipt.get('failed')}); the last release stays in place.")
+        digest = sha256_of(surrogate)
+        if receipt.get("sha256") != digest or receipt.get("surrogate") != str(surrogate):
+            raise AirflowFailException(
+                f"Refusing to publish {surrogate}: it is not the file the gate passed "
+                f"(receipt {receipt_path} is for {receipt.get('surrogate')} with sha256 "
+                f"{str(receipt.get('sha256'))[:12]}…, the file now hashes to {digest[:12]}…).")
+
+        release_id = str(self.release_id) if self.release_id else \
+            release_id_from_run(context.get("run_id"))
+        if _UNSAFE.search(release_id) or release_id.startswith("."):
+            raise AirflowFailException(f"Invalid release_id {release_id!r}: use letters, "
+                                       "digits, '.', '_' and '-'.")
+        archive = destination.parent / "releases" / release_id
+        archived = archive / destination.name
+        # 1. the immutable archive (file, receipt, validation JSON and Data Docs)
+        atomic_copy(surrogate, archived)
+        atomic_copy(receipt_path, archive / receipt_path.name)
+        for key in ("validation", "data_docs"):
+            if receipt.get(key):
+                src = as_path(receipt[key], key)
+                if src.exists():
+                    atomic_copy(src, archive / src.name)
+        # 2. the current release, in one rename
+        atomic_copy(surrogate, destination)
+        # 3. its manifest
+        manifest_path = destination.parent / f"{destination.stem}.release.json"
+        manifest = {
+            "release_id": release_id,
+            "published": str(destination),
+            "archived": str(archived),
+            "sha256": digest,
+            "artefact": receipt.get("artefact"),
+            "original": receipt.get("original"),
+            "validation": str(archive / as_path(receipt["validation"], "validation").name)
+            if receipt.get("validation") else None,
+            "data_docs": str(archive / as_path(receipt["data_docs"], "data_docs").name)
+            if receipt.get("data_docs") else None,
+            "expectations": receipt.get("expectations"),
+            "run_id": context.get("run_id"),
+            "published_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+        atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
+        extra = {"release_id": release_id, "published": str(destination),
+                 "archived": str(archived), "sha256": digest,
+                 "artefact": receipt.get("artefact")}
+        events = context.get("outlet_events")
+        for outlet in self.outlets or []:
+            if isinstance(outlet, Asset) and events is not None:
+                events[outlet].extra = dict(extra)
+        self.log.info("Published release %s: %s (sha256 %s…).", release_id, destination,
+                      digest[:12])
+        return json_small({**extra, "manifest": str(manifest_path)})

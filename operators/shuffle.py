@@ -1,0 +1,145 @@
+"""``GoldenEyeShuffleOperator``: a staged GoldenEye surrogate of a table, plus metrics.
+
+The surrogate is written atomically (temporary file, rename) and its privacy and
+utility metrics are computed on the complete temporary file *before* it is moved into
+place, so a failure leaves nothing staged. The seed comes from the run: a retry of the
+same task instance writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from ._common import (
+    as_path,
+    json_small,
+    local_input,
+    local_output,
+    resolve_seed,
+    store_url,
+    to_bool,
+    translate_errors,
+)
+
+__all__ = ["GoldenEyeShuffleOperator", "split_ref"]
+
+
+def split_ref(ref: object) -> tuple[str | None, str]:
+    """``"NAME@VERSION"`` → ``(NAME, VERSION)``; ``"NAME"`` and ``"latest"`` too.
+
+    ``"latest"`` alone has no name (the operator's ``name`` supplies it).
+    """
+    text = str(ref).strip()
+    if text in {"", "latest"}:
+        return None, "latest"
+    name, at, version = text.partition("@")
+    return name, (version.strip() or "latest") if at else "latest"
+
+
+class GoldenEyeShuffleOperator(BaseOperator):
+    """Shuffle a table with a stored grouping artefact into a staged surrogate.
+
+    Parameters
+    ----------
+    table : str or ObjectStoragePath
+        The table to shuffle: the reference table or a new batch with its schema;
+        ``.parquet`` or ``.csv`` (templated).
+    store : str or ObjectStoragePath
+        Root of the artefact store (templated).
+    artefact : str
+        ``NAME@VERSION`` (``VERSION`` like ``v0003``), ``NAME`` or ``NAME@latest``; or
+        ``latest`` together with ``name`` (templated).
+    out : str or ObjectStoragePath
+        Staged surrogate file; the suffix chooses Parquet or CSV (templated).
+    name : str, optional
+        Artefact name when ``artefact`` is just ``latest`` (templated).
+    random_state : int or None
+        Seed (templated). ``None`` derives it from dag_id, run_id, task_id and map
+        index, so a retry reproduces the surrogate byte for byte.
+    utility : bool, default True
+        Also compute the train-on-surrogate/test-on-real accuracies (templated).
+
+    Returns (XCom)
+    --------------
+    dict
+        ``surrogate``, ``original``, ``artefact`` (``NAME@VERSION``), ``store``,
+        ``seed``, ``rows``, ``seconds`` and ``metrics`` (intact-row proportion and its
+        expectation, largest-group unique share, accuracies).
+    """
+
+    template_fields: Sequence[str] = (
+        "table", "store", "artefact", "out", "name", "random_state", "utility",
+    )
+    ui_color = "#f3e3c3"
+
+    def __init__(self, *, table: Any, store: Any, artefact: str, out: Any,
+                 name: str | None = None, random_state: int | str | None = None,
+                 utility: bool | str = True, **kwargs: Any) -> None:
+        kwargs.setdefault("multiple_outputs", True)
+        super().__init__(**kwargs)
+        self.table = table
+        self.store = store
+        self.artefact = artefact
+        self.out = out
+        self.name = name
+        self.random_state = random_state
+        self.utility = utility
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        import warnings
+
+        from astrid_airflow._errors import ParameterError
+        from astrid_airflow._metrics import surrogate_metrics
+        from astrid_airflow._store import ArtefactStore
+        from astrid_airflow._surrogate import ProtectsNothingWarning, shuffle_file
+
+        table = as_path(self.table, "table")
+        out = as_path(self.out, "out")
+        root = store_url(as_path(self.store, "store"))
+        seed = resolve_seed(self.random_state, context)
+        utility = to_bool(self.utility, "utility")
+        started = time.perf_counter()
+        metrics: dict[str, Any] = {}
+        with translate_errors(f"Cannot shuffle {table}"):
+            name, version = split_ref(self.artefact)
+            name = name or (str(self.name) if self.name else None)
+            if not name:
+                raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
+                                     "give NAME@VERSION, or 'latest' with name=.")
+            store = ArtefactStore(root)
+            version = store.resolve(name, version)
+            artefact = store.load(name, version)
+            with local_input(table) as src, local_output(out) as dst:
+                def measure(tmps: list) -> None:
+                    # On the complete temporary output: raising here stages nothing.
+                    metrics.update(surrogate_metrics(src, tmps[0], artefact,
+                                                     utility=utility,
+                                                     random_state=seed).to_dict())
+
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ProtectsNothingWarning)
+                    shuffle_file(src, artefact, dst, random_state=seed, overwrite=True,
+                                 before_publish=measure)
+        if metrics.get("protects_nothing") or any(
+                issubclass(w.category, ProtectsNothingWarning) for w in caught):
+            self.log.warning("The grouping of %s@%s has a single group: every surrogate "
+                             "row is an original row. This surrogate PROTECTS NOTHING.",
+                             name, version)
+        self.log.info("Staged %s (%s rows, seed %d): intact-row proportion %.4f "
+                      "(expected %.4f).", out, metrics.get("rows"), seed,
+                      metrics.get("intact_row_proportion", float("nan")),
+                      metrics.get("expected_intact_row_proportion", float("nan")))
+        return json_small({
+            "surrogate": str(out),
+            "original": str(table),
+            "artefact": f"{name}@{version}",
+            "store": root,
+            "seed": seed,
+            "rows": metrics.get("rows"),
+            "seconds": round(time.perf_counter() - started, 3),
+            "metrics": metrics,
+        })
