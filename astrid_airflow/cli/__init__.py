@@ -21,6 +21,8 @@ SUBCOMMANDS: dict[str, str] = {
     "artefacts": "_artefacts",
     "shuffle": "_shuffle",
     "validate": "_validate",
+    "fuse": "_fuse",
+    "plan-collection": "_plan",
 }
 
 

@@ -1,0 +1,39 @@
+"""`astrid plan-collection REF [--json]`: which attributes to collect together.
+
+Prints the chosen grouping of an artefact as questionnaires/sources (one per group),
+its p-value and the accuracy cost from the paper's table (a0 - acc_ave at each k).
+``--json`` prints :meth:`CollectionPlan.to_dict` plus ``artefact``; its keys
+``groups``, ``together``, ``separately``, ``k``, ``p_value``, ``alpha``,
+``baseline_accuracy``, ``accuracy``, ``accuracy_cost`` and ``table`` are a contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "plan-collection", help="which attributes to collect together (from an artefact)",
+        description="Print which attributes must be collected together in one "
+                    "questionnaire or source and which may be collected separately, with "
+                    "the chosen grouping's p-value and accuracy cost.")
+    p.add_argument("artefact", metavar="REF",
+                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .._fusion import collection_plan
+    from .._store import load_artefact
+    from ._common import print_json
+
+    artefact, location = load_artefact(args.artefact)
+    plan = collection_plan(artefact)
+    if args.json:
+        print_json({**plan.to_dict(), "artefact": location.path})
+        return 0
+    sys.stdout.write(plan.format() + "\n")
+    return 0
