@@ -344,9 +344,13 @@ def _define() -> dict[str, type]:  # one class per check, defined together
             from ._metrics import intact_row_proportion
 
             ref = _reference(metric_value_kwargs["reference"])
-            return float(intact_row_proportion(ref.original,
-                                               table_of(execution_engine,
-                                                        metric_domain_kwargs)))
+            surrogate = table_of(execution_engine, metric_domain_kwargs)
+            # On the columns both tables have: a dropped column (an integrity failure
+            # of its own) must not hide rows that are intact on the others.
+            columns = [c for c in ref.original.columns if c in surrogate.columns]
+            if not columns:
+                return 0.0
+            return float(intact_row_proportion(ref.original, surrogate, columns=columns))
 
     class LargestGroupUniqueShare(TableMetricProvider):
         metric_name = "astrid.largest_group_unique_share"
@@ -358,10 +362,15 @@ def _define() -> dict[str, type]:  # one class per check, defined together
             from ._grouping import Grouping
             from ._metrics import largest_group_unique_share
 
-            grouping = Grouping([list(g) for g in metric_value_kwargs["grouping"]])
-            value = largest_group_unique_share(table_of(execution_engine,
-                                                        metric_domain_kwargs), grouping)
-            return _share_value(value)
+            table = table_of(execution_engine, metric_domain_kwargs)
+            # Columns missing from the surrogate are an integrity failure; measure the
+            # groups on what is there.
+            groups = [[c for c in g if c in table.columns]
+                      for g in metric_value_kwargs["grouping"]]
+            groups = [g for g in groups if g]
+            if not groups or len(table) == 0:
+                return 0.0
+            return _share_value(largest_group_unique_share(table, Grouping(groups)))
 
     class SurrogateUtility(TableMetricProvider):
         metric_name = "astrid.surrogate_utility"

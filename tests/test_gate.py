@@ -167,6 +167,17 @@ def test_changed_label_and_wrong_type_fail_integrity(data, learned, surrogate):
     assert "a4" in outcome(r, SCHEMA).details["differences"][0]
 
 
+def test_dropped_column_is_an_integrity_failure_not_bad_input(data, learned, surrogate):
+    r = validate_surrogate(data, surrogate.drop(columns="a4"), learned, random_state=0)
+    assert not outcome(r, SCHEMA).success and not outcome(r, GROUPS).success
+    assert "missing column(s) ['a4']" in outcome(r, SCHEMA).details["differences"][0]
+    # intact rows are counted on the columns that are left: still few for a shuffle,
+    # all of them for the original with a column dropped
+    assert outcome(r, INTACT).observed_value <= 0.01
+    r = validate_surrogate(data, data.drop(columns="a4"), learned, random_state=0)
+    assert outcome(r, INTACT).observed_value == 1.0
+
+
 # ------------------------------------------------------------------- integrity metrics
 
 def test_integrity_metrics_on_small_tables():
