@@ -8,7 +8,10 @@ settings. The presets reproduce those defaults in scikit-learn:
   encoded and not scaled (as e1071's formula interface does).
 * ``rf``: 500 trees, ``max_features = floor(sqrt(m))`` over the m attributes,
   bootstrap samples, fully grown trees (randomForest's ``nodesize = 1``); categorical
-  attributes integer-coded.
+  attributes integer-coded. The forest is ``_forest.RandomForest``: scikit-learn's tree
+  builder without its per-tree overhead (``backend="lean"``), or
+  ``RandomForestClassifier`` (``"sklearn"``) or scikit-learn-intelex (``"onedal"``,
+  optional) selected with ``params={"backend": ...}``.
 * ``nb``: Gaussian likelihoods for numeric attributes and frequency tables for
   categorical ones, combined under the naive Bayes assumption.
 
@@ -22,13 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
-from sklearn.ensemble import RandomForestClassifier
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 from sklearn.pipeline import Pipeline
 from sklearn.svm import SVC
 
 from ._encoding import TableEncoder
 from ._errors import ParameterError
+from ._forest import RandomForest
 
 __all__ = ["PRESETS", "make_classifier", "classifier_spec", "set_random_state"]
 
@@ -145,9 +148,8 @@ def _make(spec: object, random_state: int | None, n_attributes: int | None) -> P
         if spec == "rf":
             max_features = "sqrt" if n_attributes is None else \
                 max(1, int(np.floor(np.sqrt(n_attributes))))
-            model = RandomForestClassifier(n_estimators=500, max_features=max_features,
-                                           bootstrap=True, n_jobs=1,
-                                           random_state=random_state)
+            model = RandomForest(n_estimators=500, max_features=max_features,
+                                 random_state=random_state)
             return Pipeline([("encode", TableEncoder("impute", "ordinal")), ("model", model)])
         if spec == "nb":
             return _CategoricalAwareNB([("encode", TableEncoder("impute", "ordinal")),
