@@ -56,7 +56,11 @@ _EXPORTS: dict[str, str] = {
     "surrogate_utility": "_metrics",
     # gate
     "GatePolicy": "_gate",
+    "GateResult": "_gate",
+    "build_suite": "_gate",
+    "gate_extra_files": "_gate",
     "validate_surrogate": "_gate",
+    "render_validation_html": "_datadocs",
 }
 
 __all__ = ["__version__", *_EXPORTS]

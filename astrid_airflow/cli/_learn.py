@@ -60,8 +60,12 @@ def run(args: argparse.Namespace) -> int:
         from .._artefact import GroupingArtefact
         from .._store import ArtefactStore
 
+        from .._gate import gate_extra_files
+
+        artefact = GroupingArtefact.from_result(result, table)
+        # the default gate suite is stored with the version, so reviewers see the rules
         version = ArtefactStore(args.store).save(
-            args.name, GroupingArtefact.from_result(result, table))
+            args.name, artefact, extra_files=gate_extra_files(artefact))
         payload["artefact"] = {"store": args.store, "name": args.name, "version": version}
     if args.json:
         print_json(payload)
