@@ -587,15 +587,15 @@ def collection_plan(artefact: Any) -> CollectionPlan:
             "letters": r.get("letters") or (letters(g, order) if g else ""),
             "groups": g.to_list() if g else None})
     chosen = rows.get(grouping.k, {})
-    acc = _float(chosen.get("acc_ave"))
-    if grouping.k == 1:
-        acc = a0
+    acc, p_value = _float(chosen.get("acc_ave")), _float(chosen.get("p"))
+    if grouping.k == 1:  # the unpermuted table: a0, and nothing to test
+        acc, p_value = a0, None
     groups = grouping.to_list()
     return CollectionPlan(
         target=artefact.target, classes=tuple(artefact.classes), groups=groups,
         together=[g for g in groups if len(g) > 1],
         separately=[g[0] for g in groups if len(g) == 1] if grouping.k > 1 else [],
-        k=grouping.k, p_value=_float(chosen.get("p")), alpha=float(artefact.alpha),
+        k=grouping.k, p_value=p_value, alpha=float(artefact.alpha),
         baseline_accuracy=a0, accuracy=acc,
         accuracy_cost=None if acc is None or a0 is None else a0 - acc,
         table=table, scoring=artefact.scoring, classifier=artefact.classifier,
