@@ -6,6 +6,7 @@ Scheduled on the release Asset of `astrid_publish_synthetic`: every successful
 in the triggering event, so it never races a newer release, checks that its SHA-256 is
 the one published, and writes a small profile of the release beside it
 (`<release dir>/consumer_profile.json`): rows, class counts and per-column means.
+A manual run (no triggering event) profiles the current release named by its manifest.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from astrid_airflow.operators.assets import release_asset
 from astrid_airflow.operators.demo import demo_layout
 
 NAME = "synthetic"
-RELEASE = release_asset(demo_layout(NAME).published, NAME)
+PUBLISHED = demo_layout(NAME).published
+RELEASE = release_asset(PUBLISHED, NAME)
 
 with DAG(
     dag_id="astrid_consume_synthetic",
@@ -40,13 +42,17 @@ with DAG(
         from airflow.sdk import ObjectStoragePath
         from airflow.sdk.exceptions import AirflowFailException
 
-        events = list((triggering_asset_events or {}).get(RELEASE, []))
-        if not events:
-            raise AirflowFailException("No release event triggered this run; trigger the "
-                                       "publishing DAG (or pass a release path) instead.")
+        extras = [dict(e.extra or {}) for e in
+                  (triggering_asset_events or {}).get(RELEASE, [])]
+        if not extras:  # a manual run: the current release, from its manifest
+            published = ObjectStoragePath(RELEASE.uri)
+            manifest = published.parent / f"{published.stem}.release.json"
+            if not manifest.exists():
+                raise AirflowFailException(f"No release yet: {manifest} does not exist; "
+                                           "run astrid_publish_synthetic first.")
+            extras = [json.loads(manifest.read_text())]
         profiles = []
-        for event in events:
-            extra = dict(event.extra or {})
+        for extra in extras:
             path = ObjectStoragePath(extra["archived"])
             data = path.read_bytes()
             digest = hashlib.sha256(data).hexdigest()

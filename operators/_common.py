@@ -272,6 +272,8 @@ def json_small(obj: Any) -> Any:
         return {str(k): json_small(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [json_small(v) for v in obj]
+    if hasattr(obj, "item") and type(obj).__module__ == "numpy":  # numpy scalar
+        obj = obj.item()
     if isinstance(obj, bool) or obj is None or isinstance(obj, str):
         return obj
     if isinstance(obj, numbers.Integral):

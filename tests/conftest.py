@@ -11,6 +11,8 @@ import os
 import pathlib
 import tempfile
 
+import pytest
+
 _REPO = pathlib.Path(__file__).resolve().parents[1]
 _AIRFLOW_HOME = pathlib.Path(tempfile.mkdtemp(prefix="astrid_airflow_home_"))
 os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
@@ -21,3 +23,16 @@ os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 REPO = _REPO
 SHARED = _REPO.parent / "shared"
 UCI = SHARED / "datasets" / "uci"
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> pathlib.Path:
+    """A freshly reset SQLite metadata DB in the session's temporary AIRFLOW_HOME.
+
+    Needed only by tests that run DAGs (``dag.test()``); costs about a second.
+    Returns the AIRFLOW_HOME.
+    """
+    from airflow.utils import db
+
+    db.resetdb()
+    return _AIRFLOW_HOME

@@ -1,0 +1,195 @@
+"""The example DAGs: parse cleanly and cheaply, and run end to end with ``dag.test()``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import types
+
+import pytest
+from conftest import REPO
+
+DAGS = REPO / "dags"
+DAG_IDS = {"astrid_publish_synthetic", "astrid_consume_synthetic", "astrid_gate_external"}
+PUBLISH = "astrid_publish_synthetic"
+MAX_XCOM_BYTES = 4096
+
+
+def parse_dags(root) -> dict:
+    """Parse ``dags/`` with the demo root at ``root`` (read at parse time)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASTRID_DEMO_ROOT", str(root))
+        bag = DagBag(dag_folder=str(DAGS))
+    assert bag.import_errors == {}
+    return bag.dags
+
+
+def states(dr) -> dict[str, str]:
+    return {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}
+
+
+def xcoms(dr) -> dict[tuple[str, str], object]:
+    """Every XCom of a run, as ``{(task_id, key): value}``."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = session.scalars(XComModel.get_many(run_id=dr.run_id, dag_ids=dr.dag_id)).all()
+        return {(r.task_id, r.key): XComModel.deserialize_value(r) for r in rows}
+
+
+def snapshot(directory) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+# ------------------------------------------------------------------------ parsing
+
+def test_every_dag_file_imports_without_errors(tmp_path):
+    dags = parse_dags(tmp_path)
+    assert set(dags) == DAG_IDS
+    publish = dags[PUBLISH]
+    assert [t.task_id for t in publish.topological_sort()] == [
+        "learn_if_changed", "shuffle", "gate", "publish"]
+    assert str(tmp_path) in publish.get_task("publish").destination
+    assert not list(tmp_path.iterdir())  # parsing wrote nothing
+
+
+def test_parsing_is_fast_and_does_no_heavy_work(tmp_path):
+    """Parse in a fresh interpreter: no sklearn, GX, scipy or ASTRID engine imported."""
+    code = textwrap.dedent(f"""
+        import json, sys, time
+        from airflow.dag_processing.dagbag import DagBag
+        started = time.perf_counter()
+        bag = DagBag(dag_folder={str(DAGS)!r})
+        seconds = time.perf_counter() - started
+        heavy = [m for m in ("sklearn", "great_expectations", "scipy", "pyarrow.parquet",
+                             "astrid_airflow._search", "astrid_airflow._gate",
+                             "astrid_airflow._surrogate", "astrid_airflow._metrics")
+                 if m in sys.modules]
+        print(json.dumps({{"errors": len(bag.import_errors), "dags": len(bag.dags),
+                          "seconds": seconds, "heavy": heavy}}))
+    """)
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"),
+           "ASTRID_DEMO_ROOT": str(tmp_path / "demo")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=180)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["errors"] == 0 and report["dags"] == len(DAG_IDS)
+    assert report["heavy"] == []
+    assert report["seconds"] < 10, report  # generous on a loaded 2-core machine
+
+
+# -------------------------------------------------------------------- dag.test()
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, airflow_db):
+    root = tmp_path_factory.mktemp("astrid_demo")
+    return types.SimpleNamespace(root=root, dags=parse_dags(root),
+                                 published=root / "published" / "synthetic")
+
+
+@pytest.fixture(scope="module")
+def first_run(demo):
+    started = time.perf_counter()
+    dr = demo.dags[PUBLISH].test(run_conf={"seed": 1})
+    return types.SimpleNamespace(dr=dr, seconds=time.perf_counter() - started)
+
+
+@pytest.fixture(scope="module")
+def second_run(demo, first_run):
+    dr = demo.dags[PUBLISH].test(run_conf={"seed": 2})
+    return types.SimpleNamespace(dr=dr)
+
+
+@pytest.fixture(scope="module")
+def failed_run(demo, second_run):
+    before = snapshot(demo.published)
+    staging_before = set((demo.root / "staging" / "synthetic").iterdir())
+    dr = demo.dags[PUBLISH].test(run_conf={"seed": 3, "max_largest_group_unique_share": 0.0})
+    return types.SimpleNamespace(dr=dr, before=before, staging_before=staging_before)
+
+
+@pytest.mark.airflow
+def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, first_run):
+    from astrid_airflow.operators.demo import bundled_table
+
+    from astrid_airflow import validate_surrogate
+
+    dr = first_run.dr
+    assert str(dr.state) == "success", states(dr)
+    assert set(states(dr).values()) == {"success"}
+    published = demo.published / "surrogate.parquet"
+    manifest = json.loads((demo.published / "surrogate.release.json").read_text())
+    archived = manifest["archived"].removeprefix("file://")
+    assert open(archived, "rb").read() == published.read_bytes()
+    # The released file passes the gate when checked again, independently of the run.
+    check = validate_surrogate(bundled_table("synthetic_batch.csv"), str(published),
+                               f"{demo.root}/artefacts/synthetic@v0001",
+                               out_dir=str(demo.root / "recheck"), random_state=0)
+    assert check.success, check.failed
+    # XCom carries only paths, versions and small metrics.
+    values = xcoms(dr)
+    assert values[("learn_if_changed", "learned")] is True
+    assert values[("shuffle", "artefact")] == "synthetic@v0001"
+    for (task_id, key), value in values.items():
+        assert len(json.dumps(value)) < MAX_XCOM_BYTES, (task_id, key)
+    print(f"first publishing run: {first_run.seconds:.1f} s")
+
+
+@pytest.mark.airflow
+def test_consumer_dag_reads_the_current_release(demo, first_run):
+    dr = demo.dags["astrid_consume_synthetic"].test()
+    assert str(dr.state) == "success", states(dr)
+    manifest = json.loads((demo.published / "surrogate.release.json").read_text())
+    release_dir = demo.published / "releases" / manifest["release_id"]
+    profile = json.loads((release_dir / "consumer_profile.json").read_text())
+    assert profile["rows"] == 1000 and profile["class_counts"] == {"0": 500, "1": 500}
+
+
+@pytest.mark.airflow
+def test_rerun_with_unchanged_reference_does_not_learn_again(demo, second_run):
+    dr = second_run.dr
+    assert str(dr.state) == "success", states(dr)
+    values = xcoms(dr)
+    assert values[("learn_if_changed", "learned")] is False
+    assert values[("learn_if_changed", "version")] == "v0001"
+    assert sorted(p.name for p in (demo.root / "artefacts" / "synthetic").iterdir()) == [
+        "v0001"]
+    assert len(list((demo.published / "releases").iterdir())) == 2
+
+
+@pytest.mark.airflow
+def test_failed_gate_fails_the_task_publishes_nothing_and_keeps_the_last_release(
+        demo, failed_run):
+    dr = failed_run.dr
+    got = states(dr)
+    assert str(dr.state) == "failed"
+    assert got["gate"] == "failed" and got["publish"] == "upstream_failed", got
+    assert got["learn_if_changed"] == got["shuffle"] == "success"
+    assert snapshot(demo.published) == failed_run.before  # byte for byte, manifest too
+    new = set((demo.root / "staging" / "synthetic").iterdir()) - failed_run.staging_before
+    (staged,) = new
+    receipt = json.loads((staged / "surrogate.gate.json").read_text())
+    assert receipt["success"] is False
+    assert receipt["failed"] == ["expect_surrogate_largest_group_unique_share_to_be_at_most"]
+    assert (staged / "surrogate.validation.html").is_file()
+
+
+@pytest.mark.airflow
+def test_gating_only_dag_validates_and_releases_an_external_surrogate(demo, first_run):
+    incoming = demo.root / "incoming" / "synthetic"
+    incoming.mkdir(parents=True)
+    shutil.copy(demo.published / "surrogate.parquet", incoming / "surrogate.parquet")
+    dr = demo.dags["astrid_gate_external"].test(run_conf={"artefact": "synthetic@v0001"})
+    assert str(dr.state) == "success", states(dr)
+    released = demo.root / "published" / "synthetic-external" / "surrogate.parquet"
+    assert released.read_bytes() == (incoming / "surrogate.parquet").read_bytes()
+    assert json.loads((incoming / "surrogate.gate.json").read_text())["success"] is True

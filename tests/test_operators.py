@@ -1,0 +1,402 @@
+"""The ASTRID operators' ``execute`` without a metadata DB (no scheduler, no dag.test)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from airflow.sdk import Asset, AssetAlias
+from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.execution_time.context import OutletEventAccessors
+from astrid_airflow.operators import _common
+from astrid_airflow.operators.assets import artefact_alias, artefact_asset
+from astrid_airflow.operators.demo import bundled_table
+from astrid_airflow.operators.gate import SurrogateGateOperator, failure_message
+from astrid_airflow.operators.learn import AstridLearnOperator
+from astrid_airflow.operators.publish import PublishSurrogateOperator, release_id_from_run
+from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator, split_ref
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
+
+REFERENCE = bundled_table("synthetic.csv")
+BATCH = bundled_table("synthetic_batch.csv")
+MAX_XCOM_BYTES = 4096
+
+
+def ctx(run_id: str = "manual__2026-01-01T00:00:00+00:00", task_id: str = "t",
+        dag_id: str = "d", **extra) -> dict:
+    """The part of an Airflow context the operators read."""
+    ti = types.SimpleNamespace(dag_id=dag_id, run_id=run_id, task_id=task_id, map_index=-1)
+    return {"ti": ti, "run_id": run_id, **extra}
+
+
+def small_json(payload: dict) -> dict:
+    text = json.dumps(payload, allow_nan=False)
+    assert len(text) < MAX_XCOM_BYTES, len(text)
+    return json.loads(text)
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory):
+    """One artefact learned on the bundled reference table (seed 0 finds {a1,a2},{a3},{a4})."""
+    root = tmp_path_factory.mktemp("ops")
+    store = root / "store"
+    op = AstridLearnOperator(task_id="learn", reference=REFERENCE, store=str(store),
+                             name="syn", n_search=20, n_test=50, random_state=0,
+                             gate_policy={"max_intact": "0.01", "max_accuracy_drop": 0.03})
+    out = op.execute(ctx(task_id="learn"))
+    return types.SimpleNamespace(root=root, store=store, xcom=out)
+
+
+@pytest.fixture(scope="module")
+def staged(learned):
+    """A shuffled batch staged under the module's root, and the gate's result on it."""
+    out = learned.root / "staging" / "run1" / "surrogate.parquet"
+    shuffle = GoldenEyeShuffleOperator(task_id="shuffle", table=BATCH, store=str(learned.store),
+                                       artefact=learned.xcom["artefact"], out=str(out),
+                                       random_state=1)
+    s = shuffle.execute(ctx(task_id="shuffle"))
+    gate = SurrogateGateOperator(task_id="gate", original=s["original"], surrogate=s["surrogate"],
+                                 store=str(learned.store), artefact=s["artefact"],
+                                 random_state=1)
+    g = gate.execute(ctx(task_id="gate"))
+    return types.SimpleNamespace(path=out, shuffle=s, gate=g)
+
+
+# ---------------------------------------------------------------------- helpers
+
+class TestSeeds:
+    def test_derived_seed_is_stable_and_ignores_the_try_number(self):
+        a = _common.derive_seed(ctx())
+        b = _common.derive_seed({**ctx(), "ti": types.SimpleNamespace(
+            dag_id="d", run_id=ctx()["run_id"], task_id="t", map_index=-1, try_number=2)})
+        assert a == b
+        assert 0 <= a < 2**63
+
+    @pytest.mark.parametrize("change", [
+        pytest.param({"run_id": "scheduled__2026-01-02T00:00:00+00:00"}, id="other run"),
+        pytest.param({"task_id": "other"}, id="other task"),
+        pytest.param({"dag_id": "other"}, id="other dag"),
+    ])
+    def test_derived_seed_differs_between_task_instances(self, change):
+        assert _common.derive_seed(ctx()) != _common.derive_seed(ctx(**change))
+
+    @pytest.mark.parametrize("value", [None, "", "None", "run"])
+    def test_unset_random_state_derives_from_the_run(self, value):
+        assert _common.resolve_seed(value, ctx()) == _common.derive_seed(ctx())
+
+    def test_templated_random_state_is_converted(self):
+        assert _common.resolve_seed("7", ctx()) == 7
+        assert _common.resolve_seed(7, ctx()) == 7
+
+    @pytest.mark.parametrize("bad", ["-1", "seven", 1.5, True])
+    def test_bad_random_state_fails_without_retry(self, bad):
+        with pytest.raises(AirflowFailException, match="random_state"):
+            _common.resolve_seed(bad, ctx())
+
+
+class TestConversions:
+    def test_policy_overrides_from_templates(self):
+        got = _common.policy_overrides({"max_intact": "0.005", "max_accuracy_drop": "None",
+                                        "classifier": "rf"})
+        assert got == {"max_intact": 0.005, "classifier": "rf"}
+        assert _common.policy_overrides('{"max_intact": 0.1}') == {"max_intact": 0.1}
+        assert _common.policy_overrides(None) == {}
+        with pytest.raises(AirflowFailException, match="max_intact"):
+            _common.policy_overrides({"max_intact": "lots"})
+
+    @pytest.mark.parametrize(("value", "expected"), [("True", True), ("false", False),
+                                                     (True, True), (0, False)])
+    def test_to_bool(self, value, expected):
+        assert _common.to_bool(value, "force") is expected
+
+    def test_to_bool_rejects_other_text(self):
+        with pytest.raises(AirflowFailException, match="force"):
+            _common.to_bool("maybe", "force")
+
+    def test_json_small_cleans_numpy_and_nan(self):
+        import numpy as np
+
+        got = _common.json_small({"a": np.float64(0.5), "b": np.int64(3), "c": float("nan"),
+                                  "d": (np.bool_(True), Path("/x"))})
+        assert json.dumps(got, allow_nan=False)
+        assert got == {"a": 0.5, "b": 3, "c": None, "d": [True, "/x"]}
+
+    @pytest.mark.parametrize(("ref", "expected"), [
+        ("syn@v0002", ("syn", "v0002")), ("syn", ("syn", "latest")),
+        ("syn@latest", ("syn", "latest")), ("latest", (None, "latest")),
+    ])
+    def test_split_ref(self, ref, expected):
+        assert split_ref(ref) == expected
+
+    def test_release_id_is_path_safe(self):
+        assert release_id_from_run("manual__2026-01-01T00:00:00+00:00") == \
+            "manual__2026-01-01T00_00_00_00_00"
+
+
+def test_failure_message_names_each_failed_expectation_and_observed_value():
+    msg = failure_message("s.parquet", [
+        {"name": "expect_a", "success": True, "observed_value": 0.0, "threshold": 0.01},
+        {"name": "expect_b", "success": False, "observed_value": 0.5, "threshold": 0.01},
+        {"name": "expect_c", "success": False, "observed_value": {"x": 1}, "threshold": None},
+    ])
+    assert "expect_a" not in msg
+    assert "expect_b: observed 0.5 (threshold 0.01)" in msg
+    assert 'expect_c: observed {"x": 1}' in msg
+
+
+def test_constructors_store_arguments_unchanged_and_import_nothing_heavy():
+    code = """
+import sys
+from astrid_airflow.operators.learn import AstridLearnOperator
+from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+from astrid_airflow.operators.gate import SurrogateGateOperator
+from astrid_airflow.operators.publish import PublishSurrogateOperator
+op = AstridLearnOperator(task_id="l", reference="{{ params.r }}", store="s", name="n",
+                         n_search="{{ params.n }}", force="{{ params.f }}")
+assert op.n_search == "{{ params.n }}" and op.force == "{{ params.f }}"
+GoldenEyeShuffleOperator(task_id="s", table="t", store="s", artefact="n@v0001", out="o")
+SurrogateGateOperator(task_id="g", original="o", surrogate="s", store="s", artefact="n",
+                      policy={"max_intact": "{{ params.m }}"})
+PublishSurrogateOperator(task_id="p", surrogate="s", destination="d")
+heavy = [m for m in ("sklearn", "great_expectations", "scipy", "astrid_airflow._search",
+                     "astrid_airflow._gate", "astrid_airflow._surrogate") if m in sys.modules]
+assert not heavy, heavy
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_template_fields_are_attributes():
+    ops = [
+        AstridLearnOperator(task_id="l", reference="r", store="s", name="n"),
+        GoldenEyeShuffleOperator(task_id="s", table="t", store="s", artefact="a", out="o"),
+        SurrogateGateOperator(task_id="g", original="o", surrogate="s", store="s", artefact="a"),
+        PublishSurrogateOperator(task_id="p", surrogate="s", destination="d"),
+    ]
+    for op in ops:
+        for field in op.template_fields:
+            assert hasattr(op, field), (type(op).__name__, field)
+        assert op.multiple_outputs  # so op.output["key"] works downstream
+
+
+# ------------------------------------------------------------------------ learn
+
+class TestLearn:
+    def test_learns_a_version_with_its_gate_suite(self, learned):
+        x = small_json(learned.xcom)
+        assert x["learned"] is True
+        assert x["artefact"] == "syn@v0001"
+        groups = {frozenset(g.split(",")) for g in x["grouping"].split(";")}
+        assert x["k"] == 3
+        assert groups == {frozenset({"a1", "a2"}), frozenset({"a3"}), frozenset({"a4"})}
+        version_dir = learned.store / "syn" / "v0001"
+        assert (version_dir / "artefact.json").is_file()
+        suite = json.loads((version_dir / "suite.json").read_text())
+        assert suite["meta"]["astrid"]["policy"]["max_accuracy_drop"] == 0.03
+
+    def test_unchanged_reference_is_not_learned_again(self, learned, tmp_path):
+        events = OutletEventAccessors()
+        alias = artefact_alias("syn")
+        op = AstridLearnOperator(task_id="learn", reference=REFERENCE, store=str(learned.store),
+                                 name="syn", n_search=5, n_test=9, outlets=[alias])
+        out = small_json(op.execute(ctx(task_id="learn", outlet_events=events)))
+        assert out["learned"] is False and out["version"] == "v0001"
+        assert sorted(p.name for p in (learned.store / "syn").iterdir()) == ["v0001"]
+        assert events[alias].asset_alias_events == []  # no artefact event without a change
+
+    def test_changed_reference_or_force_learns_a_new_version(self, tmp_path):
+        store = tmp_path / "store"
+        changed = tmp_path / "changed.csv"
+        pd.read_csv(REFERENCE).iloc[:-1].to_csv(changed, index=False)
+        shutil.copy(REFERENCE, tmp_path / "ref.csv")
+        events = OutletEventAccessors()
+        alias = AssetAlias(name="a")
+
+        def learn(path, **kw):
+            op = AstridLearnOperator(task_id="learn", reference=str(path), store=str(store),
+                                     name="syn", n_search=5, n_test=9, random_state=0,
+                                     outlets=[alias], **kw)
+            return op.execute(ctx(task_id="learn", outlet_events=events))
+
+        assert learn(tmp_path / "ref.csv")["version"] == "v0001"
+        second = learn(changed)
+        assert second["learned"] is True and second["version"] == "v0002"
+        assert second["rows"] == 999
+        assert learn(changed)["learned"] is False
+        forced = learn(changed, force="True")
+        assert forced["learned"] is True and forced["version"] == "v0003"
+        emitted = events[alias].asset_alias_events
+        assert len(emitted) == 3  # one per new version
+        assert emitted[-1].dest_asset_key.uri == artefact_asset(str(store), "syn").uri
+
+    def test_bad_input_fails_without_retry(self, tmp_path):
+        op = AstridLearnOperator(task_id="learn", reference=REFERENCE, store=str(tmp_path),
+                                 name="syn", target="no_such_column")
+        with pytest.raises(AirflowFailException, match="no_such_column"):
+            op.execute(ctx())
+        missing = AstridLearnOperator(task_id="learn", reference=str(tmp_path / "nope.csv"),
+                                      store=str(tmp_path), name="syn")
+        with pytest.raises(AirflowFailException, match="does not exist"):
+            missing.execute(ctx())
+        assert not (tmp_path / "syn").exists()
+
+
+# ---------------------------------------------------------------------- shuffle
+
+class TestShuffle:
+    def test_stages_a_surrogate_with_metrics(self, staged):
+        s = small_json(staged.shuffle)
+        assert staged.path.is_file()
+        assert s["artefact"] == "syn@v0001" and s["rows"] == 1000 and s["seed"] == 1
+        m = s["metrics"]
+        assert m["intact_row_proportion"] < 0.01
+        assert set(m) >= {"expected_intact_row_proportion", "largest_group_unique_share",
+                          "accuracy_original", "accuracy_surrogate"}
+        original = pd.read_csv(BATCH)
+        surrogate = pd.read_parquet(staged.path)
+        assert list(surrogate["class"]) == list(original["class"])
+        assert not surrogate.equals(original)
+
+    def test_a_retry_reproduces_the_surrogate_byte_for_byte(self, learned, tmp_path):
+        def run(context, out):
+            op = GoldenEyeShuffleOperator(task_id="shuffle", table=BATCH,
+                                          store=str(learned.store), artefact="latest",
+                                          name="syn", out=str(out), utility=False)
+            return op.execute(context)
+
+        first = run(ctx(task_id="shuffle"), tmp_path / "a.parquet")
+        retry = run(ctx(task_id="shuffle"), tmp_path / "a.parquet")  # same task instance
+        assert first["seed"] == retry["seed"] == _common.derive_seed(ctx(task_id="shuffle"))
+        other = run(ctx(task_id="shuffle", run_id="scheduled__2026-01-02"),
+                    tmp_path / "b.parquet")
+        a = (tmp_path / "a.parquet").read_bytes()
+        run(ctx(task_id="shuffle"), tmp_path / "c.parquet")
+        assert (tmp_path / "c.parquet").read_bytes() == a
+        assert (tmp_path / "b.parquet").read_bytes() != a
+        assert other["seed"] != first["seed"]
+
+    def test_schema_mismatch_fails_and_stages_nothing(self, learned, tmp_path):
+        bad = tmp_path / "bad.csv"
+        pd.read_csv(BATCH).rename(columns={"a3": "z3"}).to_csv(bad, index=False)
+        out = tmp_path / "s.parquet"
+        op = GoldenEyeShuffleOperator(task_id="shuffle", table=str(bad), store=str(learned.store),
+                                      artefact="syn@v0001", out=str(out))
+        with pytest.raises(AirflowFailException, match="SchemaMismatchError"):
+            op.execute(ctx())
+        assert list(tmp_path.iterdir()) == [bad]
+
+    @pytest.mark.parametrize("ref", ["syn@v0009", "nobody@latest", "latest"])
+    def test_unknown_artefact_fails(self, learned, tmp_path, ref):
+        op = GoldenEyeShuffleOperator(task_id="shuffle", table=BATCH, store=str(learned.store),
+                                      artefact=ref, out=str(tmp_path / "s.parquet"))
+        with pytest.raises(AirflowFailException):
+            op.execute(ctx())
+
+
+# ------------------------------------------------------------------------- gate
+
+class TestGate:
+    def test_pass_writes_results_and_receipt_beside_the_surrogate(self, staged):
+        g = small_json(staged.gate)
+        assert g["success"] is True
+        base = staged.path.parent
+        assert (base / "surrogate.validation.json").is_file()
+        assert (base / "surrogate.validation.html").is_file()
+        receipt = json.loads((base / "surrogate.gate.json").read_text())
+        assert receipt["success"] is True and receipt["failed"] == []
+        assert receipt["sha256"] == g["sha256"] == _common.sha256_of(
+            _common.as_path(str(staged.path), "p"))
+        assert receipt["artefact"] == "syn@v0001"
+
+    def test_original_passed_off_as_surrogate_fails_naming_the_expectation(self, learned,
+                                                                           tmp_path):
+        fake = tmp_path / "surrogate.parquet"
+        pd.read_csv(BATCH).to_parquet(fake, index=False)
+        op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(fake),
+                                   store=str(learned.store), artefact="syn@latest",
+                                   random_state=0)
+        with pytest.raises(AirflowFailException) as info:
+            op.execute(ctx())
+        assert "expect_surrogate_intact_row_proportion_to_be_at_most: observed 1.0" in \
+            str(info.value)
+        receipt = json.loads((tmp_path / "surrogate.gate.json").read_text())
+        assert receipt["success"] is False
+        assert "expect_surrogate_intact_row_proportion_to_be_at_most" in receipt["failed"]
+
+    def test_run_time_threshold_override(self, learned, staged, tmp_path):
+        op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(staged.path),
+                                   store=str(learned.store), artefact="syn",
+                                   policy={"max_largest_group_unique_share": "0.0"},
+                                   out_dir=str(tmp_path), random_state=1)
+        with pytest.raises(AirflowFailException,
+                           match="expect_surrogate_largest_group_unique_share_to_be_at_most"):
+            op.execute(ctx())
+        assert json.loads((tmp_path / "surrogate.gate.json").read_text())["success"] is False
+
+
+# ---------------------------------------------------------------------- publish
+
+class TestPublish:
+    def _publish(self, surrogate, destination, run_id, **kw):
+        events = OutletEventAccessors()
+        asset = Asset(name="rel", uri="file://" + str(destination))
+        op = PublishSurrogateOperator(task_id="publish", surrogate=str(surrogate),
+                                      destination=str(destination), outlets=[asset], **kw)
+        out = op.execute(ctx(task_id="publish", run_id=run_id, outlet_events=events))
+        return out, events[asset].extra
+
+    def test_publishes_atomically_with_archive_manifest_and_asset_event(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        out, extra = self._publish(staged.path, dest, "manual__1")
+        small_json(out)
+        assert dest.read_bytes() == staged.path.read_bytes()
+        archived = tmp_path / "pub" / "releases" / "manual__1"
+        assert (archived / "surrogate.parquet").read_bytes() == staged.path.read_bytes()
+        assert {p.name for p in archived.iterdir()} == {
+            "surrogate.parquet", "surrogate.gate.json", "surrogate.validation.json",
+            "surrogate.validation.html"}
+        manifest = json.loads((tmp_path / "pub" / "surrogate.release.json").read_text())
+        assert manifest["sha256"] == out["sha256"] == extra["sha256"]
+        assert extra["archived"].endswith("releases/manual__1/surrogate.parquet")
+        assert not [p for p in (tmp_path / "pub").iterdir() if ".tmp" in p.name]
+
+    def test_failed_gate_never_publishes_nor_touches_the_last_release(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._publish(staged.path, dest, "good")
+        before = {p: p.read_bytes() for p in (tmp_path / "pub").rglob("*") if p.is_file()}
+        failed_dir = tmp_path / "failed"
+        failed_dir.mkdir()
+        failed = failed_dir / "surrogate.parquet"
+        pd.read_csv(BATCH).to_parquet(failed, index=False)
+        receipt = {"success": False, "failed": ["expect_x"], "surrogate": "file://" + str(failed),
+                   "sha256": _common.sha256_of(_common.as_path(str(failed), "f"))}
+        (failed_dir / "surrogate.gate.json").write_text(json.dumps(receipt))
+        with pytest.raises(AirflowFailException, match="FAILED the release gate"):
+            self._publish(failed, dest, "bad")
+        (failed_dir / "surrogate.gate.json").unlink()
+        with pytest.raises(AirflowFailException, match="no gate receipt"):
+            self._publish(failed, dest, "bad")
+        after = {p: p.read_bytes() for p in (tmp_path / "pub").rglob("*") if p.is_file()}
+        assert after == before
+
+    def test_a_file_changed_after_the_gate_is_not_published(self, staged, tmp_path):
+        copy_dir = tmp_path / "stage"
+        copy_dir.mkdir()
+        for p in staged.path.parent.iterdir():
+            shutil.copy(p, copy_dir / p.name)
+        receipt = json.loads((copy_dir / "surrogate.gate.json").read_text())
+        receipt["surrogate"] = "file://" + str(copy_dir / "surrogate.parquet")
+        (copy_dir / "surrogate.gate.json").write_text(json.dumps(receipt))
+        frame = pd.read_parquet(copy_dir / "surrogate.parquet")
+        frame.loc[0, "a1"] += 1.0  # tampering between gate and publish
+        frame.to_parquet(copy_dir / "surrogate.parquet", index=False)
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        with pytest.raises(AirflowFailException, match="not the file the gate passed"):
+            self._publish(copy_dir / "surrogate.parquet", dest, "r")
+        assert not dest.exists()

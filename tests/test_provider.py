@@ -1,0 +1,52 @@
+"""Provider registration: the entry point, its metadata and ``airflow providers list``."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from airflow.sdk import BaseOperator
+from astrid_airflow.operators.get_provider_info import get_provider_info
+
+
+def test_entry_point_resolves_to_get_provider_info():
+    (ep,) = [e for e in entry_points(group="apache_airflow_provider")
+             if e.value.startswith("astrid_airflow.")]
+    assert ep.load() is get_provider_info
+
+
+def test_provider_info_matches_airflows_schema_and_lists_real_operator_modules():
+    import airflow
+    import jsonschema
+
+    info = get_provider_info()
+    schema = json.loads((Path(airflow.__file__).parent / "provider_info.schema.json").read_text())
+    jsonschema.validate(info, schema)
+    assert info["package-name"] == "astrid-airflow"
+    (group,) = info["operators"]
+    assert group["python-modules"], "no operator modules listed"
+    for name in group["python-modules"]:
+        module = importlib.import_module(name)
+        operators = [v for v in vars(module).values() if isinstance(v, type)
+                     and issubclass(v, BaseOperator) and v.__module__ == name]
+        assert operators, f"{name} defines no operator"
+
+
+def test_airflow_providers_list_shows_the_provider(tmp_path):
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path),
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    bin_dir = Path(sys.executable).parent
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    out = subprocess.run([str(bin_dir / "airflow"), "providers", "list", "--output", "json"],
+                         env=env, capture_output=True, text=True, timeout=180, check=True)
+    rows = json.loads(out.stdout[out.stdout.index("["):])
+    ours = [r for r in rows if r["package_name"] == "astrid-airflow"]
+    assert ours, [r["package_name"] for r in rows]
+    from astrid_airflow import __version__
+
+    assert ours[0]["version"] == __version__
