@@ -5,7 +5,7 @@ Layout beside the published file ``<dir>/<file>``::
     <dir>/<file>                         the current release (replaced in one rename)
     <dir>/<stem>.release.json            manifest of the current release (written after it)
     <dir>/releases/<release_id>/<file>   every release, immutable, with its gate receipt,
-    <dir>/releases/<release_id>/...      validation result JSON and Data Docs page
+    <dir>/releases/<release_id>/...      metrics, validation result JSON and Data Docs
 
 Order of the writes: the archive copy first, then the current file, then the manifest.
 A failure at any point leaves the previous release in place; the manifest's SHA-256
@@ -30,6 +30,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from ._common import as_path, atomic_copy, atomic_write_text, json_small, sha256_of
 from .gate import gate_receipt_path
+from .shuffle import metrics_path
 
 __all__ = ["PublishSurrogateOperator", "release_id_from_run"]
 
@@ -133,6 +134,8 @@ class PublishSurrogateOperator(BaseOperator):
                 src = as_path(receipt[key], key)
                 if src.exists():
                     atomic_copy(src, archive / src.name)
+        if metrics_path(surrogate).exists():
+            atomic_copy(metrics_path(surrogate), archive / metrics_path(surrogate).name)
         # 2. the current release, in one rename
         atomic_copy(surrogate, destination)
         # 3. its manifest

@@ -8,14 +8,16 @@ same task instance writes the same bytes.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from ._common import (
     as_path,
+    atomic_write_text,
     json_small,
     local_input,
     local_output,
@@ -25,7 +27,12 @@ from ._common import (
     translate_errors,
 )
 
-__all__ = ["GoldenEyeShuffleOperator", "split_ref"]
+__all__ = ["GoldenEyeShuffleOperator", "metrics_path", "split_ref"]
+
+
+def metrics_path(surrogate: ObjectStoragePath) -> ObjectStoragePath:
+    """``<stem>.metrics.json`` beside a staged surrogate."""
+    return surrogate.parent / f"{surrogate.stem}.metrics.json"
 
 
 def split_ref(ref: object) -> tuple[str | None, str]:
@@ -68,7 +75,8 @@ class GoldenEyeShuffleOperator(BaseOperator):
     dict
         ``surrogate``, ``original``, ``artefact`` (``NAME@VERSION``), ``store``,
         ``seed``, ``rows``, ``seconds`` and ``metrics`` (intact-row proportion and its
-        expectation, largest-group unique share, accuracies).
+        expectation, largest-group unique share, accuracies). The same JSON is written
+        to ``<stem>.metrics.json`` beside the surrogate.
     """
 
     template_fields: Sequence[str] = (
@@ -133,7 +141,7 @@ class GoldenEyeShuffleOperator(BaseOperator):
                       "(expected %.4f).", out, metrics.get("rows"), seed,
                       metrics.get("intact_row_proportion", float("nan")),
                       metrics.get("expected_intact_row_proportion", float("nan")))
-        return json_small({
+        payload = json_small({
             "surrogate": str(out),
             "original": str(table),
             "artefact": f"{name}@{version}",
@@ -143,3 +151,6 @@ class GoldenEyeShuffleOperator(BaseOperator):
             "seconds": round(time.perf_counter() - started, 3),
             "metrics": metrics,
         })
+        # kept beside the staged file (and archived with a release) for auditors
+        atomic_write_text(metrics_path(out), json.dumps(payload, indent=2) + "\n")
+        return payload

@@ -262,6 +262,7 @@ class TestShuffle:
         surrogate = pd.read_parquet(staged.path)
         assert list(surrogate["class"]) == list(original["class"])
         assert not surrogate.equals(original)
+        assert json.loads((staged.path.parent / "surrogate.metrics.json").read_text()) == s
 
     def test_a_retry_reproduces_the_surrogate_byte_for_byte(self, learned, tmp_path):
         def run(context, out):
@@ -289,7 +290,7 @@ class TestShuffle:
                                       artefact="syn@v0001", out=str(out))
         with pytest.raises(AirflowFailException, match="SchemaMismatchError"):
             op.execute(ctx())
-        assert list(tmp_path.iterdir()) == [bad]
+        assert list(tmp_path.iterdir()) == [bad]  # no surrogate, no metrics
 
     @pytest.mark.parametrize("ref", ["syn@v0009", "nobody@latest", "latest"])
     def test_unknown_artefact_fails(self, learned, tmp_path, ref):
@@ -360,7 +361,7 @@ class TestPublish:
         assert (archived / "surrogate.parquet").read_bytes() == staged.path.read_bytes()
         assert {p.name for p in archived.iterdir()} == {
             "surrogate.parquet", "surrogate.gate.json", "surrogate.validation.json",
-            "surrogate.validation.html"}
+            "surrogate.validation.html", "surrogate.metrics.json"}
         manifest = json.loads((tmp_path / "pub" / "surrogate.release.json").read_text())
         assert manifest["sha256"] == out["sha256"] == extra["sha256"]
         assert extra["archived"].endswith("releases/manual__1/surrogate.parquet")
