@@ -121,8 +121,8 @@ def planted_table(blocks: Sequence[Block], class_sizes: Sequence[int],
                 s = b[1]
                 x = rng.normal(size=(n_c, s - 1))
                 sign = 1.0 if c % 2 == 0 else -1.0
-                cols += list(x.T) + [sign * x.sum(axis=1) / np.sqrt(s - 1)
-                                     + 0.5 * rng.normal(size=n_c)]
+                last = sign * x.sum(axis=1) / np.sqrt(s - 1) + 0.5 * rng.normal(size=n_c)
+                cols += [*x.T, last]
             elif b[0] == "shift":
                 cols.append(rng.normal(b[1] * (c - (n_classes - 1) / 2), 1.0, n_c))
             elif b[0] == "noise":
@@ -210,8 +210,8 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 def _parallel(n_jobs: int):
     """joblib ``Parallel``; this file is not an installed module, so its functions are
     shipped to the workers by value (also when the tests import it from its path)."""
-    from joblib import Parallel
     import cloudpickle  # what loky pickles callables with
+    from joblib import Parallel
 
     if __name__ != "__main__" and __name__ in sys.modules:
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
