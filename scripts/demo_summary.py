@@ -1,0 +1,88 @@
+"""Print where a demo run left its files and the key metrics of the current release.
+
+Usage: ``python scripts/demo_summary.py DEMO_ROOT [NAME]`` (NAME defaults to
+``synthetic``). Reads only files: the release manifest, the archived metrics and
+validation result, and the artefact; exits 1 if nothing was published.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _local(path: str) -> Path:
+    return Path(path.removeprefix("file://"))
+
+
+def _fmt(value: object, spec: str = ".4f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or len(argv) > 2:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    root = Path(argv[0])
+    name = argv[1] if len(argv) > 1 else "synthetic"
+    published = root / "published" / name
+    manifest_path = published / "surrogate.release.json"
+    if not manifest_path.is_file():
+        print(f"No release under {published}: the publishing DAG did not publish.",
+              file=sys.stderr)
+        return 1
+    manifest = json.loads(manifest_path.read_text())
+    archive = _local(manifest["archived"]).parent
+    metrics = json.loads((archive / "surrogate.metrics.json").read_text())
+    gate = json.loads(_local(manifest["validation"]).read_text())["gate"]
+    artefact_name, version = manifest["artefact"].split("@")
+    version_dir = root / "artefacts" / artefact_name / version
+    artefact = json.loads((version_dir / "artefact.json").read_text())
+
+    m = metrics["metrics"]
+    by_name = {e["name"]: e for e in gate["expectations"]}
+    acc = by_name.get("expect_surrogate_accuracy_drop_to_be_at_most", {})
+    intact = by_name.get("expect_surrogate_intact_row_proportion_to_be_at_most", {})
+    passed = sum(e["success"] for e in gate["expectations"])
+    groups = " | ".join(",".join(g) for g in artefact["grouping"])
+
+    print()
+    try:  # the paper-style table of the search, when the engine can render it
+        from astrid_airflow import AstridResult
+
+        print(AstridResult.from_dict(artefact["result"]).format_table())
+        print()
+    except Exception as exc:  # the summary must not fail on a display detail
+        print(f"(ASTRID table not shown: {exc})")
+    print(f"Artefact        {version_dir / 'artefact.json'}")
+    k = len(artefact["grouping"])
+    print(f"                {artefact_name}@{version}: grouping {groups} (k={k}), "
+          f"fingerprint {artefact['fingerprint']['rows']} rows")
+    print(f"  gate suite    {version_dir / 'suite.json'}")
+    print(f"Surrogate       {_local(manifest['published'])}")
+    print(f"  release       {manifest['release_id']} (sha256 {manifest['sha256'][:16]}…)")
+    print(f"  archived      {_local(manifest['archived'])}")
+    print(f"Validation      {_local(manifest['validation'])}")
+    print(f"Data Docs       {_local(manifest['data_docs'])}")
+    print(f"Metrics         {archive / 'surrogate.metrics.json'}")
+    print()
+    print("Key metrics")
+    print(f"  intact-row proportion (P_anon)  {_fmt(m['intact_row_proportion'])}"
+          f"  (expected {_fmt(m['expected_intact_row_proportion'])},"
+          f" gate <= {_fmt(intact.get('threshold'), 'g')})")
+    print(f"  largest-group unique share      {_fmt(m['largest_group_unique_share'])}"
+          f"  (group {','.join(m['largest_group'])})")
+    details = acc.get("details") or {}
+    acc_o = _fmt(details.get("accuracy_original"), ".3f")
+    print(f"  accuracy on held-out real rows  original {acc_o},"
+          f" surrogate {_fmt(details.get('accuracy_surrogate'), '.3f')}"
+          f"  (drop {_fmt(acc.get('observed_value'), '+.3f')},"
+          f" gate <= {_fmt(acc.get('threshold'), 'g')})")
+    print(f"  release gate                    {passed}/{len(gate['expectations'])} "
+          f"expectations passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
