@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     "artefacts": "_artefacts",
     "shuffle": "_shuffle",
     "validate": "_validate",
+    "report": "_report",
     "fuse": "_fuse",
     "plan-collection": "_plan",
 }
