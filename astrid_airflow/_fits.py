@@ -123,9 +123,11 @@ def _run_one(data: FitData, task: Task) -> float:
     return score(data.scoring, y_eval, y_pred, data.n_classes)
 
 
-def _run_batch(data: FitData, tasks: Sequence[Task]) -> list[float]:
+def _run_batch(data: FitData, tasks: Sequence[Task]) -> tuple[list[float], float]:
+    start = time.process_time()
     with threadpool_limits(limits=1):
-        return [_run_one(data, t) for t in tasks]
+        scores = [_run_one(data, t) for t in tasks]
+    return scores, time.process_time() - start
 
 
 class _Progress:
@@ -158,17 +160,25 @@ class _Progress:
 
 def run_tasks(data: FitData, tasks: Sequence[Task], *, n_jobs: int = 1,
               backend: str | None = None, progress: bool | None = None,
-              desc: str = "fits") -> np.ndarray:
-    """Run ``tasks`` and return their scores in task order."""
+              desc: str = "fits", stats: dict | None = None) -> np.ndarray:
+    """Run ``tasks`` and return their scores in task order.
+
+    ``stats["cpu_seconds"]`` (when a dict is given) accumulates the CPU time of the fits,
+    measured in the process that ran them.
+    """
     tasks = list(tasks)
+    stats = {} if stats is None else stats
+    stats.setdefault("cpu_seconds", 0.0)
     bar = _Progress(len(tasks), desc, progress)
     try:
         if n_jobs == 1 and backend is None:
             scores = []
+            start = time.process_time()
             with threadpool_limits(limits=1):
                 for t in tasks:
                     scores.append(_run_one(data, t))
                     bar.update(1)
+            stats["cpu_seconds"] += time.process_time() - start
             return np.asarray(scores, dtype=float)
         n_workers = n_jobs if n_jobs > 0 else 64
         n_batches = min(len(tasks), max(1, 4 * n_workers))
@@ -176,10 +186,11 @@ def run_tasks(data: FitData, tasks: Sequence[Task], *, n_jobs: int = 1,
                    if len(b)]
         parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator")
         scores = []
-        for idx, result in zip(batches,
-                               parallel(delayed(_run_batch)(data, [tasks[i] for i in b])
-                                        for b in batches)):
+        for idx, (result, cpu) in zip(batches,
+                                      parallel(delayed(_run_batch)(data, [tasks[i] for i in b])
+                                               for b in batches)):
             scores.extend(result)
+            stats["cpu_seconds"] += cpu
             bar.update(len(idx))
         return np.asarray(scores, dtype=float)
     finally:

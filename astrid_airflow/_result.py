@@ -59,12 +59,13 @@ class KRow:
     p: float | None
     acc_search: float | None
     letters: str
+    n_permutations: int | None = None  # null fits behind acc_* and p (adaptive: fewer)
 
     def to_dict(self) -> dict[str, Any]:
         return {"k": self.k, "acc_ave": _num(self.acc_ave), "acc_min": _num(self.acc_min),
                 "acc_max": _num(self.acc_max), "sd": _num(self.sd), "p": _num(self.p),
                 "acc_search": _num(self.acc_search), "grouping": self.grouping.to_list(),
-                "letters": self.letters}
+                "letters": self.letters, "n_permutations": self.n_permutations}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], order: list[str]) -> KRow:
@@ -72,7 +73,8 @@ class KRow:
         return cls(k=int(d["k"]), grouping=g, acc_ave=d["acc_ave"], acc_min=d.get("acc_min"),
                    acc_max=d.get("acc_max"), sd=d.get("sd"), p=d.get("p"),
                    acc_search=d.get("acc_search"),
-                   letters=d.get("letters") or letters(g, order))
+                   letters=d.get("letters") or letters(g, order),
+                   n_permutations=d.get("n_permutations"))
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,11 @@ class AstridResult:
     random_state: int | None
     split: dict[str, int]
     search_scores: dict[str, Any] = field(default_factory=dict)
+    # fits exact mode (R', R) would use; adaptive mode's stopping record (None: exact)
+    n_fits_exact: int | None = None
+    adaptive: dict[str, Any] | None = None
+    # CPU seconds of all fits (parent and workers); not serialised, machine-dependent
+    cpu_seconds: float | None = field(default=None, compare=False)
 
     def row(self, k: int) -> KRow:
         return self.table[k - 1]
@@ -113,6 +120,7 @@ class AstridResult:
             "scoring": self.scoring, "alpha": self.alpha, "n_search": self.n_search,
             "n_test": self.n_test, "random_state": self.random_state, "split": self.split,
             "search_scores": self.search_scores,
+            "n_fits_exact": self.n_fits_exact, "adaptive": self.adaptive,
         }
 
     @classmethod
@@ -126,7 +134,8 @@ class AstridResult:
                    columns=tuple(d["columns"]), classifier=dict(d["classifier"]),
                    scoring=d["scoring"], alpha=float(d["alpha"]), n_search=int(d["n_search"]),
                    n_test=int(d["n_test"]), random_state=d.get("random_state"),
-                   split=dict(d["split"]), search_scores=dict(d.get("search_scores", {})))
+                   split=dict(d["split"]), search_scores=dict(d.get("search_scores", {})),
+                   n_fits_exact=d.get("n_fits_exact"), adaptive=d.get("adaptive"))
 
     def format_table(self) -> str:
         """The paper's table: k, accuracy summary, p, and letters in detach order."""
@@ -148,9 +157,12 @@ class AstridResult:
         lines.append(f"chosen grouping (k = {self.k}, highest k with p >= {self.alpha:g}): "
                      f"{groups}")
         p_og = "n/a" if self.p_og is None else f"{self.p_og:.3f}"
+        fits = f"{self.n_fits}"
+        if self.adaptive is not None and self.n_fits_exact:
+            fits += f" (adaptive; exact mode: {self.n_fits_exact})"
         lines.append(f"a0 = {self.baseline_accuracy:.3f}   p_OG = {p_og}   "
                      f"classifier = {self.classifier.get('preset') or 'custom'}   "
-                     f"fits = {self.n_fits}   seconds = {self.seconds:.1f}")
+                     f"fits = {fits}   seconds = {self.seconds:.1f}")
         return "\n".join(lines)
 
 

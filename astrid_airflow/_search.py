@@ -15,6 +15,14 @@ T̂ of Eq. 5, a mean over R' permutations), 25 % to compute the p-values.
 
 Following the R package, T̂ of every k's grouping is also computed on the search
 split (``acc_search``), which the table reports beside the p-value statistics.
+
+Adaptive mode (``adaptive=True``, opt-in) runs the same algorithm with fewer fits: the
+sorting steps and the 2-split scores are raced with common random numbers
+(``_racing``), ``acc_search`` is skipped, and the p-values are sequential Monte Carlo
+tests (``_sequential``) run from k = m downwards until the first k that is not rejected,
+which is the chosen k (rows below it are not tested). The p-value draws are those of the
+exact mode with the same seed, in the same order, so each tested k reaches the exact
+test's decision except with probability at most ``adaptive["p_risk_bound"]``.
 """
 
 from __future__ import annotations
@@ -26,11 +34,13 @@ import numpy as np
 
 from ._classifiers import classifier_spec
 from ._clustering import best_cuts, sort_attributes, split_scores
-from ._errors import DataError
+from ._errors import DataError, ParameterError
 from ._fits import Task, prepare_fit_data, run_tasks
 from ._grouping import Grouping, letters
+from ._racing import race_argmax, race_ranking
 from ._result import AstridResult, KRow
 from ._scoring import check_scoring
+from ._sequential import plan, run_sequential
 from ._split import prepare, stratified_split
 from ._test import empirical_p_value
 from ._validation import check_alpha, check_n_jobs, check_positive_int, check_seed_sequence
@@ -55,6 +65,10 @@ def astrid(
     backend: str | None = None,
     progress: bool | None = None,
     score_each_k: bool = True,
+    adaptive: bool = False,
+    adaptive_risk: float = 0.01,
+    adaptive_delta: float = 0.01,
+    adaptive_batch: int = 10,
 ) -> AstridResult:
     """Find the highest-cardinality grouping not rejected at level ``alpha``.
 
@@ -86,6 +100,19 @@ def astrid(
         Progress bar on a terminal, log lines otherwise; None: only on a terminal.
     score_each_k : bool, default=True
         Also compute T̂ of every k's grouping on the search split (as the R package).
+        Ignored in adaptive mode (not needed for the choice).
+    adaptive : bool, default=False
+        Racing in the search and sequential p-values (see the module docstring); R' and
+        R become budgets. The result reports ``n_fits``, ``n_fits_exact`` and the
+        stopping record in ``adaptive``.
+    adaptive_risk : float, default=0.01
+        Bound on the chance that a sequential p-value decides differently from the exact
+        test with R draws (and the error level of the racing bounds).
+    adaptive_delta : float, default=0.01
+        Indifference zone of the racing: candidates whose mean reward is surely within
+        ``adaptive_delta`` of the leader's are treated as ties.
+    adaptive_batch : int, default=10
+        Permutations per candidate and round (racing) and per look (p-values).
 
     Returns
     -------
@@ -103,6 +130,12 @@ def astrid(
     scoring = check_scoring(scoring)
     n_jobs = check_n_jobs(n_jobs)
     root = check_seed_sequence(random_state)
+    adaptive_batch = check_positive_int(adaptive_batch, "adaptive_batch")
+    if adaptive:
+        if not isinstance(adaptive_risk, float) or not 0.0 < adaptive_risk < 1.0:
+            _bad("adaptive_risk", adaptive_risk)
+        if not isinstance(adaptive_delta, (int, float)) or not 0.0 <= adaptive_delta < 1.0:
+            _bad("adaptive_delta", adaptive_delta)
     prep = prepare(data, target, min_rows_per_class=4)
     attrs, m = prep.attributes, len(prep.attributes)
     if m < 2:
@@ -118,8 +151,23 @@ def astrid(
         {"search": (X.iloc[search], prep.codes[search]),
          "valid": (X.iloc[valid], prep.codes[valid])},
         scoring=scoring, n_classes=len(prep.classes), params=classifier_params)
-    run = dict(n_jobs=n_jobs, backend=backend, progress=progress)
+    stats: dict = {"cpu_seconds": 0.0}
+    run = dict(n_jobs=n_jobs, backend=backend, progress=progress, stats=stats)
     n_fits = 0
+    n_fits_exact = (n_search * (m * (m + 1) // 2 - 1) + (m - 1) * n_search
+                    + (m - 1) * n_search * bool(score_each_k) + (m - 1) * n_test + 1)
+    common = dict(target=target, classes=prep.classes, columns=tuple(attrs),
+                  classifier=classifier_spec(classifier, classifier_params),
+                  scoring=scoring, alpha=alpha, n_search=n_search, n_test=n_test,
+                  random_state=random_state if isinstance(random_state, int) else None,
+                  split={"train": int(train.size), "search": int(search.size),
+                         "test": int(valid.size)})
+    if adaptive:
+        return _adaptive(
+            fit_data, attrs, run, start, common, n_fits_exact,
+            seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search, n_test=n_test,
+            alpha=alpha, risk=adaptive_risk, delta=float(adaptive_delta),
+            batch=adaptive_batch)
 
     def reward(groupings: list[tuple[tuple[int, ...], ...]], seeds, desc: str) -> np.ndarray:
         nonlocal n_fits
@@ -179,11 +227,120 @@ def astrid(
     return AstridResult(
         grouping=groupings[chosen], k=chosen, table=tuple(rows), order=tuple(order),
         baseline_accuracy=a0, p_og=rows[-1].p, n_fits=n_fits,
-        seconds=time.perf_counter() - start, target=target, classes=prep.classes,
-        columns=tuple(attrs), classifier=classifier_spec(classifier, classifier_params),
-        scoring=scoring,
-        alpha=alpha, n_search=n_search, n_test=n_test,
-        random_state=random_state if isinstance(random_state, int) else None,
-        split={"train": int(train.size), "search": int(search.size),
-               "test": int(valid.size)},
-        search_scores={"sorting": sorting_log, "splits": [float(v) for v in t]})
+        seconds=time.perf_counter() - start,
+        search_scores={"sorting": sorting_log, "splits": [float(v) for v in t]},
+        n_fits_exact=n_fits_exact, cpu_seconds=stats["cpu_seconds"], **common)
+
+
+def _bad(name: str, value: object):
+    raise ParameterError(f"Invalid {name}: {value!r}. Must be a number in (0, 1).")
+
+
+def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search,
+              n_test, alpha, risk, delta, batch) -> AstridResult:
+    """Alg. 1 with racing and sequential p-values (see the module docstring)."""
+    base_ss, sort_ss, halve_ss, p_ss = seeds
+    m = len(attrs)
+    fits = {"baseline": 1, "sorting": 0, "splits": 0, "p_values": 0}
+    record: dict = {"risk": risk, "delta": delta, "batch": batch, "sorting": []}
+
+    def scores_of(kind: str, parts, round_seeds, first: int, count: int) -> np.ndarray:
+        # Common random numbers: round r uses round_seeds[r] for every candidate.
+        tasks = [Task("search", p, round_seeds[first + r]) for p in parts
+                 for r in range(count)]
+        fits[kind] += len(tasks)
+        return run_tasks(fit_data, tasks, desc=kind, **run).reshape(len(parts), count)
+
+    # 1. Sorting, one race per step.
+    step_seeds = iter(sort_ss.spawn(m))
+    sorting_log: list[dict[str, float]] = []
+
+    def reward(parts) -> np.ndarray:
+        round_seeds = next(step_seeds).spawn(n_search)
+        out = race_argmax(lambda idx, first, count: scores_of(
+            "sorting", [parts[i] for i in idx], round_seeds, first, count),
+            len(parts), budget=n_search, batch=batch, delta=delta, risk=risk)
+        record["sorting"].append({"candidates": len(parts), "rounds": out.rounds.tolist(),
+                                  "stop": out.stop, "means": out.means})
+        # An eliminated candidate's mean covers fewer rounds and may exceed the winner's
+        # final mean; the winner is flagged so that sort_attributes' argmax takes it.
+        flagged = np.zeros(len(parts))
+        flagged[out.winner] = 1.0
+        return flagged
+
+    def log_step(step: int, remaining: list[int], flagged: np.ndarray) -> None:
+        means = record["sorting"][-1].pop("means")
+        sorting_log.append({attrs[j]: float(v) for j, v in zip(remaining, means)})
+        record["sorting"][-1]["detached"] = attrs[remaining[int(np.argmax(flagged))]]
+        log.info("sorting %d/%d (adaptive): detached %s after %d rounds (%s)", step + 1,
+                 m - 1, record["sorting"][-1]["detached"], max(record["sorting"][-1]["rounds"]),
+                 record["sorting"][-1]["stop"])
+
+    detached = sort_attributes(m, reward, on_step=log_step)
+    order = [attrs[i] for i in detached]
+
+    # 2. 2-split scores, raced as a ranking with common random numbers.
+    split_seeds = halve_ss.spawn(n_search)
+    parts = [(tuple(detached[:i]), tuple(detached[i:])) for i in range(1, m)]
+    ranked = race_ranking(lambda idx, first, count: scores_of(
+        "splits", [parts[i] for i in idx], split_seeds, first, count),
+        len(parts), budget=n_search, batch=batch, delta=delta, risk=risk)
+    record["splits"] = {"rounds": int(ranked.rounds[0]), "stop": ranked.stop}
+    t = ranked.means
+    groupings = {1: Grouping([order])}
+    for k in range(2, m + 1):
+        groupings[k] = Grouping.from_cuts(order, best_cuts(t, k))
+
+    # 3. Baseline, then sequential p-values from k = m down to the first not rejected.
+    a0 = float(run_tasks(fit_data, [Task("valid", None, base_ss)], desc="baseline",
+                         **run)[0])
+    p_seeds = p_ss.spawn(m - 1)  # the exact mode's p-value seeds, in the same order
+    seq = plan(n_test, alpha, batch, risk)
+    rows = {1: KRow(k=1, grouping=groupings[1], acc_ave=a0, acc_min=None, acc_max=None,
+                    sd=None, p=None, acc_search=None, letters=letters(groupings[1], order))}
+    record["p_values"] = {}
+    chosen, tested = 1, 0
+    for k in range(m, 1, -1):
+        g = tuple(tuple(ix) for ix in groupings[k].indices(attrs))
+        draws = p_seeds[k - 2].spawn(n_test)
+
+        def draw(first: int, count: int, g=g, draws=draws, k=k) -> np.ndarray:
+            fits["p_values"] += count
+            return run_tasks(fit_data, [Task("valid", g, s) for s in
+                                        draws[first:first + count]], desc=f"p k={k}", **run)
+
+        out = run_sequential(a0, draw, seq)
+        tested += 1
+        null = out.null_scores
+        rows[k] = KRow(k=k, grouping=groupings[k], acc_ave=float(null.mean()),
+                       acc_min=float(null.min()), acc_max=float(null.max()),
+                       sd=float(null.std(ddof=1)) if null.size > 1 else 0.0, p=out.p_value,
+                       acc_search=None, letters=letters(groupings[k], order),
+                       n_permutations=out.n_draws)
+        record["p_values"][str(k)] = {"permutations": out.n_draws, "hits": out.hits,
+                                      "stop": out.stop, "rejected": out.rejected}
+        log.info("p-value k=%d (adaptive): p = %.4f after %d permutations (%s)", k,
+                 out.p_value, out.n_draws, out.stop)
+        if not out.rejected:
+            chosen = k
+            break
+    for k in range(2, m + 1):
+        rows.setdefault(k, KRow(k=k, grouping=groupings[k], acc_ave=None, acc_min=None,
+                                acc_max=None, sd=None, p=None, acc_search=None,
+                                letters=letters(groupings[k], order), n_permutations=0))
+    record.update(
+        fits=fits,
+        p_risk_per_test=seq.risk_bound,
+        p_risk_bound=seq.risk_bound * tested,
+        p_boundaries={"curtail_hits": seq.curtail_hits,
+                      "exact_reject_max_hits": seq.exact_reject_max,
+                      "early_reject": [list(x) for x in seq.reject_at]},
+        untested=[k for k in range(2, m + 1) if k < chosen])
+    table = tuple(rows[k] for k in range(1, m + 1))
+    return AstridResult(
+        grouping=groupings[chosen], k=chosen, table=table, order=tuple(order),
+        baseline_accuracy=a0, p_og=rows[m].p, n_fits=sum(fits.values()),
+        seconds=time.perf_counter() - start,
+        search_scores={"sorting": sorting_log, "splits": [float(v) for v in t]},
+        n_fits_exact=n_fits_exact, adaptive=record,
+        cpu_seconds=run["stats"]["cpu_seconds"], **common)

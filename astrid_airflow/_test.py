@@ -25,8 +25,9 @@ from ._grouping import Grouping
 from ._permutation import _as_grouping
 from ._result import GroupingTestResult
 from ._scoring import check_scoring
+from ._sequential import plan, run_sequential
 from ._split import prepare, stratified_split
-from ._validation import check_n_jobs, check_positive_int, check_seed_sequence
+from ._validation import check_alpha, check_n_jobs, check_positive_int, check_seed_sequence
 
 __all__ = ["empirical_p_value", "test_grouping"]
 
@@ -53,6 +54,10 @@ def test_grouping(
     n_jobs: int = 1,
     backend: str | None = None,
     progress: bool | None = None,
+    adaptive: bool = False,
+    alpha: float = 0.05,
+    adaptive_risk: float = 0.01,
+    adaptive_batch: int = 10,
 ) -> GroupingTestResult:
     """Test the null hypothesis that ``grouping`` factorises the data (Problem 1).
 
@@ -80,6 +85,18 @@ def test_grouping(
         joblib backend (None: joblib's default or an enclosing ``parallel_config``).
     progress : bool or None
         Progress bar/log lines; None shows a bar on a terminal only.
+    adaptive : bool, default=False
+        Sequential Monte Carlo p-value (``_sequential``): the permutations of the exact
+        test, in the same order, drawn in batches until the decision at ``alpha`` is
+        known (stopping early when clearly not rejected, or clearly rejected with the
+        computed risk). ``n_permutations`` is then the budget.
+    alpha : float, default=0.05
+        Level of the adaptive test's decision (unused otherwise).
+    adaptive_risk : float, default=0.01
+        Bound on the chance that the adaptive test decides differently from the exact
+        test with ``n_permutations`` draws.
+    adaptive_batch : int, default=10
+        Permutations per look.
 
     Returns
     -------
@@ -95,6 +112,11 @@ def test_grouping(
     n_permutations = check_positive_int(n_permutations, "n_permutations")
     scoring = check_scoring(scoring)
     n_jobs = check_n_jobs(n_jobs)
+    alpha = check_alpha(alpha)
+    adaptive_batch = check_positive_int(adaptive_batch, "adaptive_batch")
+    if adaptive and not (isinstance(adaptive_risk, float) and 0.0 < adaptive_risk < 1.0):
+        raise ParameterError(f"Invalid adaptive_risk: {adaptive_risk!r}. Must be a number "
+                             "in (0, 1).")
     if not 0.0 < float(test_size) < 1.0:
         raise ParameterError(f"Invalid test_size: {test_size!r}. Must be in (0, 1).")
     root = check_seed_sequence(random_state)
@@ -108,20 +130,34 @@ def test_grouping(
         {"test": (X.iloc[test], prep.codes[test])},
         scoring=scoring, n_classes=len(prep.classes), params=classifier_params)
     groups = tuple(tuple(g) for g in grouping.indices(prep.attributes))
-    tasks = [Task("test", None, base_ss)]
-    tasks += [Task("test", groups, s) for s in null_ss.spawn(n_permutations)]
-    scores = run_tasks(fit_data, tasks, n_jobs=n_jobs, backend=backend, progress=progress,
-                       desc="grouping test")
-    observed, null = float(scores[0]), scores[1:]
+    run = dict(n_jobs=n_jobs, backend=backend, progress=progress, desc="grouping test")
+    seeds = null_ss.spawn(n_permutations)
+    record = None
+    if adaptive:
+        observed = float(run_tasks(fit_data, [Task("test", None, base_ss)], **run)[0])
+        seq = plan(n_permutations, alpha, adaptive_batch, adaptive_risk)
+        out = run_sequential(observed, lambda first, count: run_tasks(
+            fit_data, [Task("test", groups, s) for s in seeds[first:first + count]], **run),
+            seq)
+        null, p_value = out.null_scores, out.p_value
+        record = {"alpha": alpha, "risk": adaptive_risk, "risk_bound": seq.risk_bound,
+                  "permutations": out.n_draws, "hits": out.hits, "stop": out.stop,
+                  "rejected": out.rejected}
+    else:
+        tasks = [Task("test", None, base_ss)] + [Task("test", groups, s) for s in seeds]
+        scores = run_tasks(fit_data, tasks, **run)
+        observed, null = float(scores[0]), scores[1:]
+        p_value = empirical_p_value(observed, null)
     return GroupingTestResult(
-        grouping=grouping, p_value=empirical_p_value(observed, null), accuracy=observed,
-        null_accuracies=null, n_fits=len(tasks), seconds=time.perf_counter() - start,
+        grouping=grouping, p_value=p_value, accuracy=observed,
+        null_accuracies=null, n_fits=1 + null.size, seconds=time.perf_counter() - start,
         scoring=scoring,
         params={"classifier": classifier_spec(classifier, classifier_params),
                 "n_permutations": n_permutations,
                 "test_size": float(test_size),
                 "random_state": random_state if isinstance(random_state, int) else None,
-                "n_train": int(train.size), "n_test": int(test.size)})
+                "n_train": int(train.size), "n_test": int(test.size),
+                "adaptive": record})
 
 
 test_grouping.__test__ = False  # keep pytest from collecting the imported function

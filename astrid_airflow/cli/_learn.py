@@ -19,6 +19,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--r-search", type=int, default=100, help="R', permutations per reward")
     p.add_argument("--r-test", type=int, default=250, help="R, permutations per p-value")
     p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--adaptive", action="store_true",
+                   help="racing in the search and sequential p-values: far fewer fits, the "
+                   "same decisions up to a reported risk (R' and R become budgets)")
+    p.add_argument("--adaptive-risk", type=float, default=0.01,
+                   help="bound on the chance a sequential p-value decides differently from "
+                   "the exact test (with --adaptive)")
+    p.add_argument("--adaptive-delta", type=float, default=0.01,
+                   help="indifference zone of the racing, in score units (with --adaptive)")
     p.add_argument("--scoring", default="accuracy",
                    choices=["accuracy", "balanced_accuracy", "f1_macro"])
     p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
@@ -54,13 +62,14 @@ def run(args: argparse.Namespace) -> int:
                     classifier_params=parse_classifier_params(args.classifier_param),
                     n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
                     scoring=args.scoring, random_state=args.seed, n_jobs=args.jobs,
+                    adaptive=args.adaptive, adaptive_risk=args.adaptive_risk,
+                    adaptive_delta=args.adaptive_delta,
                     progress=None if not args.quiet else False)
     payload = result.to_dict()
     if args.store:
         from .._artefact import GroupingArtefact
-        from .._store import ArtefactStore
-
         from .._gate import gate_extra_files
+        from .._store import ArtefactStore
 
         artefact = GroupingArtefact.from_result(result, table)
         # the default gate suite is stored with the version, so reviewers see the rules

@@ -21,6 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scoring", default="accuracy",
                    choices=["accuracy", "balanced_accuracy", "f1_macro"])
     p.add_argument("--test-size", type=float, default=0.5, help="held-out fraction")
+    p.add_argument("--adaptive", action="store_true",
+                   help="sequential p-value: stop once the decision at --alpha is known")
+    p.add_argument("--alpha", type=float, default=0.05, help="level (with --adaptive)")
+    p.add_argument("--adaptive-risk", type=float, default=0.01,
+                   help="bound on the chance of deciding differently from the exact test")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--json", action="store_true")
@@ -36,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
                            classifier_params=parse_classifier_params(args.classifier_param),
                            n_permutations=args.r_test,
                            scoring=args.scoring, test_size=args.test_size,
-                           random_state=args.seed, n_jobs=args.jobs, progress=False)
+                           random_state=args.seed, n_jobs=args.jobs, progress=False,
+                           adaptive=args.adaptive, alpha=args.alpha,
+                           adaptive_risk=args.adaptive_risk)
     if args.json:
         print_json(result.to_dict())
     else:
