@@ -1,0 +1,119 @@
+"""ASTRID's fits on a real Dask cluster: a LocalCluster with two worker processes.
+
+The cluster is started once for the module; the tables and permutation counts are small
+so the whole module takes seconds beyond the cluster start-up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="needs the 'dask' extra")
+
+from sklearn.tree import DecisionTreeClassifier  # noqa: E402
+
+import astrid_airflow  # noqa: E402
+from astrid_airflow._dask import (  # noqa: E402
+    astrid_on_dask,
+    dask_parallel,
+    test_grouping_on_dask,
+)
+from astrid_airflow._errors import ParameterError  # noqa: E402
+from astrid_airflow._search import astrid  # noqa: E402
+from astrid_airflow._synthetic import make_synthetic  # noqa: E402
+from astrid_airflow._test import test_grouping  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, memory_limit="1GiB") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def table():
+    return make_synthetic(60, random_state=1)
+
+
+def _without_seconds(d: dict) -> dict:
+    d = dict(d)
+    d.pop("seconds")
+    return d
+
+
+def test_astrid_on_cluster_equals_local_run(cluster, table):
+    kwargs = dict(target="class", classifier="svm", n_search=6, n_test=12, random_state=3,
+                  progress=False)
+    local = astrid(table, n_jobs=1, **kwargs)
+    with dask_parallel(cluster.scheduler_address) as run:
+        assert run.n_jobs == 2
+        remote = astrid(table, n_jobs=run.n_jobs, **kwargs)
+        # one FitData shipped for the whole run (m + 2 engine calls), not one per call
+        assert run.scatters == 1
+    assert remote.grouping == local.grouping
+    assert _without_seconds(remote.to_dict()) == _without_seconds(local.to_dict())
+    # and a different seed gives a different table (the comparison can fail)
+    other = astrid_on_dask(table, scheduler=cluster.scheduler_address,
+                           **{**kwargs, "random_state": 4})
+    assert [r.acc_ave for r in other.table] != [r.acc_ave for r in local.table]
+
+
+def test_fits_run_on_the_workers(cluster, table):
+    client = distributed.Client(cluster.scheduler_address, set_as_default=False)
+    try:
+        before = _tasks_done(client)
+        test_grouping_on_dask(table, scheduler=client, target="class", grouping="a1,a2;a3;a4",
+                              classifier="nb", n_permutations=20, random_state=0,
+                              progress=False)
+        done = {w: n - before.get(w, 0) for w, n in _tasks_done(client).items()}
+        assert sum(done.values()) >= 2 and all(n > 0 for n in done.values()), done
+        assert client.status == "running"  # a client passed in is not closed
+    finally:
+        client.close()
+
+
+def _executed(dask_worker) -> int:
+    return dask_worker.state.executed_count
+
+
+def _tasks_done(client) -> dict:
+    return client.run(_executed)
+
+
+@pytest.mark.parametrize("classifier", ["nb", DecisionTreeClassifier(max_depth=3)],
+                         ids=["preset-encoded", "user-estimator-raw"])
+def test_grouping_test_on_cluster_equals_local_run(cluster, table, classifier):
+    kwargs = dict(target="class", grouping="a1,a2;a3;a4", classifier=classifier,
+                  n_permutations=25, random_state=11, progress=False)
+    local = test_grouping(table, n_jobs=1, **kwargs)
+    remote = test_grouping_on_dask(table, scheduler=cluster.scheduler_address, **kwargs)
+    np.testing.assert_array_equal(remote.null_accuracies, local.null_accuracies)
+    assert remote.p_value == local.p_value and remote.accuracy == local.accuracy
+    assert _without_seconds(remote.to_dict()) == _without_seconds(local.to_dict())
+
+
+def test_unreachable_scheduler_is_a_clear_error():
+    with pytest.raises(ParameterError, match="Cannot connect to the Dask scheduler"):
+        with dask_parallel("tcp://127.0.0.1:9", timeout=1):
+            pass
+
+
+@pytest.mark.parametrize("bad", ["", "  ", 8786, None])
+def test_invalid_scheduler_value(bad):
+    with pytest.raises(ParameterError, match="Invalid scheduler"):
+        with dask_parallel(bad):
+            pass
+
+
+def test_engine_arguments_are_set_by_the_cluster(cluster, table):
+    with pytest.raises(ParameterError, match=r"\['n_jobs'\]"):
+        astrid_on_dask(table, scheduler=cluster.scheduler_address, target="class", n_jobs=4)
+
+
+def test_worker_version_mismatch_is_reported(cluster, monkeypatch):
+    monkeypatch.setattr(astrid_airflow, "__version__", "0.0.0-client")
+    with pytest.raises(ParameterError, match=r"need astrid_airflow 0\.0\.0-client"):
+        with dask_parallel(cluster.scheduler_address):
+            pass
