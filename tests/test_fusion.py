@@ -134,8 +134,8 @@ def test_n_rows_and_replacement(table, artefact):
     for part in report.parts:  # automatic: with replacement exactly where rows are short
         assert part["replace"] == {c: need[c] > part["rows_per_class"][c] for c in need}
     assert all(report.parts[1]["replace"].values()) and report.any_replacement
-    with pytest.raises(ParameterError, match=r"part \d \(group \d\) has \d+ row\(s\) of class '.' but "
-                                           r"\d+ are needed and replace=False"):
+    too_few = r"part \d \(group \d\) has \d+ row\(s\) of class '.' but \d+ are needed"
+    with pytest.raises(ParameterError, match=too_few + " and replace=False"):
         fuse_parts(parts, artefact, n_rows=40, replace=False, random_state=5)
     # replace=True is a bootstrap even where a part has enough rows.
     fused, report = fuse_parts(split_parts(table), artefact, replace=True, random_state=5)
@@ -381,7 +381,7 @@ def _accuracy(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> float:
 def test_credit_a_fused_training_rows_are_as_good_as_original_rows():
     """Sec. 6.3: parts from different respondents, fused by class, train as well.
 
-    For three train/held-out splits: learn the grouping on the training rows, give each
+    For six train/held-out splits: learn the grouping on the training rows, give each
     group's questionnaire to a different random half of the training rows, fuse, train
     the svm preset and score on the held-out rows; compare with the same number of
     original training rows per class. The negative control pairs rows across classes
@@ -394,7 +394,7 @@ def test_credit_a_fused_training_rows_are_as_good_as_original_rows():
 
     table = drop_missing_and_constant(read_table(UCI / "credit-a.arff"), "class")
     scores: dict[str, list[float]] = {"fused": [], "original": [], "across": []}
-    for split, seeds in enumerate(np.random.SeedSequence(2024).spawn(3)):
+    for split, seeds in enumerate(np.random.SeedSequence(2024).spawn(6)):
         tr, te = train_test_split(np.arange(len(table)), test_size=1 / 3,
                                   stratify=table["class"], random_state=split)
         train, test = table.iloc[tr].reset_index(drop=True), table.iloc[te]
@@ -419,6 +419,7 @@ def test_credit_a_fused_training_rows_are_as_good_as_original_rows():
             for name, frame in (("fused", fused), ("original", original),
                                 ("across", across[list(table.columns)])):
                 scores[name].append(_accuracy(frame, test, rep))
+    # Six splits: the mean difference has a standard error of about 0.005 (docs/fusion.md).
     mean = {k: float(np.mean(v)) for k, v in scores.items()}
     assert abs(mean["fused"] - mean["original"]) <= 0.02, mean
     assert mean["original"] - mean["across"] > 0.05, mean  # the criterion can fail
