@@ -1,0 +1,895 @@
+"""The bad-input matrix: every way a user can hand the product something broken.
+
+Each case is one input at one layer, with the behaviour it must get:
+
+* ``cli``: ``astrid ...`` exits with status 2 and prints exactly one line on stderr
+  (``astrid <command>: error: ...``), nothing on stdout, no traceback;
+* ``library``: a typed :class:`~astrid_airflow.AstridError` subclass, one-line message;
+* ``operator``: ``AirflowFailException`` (no retries), one-line message;
+
+and in every case **no output is written**: the working directory (hidden temporary
+files included) is identical, file by file, before and after. A few cases are accepted
+on purpose and must *say* something (``warning``/``note`` rows).
+
+Cases that expose a bug or a missing check are marked ``xfail(strict=True)`` with the
+reason; they fail without the fix and turn into an XPASS (a failure, because strict)
+once it lands, so the lead removes the mark then.
+
+``docs/bad-input-matrix.md`` is generated from these cases by
+``scripts/gen_bad_input_matrix.py``; :func:`test_doc_is_in_sync` fails when it is stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import types
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from astrid_airflow._errors import (
+    ArtefactError,
+    AstridError,
+    DataError,
+    GroupingError,
+    ParameterError,
+    SchemaMismatchError,
+    StoreError,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "bad-input-matrix.md"
+TARGET = "class"
+
+# --------------------------------------------------------------------- working dir
+
+
+def reference_table(n_per_class: int = 30) -> pd.DataFrame:
+    """Synthetic example plus an integer and a categorical column."""
+    from astrid_airflow import make_synthetic
+
+    rng = np.random.default_rng(0)
+    t = make_synthetic(n_per_class, random_state=0)
+    t["a5"] = rng.integers(0, 9, len(t))
+    t["a6"] = pd.Categorical(rng.choice(["x", "y"], len(t)), categories=["x", "y"])
+    return t[["a1", "a2", "a3", "a4", "a5", "a6", TARGET]]
+
+
+def _try_readonly_mount(path: Path) -> str:
+    """Make ``path`` unwritable even for root: a read-only tmpfs mount if we may mount,
+    else (non-root) mode 0555. Returns how, or "" when neither works."""
+    path.mkdir(parents=True, exist_ok=True)
+    if shutil.which("mount") and os.geteuid() == 0:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(path)],
+                           capture_output=True)
+        if r.returncode == 0:
+            return "mount"
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        return "chmod"
+    return ""
+
+
+def release_readonly(path: Path, how: str) -> None:
+    if how == "mount":
+        subprocess.run(["umount", str(path)], capture_output=True)
+    elif how == "chmod":
+        path.chmod(0o755)
+
+
+def make_workdir(root: Path) -> dict[str, Any]:
+    """Inputs shared by every case: reference table, a learned artefact, a surrogate."""
+    from astrid_airflow import GroupingArtefact, astrid
+    from astrid_airflow._store import ArtefactStore
+    from astrid_airflow._surrogate import shuffle_file
+
+    root.mkdir(parents=True, exist_ok=True)
+    t = reference_table()
+    t.to_csv(root / "ref.csv", index=False)
+    t.to_parquet(root / "ref.parquet", index=False)
+    result = astrid(t, target=TARGET, classifier="nb", n_search=2, n_test=3, random_state=0,
+                    progress=False)
+    artefact = GroupingArtefact.from_result(result, t, created_at="2026-01-01T00:00:00Z")
+    from astrid_airflow._gate import gate_extra_files
+
+    store = ArtefactStore(root / "store")
+    store.save("m", artefact, extra_files=gate_extra_files(artefact))
+    store.save("legacy", artefact)  # as saved before the gate existed: no suite.json
+    (root / "artefact.json").write_text(artefact.to_json())
+    shuffle_file(root / "ref.parquet", artefact, root / "surr.parquet", random_state=0)
+    (root / "afile").write_text("a regular file")
+    how = _try_readonly_mount(root / "ro")
+    return {"root": root, "artefact": artefact, "table": t, "readonly": how}
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` (hidden ones too) with size and mtime.
+
+    Empty directories (e.g. a staging directory an operator creates before it fails)
+    are not outputs; a directory with anything in it shows through its files.
+    """
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            out[os.path.relpath(p, root)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+# ------------------------------------------------------------------------- the cases
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input.
+
+    ``prepare(work)`` writes what the case needs into the working dir and returns the
+    argv (``cli``) or a thunk (``library``/``operator``). ``expect`` is an exception class,
+    ``"exit 2"``, ``"warning"`` or ``"note"`` (accepted, but reported); ``match`` is a
+    regex the message must contain.
+    """
+
+    id: str
+    layer: str
+    input: str
+    prepare: Callable[[dict], Any]
+    expect: Any
+    match: str
+    bug: str | None = None
+    needs_readonly: bool = False
+
+
+def _csv(work, name, frame):
+    frame.to_csv(work["root"] / name, index=False)
+    return name
+
+
+def _pq(work, name, table):
+    if isinstance(table, pd.DataFrame):
+        table.to_parquet(work["root"] / name, index=False)
+    else:
+        pq.write_table(table, work["root"] / name)
+    return name
+
+
+def _t(work):
+    return work["table"].copy()
+
+
+def _with_small_class(work, rows):
+    t = _t(work)
+    extra = t.iloc[:rows].assign(**{TARGET: 2})
+    return pd.concat([t, extra], ignore_index=True)
+
+
+def _nested(work, name="nested.parquet"):
+    t = _t(work)
+    arrays = {c: pa.array(t[c].astype(str) if c == "a6" else t[c]) for c in t.columns}
+    arrays["a1"] = pa.array([[float(v), 0.0] for v in t["a1"]])
+    return _pq(work, name, pa.table(arrays))
+
+
+def _dup_parquet(work):
+    t = _t(work)
+    cols = [pa.array(t["a1"]), pa.array(t["a2"]), pa.array(t["a2"]), pa.array(t[TARGET])]
+    return _pq(work, "dup.parquet", pa.Table.from_arrays(cols, names=["a1", "a2", "a2",
+                                                                      TARGET]))
+
+
+def _art_text(work, change):
+    d = json.loads(work["artefact"].to_json())
+    change(d)
+    return json.dumps(d, indent=2)
+
+
+def _write(work, name, data):
+    p = work["root"] / name
+    p.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return name
+
+
+LEARN = ["--target", TARGET, "--classifier", "nb", "--r-search", "2", "--r-test", "3",
+         "--seed", "0", "--quiet"]
+
+
+def _learn(path, *extra):
+    return ["learn", path, *LEARN, *extra]
+
+
+def _shuffle(path, out="out.parquet", ref="store/m", *extra):
+    return ["shuffle", path, "--artefact", ref, "--out", out, "--seed", "0", "--no-utility",
+            *extra]
+
+
+def _lib(fn):
+    """A library call run with the working dir as cwd."""
+    return fn
+
+
+def _astrid(data, **kw):
+    from astrid_airflow import astrid
+
+    args = dict(target=TARGET, classifier="nb", n_search=2, n_test=3, random_state=0,
+                progress=False)
+    args.update(kw)
+    return lambda: astrid(data, **args)
+
+
+def _test_grouping(data, grouping="a1,a2;a3;a4;a5;a6", **kw):
+    from astrid_airflow import test_grouping
+
+    args = dict(target=TARGET, classifier="nb", n_permutations=3, random_state=0,
+                progress=False)
+    args.update(kw)
+    return lambda: test_grouping(data, grouping=grouping, **args)
+
+
+def _ctx():
+    ti = types.SimpleNamespace(dag_id="bad_input", run_id="manual__1", task_id="t",
+                               map_index=-1)
+    return {"ti": ti, "run_id": "manual__1"}
+
+
+def _op(kind, **kw):
+    def thunk():
+        if kind == "learn":
+            from astrid_airflow.operators.learn import AstridLearnOperator as Op
+
+            kw.setdefault("n_search", 2)
+            kw.setdefault("n_test", 3)
+            kw.setdefault("classifier", "nb")
+            kw.setdefault("name", "m")
+            kw.setdefault("random_state", 0)
+        elif kind == "shuffle":
+            from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator as Op
+
+            kw.setdefault("artefact", "m@latest")
+            kw.setdefault("utility", False)
+        elif kind == "gate":
+            from astrid_airflow.operators.gate import SurrogateGateOperator as Op
+
+            kw.setdefault("artefact", "m@latest")
+            kw.setdefault("original", "ref.parquet")
+        else:
+            from astrid_airflow.operators.publish import PublishSurrogateOperator as Op
+        kw.setdefault("task_id", kind)
+        if kind != "publish":
+            kw.setdefault("store", "store")
+        return Op(**kw).execute(_ctx())
+    return thunk
+
+
+def _fail():
+    from airflow.sdk.exceptions import AirflowFailException
+
+    return AirflowFailException
+
+
+BUG_ALL_NAN = ("missing check: an all-missing attribute column is accepted silently by "
+               "check_table/astrid (expected DataError naming the column)")
+BUG_CONSTANT = ("missing check: a constant attribute column is accepted silently "
+                "(expected DataError naming it, suggesting --clean)")
+BUG_DUP_CSV = ("read_table(CSV) lets pandas rename a duplicated header 'a2' to 'a2.1' "
+               "silently (expected DataError: duplicated column name)")
+BUG_DUP_PARQUET = ("read_table(Parquet) with duplicated column names raises a multi-line "
+                   "ArrowInvalid dump (expected one line: duplicated column name)")
+BUG_ID_LIKE = ("missing check: no warning that an ID-like column (all values unique) makes "
+               "every row linkable")
+BUG_CARDINALITY = ("missing check: a categorical with ~n/2 levels is one-hot encoded "
+                   "(dense n x levels matrix) without a warning or error")
+BUG_UNSEEN_NOTE = ("astrid shuffle drops the artefact check's notes: unseen categories in "
+                   "a new batch are not reported (expected a note naming column and values)")
+BUG_EMPTY_SURROGATE = ("make_surrogate accepts an empty table and returns an empty "
+                       "surrogate (the CLI and operators reject it: 'The table is empty')")
+BUG_GATE_SIDE_EFFECT = ("validate_surrogate writes the default suite.json into the artefact's "
+                        "store version before checking the policy: a rejected call still "
+                        "modifies the store")
+BUG_NUMPY_REPR = ("check_table's single-class message shows the label as 'np.int64(1)' "
+                  "(a NumPy repr; counts.index[0] is a NumPy scalar again after .tolist())")
+BUG_GATE_MISSING = ("SurrogateGateOperator hashes the surrogate before checking it exists: "
+                    "a missing file raises a raw, retryable FileNotFoundError")
+
+
+def _cases() -> list[Case]:
+    ro = "ro/store"
+    c: list[Case] = []
+    add = c.append
+    # ---------------------------------------------------------------- CLI: tables
+    add(Case("cli-missing-file", "cli", "`astrid learn nope.csv`",
+             lambda w: _learn("nope.csv"), "exit 2", r"Unreadable file 'nope.csv': no such file"))
+    add(Case("cli-unsupported-suffix", "cli", "`astrid learn data.txt`",
+             lambda w: _learn(_write(w, "data.txt", "a,b\n1,2\n")), "exit 2",
+             r"expected a \.csv, \.parquet or \.arff"))
+    add(Case("cli-corrupt-arff", "cli", "ARFF file with a malformed @data line",
+             lambda w: _learn(_write(w, "bad.arff", "@relation x\n@attribute a numeric\n"
+                                     "@attribute class {p,q}\n@data\nfoo,bar,baz\n")),
+             "exit 2", r"Unreadable file 'bad\.arff'"))
+    add(Case("cli-missing-target", "cli", "`--target` names no column",
+             lambda w: ["learn", "ref.csv", "--target", "label", "--quiet"], "exit 2",
+             r"Target column 'label' is not in the table"))
+    add(Case("cli-one-class", "cli", "target with a single class",
+             lambda w: _learn(_csv(w, "one.csv", _t(w).assign(**{TARGET: 1}))), "exit 2",
+             r"single class \(1\)", bug=BUG_NUMPY_REPR))
+    for rows in (1, 2, 3):
+        add(Case(f"cli-class-with-{rows}-rows", "cli", f"a class with {rows} row(s)",
+                 lambda w, rows=rows: _learn(_csv(w, f"small{rows}.csv",
+                                                  _with_small_class(w, rows))),
+                 "exit 2", r"Class\(es\) \[2\] .* fewer than 4 rows"))
+    add(Case("cli-empty-table", "cli", "CSV with a header and no rows",
+             lambda w: _learn(_csv(w, "empty.csv", _t(w).iloc[:0])), "exit 2",
+             r"The table is empty \(0 rows\)"))
+    add(Case("cli-zero-columns", "cli", "empty CSV file (no columns)",
+             lambda w: _learn(_write(w, "nocols.csv", "")), "exit 2",
+             r"No columns to parse"))
+    add(Case("cli-nan-target", "cli", "a missing value in the target",
+             lambda w: _learn(_csv(w, "nant.csv", _t(w).astype({TARGET: float}).assign(
+                 **{TARGET: lambda d: d[TARGET].where(d.index != 3)}))), "exit 2",
+             r"Target column 'class' has 1 missing value"))
+    add(Case("cli-all-nan-column", "cli", "an attribute column with no values",
+             lambda w: _learn(_csv(w, "allnan.csv", _t(w).assign(a7=np.nan))), "exit 2",
+             r"a7", bug=BUG_ALL_NAN))
+    add(Case("cli-constant-column", "cli", "a constant attribute column",
+             lambda w: _learn(_csv(w, "const.csv", _t(w).assign(a7=1.0))), "exit 2",
+             r"a7.*constant|constant.*a7", bug=BUG_CONSTANT))
+    add(Case("cli-duplicated-columns-csv", "cli", "CSV header `a1,a2,a2,...`",
+             lambda w: _learn(_write(w, "dup.csv", "a1,a2,a2,class\n" + "".join(
+                 f"{i},{i % 3},{i % 5},{i % 2}\n" for i in range(40)))), "exit 2",
+             r"[Dd]uplicated column", bug=BUG_DUP_CSV))
+    add(Case("cli-duplicated-columns-parquet", "cli", "Parquet file with two `a2` columns",
+             lambda w: _learn(_dup_parquet(w)), "exit 2", r"[Dd]uplicat",
+             bug=BUG_DUP_PARQUET))
+    add(Case("cli-nested-parquet", "cli", "Parquet with a list<double> column",
+             lambda w: _learn(_nested(w)), "exit 2", r"nested values"))
+    add(Case("cli-unknown-classifier", "cli", "`--classifier xgboost`",
+             lambda w: ["learn", "ref.csv", "--target", TARGET, "--classifier", "xgboost"],
+             "exit 2", r"invalid choice: 'xgboost'"))
+    add(Case("cli-zero-r-search", "cli", "`--r-search 0`",
+             lambda w: ["learn", "ref.csv", "--target", TARGET, "--r-search", "0", "--quiet"],
+             "exit 2", r"Invalid n_search: 0"))
+    add(Case("cli-negative-r-test", "cli", "`--r-test -5`",
+             lambda w: ["learn", "ref.csv", "--target", TARGET, "--r-test", "-5", "--quiet"],
+             "exit 2", r"Invalid n_test: -5"))
+    add(Case("cli-alpha-zero", "cli", "`--alpha 0`",
+             lambda w: ["learn", "ref.csv", "--target", TARGET, "--alpha", "0", "--quiet"],
+             "exit 2", r"Invalid alpha: 0\.0\. Must be a number in \(0, 1\)"))
+    add(Case("cli-alpha-above-one", "cli", "`--alpha 1.5`",
+             lambda w: ["learn", "ref.csv", "--target", TARGET, "--alpha", "1.5", "--quiet"],
+             "exit 2", r"Invalid alpha: 1\.5"))
+    add(Case("cli-store-read-only", "cli", "`--store` on a read-only filesystem",
+             lambda w: _learn("ref.csv", "--store", ro, "--name", "m"), "exit 2",
+             r"Cannot write to store .*(Read-only|permission)", needs_readonly=True))
+    add(Case("cli-store-under-a-file", "cli", "`--store afile/store` (a path under a file)",
+             lambda w: _learn("ref.csv", "--store", "afile/store", "--name", "m"), "exit 2",
+             r"Cannot write to store .*Not a directory"))
+    add(Case("cli-store-bad-name", "cli", "`--name ../escape`",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "../escape"), "exit 2",
+             r"Invalid artefact name '\.\./escape'"))
+    # ------------------------------------------------------------ CLI: groupings
+    test = ["test", "ref.csv", "--target", TARGET, "--r-test", "3", "--grouping"]
+    add(Case("cli-grouping-not-partition", "cli", "`--grouping` leaving columns out",
+             lambda w: [*test, "a1,a2;a3"], "exit 2",
+             r"not a partition .* in no group \['a4', 'a5', 'a6'\]"))
+    add(Case("cli-grouping-unknown-column", "cli", "`--grouping` naming an unknown column",
+             lambda w: [*test, "a1,a2;a3;a4;a5;a6;zz"], "exit 2", r"unknown column\(s\) \['zz'\]"))
+    add(Case("cli-grouping-overlap", "cli", "a column in two groups",
+             lambda w: [*test, "a1,a2;a2,a3;a4;a5;a6"], "exit 2",
+             r"'a2' appears in more than one group"))
+    add(Case("cli-grouping-malformed", "cli", "`--grouping 'a1,,a2;a3'`",
+             lambda w: [*test, "a1,,a2;a3"], "exit 2", r"Malformed grouping"))
+    # -------------------------------------------------------- CLI: new batches
+    add(Case("cli-surrogate-exists", "cli", "`--out` names an existing file",
+             lambda w: _shuffle("ref.parquet", out="surr.parquet"), "exit 2",
+             r"Refusing to overwrite existing '.*surr\.parquet'"))
+    add(Case("cli-batch-missing-column", "cli", "new batch without column a4",
+             lambda w: _shuffle(_pq(w, "miss.parquet", _t(w).drop(columns=["a4"]))),
+             "exit 2", r"missing column\(s\) \['a4'\]"))
+    add(Case("cli-batch-extra-column", "cli", "new batch with an extra column",
+             lambda w: _shuffle(_pq(w, "extra.parquet", _t(w).assign(z=1))), "exit 2",
+             r"unexpected column\(s\) \['z'\]"))
+    add(Case("cli-batch-type-drift", "cli", "integer column a5 arriving as strings",
+             lambda w: _shuffle(_pq(w, "drift.parquet", _t(w).assign(a5=lambda d: d.a5.astype(
+                 str)))), "exit 2", r"column 'a5' should be integer \(int64\) but is string"))
+    add(Case("cli-batch-nan-target", "cli", "new batch with a missing class label",
+             lambda w: _shuffle(_pq(w, "nanb.parquet", pa.table(
+                 {**{c: w["table"][c] for c in w["table"].columns if c != TARGET},
+                  TARGET: pa.array([None, *w["table"][TARGET][1:]], pa.int64())}))),
+             "exit 2", r"Target column 'class' has 1 missing value"))
+    add(Case("cli-batch-empty", "cli", "new batch with no rows",
+             lambda w: _shuffle(_pq(w, "emptyb.parquet", _t(w).iloc[:0])), "exit 2",
+             r"The table is empty"))
+    add(Case("cli-batch-nested", "cli", "new batch: Parquet with a list column",
+             lambda w: _shuffle(_nested(w, "nestedb.parquet")), "exit 2",
+             r"column 'a1' should be float .* but is other \(list"))
+    add(Case("cli-batch-unseen-category", "cli", "new batch with an unseen category of a6",
+             lambda w: _shuffle(_pq(w, "unseen.parquet", _t(w).assign(
+                 a6=pd.Categorical(["z"] * len(w["table"]))))), "note", r"a6.*z",
+             bug=BUG_UNSEEN_NOTE))
+    # ------------------------------------------------------------ CLI: artefacts
+    add(Case("cli-artefact-corrupt", "cli", "artefact file that is not JSON",
+             lambda w: _shuffle("ref.parquet", ref=_write(w, "corrupt.json", "{not json")),
+             "exit 2", r"Corrupt or truncated artefact JSON"))
+    add(Case("cli-artefact-truncated", "cli", "artefact JSON cut in half",
+             lambda w: _shuffle("ref.parquet", ref=_write(
+                 w, "trunc.json", w["artefact"].to_json()[:700])), "exit 2",
+             r"Corrupt or truncated artefact JSON: .* at line \d+ column \d+"))
+    add(Case("cli-artefact-empty", "cli", "empty artefact file",
+             lambda w: _shuffle("ref.parquet", ref=_write(w, "empty.json", "")), "exit 2",
+             r"the file is empty"))
+    add(Case("cli-artefact-binary", "cli", "artefact file with non-UTF-8 bytes",
+             lambda w: _shuffle("ref.parquet", ref=_write(w, "bin.json", b"\xff\xfe\x00")),
+             "exit 2", r"not UTF-8"))
+    add(Case("cli-artefact-future-schema", "cli", "artefact with `schema_version: 2`",
+             lambda w: _shuffle("ref.parquet", ref=_write(w, "future.json", _art_text(
+                 w, lambda d: d.update(schema_version=2)))), "exit 2",
+             r"schema_version 2 is newer .* Upgrade astrid-airflow"))
+    add(Case("cli-artefact-missing-keys", "cli", "artefact JSON without `grouping`",
+             lambda w: _shuffle("ref.parquet", ref=_write(w, "nogroup.json", _art_text(
+                 w, lambda d: d.pop("grouping")))), "exit 2", r"grouping"))
+    add(Case("cli-artefact-unknown-name", "cli", "`--artefact store/nobody`",
+             lambda w: _shuffle("ref.parquet", ref="store/nobody"), "exit 2",
+             r"No artefact named 'nobody'"))
+    add(Case("cli-artefact-unknown-version", "cli", "`--artefact store/m@v0009`",
+             lambda w: _shuffle("ref.parquet", ref="store/m@v0009"), "exit 2",
+             r"No version v0009 of 'm'"))
+    add(Case("cli-zero-copies", "cli", "`--n-copies 0`",
+             lambda w: _shuffle("ref.parquet", "out.parquet", "store/m", "--n-copies", "0"),
+             "exit 2", r"Invalid --n-copies: 0"))
+    add(Case("cli-validate-threshold", "cli", "`astrid validate --max-intact 2`",
+             lambda w: ["validate", "--original", "ref.parquet", "--surrogate", "surr.parquet",
+                        "--artefact", "store/m", "--max-intact", "2"], "exit 2",
+             r"Invalid max_intact: 2\.0\. Must be a number in \[0, 1\]"))
+    add(Case("cli-validate-threshold-no-suite", "cli",
+             "`astrid validate --max-intact 2`, artefact version without a stored suite",
+             lambda w: ["validate", "--original", "ref.parquet", "--surrogate", "surr.parquet",
+                        "--artefact", "store/legacy", "--max-intact", "2"], "exit 2",
+             r"Invalid max_intact: 2\.0", bug=BUG_GATE_SIDE_EFFECT))
+    add(Case("cli-validate-missing-surrogate", "cli", "`astrid validate` of a missing file",
+             lambda w: ["validate", "--original", "ref.parquet", "--surrogate", "gone.parquet",
+                        "--artefact", "store/m"], "exit 2",
+             r"Unreadable file 'gone\.parquet': no such file"))
+    add(Case("cli-list-missing-store", "cli", "`astrid artefacts list nostore`",
+             lambda w: ["artefacts", "list", "nostore"], "exit 2", r"No artefact store at"))
+    add(Case("cli-synth-exists", "cli", "`astrid synth --out` an existing file",
+             lambda w: ["synth", "--out", "ref.csv"], "exit 2", r"exists; pass --overwrite"))
+    # ------------------------------------------------------------------- library
+    add(Case("lib-not-a-table", "library", "`read_table([1, 2])`",
+             lambda w: (lambda: __import__("astrid_airflow").read_table([1, 2])), DataError,
+             r"Cannot read a table from list"))
+    add(Case("lib-non-string-columns", "library", "DataFrame with integer column names",
+             lambda w: _astrid(_t(w).set_axis([0, 1, 2, 3, 4, 5, TARGET], axis=1)),
+             DataError, r"Column names must be strings; got \[0, 1, 2, 3, 4"))
+    add(Case("lib-duplicated-columns", "library", "DataFrame with two `a1` columns",
+             lambda w: _astrid(_t(w).set_axis(["a1", "a1", "a3", "a4", "a5", "a6", TARGET],
+                                              axis=1)), DataError,
+             r"Duplicated column name\(s\): \['a1'\]"))
+    add(Case("lib-zero-columns", "library", "`astrid(pd.DataFrame())`",
+             lambda w: _astrid(pd.DataFrame()), DataError, r"Target column 'class' is not"))
+    add(Case("lib-only-target", "library", "table with the target column only",
+             lambda w: _astrid(_t(w)[[TARGET]]), DataError, r"no attribute columns"))
+    add(Case("lib-one-attribute", "library", "ASTRID on one attribute",
+             lambda w: _astrid(_t(w)[["a1", TARGET]]), DataError,
+             r"at least two attribute columns"))
+    add(Case("lib-target-not-str", "library", "`target=0`",
+             lambda w: _astrid(_t(w), target=0), DataError, r"must be a column name"))
+    add(Case("lib-class-with-1-row", "library", "`test_grouping` with a 1-row class",
+             lambda w: _test_grouping(_with_small_class(w, 1)), DataError,
+             r"fewer than 2 rows"))
+    add(Case("lib-nan-target", "library", "`astrid` with a missing class label",
+             lambda w: _astrid(_t(w).astype({TARGET: float}).assign(
+                 **{TARGET: lambda d: d[TARGET].where(d.index != 0)})), DataError,
+             r"has 1 missing value"))
+    add(Case("lib-all-nan-column", "library", "`astrid` with an all-NaN column",
+             lambda w: _astrid(_t(w).assign(a7=np.nan)), DataError, r"a7", bug=BUG_ALL_NAN))
+    add(Case("lib-constant-column", "library", "`astrid` with a constant column",
+             lambda w: _astrid(_t(w).assign(a7="same")), DataError, r"a7",
+             bug=BUG_CONSTANT))
+    add(Case("lib-id-like-column", "library", "`astrid` with an ID column (all unique)",
+             lambda w: _astrid(_t(w).assign(id=[f"row{i}" for i in range(len(w["table"]))])),
+             "warning", r"'id'.*(unique|linkab)", bug=BUG_ID_LIKE))
+    add(Case("lib-huge-cardinality", "library",
+             "`test_grouping` (svm) with a 1000-level categorical in 2000 rows",
+             lambda w: _test_grouping(_t(w).sample(2000, replace=True, random_state=0)
+                                      .reset_index(drop=True)
+                                      .assign(a7=[f"v{i // 2}" for i in range(2000)]),
+                                      grouping="a1,a2;a3;a4;a5;a6;a7", classifier="svm",
+                                      n_permutations=1),
+             ("warning", DataError), r"a7.*(categor|levels|cardinality)",
+             bug=BUG_CARDINALITY))
+    add(Case("lib-nested-values", "library", "`astrid` on a DataFrame holding lists",
+             lambda w: _astrid(_t(w).assign(a1=[[1, 2]] * len(w["table"]))), DataError,
+             r"nested values"))
+    add(Case("lib-zero-r", "library", "`astrid(n_search=0)`",
+             lambda w: _astrid(_t(w), n_search=0), ParameterError, r"Invalid n_search: 0"))
+    add(Case("lib-negative-r", "library", "`test_grouping(n_permutations=-1)`",
+             lambda w: _test_grouping(_t(w), n_permutations=-1), ParameterError,
+             r"Invalid n_permutations: -1"))
+    add(Case("lib-fractional-r", "library", "`test_grouping(n_permutations=2.5)`",
+             lambda w: _test_grouping(_t(w), n_permutations=2.5), ParameterError,
+             r"Invalid n_permutations: 2\.5"))
+    add(Case("lib-alpha-one", "library", "`astrid(alpha=1.0)`",
+             lambda w: _astrid(_t(w), alpha=1.0), ParameterError, r"Invalid alpha: 1\.0"))
+    add(Case("lib-alpha-nan", "library", "`astrid(alpha=nan)`",
+             lambda w: _astrid(_t(w), alpha=float("nan")), ParameterError,
+             r"Invalid alpha: nan"))
+    add(Case("lib-alpha-string", "library", "`astrid(alpha='0.05')`",
+             lambda w: _astrid(_t(w), alpha="0.05"), ParameterError, r"Invalid alpha: '0\.05'"))
+    add(Case("lib-test-size", "library", "`test_grouping(test_size=1.5)`",
+             lambda w: _test_grouping(_t(w), test_size=1.5), ParameterError,
+             r"Invalid test_size: 1\.5"))
+    add(Case("lib-unknown-classifier", "library", "`astrid(classifier='xgboost')`",
+             lambda w: _astrid(_t(w), classifier="xgboost"), ParameterError,
+             r"Unknown classifier 'xgboost'"))
+    add(Case("lib-bad-classifier-param", "library", "`classifier_params={'nope': 1}`",
+             lambda w: _astrid(_t(w), classifier="rf", classifier_params={"nope": 1}),
+             ParameterError, r"Invalid classifier parameters"))
+    add(Case("lib-negative-seed", "library", "`astrid(random_state=-1)`",
+             lambda w: _astrid(_t(w), random_state=-1), ParameterError,
+             r"Invalid random_state: -1"))
+    add(Case("lib-zero-jobs", "library", "`astrid(n_jobs=0)`",
+             lambda w: _astrid(_t(w), n_jobs=0), ParameterError, r"Invalid n_jobs: 0"))
+    add(Case("lib-grouping-overlap", "library", "`Grouping([['a'], ['a', 'b']])`",
+             lambda w: (lambda: __import__("astrid_airflow").Grouping([["a"], ["a", "b"]])),
+             GroupingError, r"'a' appears in more than one group"))
+    add(Case("lib-grouping-not-partition", "library", "`test_grouping` with a4..a6 left out",
+             lambda w: _test_grouping(_t(w), grouping="a1,a2;a3"), GroupingError,
+             r"in no group \['a4', 'a5', 'a6'\]"))
+    add(Case("lib-artefact-not-utf8", "library", "`GroupingArtefact.from_json(b'\\xff')`",
+             lambda w: (lambda: __import__("astrid_airflow").GroupingArtefact.from_json(
+                 b"\xff")), ArtefactError, r"not UTF-8"))
+    add(Case("lib-artefact-truncated", "library", "artefact JSON cut at 200 characters",
+             lambda w: (lambda: __import__("astrid_airflow").GroupingArtefact.from_json(
+                 w["artefact"].to_json()[:200])), ArtefactError, r"truncated"))
+    add(Case("lib-artefact-future", "library", "artefact with `schema_version: 99`",
+             lambda w: (lambda: __import__("astrid_airflow").GroupingArtefact.from_json(
+                 _art_text(w, lambda d: d.update(schema_version=99)))), ArtefactError,
+             r"schema_version 99 is newer"))
+    add(Case("lib-artefact-bad-alpha", "library", "artefact with `alpha: 1.5`",
+             lambda w: (lambda: __import__("astrid_airflow").GroupingArtefact.from_json(
+                 _art_text(w, lambda d: d.update(alpha=1.5)))), ArtefactError, r"alpha"))
+    add(Case("lib-artefact-grouping-not-partition", "library",
+             "artefact whose grouping leaves a column out",
+             lambda w: (lambda: __import__("astrid_airflow").GroupingArtefact.from_json(
+                 _art_text(w, lambda d: d.update(grouping=d["grouping"][1:])))),
+             ArtefactError, r"partition|no group"))
+    add(Case("lib-schema-type-drift", "library", "`check_table` with a5 as strings",
+             lambda w: (lambda: w["artefact"].check_table(_t(w).assign(a5=lambda d: d.a5
+                                                                        .astype(str)))),
+             SchemaMismatchError, r"column 'a5' should be integer"))
+    add(Case("lib-unseen-category", "library", "`check_table` with an unseen category",
+             lambda w: (lambda: w["artefact"].check_table(_t(w).assign(
+                 a6=pd.Categorical(["z"] * len(w["table"]))))), "note",
+             r"Column 'a6' has 1 value\(s\) outside its recorded categories: \['z'\]"))
+    add(Case("lib-surrogate-extra-column", "library", "`make_surrogate` with an extra column",
+             lambda w: (lambda: __import__("astrid_airflow").make_surrogate(
+                 _t(w).assign(z=0), w["artefact"], random_state=0)), SchemaMismatchError,
+             r"unexpected column\(s\) \['z'\]"))
+    add(Case("lib-surrogate-nan-target", "library", "`make_surrogate` with a NaN label",
+             lambda w: (lambda: __import__("astrid_airflow").make_surrogate(
+                 _t(w).assign(**{TARGET: lambda d: d[TARGET].astype("Int64").where(
+                     d.index != 0)}), "a1,a2;a3;a4;a5;a6", target=TARGET, random_state=0)),
+             DataError, r"has 1 missing value"))
+    add(Case("lib-surrogate-empty", "library", "`make_surrogate` of an empty table",
+             lambda w: (lambda: __import__("astrid_airflow").make_surrogate(
+                 _t(w).iloc[:0], w["artefact"], random_state=0)), DataError, r"empty",
+             bug=BUG_EMPTY_SURROGATE))
+    add(Case("lib-shuffle-file-exists", "library", "`shuffle_file(out=existing)`",
+             lambda w: (lambda: __import__("astrid_airflow").shuffle_file(
+                 "ref.parquet", w["artefact"], "surr.parquet", random_state=0)), StoreError,
+             r"Refusing to overwrite"))
+    add(Case("lib-store-read-only", "library", "`ArtefactStore(read-only).save`",
+             lambda w: (lambda: __import__("astrid_airflow").ArtefactStore(ro).save(
+                 "m", w["artefact"])), StoreError, r"Read-only|permission",
+             needs_readonly=True))
+    add(Case("lib-store-unknown-name", "library", "`ArtefactStore.load('nobody')`",
+             lambda w: (lambda: __import__("astrid_airflow").ArtefactStore("store").load(
+                 "nobody")), StoreError, r"No artefact named 'nobody'"))
+    add(Case("lib-gate-threshold", "library", "`validate_surrogate(policy={'max_intact': -0.1})`",
+             lambda w: (lambda: __import__("astrid_airflow").validate_surrogate(
+                 "ref.parquet", "surr.parquet", w["artefact"], policy={"max_intact": -0.1})),
+             ParameterError, r"Invalid max_intact: -0\.1"))
+    # ----------------------------------------------------------------- operators
+    op = "operator"
+    add(Case("op-learn-missing-file", op, "Learn: reference file missing",
+             lambda w: _op("learn", reference="nope.csv"), "fail",
+             r"Input file '.*nope\.csv' does not exist"))
+    add(Case("op-learn-missing-target", op, "Learn: `target='label'`",
+             lambda w: _op("learn", reference="ref.csv", target="label", force=True), "fail",
+             r"DataError: Target column 'label'"))
+    add(Case("op-learn-one-class", op, "Learn: one class",
+             lambda w: _op("learn", reference=_csv(w, "one_op.csv", _t(w).assign(
+                 **{TARGET: 0})), force=True), "fail", r"single class"))
+    add(Case("op-learn-zero-r", op, "Learn: `n_test='0'` (templated)",
+             lambda w: _op("learn", reference="ref.csv", n_test="0", force=True), "fail",
+             r"Invalid n_test: 0"))
+    add(Case("op-learn-alpha", op, "Learn: `alpha='1.5'`",
+             lambda w: _op("learn", reference="ref.csv", alpha="1.5", force=True), "fail",
+             r"Invalid alpha: 1\.5"))
+    add(Case("op-learn-classifier", op, "Learn: `classifier='xgboost'`",
+             lambda w: _op("learn", reference="ref.csv", classifier="xgboost", force=True),
+             "fail", r"Unknown classifier 'xgboost'"))
+    add(Case("op-learn-read-only-store", op, "Learn: store on a read-only filesystem",
+             lambda w: _op("learn", reference="ref.csv", store=ro), "fail",
+             r"StoreError: Cannot write to store", needs_readonly=True))
+    add(Case("op-shuffle-missing-column", op, "Shuffle: batch without a4",
+             lambda w: _op("shuffle", table=_csv(w, "miss_op.csv", _t(w).drop(columns="a4")),
+                           out="staging/s.parquet"), "fail",
+             r"SchemaMismatchError: .*missing column\(s\) \['a4'\]"))
+    add(Case("op-shuffle-nested", op, "Shuffle: Parquet batch with a list column",
+             lambda w: _op("shuffle", table=_nested(w, "nested_op.parquet"),
+                           out="staging/s.parquet"), "fail", r"but is other \(list"))
+    add(Case("op-shuffle-corrupt-artefact", op, "Shuffle: corrupt artefact in the store",
+             lambda w: (_write(w, "store/bad/v0001/artefact.json", "{trunc") if
+                        (w["root"] / "store/bad/v0001").mkdir(parents=True, exist_ok=True)
+                        is None else None,
+                        _op("shuffle", table="ref.parquet", artefact="bad@v0001",
+                            out="staging/s.parquet"))[1], "fail",
+             r"ArtefactError: .*Corrupt or truncated artefact JSON"))
+    add(Case("op-shuffle-unknown-version", op, "Shuffle: `artefact='m@v0042'`",
+             lambda w: _op("shuffle", table="ref.parquet", artefact="m@v0042",
+                           out="staging/s.parquet"), "fail", r"No version v0042 of 'm'"))
+    add(Case("op-shuffle-seed", op, "Shuffle: `random_state='-4'`",
+             lambda w: _op("shuffle", table="ref.parquet", random_state="-4",
+                           out="staging/s.parquet"), "fail", r"Invalid random_state: -4"))
+    add(Case("op-gate-threshold", op, "Gate: `policy={'max_intact': '2'}`",
+             lambda w: _op("gate", surrogate="surr.parquet", policy={"max_intact": "2"}),
+             "fail", r"Invalid max_intact: 2\.0"))
+    add(Case("op-gate-unknown-threshold", op, "Gate: `policy={'max_nothing': 1}`",
+             lambda w: _op("gate", surrogate="surr.parquet", policy={"max_nothing": 1}),
+             "fail", r"Unknown gate threshold\(s\) \['max_nothing'\]"))
+    add(Case("op-gate-missing-surrogate", op, "Gate: staged surrogate missing",
+             lambda w: _op("gate", surrogate="gone.parquet"), "fail", r"gone\.parquet",
+             bug=BUG_GATE_MISSING))
+    add(Case("op-publish-ungated", op, "Publish: surrogate without a gate receipt",
+             lambda w: _op("publish", surrogate="surr.parquet", destination="pub/s.parquet"),
+             "fail", r"no gate receipt"))
+    add(Case("op-publish-failed-gate", op, "Publish: receipt says the gate failed",
+             lambda w: (_write(w, "failed.gate.json", json.dumps(
+                 {"success": False, "failed": ["privacy: intact rows"]})),
+                 _op("publish", surrogate=_pq(w, "failed.parquet", _t(w)),
+                     destination="pub/s.parquet"))[1], "fail",
+             r"FAILED the release gate"))
+    return c
+
+
+CASES = _cases()
+
+
+# ------------------------------------------------------------------------- running
+
+@dataclass
+class Outcome:
+    kind: str  # "exit", "raise", "ok"
+    type: str = ""
+    message: str = ""
+    lines: int = 0
+    rc: Any = None
+    stdout: str = ""
+    warnings: tuple = ()
+    new_files: tuple = ()
+    changed_files: tuple = ()
+    accepted_outputs: tuple = ()
+    exc: Any = None
+
+
+def run_case(case: Case, work: dict) -> Outcome:
+    """Run one case in the working dir and describe what happened."""
+    root = work["root"]
+    with contextlib.chdir(root):
+        action = case.prepare(work)
+        before = snapshot(root)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if case.layer == "cli":
+                out = _run_cli(action)
+            else:
+                try:
+                    value = action()
+                except Exception as exc:  # the point: what comes out
+                    out = Outcome("raise", type=type(exc).__name__, message=str(exc),
+                                  lines=len(str(exc).splitlines()))
+                    out.exc = exc
+                else:
+                    notes = getattr(value, "notes", None)
+                    out = Outcome("ok", message="; ".join(notes) if notes else "")
+        after = snapshot(root)
+    out.warnings = tuple(str(w.message) for w in caught
+                         if not _ignorable_warning(str(w.message)))
+    out.new_files = tuple(sorted(set(after) - set(before)))
+    expect = case.expect if isinstance(case.expect, tuple) else (case.expect,)
+    if out.kind in ("ok", "exit") and out.rc in (None, 0) and \
+            ({"note", "warning"} & set(expect)):
+        # accepted on purpose: its outputs are fine, but must not leak into other cases
+        for rel in sorted(out.new_files, reverse=True):
+            (root / rel).unlink()
+        out.accepted_outputs, out.new_files = out.new_files, ()
+    out.changed_files = tuple(sorted(k for k in before if k in after and before[k] != after[k]))
+    return out
+
+
+def _ignorable_warning(text: str) -> bool:
+    # Airflow's own notices when operators run outside a task runner.
+    return "outside of the Task Runner" in text or "Task Runner" in text
+
+
+def _run_cli(argv: list[str]) -> Outcome:
+    from astrid_airflow.cli import main
+
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:
+            rc = exc.code
+    text = err.getvalue()
+    return Outcome("exit", rc=rc, message=text.strip(), lines=len(text.splitlines()),
+                   stdout=out.getvalue())
+
+
+def check(case: Case, out: Outcome) -> None:
+    """Assert ``out`` is the behaviour ``case`` requires."""
+    assert not out.new_files, f"output written: {out.new_files}"
+    assert not out.changed_files, f"files changed: {out.changed_files}"
+    expect = case.expect if isinstance(case.expect, tuple) else (case.expect,)
+    if case.layer == "cli" and "note" in expect:
+        assert out.rc == 0, (out.rc, out.message)
+        assert re.search(case.match, out.message + "\n" + out.stdout), (out.message,
+                                                                        out.stdout)
+        return
+    if case.layer == "cli":
+        assert out.rc == 2, (out.rc, out.message)
+        assert out.lines == 1, f"expected one line on stderr, got {out.lines}: {out.message}"
+        assert "Traceback" not in out.message and out.stdout == "", out.stdout
+        assert re.match(r"astrid [a-z]+: error: ", out.message), out.message
+        assert re.search(case.match, out.message), out.message
+        return
+    if "warning" in expect or "note" in expect:
+        texts = list(out.warnings) + ([out.message] if out.kind == "ok" else [])
+        hit = any(re.search(case.match, t) for t in texts)
+        errors = [e for e in expect if isinstance(e, type)]
+        if out.kind == "raise" and errors:
+            assert any(out.type == e.__name__ for e in errors), (out.type, out.message)
+            assert re.search(case.match, out.message), out.message
+            return
+        assert out.kind == "ok", (out.type, out.message)
+        assert hit, texts
+        return
+    assert out.kind == "raise", f"accepted silently: {out}"
+    assert out.lines == 1, f"message is not one line: {out.message!r}"
+    assert re.search(case.match, out.message), out.message
+    if expect == ("fail",):
+        assert out.type == "AirflowFailException", (out.type, out.message)
+    else:
+        (cls,) = expect
+        assert isinstance(out.exc, cls) and isinstance(out.exc, AstridError), out.type
+
+
+# ---------------------------------------------------------------------------- tests
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    w = make_workdir(tmp_path_factory.mktemp("bad_input"))
+    w["outcomes"] = {}
+    yield w
+    release_readonly(w["root"] / "ro", w["readonly"])
+
+
+def _param(case: Case):
+    marks = [pytest.mark.xfail(strict=True, reason=f"BUG: {case.bug}")] if case.bug else []
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+def test_matrix_is_large_and_covers_every_layer():
+    layers = {c.layer for c in CASES}
+    assert layers == {"cli", "library", "operator"}
+    assert len(CASES) >= 40
+    assert len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_bad_input(case, work):
+    if case.needs_readonly and not work["readonly"]:
+        pytest.skip("cannot make a read-only directory here (root without mount)")
+    out = run_case(case, work)
+    work["outcomes"][case.id] = out
+    check(case, out)
+
+
+def test_doc_is_in_sync(work):
+    """``docs/bad-input-matrix.md`` lists every case with its current message."""
+    if len(work["outcomes"]) < len([c for c in CASES if not c.needs_readonly
+                                    or work["readonly"]]):
+        pytest.skip("run the whole matrix to check the doc")
+    expected = render_doc(CASES, work["outcomes"], work["root"])
+    assert DOC.is_file(), "run scripts/gen_bad_input_matrix.py"
+    assert _table_part(DOC.read_text()) == _table_part(expected), \
+        "docs/bad-input-matrix.md is stale: run scripts/gen_bad_input_matrix.py"
+
+
+# ------------------------------------------------------------------------------ doc
+
+def _table_part(text: str) -> str:
+    return text[text.index("| # |"):] if "| # |" in text else text
+
+
+def _expected_text(case: Case) -> str:
+    expect = case.expect if isinstance(case.expect, tuple) else (case.expect,)
+    parts = []
+    for e in expect:
+        if isinstance(e, type):
+            parts.append(f"`{e.__name__}`")
+        elif e == "fail":
+            parts.append("`AirflowFailException`")
+        elif e == "exit 2":
+            parts.append("exit 2, one line")
+        elif e == "note":
+            parts.append("accepted, with a note")
+        else:
+            parts.append("a warning")
+    return " or ".join(parts)
+
+
+def _cell(text: str, root: Path) -> str:
+    text = text.replace(str(root), "<tmp>").replace("|", "\\|").replace("\n", " ⏎ ")
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _actual_text(out: Outcome | None, root: Path) -> str:
+    if out is None:
+        return "(not run here)"
+    if out.kind == "exit":
+        if out.rc == 0:
+            said = out.message or "nothing on stderr"
+            return f"exit 0 (accepted); stderr: {_cell(said, root)}"
+        return f"exit {out.rc}: {_cell(out.message, root)}"
+    if out.kind == "raise":
+        return f"`{out.type}`: {_cell(out.message, root)}"
+    said = "; ".join(out.warnings) or out.message
+    return "accepted" + (f"; says: {_cell(said, root)}" if said else " silently")
+
+
+def render_doc(cases: list[Case], outcomes: dict[str, Outcome], root: Path) -> str:
+    n_bugs = sum(1 for c in cases if c.bug)
+    head = [
+        "# Bad-input matrix",
+        "",
+        "Generated by `scripts/gen_bad_input_matrix.py` from the cases in",
+        "`tests/test_bad_input_matrix.py` (which also checks that this file is in sync).",
+        "Every case also checks that **no output is written** (every file under the",
+        "working directory, hidden temporary files included, is identical before and",
+        "after). The CLI must exit 2 with one line on stderr; the library must raise a",
+        "typed `AstridError` subclass",
+        "with a one-line message; the operators must raise `AirflowFailException` (no",
+        "retries). Rows marked **BUG** are `xfail(strict=True)` tests for defects found",
+        f"here and reported to the lead ({n_bugs} rows); their *message* column shows",
+        "today's behaviour. `<tmp>` stands for the test's working directory.",
+        "",
+        f"{len(cases)} cases: {sum(c.layer == 'cli' for c in cases)} CLI, "
+        f"{sum(c.layer == 'library' for c in cases)} library, "
+        f"{sum(c.layer == 'operator' for c in cases)} operator.",
+        "",
+        "| # | layer | input | expected | message (actual) |",
+        "|---|---|---|---|---|",
+    ]
+    rows = []
+    for i, c in enumerate(cases, 1):
+        expected = _expected_text(c)
+        if c.bug:
+            expected = f"**BUG** — {expected}: {c.bug}"
+        rows.append(f"| {i} | {c.layer} | {c.input.replace('|', '/')} | {expected} | "
+                    f"{_actual_text(outcomes.get(c.id), root)} |")
+    return "\n".join(head + rows) + "\n"
