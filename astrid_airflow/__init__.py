@@ -57,6 +57,9 @@ _EXPORTS: dict[str, str] = {
     "expected_intact_row_proportion": "_metrics",
     "largest_group_unique_share": "_metrics",
     "surrogate_utility": "_metrics",
+    # reports
+    "write_report": "_report",
+    "report_dir_for": "_report",
     # gate
     "GatePolicy": "_gate",
     "GateResult": "_gate",
