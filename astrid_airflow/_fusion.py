@@ -443,7 +443,7 @@ def fuse_parts(
         rows=n_total, rows_per_class=dict(zip(classes, sizes)),
         rule="n_rows" if n_rows is not None else "largest-without-replacement",
         parts=part_reports, replace=None if replace is None else bool(replace),
-        random_state=random_state if isinstance(random_state, numbers.Integral)
+        random_state=int(random_state) if isinstance(random_state, numbers.Integral)
         and not isinstance(random_state, bool) else None,
         notes=notes)
     return FusionResult(table, report)

@@ -148,7 +148,9 @@ def test_seeds_streams_and_part_order(table, artefact):
     parts = split_parts(table)
     a, _ = fuse_parts(parts, artefact, random_state=11)
     b, _ = fuse_parts(parts[::-1], artefact, random_state=11)
-    c, _ = fuse_parts({3: parts[2], 1: parts[0], 2: parts[1]}, artefact, random_state=11)
+    c, report = fuse_parts({3: parts[2], 1: parts[0], 2: parts[1]}, artefact,
+                           random_state=np.int64(11))
+    assert json.loads(json.dumps(report.to_dict()))["random_state"] == 11
     pd.testing.assert_frame_equal(a, b)
     pd.testing.assert_frame_equal(a, c)
     assert not a.equals(fuse_parts(parts, artefact, random_state=12).table)
