@@ -253,6 +253,13 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
                          f"{gate.get('random_state')}, classifier "
                          f"{policy.get('classifier') or 'from the artefact'}")]
     fact_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in facts)
+    docs = str(gate.get("data_docs") or "")
+    if docs.endswith(".validation.html"):
+        # the release report (astrid report) lives beside this page: <stem>.report/
+        stem = docs.rstrip("/").rsplit("/", 1)[-1][: -len(".validation.html")]
+        href = esc(f"{stem}.report/index.html")
+        fact_rows += (f'<tr><th>release report</th><td><a href="{href}">{href}</a> '
+                      "(groupings, plots and distribution checks)</td></tr>")
     verdict = "PASSED: the surrogate may be published" if ok else \
         "FAILED: the surrogate must not be published"
     return (
