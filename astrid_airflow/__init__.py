@@ -57,6 +57,11 @@ _EXPORTS: dict[str, str] = {
     "expected_intact_row_proportion": "_metrics",
     "largest_group_unique_share": "_metrics",
     "surrogate_utility": "_metrics",
+    # data fusion
+    "fuse_parts": "_fusion",
+    "collection_plan": "_fusion",
+    "FusionResult": "_fusion",
+    "CollectionPlan": "_fusion",
     # reports
     "write_report": "_report",
     "report_dir_for": "_report",
