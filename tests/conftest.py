@@ -7,14 +7,17 @@ loading are set here, before any test imports ``airflow``: the tests never touch
 
 from __future__ import annotations
 
+import atexit
 import os
 import pathlib
+import shutil
 import tempfile
 
 import pytest
 
 _REPO = pathlib.Path(__file__).resolve().parents[1]
 _AIRFLOW_HOME = pathlib.Path(tempfile.mkdtemp(prefix="astrid_airflow_home_"))
+atexit.register(shutil.rmtree, _AIRFLOW_HOME, ignore_errors=True)  # SQLite DB, logs
 os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(_REPO / "dags")
