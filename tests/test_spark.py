@@ -1,0 +1,249 @@
+"""GoldenEye surrogates on Spark: PySpark in local mode (``local[2]``, 1 GB driver).
+
+One Spark session for the module; tables are small. The module is marked slow: the JVM
+start-up alone takes 10-20 s and each surrogate runs a handful of Spark jobs.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import math
+import os
+import shutil
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark", reason="needs the 'spark' extra")
+
+from astrid_airflow import _spark
+from astrid_airflow._artefact import GroupingArtefact
+from astrid_airflow._errors import (
+    DataError,
+    SchemaMismatchError,
+    StoreError,
+)
+from astrid_airflow._metrics import intact_row_proportion
+from astrid_airflow._spark import (
+    spark_intact_row_proportion,
+    spark_shuffle_parquet,
+    spark_surrogate,
+)
+from astrid_airflow._surrogate import make_surrogate
+
+pytestmark = [
+    pytest.mark.slow,
+    # PySpark 4.3 warns that it does not fully support pandas 3 (see docs/scale-out.md)
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
+    pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
+]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if shutil.which("java") is None:
+        message = "PySpark needs a Java runtime (scripts/ci_system_deps.sh installs one)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from pyspark.sql import SparkSession
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        session = (SparkSession.builder.master("local[2]").appName("astrid-tests")
+                   .config("spark.driver.memory", "1g")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.sql.shuffle.partitions", "4")
+                   .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+                   .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def categorical_table(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    """Few levels per column, so rows repeat and P_anon is far from 0 and 1."""
+    rng = np.random.default_rng(seed)
+    y = rng.choice(["p", "q", "r"], n, p=[0.5, 0.3, 0.2])
+    return pd.DataFrame({
+        "a": rng.integers(0, 3, n),
+        "b": (rng.random(n) < 0.4).astype(np.int64) + (y == "p"),
+        "c": rng.choice(["u", "v"], n),
+        "d": rng.integers(0, 2, n).astype(float),
+        "e": np.where(rng.random(n) < 0.1, None, rng.choice(["s", "t"], n)),
+        "y": y,
+    })
+
+
+GROUPS = [["a", "b"], ["c"], ["d", "e"]]
+GROUPING = "a,b;c;d,e"
+
+
+def rows_of(frame: pd.DataFrame, cols) -> collections.Counter:
+    return collections.Counter(
+        tuple("<NA>" if pd.isna(v) else v for v in row)
+        for row in frame[cols].itertuples(index=False))
+
+
+def assert_goldeneye(orig: pd.DataFrame, surr: pd.DataFrame, groups, target="y") -> None:
+    assert list(surr.columns) == list(orig.columns)
+    assert len(surr) == len(orig)
+    assert collections.Counter(surr[target]) == collections.Counter(orig[target])
+    for label in orig[target].unique():
+        o, s = orig[orig[target] == label], surr[surr[target] == label]
+        for c in orig.columns:
+            assert rows_of(s, [c]) == rows_of(o, [c]), (label, c)
+        for cols in groups:  # a group's values travel together: whole original parts
+            assert rows_of(s, cols) == rows_of(o, cols), (label, cols)
+
+
+@pytest.mark.parametrize("window_rows", [1 << 16, 8], ids=["one-bucket", "many-buckets"])
+def test_surrogate_keeps_class_multisets_and_aligned_groups(spark, monkeypatch, window_rows):
+    monkeypatch.setattr(_spark, "WINDOW_ROWS", window_rows)
+    table = categorical_table()
+    df = spark.createDataFrame(table)
+    out = spark_surrogate(df, GROUPING, target="y", random_state=5)
+    assert out.schema == df.schema
+    surr = out.toPandas()
+    assert_goldeneye(table, surr, GROUPS)
+    # it did shuffle: some rows are broken up (identity would keep all of them)
+    assert intact_row_proportion(table, surr) < 0.9
+
+
+def test_same_seed_same_surrogate_other_seed_differs(spark):
+    table = categorical_table(200, seed=1)
+    df = spark.createDataFrame(table)
+
+    def run(seed):
+        frame = spark_surrogate(df, GROUPING, target="y", random_state=seed).toPandas()
+        return sorted(map(repr, frame.itertuples(index=False)))
+
+    first = run(3)
+    assert run(3) == first
+    assert run(4) != first
+
+
+def test_permutations_are_uniform_and_independent(spark):
+    # 600 classes of 3 rows; a and b both hold the row number within the class. In the
+    # surrogate, the pairing of a's and b's values in a class is the permutation
+    # pi_b o pi_a^-1, uniform over the 6 permutations if the two are uniform and
+    # independent. One Spark run gives 600 independent draws.
+    n_classes = 600
+    table = pd.DataFrame({"a": np.tile([0, 1, 2], n_classes),
+                          "b": np.tile([0, 1, 2], n_classes),
+                          "y": np.repeat(np.arange(n_classes), 3)})
+    surr = spark_surrogate(spark.createDataFrame(table), "a;b", target="y",
+                           random_state=17).toPandas()
+    perms = collections.Counter(
+        tuple(g.sort_values("a")["b"]) for _, g in surr.groupby("y"))
+    assert set(perms) <= set(itertools.permutations(range(3)))
+    assert sum(perms.values()) == n_classes
+    expected = n_classes / 6
+    chi2 = sum((perms.get(p, 0) - expected) ** 2 / expected
+               for p in itertools.permutations(range(3)))
+    assert chi2 < 20.5, perms  # chi-square, 5 df: P(chi2 > 20.5) = 0.001
+
+
+def test_intact_row_proportion_in_spark_matches_local(spark):
+    table = categorical_table(600, seed=2)
+    df = spark.createDataFrame(table)
+    # local reference distribution of P_anon under the same grouping
+    local = np.array([intact_row_proportion(table, s) for s in
+                      make_surrogate(table, GROUPING, target="y", random_state=0,
+                                     n_copies=200)])
+    measured = []
+    for seed in (1, 2, 3):
+        out = spark_surrogate(df, GROUPING, target="y", random_state=seed)
+        p_spark = spark_intact_row_proportion(df, out)
+        # the Spark statistic equals the local one on the same surrogate, exactly
+        assert p_spark == pytest.approx(intact_row_proportion(table, out.toPandas()),
+                                        abs=1e-12)
+        measured.append(p_spark)
+    se = local.std(ddof=1) / math.sqrt(len(measured))
+    assert 0.05 < local.mean() < 0.95
+    assert abs(np.mean(measured) - local.mean()) < 4 * se, (measured, local.mean(), se)
+
+
+def test_intact_row_proportion_edge_values(spark):
+    table = categorical_table(100, seed=4)
+    df = spark.createDataFrame(table)
+    assert spark_intact_row_proportion(df, df) == 1.0
+    other = spark.createDataFrame(table.assign(y="zz"))
+    assert spark_intact_row_proportion(df, other) == 0.0
+    with pytest.raises(DataError, match="lacks column"):
+        spark_intact_row_proportion(df, df.drop("c"))
+
+
+def artefact_for(table: pd.DataFrame, groups, target: str = "y") -> GroupingArtefact:
+    result = {"grouping": groups, "k": len(groups), "table": [], "target": target,
+              "classifier": {"preset": "svm"}, "scoring": "accuracy", "alpha": 0.05,
+              "n_search": 10, "n_test": 20, "random_state": 0}
+    return GroupingArtefact.from_result(result, table)
+
+
+def test_shuffle_parquet_writes_atomically_and_measures(spark, tmp_path):
+    import pyarrow.parquet as pq
+
+    table = categorical_table(300, seed=3)
+    src = tmp_path / "batch.parquet"
+    table.to_parquet(src, index=False)
+    art = artefact_for(table, GROUPS)
+    out = tmp_path / "out" / "surrogate.parquet"
+    res = spark_shuffle_parquet(src, art, out, random_state=9, spark=spark)
+    assert res.out == str(out) and res.rows == 300 and res.groups == 3 and res.seed == 9
+    surr = pq.read_table(out).to_pandas()
+    assert_goldeneye(table, surr[table.columns], GROUPS)
+    assert res.intact_row_proportion == pytest.approx(intact_row_proportion(table, surr))
+    assert set(res.to_dict()) == {"out", "rows", "groups", "intact_row_proportion", "seed",
+                                  "seconds"}
+    assert sorted(os.listdir(out.parent)) == ["surrogate.parquet"]  # no temporary left
+    # same seed and files: the same surrogate
+    again = spark_shuffle_parquet(src, art, tmp_path / "again", random_state=9,
+                                  spark=spark, metrics=False)
+    assert again.intact_row_proportion is None
+    assert rows_of(pq.read_table(tmp_path / "again").to_pandas(), list(table.columns)) == \
+        rows_of(surr, list(table.columns))
+    # an existing output is refused before any work, and replaced on request
+    with pytest.raises(StoreError, match="Refusing to overwrite"):
+        spark_shuffle_parquet(src, art, out, random_state=1, spark=spark)
+    spark_shuffle_parquet(src, art, out, random_state=1, spark=spark, overwrite=True,
+                          metrics=False)
+    assert sorted(os.listdir(out.parent)) == ["surrogate.parquet"]
+    assert rows_of(pq.read_table(out).to_pandas(), list(table.columns)) != \
+        rows_of(surr, list(table.columns))
+
+
+def test_shuffle_parquet_rejects_bad_input_and_publishes_nothing(spark, tmp_path):
+    table = categorical_table(60, seed=6)
+    art = artefact_for(table, GROUPS)
+    src = tmp_path / "renamed.parquet"
+    table.rename(columns={"c": "c2"}).to_parquet(src, index=False)
+    with pytest.raises(SchemaMismatchError, match="missing column"):
+        spark_shuffle_parquet(src, art, tmp_path / "o1", random_state=0, spark=spark)
+    with pytest.raises(DataError, match="Unreadable Parquet"):
+        spark_shuffle_parquet(tmp_path / "nope.parquet", art, tmp_path / "o2",
+                              random_state=0, spark=spark)
+    missing = tmp_path / "missing_class.parquet"
+    table.assign(y=table["y"].where(table.index % 7 != 0, None)).to_parquet(missing,
+                                                                            index=False)
+    with pytest.raises(DataError, match="missing value"):
+        spark_shuffle_parquet(missing, GROUPING, tmp_path / "o3", target="y",
+                              random_state=0, spark=spark)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "missing_class.parquet", "renamed.parquet"]
+
+
+def test_spark_surrogate_bad_input(spark):
+    table = categorical_table(30)
+    df = spark.createDataFrame(table)
+    with pytest.raises(DataError, match=r"pyspark\.sql\.DataFrame"):
+        spark_surrogate(table, GROUPING, target="y", random_state=0)
+    with pytest.raises(DataError, match="reserved"):
+        spark_surrogate(df.withColumnRenamed("c", "__astrid_rid"), "a,b;__astrid_rid;d,e",
+                        target="y", random_state=0)
+    with pytest.raises(DataError, match="not in the table"):
+        spark_surrogate(df.drop("y"), GROUPING, target="y", random_state=0)
