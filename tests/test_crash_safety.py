@@ -1,0 +1,245 @@
+"""Crash safety: a learner or shuffler killed with SIGKILL mid-write publishes nothing partial.
+
+Each test starts the real ``astrid`` command in a subprocess and kills it with SIGKILL
+(no cleanup handlers run) at a chosen point:
+
+* *fault injection*: a wrapper counts calls to one system call the writers use
+  (``os.fsync``, ``os.rename``, ``os.link``) and, at the k-th call, records where it is
+  (the calling stack) and blocks; the test then kills the process. Killing *before* the
+  k-th ``fsync``/``rename``/``link`` covers every step of the atomic write: files half
+  synced, a complete temporary directory not yet renamed, a renamed version whose
+  directory is not yet synced;
+* *after a delay*: the process is killed at a few wall-clock times (reading, fitting).
+
+After every kill: no version or surrogate is visible unless it is complete (a visible
+store version loads and validates; a visible surrogate is byte-identical to the one an
+undisturbed run writes), and the next run succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from astrid_airflow import make_synthetic
+from astrid_airflow._store import ArtefactStore
+
+HOOK = r"""
+import os, sys, time, traceback
+func, k, mark = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+real = getattr(os, func)
+publish_mark = os.rename  # captured before any hook
+count = [0]
+def hooked(*args, **kwargs):
+    count[0] += 1
+    if count[0] == k:
+        where = [f"{f.name}:{f.filename.rsplit('/', 1)[-1]}"
+                 for f in traceback.extract_stack()[:-1]][-4:]
+        with open(mark + ".tmp-mark", "w") as fh:
+            fh.write(" < ".join(reversed(where)))
+        publish_mark(mark + ".tmp-mark", mark)
+        time.sleep(120)
+    return real(*args, **kwargs)
+setattr(os, func, hooked)
+from astrid_airflow.cli import main
+sys.exit(main(sys.argv[4:]))
+"""
+
+LEARN = ["--target", "class", "--classifier", "nb", "--r-search", "2", "--r-test", "3",
+         "--seed", "0", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("crash_data")
+    make_synthetic(40, random_state=0).to_parquet(d / "syn.parquet", index=False)
+    return d
+
+
+def _spawn(argv: list[str], cwd: Path, func: str | None = None, k: int = 0,
+           mark: Path | None = None) -> subprocess.Popen:
+    if func is None:
+        cmd = [sys.executable, "-m", "astrid_airflow.cli", *argv]
+    else:
+        cmd = [sys.executable, "-c", HOOK, func, str(k), str(mark), *argv]
+    return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _kill_at(proc: subprocess.Popen, mark: Path, timeout: float = 90) -> str | None:
+    """Wait until the hook reports it is blocking, then SIGKILL; None if it never did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if mark.exists():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+            return mark.read_text()
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            assert proc.returncode == 0, f"the process failed by itself: {err[-2000:]}"
+            return None  # finished before the k-th call: nothing to kill
+        time.sleep(0.005)
+    proc.kill()
+    raise AssertionError("the process neither reached the kill point nor finished")
+
+
+def _kill_after(proc: subprocess.Popen, seconds: float) -> bool:
+    try:
+        proc.wait(seconds)
+        return False
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        return True
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=180)
+
+
+def _check_store(root: Path, name: str) -> list[str]:
+    """Every visible version is complete and valid; returns the visible versions."""
+    if not (root / name).exists():
+        return []
+    store = ArtefactStore(root)
+    try:
+        versions = store.versions(name)
+    except Exception:  # no visible version at all
+        versions = []
+    for row in store.list(name) if versions else []:
+        assert row["error"] is None, row
+        artefact = store.load(name, row["version"])
+        assert artefact.target == "class"
+        # the gate suite is written before artefact.json, so it is there too
+        json.loads(store.read_file(name, row["version"], "suite.json"))
+    for entry in os.listdir(root / name):
+        if entry.startswith("v"):
+            assert (root / name / entry / "artefact.json").is_file(), \
+                f"partial version directory visible: {entry}"
+    return versions
+
+
+# -------------------------------------------------------------------------- learner
+
+LEARN_POINTS = [("fsync", 1), ("fsync", 2), ("fsync", 3), ("fsync", 4), ("rename", 1)]
+
+
+@pytest.mark.parametrize("func,k", LEARN_POINTS, ids=[f"{f}{k}" for f, k in LEARN_POINTS])
+def test_learner_killed_mid_write_leaves_no_partial_version(data, tmp_path, func, k):
+    store = tmp_path / "store"
+    mark = tmp_path / "mark"
+    argv = ["learn", str(data / "syn.parquet"), *LEARN, "--store", str(store), "--name", "n"]
+    where = _kill_at(_spawn(argv, tmp_path, func, k, mark), mark)
+    assert where is not None and "_store.py" in where, where  # killed inside the save
+    visible = _check_store(store, "n")
+    # fsync 1-2: files of the temporary directory; fsync 3: that directory; rename 1: the
+    # complete temporary directory not yet renamed -> nothing visible. fsync 4: renamed,
+    # parent directory not yet synced -> the complete version is visible.
+    assert visible == (["v0001"] if (func, k) == ("fsync", 4) else []), (where, visible)
+    after = _run(argv, tmp_path)
+    assert after.returncode == 0, after.stderr
+    versions = _check_store(store, "n")
+    assert versions == [f"v{i:04d}" for i in range(1, len(visible) + 2)]
+
+
+def test_learner_kill_points_hit_the_store_write(data, tmp_path):
+    """The injected kill points really land inside the store's atomic write (so the test
+    above tests what it claims): the temporary directory exists, complete or not, and
+    no version is visible."""
+    store = tmp_path / "store"
+    mark = tmp_path / "mark"
+    argv = ["learn", str(data / "syn.parquet"), *LEARN, "--store", str(store), "--name", "n"]
+    where = _kill_at(_spawn(argv, tmp_path, "rename", 1, mark), mark)
+    assert where is not None and "_save_local" in where, where
+    hidden = [e for e in os.listdir(store / "n") if e.startswith(".saving-")]
+    assert len(hidden) == 1  # the complete temporary version, never renamed
+    assert sorted(os.listdir(store / "n" / hidden[0])) == ["artefact.json", "suite.json"]
+    assert _check_store(store, "n") == []
+    assert ArtefactStore(store).names() == []
+
+
+@pytest.mark.parametrize("delay", [0.5, 2.0, 4.0])
+def test_learner_killed_after_a_delay(data, tmp_path, delay):
+    store = tmp_path / "store"
+    argv = ["learn", str(data / "syn.parquet"), *LEARN, "--store", str(store), "--name", "n"]
+    _kill_after(_spawn(argv, tmp_path), delay)
+    visible = _check_store(store, "n")
+    after = _run(argv, tmp_path)
+    assert after.returncode == 0, after.stderr
+    assert _check_store(store, "n") == [f"v{i:04d}" for i in range(1, len(visible) + 2)]
+
+
+# ------------------------------------------------------------------------- shuffler
+
+@pytest.fixture(scope="module")
+def shuffle_setup(data, tmp_path_factory):
+    """A learned artefact and the surrogate an undisturbed run writes (the reference)."""
+    root = tmp_path_factory.mktemp("crash_shuffle")
+    r = _run(["learn", str(data / "syn.parquet"), *LEARN, "--store", str(root / "store"),
+              "--name", "n"], root)
+    assert r.returncode == 0, r.stderr
+    argv = ["shuffle", str(data / "syn.parquet"), "--artefact", str(root / "store" / "n"),
+            "--seed", "3", "--no-utility", "--out"]
+    r = _run([*argv, str(root / "reference.parquet")], root)
+    assert r.returncode == 0, r.stderr
+    return argv, (root / "reference.parquet").read_bytes()
+
+
+SHUFFLE_POINTS = [("fsync", 1), ("fsync", 2), ("link", 1)]
+
+
+@pytest.mark.parametrize("func,k", SHUFFLE_POINTS, ids=[f"{f}{k}" for f, k in SHUFFLE_POINTS])
+def test_shuffler_killed_mid_write_leaves_no_partial_surrogate(shuffle_setup, tmp_path, func,
+                                                               k):
+    argv, reference = shuffle_setup
+    out = tmp_path / "out" / "surrogate.parquet"
+    mark = tmp_path / "mark"
+    where = _kill_at(_spawn([*argv, str(out)], tmp_path, func, k, mark), mark)
+    assert where is not None, "the shuffler finished before the kill point"
+    assert "atomic" in where or "_publish_local" in where or "_fsync" in where, where
+    # Visible output: none, or the complete file.
+    if out.exists():
+        assert out.read_bytes() == reference
+    else:
+        assert func != "fsync" or k == 1 or "_fsync_dir" in where
+    visible = [p.name for p in out.parent.iterdir() if not p.name.startswith(".")] \
+        if out.parent.exists() else []
+    assert visible in ([], ["surrogate.parquet"])
+    again = [*argv, str(out)] + (["--overwrite"] if out.exists() else [])
+    r = _run(again, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == reference
+
+
+def test_shuffler_killed_before_publish_leaves_only_a_hidden_temporary(shuffle_setup,
+                                                                       tmp_path):
+    argv, reference = shuffle_setup
+    out = tmp_path / "surrogate.parquet"
+    mark = tmp_path / "mark"
+    where = _kill_at(_spawn([*argv, str(out)], tmp_path, "link", 1, mark), mark)
+    assert where is not None and "_publish_local" in where, where
+    assert not out.exists()
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".surrogate")]
+    assert len(leftovers) == 1 and leftovers[0].endswith(".tmp")  # hidden, never published
+    r = _run([*argv, str(out)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == reference
+
+
+@pytest.mark.parametrize("delay", [0.5, 2.5])
+def test_shuffler_killed_after_a_delay(shuffle_setup, tmp_path, delay):
+    argv, reference = shuffle_setup
+    out = tmp_path / "surrogate.parquet"
+    _kill_after(_spawn([*argv, str(out)], tmp_path), delay)
+    assert not out.exists() or out.read_bytes() == reference
+    r = _run([*argv, str(out)] + (["--overwrite"] if out.exists() else []), tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == reference
