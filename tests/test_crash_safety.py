@@ -243,3 +243,94 @@ def test_shuffler_killed_after_a_delay(shuffle_setup, tmp_path, delay):
     r = _run([*argv, str(out)] + (["--overwrite"] if out.exists() else []), tmp_path)
     assert r.returncode == 0, r.stderr
     assert out.read_bytes() == reference
+
+
+# ------------------------------------------------------------- retried Airflow tasks
+
+def _ctx(task_id: str) -> dict:
+    import types
+
+    ti = types.SimpleNamespace(dag_id="publish", run_id="scheduled__2026-03-01T00:00:00",
+                               task_id=task_id, map_index=-1)
+    return {"ti": ti, "run_id": ti.run_id}
+
+
+def _without_clock(text: str) -> str:
+    """Artefact JSON without the two fields that record *when* and *how long*."""
+    d = json.loads(text)
+    d.pop("created_at")
+    d["result"].pop("seconds")
+    return json.dumps(d, sort_keys=True)
+
+
+@pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
+def test_retried_learn_and_shuffle_tasks_reproduce_artefact_and_surrogate(data, tmp_path,
+                                                                          monkeypatch):
+    """Attempt 1 of each task dies mid-way (a non-AstridError, so Airflow retries); the
+    retry with the same task-instance context reproduces the artefact (identical JSON
+    apart from ``created_at`` and ``result.seconds``) and the surrogate byte for byte."""
+    from astrid_airflow.operators.learn import AstridLearnOperator
+    from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+
+    from astrid_airflow import _surrogate
+
+    def learn(store):
+        return AstridLearnOperator(task_id="learn", reference=str(data / "syn.parquet"),
+                                   store=str(store), name="n", classifier="nb", n_search=3,
+                                   n_test=5).execute(_ctx("learn"))
+
+    # attempt 1 computes the artefact, then the worker dies while saving it
+    captured = {}
+    real_save = ArtefactStore.save
+
+    def dying_save(self, name, artefact, **kw):
+        captured["json"] = artefact.to_json()
+        raise RuntimeError("worker lost")
+
+    monkeypatch.setattr(ArtefactStore, "save", dying_save)
+    with pytest.raises(RuntimeError, match="worker lost"):
+        learn(tmp_path / "store")
+    monkeypatch.setattr(ArtefactStore, "save", real_save)
+    retry = learn(tmp_path / "store")
+    assert retry["learned"] and retry["version"] == "v0001"
+    saved = (tmp_path / "store" / "n" / "v0001" / "artefact.json").read_text()
+    assert _without_clock(saved) == _without_clock(captured["json"])
+    # a second retry (the first retry's XCom push failed, say) does not learn again
+    again = learn(tmp_path / "store")
+    assert not again["learned"] and again["version"] == "v0001"
+    assert ArtefactStore(tmp_path / "store").versions("n") == ["v0001"]
+    # a fresh store with the same run gives the same artefact (same derived seed)
+    other = learn(tmp_path / "store2")
+    assert _without_clock((tmp_path / "store2" / "n" / "v0001" / "artefact.json")
+                          .read_text()) == _without_clock(saved)
+
+    def shuffle(out):
+        return GoldenEyeShuffleOperator(task_id="shuffle", table=str(data / "syn.parquet"),
+                                        store=str(tmp_path / "store"), artefact="n@v0001",
+                                        out=str(out), utility=False).execute(_ctx("shuffle"))
+
+    # attempt 1 dies half-way through writing the surrogate
+    out = tmp_path / "staging" / "surrogate.parquet"
+    real_write = _surrogate._write_shuffled
+    calls = []
+
+    def dying_write(*args, **kw):
+        calls.append(1)
+        real_write(*args, **kw)
+        raise RuntimeError("worker lost")
+
+    monkeypatch.setattr(_surrogate, "_write_shuffled", dying_write)
+    with pytest.raises(RuntimeError, match="worker lost"):
+        shuffle(out)
+    assert calls and not out.exists()
+    monkeypatch.setattr(_surrogate, "_write_shuffled", real_write)
+    first = shuffle(out)
+    bytes_first = out.read_bytes()
+    second = shuffle(out)  # a retry after a successful attempt overwrites with the same
+    assert out.read_bytes() == bytes_first
+    assert first["seed"] == second["seed"]
+    clean = shuffle(tmp_path / "clean" / "surrogate.parquet")
+    assert (tmp_path / "clean" / "surrogate.parquet").read_bytes() == bytes_first
+    assert clean["metrics"]["intact_row_proportion"] == first["metrics"][
+        "intact_row_proportion"]
+    assert other["version"] == "v0001"
