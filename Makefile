@@ -22,7 +22,7 @@ test: lint
 	$(PY) -m pytest
 
 demo: $(STAMP)
-	$(VENV)/bin/astrid learn astrid_airflow/data/synthetic.csv --target class --seed 0
+	VENV=$(VENV) bash scripts/demo.sh
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_astrid.py

@@ -34,7 +34,7 @@ from ._common import (
     store_url,
     translate_errors,
 )
-from .shuffle import split_ref
+from .shuffle import metrics_path, split_ref
 
 __all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
 
@@ -77,6 +77,10 @@ def _local_dir(target: ObjectStoragePath) -> Iterator[str]:
         yield tmp
         for entry in sorted(Path(tmp).iterdir()):
             atomic_copy(ObjectStoragePath("file://" + str(entry)), target / entry.name)
+
+
+def _url(path: ObjectStoragePath) -> str:
+    return path.path if is_local(path) else str(path)
 
 
 class SurrogateGateOperator(BaseOperator):
@@ -160,6 +164,7 @@ class SurrogateGateOperator(BaseOperator):
                 result = validate_surrogate(orig, surr, ref, policy=overrides,
                                             out_dir=outputs, random_state=seed)
         report = result.to_dict()
+        release_report = self._write_report(ref, original, surrogate, out_dir)
         validation = out_dir / Path(report["validation_json"]).name
         docs = out_dir / Path(report["data_docs"]).name
         receipt = {
@@ -177,6 +182,7 @@ class SurrogateGateOperator(BaseOperator):
                              for e in report["expectations"]],
             "policy": report["policy"],
             "random_state": result.random_state,
+            "report": release_report,
             "run_id": context.get("run_id"),
             "gated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         }
@@ -194,7 +200,34 @@ class SurrogateGateOperator(BaseOperator):
             "receipt": str(receipt_path),
             "validation": str(validation),
             "data_docs": str(docs),
+            "report": release_report,
             "artefact": receipt["artefact"],
             "observed": {e["name"]: e["observed_value"] for e in receipt["expectations"]
                          if isinstance(e["observed_value"], (int, float, str, bool))},
         })
+
+    def _write_report(self, ref: str, original: ObjectStoragePath,
+                      surrogate: ObjectStoragePath, out_dir: ObjectStoragePath) -> str | None:
+        """The release report beside the Data Docs (``<stem>.report/index.html``).
+
+        Written whether the gate passes or fails, so a reviewer sees why; a report that
+        cannot be written is logged and does not decide the release.
+        """
+        from astrid_airflow._errors import AstridError
+        from astrid_airflow._report import write_report
+
+        target = out_dir / f"{surrogate.stem}.report"
+        metrics_file = metrics_path(surrogate)
+        # the shuffle operator's receipt nests the SurrogateMetrics under "metrics"
+        metrics = json.loads(metrics_file.read_text())["metrics"] \
+            if metrics_file.exists() else None
+        try:
+            written = write_report(
+                ref, _url(target), original=_url(original), surrogate=_url(surrogate),
+                surrogate_metrics=metrics,
+                data_docs=f"../{surrogate.stem}.validation.html", overwrite=True)
+        except (AstridError, OSError) as exc:
+            self.log.warning("No release report for %s: %s", surrogate, exc)
+            return None
+        self.log.info("Release report: %s", written.index)
+        return str(written.index)

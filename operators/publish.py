@@ -136,6 +136,15 @@ class PublishSurrogateOperator(BaseOperator):
                     atomic_copy(src, archive / src.name)
         if metrics_path(surrogate).exists():
             atomic_copy(metrics_path(surrogate), archive / metrics_path(surrogate).name)
+        report_dir = None
+        if receipt.get("report"):
+            # the release report directory, file by file (its index.html last)
+            source = as_path(receipt["report"], "report").parent
+            report_dir = archive / source.name
+            files = sorted((p for p in source.iterdir() if p.is_file()),
+                           key=lambda p: p.name == "index.html")
+            for entry in files:
+                atomic_copy(entry, report_dir / entry.name)
         # 2. the current release, in one rename
         atomic_copy(surrogate, destination)
         # 3. its manifest
@@ -151,6 +160,7 @@ class PublishSurrogateOperator(BaseOperator):
             if receipt.get("validation") else None,
             "data_docs": str(archive / as_path(receipt["data_docs"], "data_docs").name)
             if receipt.get("data_docs") else None,
+            "report": str(report_dir / "index.html") if report_dir else None,
             "expectations": receipt.get("expectations"),
             "run_id": context.get("run_id"),
             "published_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

@@ -65,6 +65,8 @@ def main(argv: list[str]) -> int:
     print(f"  archived      {_local(manifest['archived'])}")
     print(f"Validation      {_local(manifest['validation'])}")
     print(f"Data Docs       {_local(manifest['data_docs'])}")
+    if manifest.get("report"):
+        print(f"Release report  {_local(manifest['report'])}")
     print(f"Metrics         {archive / 'surrogate.metrics.json'}")
     print()
     print("Key metrics")

@@ -361,8 +361,10 @@ class TestPublish:
         assert (archived / "surrogate.parquet").read_bytes() == staged.path.read_bytes()
         assert {p.name for p in archived.iterdir()} == {
             "surrogate.parquet", "surrogate.gate.json", "surrogate.validation.json",
-            "surrogate.validation.html", "surrogate.metrics.json"}
+            "surrogate.validation.html", "surrogate.metrics.json", "surrogate.report"}
+        assert (archived / "surrogate.report" / "index.html").is_file()
         manifest = json.loads((tmp_path / "pub" / "surrogate.release.json").read_text())
+        assert manifest["report"].endswith("releases/manual__1/surrogate.report/index.html")
         assert manifest["sha256"] == out["sha256"] == extra["sha256"]
         assert extra["archived"].endswith("releases/manual__1/surrogate.parquet")
         assert not [p for p in (tmp_path / "pub").iterdir() if ".tmp" in p.name]
@@ -390,7 +392,8 @@ class TestPublish:
         copy_dir = tmp_path / "stage"
         copy_dir.mkdir()
         for p in staged.path.parent.iterdir():
-            shutil.copy(p, copy_dir / p.name)
+            if p.is_file():
+                shutil.copy(p, copy_dir / p.name)
         receipt = json.loads((copy_dir / "surrogate.gate.json").read_text())
         receipt["surrogate"] = "file://" + str(copy_dir / "surrogate.parquet")
         (copy_dir / "surrogate.gate.json").write_text(json.dumps(receipt))
