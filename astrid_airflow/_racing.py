@@ -12,9 +12,12 @@ the 2-split scores t_i. Racing (Maron & Moore 1997, Hoeffding races; Birattari e
 * **Elimination.** After each round, the leader is the candidate with the highest mean
   (ties: earliest, as the exact argmax). A candidate j is dropped when the upper
   confidence bound of its mean paired difference to the leader is below 0:
-  ``mean(d_j) + t_{1-g, n-1} sd(d_j) / sqrt(n) < 0``, with ``g = risk / (2 (J-1) L)``
-  (Bonferroni over the J − 1 comparisons and L looks; a Student-t bound, i.e. a normal
-  approximation to the mean of n paired differences, not a distribution-free one).
+  ``mean(d_j) + t_{1-g, n-1} sd(d_j) / sqrt(n) < 0``, with ``g = risk / (2 (J-1))``
+  (Bonferroni over the J − 1 comparisons of a look; a Student-t bound, i.e. a normal
+  approximation to the mean of n paired differences). As in F-race, the bounds are not
+  corrected for the repeated looks: an error of the race can only change which grouping
+  is then *tested*, never the validity of its p-value, which is computed on other rows
+  from independent draws.
 * **Stopping.** When one candidate remains; or when every remaining candidate is
   within the indifference zone ``delta`` of the leader (its upper bound is at most
   ``delta``: the leader is delta-optimal, Bechhofer's indifference-zone formulation);
@@ -69,8 +72,7 @@ def race_argmax(evaluate: Evaluate, n_candidates: int, *, budget: int, batch: in
     scores = np.zeros((n_candidates, budget))
     rounds = np.zeros(n_candidates, dtype=int)
     alive = list(range(n_candidates))
-    looks = max(1, math.ceil(budget / batch))
-    level = risk / (2.0 * max(1, n_candidates - 1) * looks)
+    level = risk / (2.0 * max(1, n_candidates - 1))
     n, stop = 0, "budget"
     while n < budget:
         count = min(batch, budget - n)
@@ -107,8 +109,7 @@ def race_ranking(evaluate: Evaluate, n_items: int, *, budget: int, batch: int,
                  delta: float, risk: float) -> RaceOutcome:
     """Means of all items, drawn until neighbours in the ranking are resolved."""
     scores = np.zeros((n_items, budget))
-    looks = max(1, math.ceil(budget / batch))
-    level = risk / (2.0 * max(1, n_items - 1) * looks)
+    level = risk / (2.0 * max(1, n_items - 1))
     n, stop = 0, "budget"
     everyone = list(range(n_items))
     while n < budget:

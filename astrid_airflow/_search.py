@@ -69,6 +69,7 @@ def astrid(
     adaptive_risk: float = 0.01,
     adaptive_delta: float = 0.01,
     adaptive_batch: int = 10,
+    adaptive_race_risk: float = 0.05,
 ) -> AstridResult:
     """Find the highest-cardinality grouping not rejected at level ``alpha``.
 
@@ -113,6 +114,8 @@ def astrid(
         ``adaptive_delta`` of the leader's are treated as ties.
     adaptive_batch : int, default=10
         Permutations per candidate and round (racing) and per look (p-values).
+    adaptive_race_risk : float, default=0.05
+        Error level of each look's racing bounds (Bonferroni over the candidates).
 
     Returns
     -------
@@ -134,6 +137,8 @@ def astrid(
     if adaptive:
         if not isinstance(adaptive_risk, float) or not 0.0 < adaptive_risk < 1.0:
             _bad("adaptive_risk", adaptive_risk)
+        if not isinstance(adaptive_race_risk, float) or not 0.0 < adaptive_race_risk < 1.0:
+            _bad("adaptive_race_risk", adaptive_race_risk)
         if not isinstance(adaptive_delta, (int, float)) or not 0.0 <= adaptive_delta < 1.0:
             _bad("adaptive_delta", adaptive_delta)
     prep = prepare(data, target, min_rows_per_class=4)
@@ -167,7 +172,7 @@ def astrid(
             fit_data, attrs, run, start, common, n_fits_exact,
             seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search, n_test=n_test,
             alpha=alpha, risk=adaptive_risk, delta=float(adaptive_delta),
-            batch=adaptive_batch)
+            batch=adaptive_batch, race_risk=adaptive_race_risk)
 
     def reward(groupings: list[tuple[tuple[int, ...], ...]], seeds, desc: str) -> np.ndarray:
         nonlocal n_fits
@@ -237,12 +242,13 @@ def _bad(name: str, value: object):
 
 
 def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search,
-              n_test, alpha, risk, delta, batch) -> AstridResult:
+              n_test, alpha, risk, delta, batch, race_risk) -> AstridResult:
     """Alg. 1 with racing and sequential p-values (see the module docstring)."""
     base_ss, sort_ss, halve_ss, p_ss = seeds
     m = len(attrs)
     fits = {"baseline": 1, "sorting": 0, "splits": 0, "p_values": 0}
-    record: dict = {"risk": risk, "delta": delta, "batch": batch, "sorting": []}
+    record: dict = {"risk": risk, "race_risk": race_risk, "delta": delta, "batch": batch,
+                    "sorting": []}
 
     def scores_of(kind: str, parts, round_seeds, first: int, count: int) -> np.ndarray:
         # Common random numbers: round r uses round_seeds[r] for every candidate.
@@ -259,7 +265,7 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
         round_seeds = next(step_seeds).spawn(n_search)
         out = race_argmax(lambda idx, first, count: scores_of(
             "sorting", [parts[i] for i in idx], round_seeds, first, count),
-            len(parts), budget=n_search, batch=batch, delta=delta, risk=risk)
+            len(parts), budget=n_search, batch=batch, delta=delta, risk=race_risk)
         record["sorting"].append({"candidates": len(parts), "rounds": out.rounds.tolist(),
                                   "stop": out.stop, "means": out.means})
         # An eliminated candidate's mean covers fewer rounds and may exceed the winner's
@@ -284,7 +290,7 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
     parts = [(tuple(detached[:i]), tuple(detached[i:])) for i in range(1, m)]
     ranked = race_ranking(lambda idx, first, count: scores_of(
         "splits", [parts[i] for i in idx], split_seeds, first, count),
-        len(parts), budget=n_search, batch=batch, delta=delta, risk=risk)
+        len(parts), budget=n_search, batch=batch, delta=delta, risk=race_risk)
     record["splits"] = {"rounds": int(ranked.rounds[0]), "stop": ranked.stop}
     t = ranked.means
     groupings = {1: Grouping([order])}
