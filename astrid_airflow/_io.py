@@ -20,10 +20,16 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
     """Read a table from a DataFrame, CSV, Parquet or ARFF file (or fsspec URL).
 
     Missing values stay missing (``NaN``/``<NA>``); nominal ARFF attributes become
-    pandas categoricals with the declared categories.
+    pandas categoricals with the declared categories. A PostgreSQL URL with a table or
+    a query (``postgresql://user@host/db?table=public.patients``) is read with
+    :func:`~astrid_airflow._sql.read_sql` (typed, streamed in chunks).
     """
     if isinstance(source, pd.DataFrame):
         return source
+    if isinstance(source, str) and _is_sql_url(source):
+        from ._sql import read_sql
+
+        return read_sql(source)
     if not isinstance(source, (str, os.PathLike)):
         raise DataError(f"Cannot read a table from {type(source).__name__}; "
                         "pass a DataFrame or a path to a CSV, Parquet or ARFF file.")
@@ -43,6 +49,12 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
         raise
     except Exception as exc:  # parsers raise many types; the user needs one line
         raise DataError(f"Unreadable file {path!r}: {type(exc).__name__}: {exc}") from None
+
+
+def _is_sql_url(text: str) -> bool:
+    # cheap prefix test, so reading files never imports the SQL module
+    head = text.lstrip()[:24].lower()
+    return head.startswith(("postgresql://", "postgresql+", "postgres://", "postgres+"))
 
 
 def _read_arff(path: str) -> pd.DataFrame:

@@ -35,6 +35,7 @@ from ._common import (
     translate_errors,
 )
 from .shuffle import metrics_path, split_ref
+from .sql import TableRef, as_table, local_table, sql_errors
 
 __all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
 
@@ -89,7 +90,8 @@ class SurrogateGateOperator(BaseOperator):
     Parameters
     ----------
     original : str or ObjectStoragePath
-        The table the surrogate was made from (templated).
+        The table the surrogate was made from: a file, or a database table
+        ``conn://CONN_ID/SCHEMA.TABLE`` (templated).
     surrogate : str or ObjectStoragePath
         The staged surrogate (templated).
     store : str or ObjectStoragePath
@@ -142,13 +144,14 @@ class SurrogateGateOperator(BaseOperator):
         from astrid_airflow._gate import validate_surrogate
         from astrid_airflow._store import ArtefactStore
 
-        original = as_path(self.original, "original")
+        original = as_table(self.original, "original")
         surrogate = as_path(self.surrogate, "surrogate")
         out_dir = as_path(self.out_dir, "out_dir") if self.out_dir else surrogate.parent
         root = store_url(as_path(self.store, "store"))
         seed = resolve_seed(self.random_state, context)
         overrides = policy_overrides(self.policy)
-        with translate_errors(f"Cannot gate {surrogate}"):
+        with translate_errors(f"Cannot gate {surrogate}"), \
+                sql_errors(f"Cannot read {original}"):
             name, version = split_ref(self.artefact)
             name = name or (str(self.name) if self.name else None)
             if not name:
@@ -159,12 +162,15 @@ class SurrogateGateOperator(BaseOperator):
             digest = sha256_of(surrogate)
             # a remote surrogate is downloaded under its own name, so the outputs keep
             # the staged file's stem
-            with local_input(original) as orig, local_input(surrogate) as surr, \
+            with local_table(original) as orig, local_input(surrogate) as surr, \
                     _local_dir(out_dir) as outputs:
                 result = validate_surrogate(orig, surr, ref, policy=overrides,
                                             out_dir=outputs, random_state=seed)
+                # a database original exists only as this temporary dump
+                release_report = self._write_report(
+                    ref, orig if isinstance(original, TableRef) else original, surrogate,
+                    out_dir)
         report = result.to_dict()
-        release_report = self._write_report(ref, original, surrogate, out_dir)
         validation = out_dir / Path(report["validation_json"]).name
         docs = out_dir / Path(report["data_docs"]).name
         receipt = {
@@ -206,7 +212,7 @@ class SurrogateGateOperator(BaseOperator):
                          if isinstance(e["observed_value"], (int, float, str, bool))},
         })
 
-    def _write_report(self, ref: str, original: ObjectStoragePath,
+    def _write_report(self, ref: str, original: ObjectStoragePath | str,
                       surrogate: ObjectStoragePath, out_dir: ObjectStoragePath) -> str | None:
         """The release report beside the Data Docs (``<stem>.report/index.html``).
 
@@ -223,7 +229,9 @@ class SurrogateGateOperator(BaseOperator):
             if metrics_file.exists() else None
         try:
             written = write_report(
-                ref, _url(target), original=_url(original), surrogate=_url(surrogate),
+                ref, _url(target),
+                original=original if isinstance(original, str) else _url(original),
+                surrogate=_url(surrogate),
                 surrogate_metrics=metrics,
                 data_docs=f"../{surrogate.stem}.validation.html", overwrite=True)
         except (AstridError, OSError) as exc:

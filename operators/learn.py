@@ -17,7 +17,6 @@ from airflow.sdk import BaseOperator
 from ._common import (
     as_path,
     json_small,
-    local_input,
     policy_overrides,
     resolve_seed,
     store_url,
@@ -27,6 +26,7 @@ from ._common import (
     translate_errors,
 )
 from .assets import emit_alias_events
+from .sql import as_table, local_table, sql_errors
 
 __all__ = ["AstridLearnOperator"]
 
@@ -37,7 +37,9 @@ class AstridLearnOperator(BaseOperator):
     Parameters
     ----------
     reference : str or ObjectStoragePath
-        The reference table: CSV, Parquet or ARFF, local path or URL (templated).
+        The reference table: CSV, Parquet or ARFF, local path or URL, or a database
+        table ``conn://CONN_ID/SCHEMA.TABLE`` (see ``astrid_airflow.operators.sql``)
+        (templated).
     store : str or ObjectStoragePath
         Root of the artefact store (templated).
     name : str
@@ -114,15 +116,16 @@ class AstridLearnOperator(BaseOperator):
         from astrid_airflow._search import astrid
         from astrid_airflow._store import ArtefactStore
 
-        reference = as_path(self.reference, "reference")
+        reference = as_table(self.reference, "reference")
         root = store_url(as_path(self.store, "store"))
         name = str(self.name)
         target = str(self.target)
         force = to_bool(self.force, "force")
         seed = resolve_seed(self.random_state, context)
         started = time.perf_counter()
-        with translate_errors(f"Cannot learn {name!r} from {reference}"):
-            with local_input(reference) as local:
+        with translate_errors(f"Cannot learn {name!r} from {reference}"), \
+                sql_errors(f"Cannot read {reference}"):
+            with local_table(reference) as local:
                 table = read_table(local)
             if to_bool(self.clean, "clean"):
                 check_table(table, target)

@@ -15,6 +15,11 @@ immutable archive path carried by the Asset event.
 The operator releases only a file whose gate receipt (written by
 ``SurrogateGateOperator``) says it passed *and* whose bytes still hash to the value the
 gate judged: a failed, missing or stale receipt fails the task and publishes nothing.
+
+A database destination (``conn://CONN_ID/SCHEMA.TABLE``, see ``operators/sql.py``) is
+loaded into a staging table and swapped in within one transaction
+(``astrid_airflow._sql.publish_table``); the table's comment and
+``<stem>.release.json`` beside the staged file record the release.
 """
 
 from __future__ import annotations
@@ -28,9 +33,19 @@ from typing import Any
 from airflow.sdk import Asset, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from ._common import as_path, atomic_copy, atomic_write_text, json_small, sha256_of
+from ._common import (
+    as_path,
+    atomic_copy,
+    atomic_write_text,
+    json_small,
+    local_input,
+    sha256_of,
+    to_float,
+    translate_errors,
+)
 from .gate import gate_receipt_path
 from .shuffle import metrics_path
+from .sql import TableRef, as_table, database_source, sql_errors
 
 __all__ = ["PublishSurrogateOperator", "release_id_from_run"]
 
@@ -54,12 +69,17 @@ class PublishSurrogateOperator(BaseOperator):
         The staged surrogate (templated).
     destination : str or ObjectStoragePath
         The published file, e.g. ``.../published/synthetic/surrogate.parquet``; its
-        suffix should match the surrogate's (templated).
+        suffix should match the surrogate's. Or a database table
+        ``conn://CONN_ID/SCHEMA.TABLE``, created with the original's column types and
+        swapped in atomically (templated).
     receipt : str or ObjectStoragePath, optional
         The gate receipt; default ``<surrogate stem>.gate.json`` beside the surrogate
         (templated).
     release_id : str, optional
         Name of the release directory; default derived from the run id (templated).
+    lock_timeout : float, default 30
+        Database destinations: seconds to wait for readers of the old release before
+        the swap gives up (a retryable failure; nothing changes) (templated).
 
     Returns (XCom)
     --------------
@@ -73,17 +93,20 @@ class PublishSurrogateOperator(BaseOperator):
     ``{"release_id", "published", "archived", "sha256", "artefact"}``.
     """
 
-    template_fields: Sequence[str] = ("surrogate", "destination", "receipt", "release_id")
+    template_fields: Sequence[str] = ("surrogate", "destination", "receipt", "release_id",
+                                      "lock_timeout")
     ui_color = "#cfe2ff"
 
     def __init__(self, *, surrogate: Any, destination: Any, receipt: Any = None,
-                 release_id: str | None = None, **kwargs: Any) -> None:
+                 release_id: str | None = None, lock_timeout: float | str = 30.0,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.surrogate = surrogate
         self.destination = destination
         self.receipt = receipt
         self.release_id = release_id
+        self.lock_timeout = lock_timeout
 
     def _read_receipt(self, surrogate: Any) -> tuple[Any, dict[str, Any]]:
         path = as_path(self.receipt, "receipt") if self.receipt else \
@@ -103,7 +126,7 @@ class PublishSurrogateOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         surrogate = as_path(self.surrogate, "surrogate")
-        destination = as_path(self.destination, "destination")
+        destination = as_table(self.destination, "destination")
         if not surrogate.exists():
             raise AirflowFailException(f"Refusing to publish: no staged surrogate at "
                                        f"{surrogate}.")
@@ -124,6 +147,9 @@ class PublishSurrogateOperator(BaseOperator):
         if _UNSAFE.search(release_id) or release_id.startswith("."):
             raise AirflowFailException(f"Invalid release_id {release_id!r}: use letters, "
                                        "digits, '.', '_' and '-'.")
+        if isinstance(destination, TableRef):
+            return self._publish_table(context, surrogate, destination, receipt, digest,
+                                       release_id)
         archive = destination.parent / "releases" / release_id
         archived = archive / destination.name
         # 1. the immutable archive (file, receipt, validation JSON and Data Docs)
@@ -175,4 +201,51 @@ class PublishSurrogateOperator(BaseOperator):
                 events[outlet].extra = dict(extra)
         self.log.info("Published release %s: %s (sha256 %s…).", release_id, destination,
                       digest[:12])
+        return json_small({**extra, "manifest": str(manifest_path)})
+
+    def _publish_table(self, context: Any, surrogate: Any, destination: TableRef,
+                       receipt: dict[str, Any], digest: str, release_id: str) -> dict[str, Any]:
+        """Load the gated file into a staging table and swap it in, in one transaction."""
+        from astrid_airflow._sql import publish_table
+
+        lock_timeout = to_float(self.lock_timeout, "lock_timeout")
+        published_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        comment = {"astrid_release": release_id, "sha256": digest,
+                   "artefact": receipt.get("artefact"), "run_id": context.get("run_id"),
+                   "published_at": published_at}
+        with translate_errors(f"Cannot publish {surrogate} to {destination}"), \
+                sql_errors(f"Cannot publish {surrogate} to {destination}"), \
+                local_input(surrogate) as local:
+            info = publish_table(local, database_source(destination), comment=comment,
+                                 lock_timeout=lock_timeout)
+        manifest_path = surrogate.parent / f"{surrogate.stem}.release.json"
+        manifest = {
+            "release_id": release_id,
+            "published": str(destination),
+            "table": info["table"],
+            "rows": info["rows"],
+            "columns": info["columns"],
+            "archived": str(surrogate),
+            "sha256": digest,
+            "artefact": receipt.get("artefact"),
+            "original": receipt.get("original"),
+            "validation": receipt.get("validation"),
+            "data_docs": receipt.get("data_docs"),
+            "report": receipt.get("report"),
+            "expectations": receipt.get("expectations"),
+            "swap_seconds": info["swap_seconds"],
+            "run_id": context.get("run_id"),
+            "published_at": published_at,
+        }
+        atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
+        extra = {"release_id": release_id, "published": str(destination),
+                 "archived": str(surrogate), "sha256": digest,
+                 "artefact": receipt.get("artefact"), "table": info["table"],
+                 "rows": info["rows"]}
+        events = context.get("outlet_events")
+        for outlet in self.outlets or []:
+            if isinstance(outlet, Asset) and events is not None:
+                events[outlet].extra = dict(extra)
+        self.log.info("Published release %s into table %s (%d rows, swap %.3f s).",
+                      release_id, info["table"], info["rows"], info["swap_seconds"])
         return json_small({**extra, "manifest": str(manifest_path)})

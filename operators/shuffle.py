@@ -19,13 +19,13 @@ from ._common import (
     as_path,
     atomic_write_text,
     json_small,
-    local_input,
     local_output,
     resolve_seed,
     store_url,
     to_bool,
     translate_errors,
 )
+from .sql import as_table, local_table, sql_errors
 
 __all__ = ["GoldenEyeShuffleOperator", "metrics_path", "split_ref"]
 
@@ -54,7 +54,8 @@ class GoldenEyeShuffleOperator(BaseOperator):
     ----------
     table : str or ObjectStoragePath
         The table to shuffle: the reference table or a new batch with its schema;
-        ``.parquet`` or ``.csv`` (templated).
+        ``.parquet`` or ``.csv``, or a database table ``conn://CONN_ID/SCHEMA.TABLE``
+        (streamed into a temporary Parquet file first) (templated).
     store : str or ObjectStoragePath
         Root of the artefact store (templated).
     artefact : str
@@ -105,14 +106,14 @@ class GoldenEyeShuffleOperator(BaseOperator):
         from astrid_airflow._store import ArtefactStore
         from astrid_airflow._surrogate import ProtectsNothingWarning, shuffle_file
 
-        table = as_path(self.table, "table")
+        table = as_table(self.table, "table")
         out = as_path(self.out, "out")
         root = store_url(as_path(self.store, "store"))
         seed = resolve_seed(self.random_state, context)
         utility = to_bool(self.utility, "utility")
         started = time.perf_counter()
         metrics: dict[str, Any] = {}
-        with translate_errors(f"Cannot shuffle {table}"):
+        with translate_errors(f"Cannot shuffle {table}"), sql_errors(f"Cannot read {table}"):
             name, version = split_ref(self.artefact)
             name = name or (str(self.name) if self.name else None)
             if not name:
@@ -121,7 +122,7 @@ class GoldenEyeShuffleOperator(BaseOperator):
             store = ArtefactStore(root)
             version = store.resolve(name, version)
             artefact = store.load(name, version)
-            with local_input(table) as src, local_output(out) as dst:
+            with local_table(table) as src, local_output(out) as dst:
                 def measure(tmps: list) -> None:
                     # On the complete temporary output: raising here stages nothing.
                     metrics.update(surrogate_metrics(src, tmps[0], artefact,
