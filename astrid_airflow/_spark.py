@@ -153,74 +153,117 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     Returns
     -------
     pyspark.sql.DataFrame
-        The same columns and types; per class the same rows count, every column's
-        multiset and every group's multiset of row parts.
+        The same columns and types; per class the same row count, every column's
+        multiset and every group's multiset of row parts. Evaluating it fails (Spark
+        ``assert_true``) if a slot does not get exactly one part of every group, which
+        happens only if ``df`` changed between the counting job and the evaluation.
 
     Notes
     -----
     Runs two jobs at once: the class sizes (rejecting missing classes) and the bucket
-    counts of every group; the returned DataFrame does the rest when written.
+    counts of every group; the returned DataFrame does the rest when written, in two
+    shuffles whatever the number of groups (see the module docstring).
     """
     _, Window, F = _pyspark()
     grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
     columns = _check_spark_table(df, grouping, target, artefact)
     _warn_if_one_group(grouping)
     spark = df.sparkSession
-    seeds = _group_seeds(random_state, grouping.k)
+    k = grouping.k
+    seeds = _group_seeds(random_state, k)
     sizes = _class_sizes(df, target)
     bits = _bucket_bits(sizes, spark.sparkContext.defaultParallelism)
-
-    base = df.withColumn(_RID, F.monotonically_increasing_id())
 
     def key(g: int) -> Any:
         return F.xxhash64(F.lit(seeds[g]).cast("long"), F.col(_RID))
 
-    def bucket(k: Any) -> Any:
-        return F.shiftrightunsigned(k, 64 - bits) if bits else F.lit(0).cast("long")
+    def bucket(key_col: Any) -> Any:
+        return F.shiftrightunsigned(key_col, 64 - bits) if bits else F.lit(0).cast("long")
 
-    # One aggregation counts the rows of every (group, class, bucket).
-    per_group = F.explode(F.array(*[
-        F.struct(F.lit(g).alias(_GROUP), bucket(key(g)).alias(_BUCKET))
-        for g in range(grouping.k)]))
-    counts = (base.select(target, per_group.alias("gb"))
-              .select(target, "gb.*").groupBy(_GROUP, target, _BUCKET).count().collect())
-    offsets = _offsets(counts, target, bits)
-    schema = _offset_schema(df, target)
+    base = df.withColumn(_RID, F.monotonically_increasing_id())
+    # 1. One aggregation counts the rows of every (group, class, bucket).
+    narrow = F.explode(F.array(*[
+        F.struct(F.lit(g).alias(_GROUP), bucket(key(g)).alias(_BUCKET)) for g in range(k)]))
+    counts = (base.select(target, narrow.alias("p")).select(target, "p.*")
+              .groupBy(_GROUP, target, _BUCKET).count().collect())
+    off = spark.createDataFrame(_offsets(counts, target), schema=_offset_schema(df, target))
+
+    # 2. "Long" rows: one per (input row, group), the group's columns in typed slots (a
+    #    slot per type and position, so G groups share a few columns, not G x m).
+    types = {c: df.schema[c].dataType for c in columns}
+    slot_of, slot_type = _slots(grouping, types)
     parts = []
     for g, cols in enumerate(grouping.groups):
-        off = spark.createDataFrame(offsets[g], schema=schema)
-        part = (base.select(target, _RID, *cols, key(g).alias(_KEY))
-                .withColumn(_BUCKET, bucket(F.col(_KEY)))
-                .join(F.broadcast(off), on=[target, _BUCKET]))
-        window = Window.partitionBy(target, _BUCKET).orderBy(_KEY, _RID)
-        part = part.select(target, *cols,
-                           (F.col(_OFFSET) + F.row_number().over(window) - 1).alias(_RANK))
-        parts.append(part)
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.join(part, on=[target, _RANK])
-    return out.select(*columns)
+        mine = {slot_of[c]: F.col(c) for c in cols}
+        parts.append(F.struct(
+            F.lit(g).alias(_GROUP), key(g).alias(_KEY),
+            *[mine.get(s, F.lit(None).cast(t)).alias(s) for s, t in slot_type.items()]))
+    long = (base.select(target, _RID, F.explode(F.array(*parts)).alias("p"))
+            .select(target, _RID, "p.*").withColumn(_BUCKET, bucket(F.col(_KEY))))
+    # rank of the row within its class in group g's random order (key, then id)
+    by_key = Window.partitionBy(_GROUP, target, _BUCKET).orderBy(_KEY, _RID)
+    long = (long.join(F.broadcast(off), on=[_GROUP, target, _BUCKET])
+            .withColumn(_RANK, F.col(_OFFSET) + F.row_number().over(by_key) - 1)
+            .select(target, _RANK, _GROUP, *slot_type))
+
+    # 3. Slot (class, rank) takes group g's columns from its group-g row.
+    slot = Window.partitionBy(target, _RANK)
+    check = F.assert_true(
+        (F.count(F.lit(1)).over(slot) == k)
+        & (F.size(F.collect_set(_GROUP).over(slot)) == k),
+        F.lit("GoldenEye slot without exactly one part per group: the input changed "
+              "between jobs (persist or checkpoint it)"))
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    picked = {c: F.first(F.when(F.col(_GROUP) == group_of[c], F.col(slot_of[c])),
+                         ignorenulls=True).over(slot).alias(c)
+              for c in columns if c != target}
+    # the check feeds the filter, so column pruning cannot drop it
+    out = long.select(target, F.when(check.isNull(), F.col(_GROUP)).alias(_GROUP),
+                      *picked.values())
+    return out.where(F.col(_GROUP) == 0).select(*columns)
 
 
-def _offsets(counts: Sequence[Any], target: str, bits: int) -> dict[int, list[tuple]]:
-    """Rows ``(class, bucket, offset)`` per group: rows of the class in lower buckets."""
+def _slots(grouping: Grouping, types: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """Typed slots: column -> slot name, and slot name -> Spark type.
+
+    The j-th column of type T within a group goes to slot (T, j); there are as many
+    slots of type T as the largest count of T-columns in one group.
+    """
+    slot_of: dict[str, str] = {}
+    slot_type: dict[str, Any] = {}
+    names: dict[tuple[str, int], str] = {}
+    for cols in grouping.groups:
+        seen: dict[str, int] = {}
+        for c in cols:
+            t = types[c]
+            j = seen.get(t.json(), 0)
+            seen[t.json()] = j + 1
+            name = names.setdefault((t.json(), j), f"__astrid_s{len(names)}")
+            slot_of[c] = name
+            slot_type[name] = t
+    return slot_of, slot_type
+
+
+def _offsets(counts: Sequence[Any], target: str) -> list[tuple]:
+    """Rows ``(group, class, bucket, offset)``: rows of the class in lower buckets."""
     table: dict[tuple[int, Any], dict[int, int]] = {}
     for r in counts:
         table.setdefault((int(r[_GROUP]), r[target]), {})[int(r[_BUCKET])] = int(r["count"])
-    out: dict[int, list[tuple]] = {}
+    out = []
     for (g, cls), by_bucket in table.items():
         running = 0
         for b in sorted(by_bucket):
-            out.setdefault(g, []).append((cls, b, running))
+            out.append((g, cls, b, running))
             running += by_bucket[b]
     return out
 
 
 def _offset_schema(df: Any, target: str) -> Any:
-    from pyspark.sql.types import LongType, StructField, StructType
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
     field = df.schema[target]
-    return StructType([StructField(target, field.dataType, False),
+    return StructType([StructField(_GROUP, IntegerType(), False),
+                       StructField(target, field.dataType, False),
                        StructField(_BUCKET, LongType(), False),
                        StructField(_OFFSET, LongType(), False)])
 

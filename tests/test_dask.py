@@ -43,9 +43,10 @@ def _without_seconds(d: dict) -> dict:
     return d
 
 
-def test_astrid_on_cluster_equals_local_run(cluster, table):
+@pytest.mark.parametrize("adaptive", [False, True], ids=["exact", "adaptive"])
+def test_astrid_on_cluster_equals_local_run(cluster, table, adaptive):
     kwargs = dict(target="class", classifier="svm", n_search=6, n_test=12, random_state=3,
-                  progress=False)
+                  progress=False, **({"adaptive": True} if adaptive else {}))
     local = astrid(table, n_jobs=1, **kwargs)
     with dask_parallel(cluster.scheduler_address) as run:
         assert run.n_jobs == 2

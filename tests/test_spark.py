@@ -11,6 +11,7 @@ import itertools
 import math
 import os
 import shutil
+import sys
 import warnings
 
 import numpy as np
@@ -51,6 +52,8 @@ def spark():
         pytest.skip(message)
     from pyspark.sql import SparkSession
 
+    # Python UDF workers (one test) must run this interpreter, not the first python3
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         session = (SparkSession.builder.master("local[2]").appName("astrid-tests")
@@ -59,6 +62,7 @@ def spark():
                    .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.sql.shuffle.partitions", "4")
                    .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+
                    .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
@@ -247,3 +251,19 @@ def test_spark_surrogate_bad_input(spark):
                         target="y", random_state=0)
     with pytest.raises(DataError, match="not in the table"):
         spark_surrogate(df.drop("y"), GROUPING, target="y", random_state=0)
+
+
+def test_a_changing_input_fails_loudly_instead_of_corrupting(spark):
+    import random
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    # the class column is redrawn on every evaluation: the counting job and the
+    # surrogate job see different classes, so slots cannot be filled one part per group
+    draw = F.udf(lambda _: random.choice("pq"), StringType()).asNondeterministic()
+    df = spark.range(400).select(F.col("id").alias("a"), (F.col("id") * 2).alias("b"),
+                                 draw("id").alias("y"))
+    out = spark_surrogate(df, "a;b", target="y", random_state=0)
+    with pytest.raises(Exception, match="without exactly one part per group"):
+        out.collect()
