@@ -810,7 +810,7 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
     except psycopg.Error as exc:
         raise _publish_error(exc, src) from None
     except DataError as exc:
-        raise DataError(f"{exc} Nothing was published.") from None
+        raise DataError(f"{str(exc).rstrip('.')}. Nothing was published.") from None
     finally:
         conn.close()
     return {
