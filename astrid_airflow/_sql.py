@@ -697,6 +697,7 @@ def _publish_error(exc: BaseException, src: SqlSource) -> SqlPublishError:
 def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
                   like: str | None = None, comment: str | Mapping[str, Any] | None = None,
                   lock_timeout: float = 30.0, chunk_rows: int = CHUNK_ROWS,
+                  replace: bool = True,
                   before_swap: Callable[[Any, Any], None] | None = None) -> dict[str, Any]:
     """Publish a table into PostgreSQL atomically: readers see the old or the new release.
 
@@ -721,6 +722,9 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
         old release) before giving up with a transient ``SqlPublishError``.
     chunk_rows : int
         Rows per ``COPY`` batch read from the file.
+    replace : bool, default True
+        Replace an existing table (a new release). False refuses with ``StoreError``
+        if the table exists (``astrid shuffle`` without ``--overwrite``).
     before_swap : callable, optional
         ``before_swap(cursor, staging_identifier)`` runs in the transaction after the
         load and before the swap (tests use it to inject failures).
@@ -761,6 +765,9 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
                         " ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)",
                         (_qualified(src).as_string(cur),))
             found = cur.fetchone()
+            if found is not None and not replace:
+                raise StoreError(f"Refusing to overwrite existing table {src.table!r} (pass "
+                                 "overwrite/replace to publish a new release).")
             if found is not None and found[1] not in ("r", "p"):
                 raise DataError(f"{src.table!r} exists and is not a table (relkind "
                                 f"{found[1]!r}); refusing to replace it.")
@@ -809,8 +816,8 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
         swap_seconds = time.perf_counter() - swap_started
     except psycopg.Error as exc:
         raise _publish_error(exc, src) from None
-    except DataError as exc:
-        raise DataError(f"{str(exc).rstrip('.')}. Nothing was published.") from None
+    except (DataError, StoreError) as exc:
+        raise type(exc)(f"{str(exc).rstrip('.')}. Nothing was published.") from None
     finally:
         conn.close()
     return {

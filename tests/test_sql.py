@@ -402,7 +402,7 @@ def test_bad_connection_details_give_clear_errors_and_publish_nothing(pg, server
 
 
 def test_a_failing_load_or_swap_publishes_nothing(pg):
-    from astrid_airflow._errors import DataError
+    from astrid_airflow._errors import DataError, StoreError
     from astrid_airflow._sql import SqlPublishError, publish_table
 
     publish_table(pd.DataFrame({"v": [1, 2]}), pg.table_url("kept"))
@@ -423,6 +423,8 @@ def test_a_failing_load_or_swap_publishes_nothing(pg):
     with pytest.raises(SqlPublishError, match="depend on the published table"):
         publish_table(pd.DataFrame({"v": [6]}), pg.table_url("kept"))
     pg.run("DROP VIEW kept_view")
+    with pytest.raises(StoreError, match="Refusing to overwrite existing table"):
+        publish_table(pd.DataFrame({"v": [8]}), pg.table_url("kept"), replace=False)
     pg.run("CREATE VIEW a_view AS SELECT 1 AS v")
     with pytest.raises(DataError, match="not a table"):
         publish_table(pd.DataFrame({"v": [7]}), pg.table_url("a_view"))
