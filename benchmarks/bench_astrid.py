@@ -147,6 +147,7 @@ def summarise(result: dict) -> dict:
 def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.chmod(tmp, 0o644)
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
     os.replace(tmp, path)
