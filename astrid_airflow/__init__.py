@@ -57,6 +57,10 @@ _EXPORTS: dict[str, str] = {
     "expected_intact_row_proportion": "_metrics",
     "largest_group_unique_share": "_metrics",
     "surrogate_utility": "_metrics",
+    # databases
+    "read_sql": "_sql",
+    "publish_table": "_sql",
+    "sql_to_parquet": "_sql",
     # data fusion
     "fuse_parts": "_fusion",
     "collection_plan": "_fusion",

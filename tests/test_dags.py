@@ -16,7 +16,8 @@ import pytest
 from conftest import REPO
 
 DAGS = REPO / "dags"
-DAG_IDS = {"astrid_publish_synthetic", "astrid_consume_synthetic", "astrid_gate_external"}
+DAG_IDS = {"astrid_publish_synthetic", "astrid_consume_synthetic", "astrid_gate_external",
+           "astrid_publish_postgres"}
 PUBLISH = "astrid_publish_synthetic"
 MAX_XCOM_BYTES = 4096
 

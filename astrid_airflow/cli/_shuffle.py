@@ -22,11 +22,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Shuffle a Parquet or CSV table with a learned grouping artefact and "
                     "report the intact-row proportion (P_anon), its expectation, the "
                     "largest group's unique share and train-on-surrogate accuracy.")
-    p.add_argument("data", metavar="DATA", help="input table: .parquet or .csv (or URL)")
+    p.add_argument("data", metavar="DATA", help="input table: .parquet or .csv (or URL), or "
+                   "a PostgreSQL table: postgresql://USER@HOST/DB?table=NAME")
     p.add_argument("--artefact", required=True, metavar="REF",
                    help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
     p.add_argument("--out", required=True, metavar="FILE",
-                   help="output .parquet or .csv; copies go to FILE-1.ext, FILE-2.ext...")
+                   help="output .parquet or .csv (copies go to FILE-1.ext, FILE-2.ext...), "
+                   "or a PostgreSQL table postgresql://...?table=NAME, published atomically "
+                   "with the input's column types")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="random seed (default: fresh entropy, reported in the output)")
     p.add_argument("--n-copies", type=int, default=1, metavar="N",
@@ -44,6 +47,31 @@ def _loud(message: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import contextlib
+    import os
+    import tempfile
+
+    from .._sql import is_sql_url
+
+    with contextlib.ExitStack() as stack:
+        data, out = args.data, args.out
+        if is_sql_url(data) or is_sql_url(out):
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="astrid_sql_"))
+        if is_sql_url(out) and args.n_copies != 1:
+            from .._errors import ParameterError
+
+            raise ParameterError("--n-copies > 1 needs file outputs, not a database table.")
+        if is_sql_url(data):  # streamed into a local Parquet file, SQL types kept
+            from .._sql import sql_to_parquet
+
+            data = os.path.join(tmp, "original.parquet")
+            sql_to_parquet(args.data, data)
+        if is_sql_url(out):
+            out = os.path.join(tmp, "surrogate.parquet")
+        return _shuffle(args, data, out)
+
+
+def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
     import warnings
 
     import numpy as np
@@ -65,19 +93,26 @@ def _run(args: argparse.Namespace) -> int:
 
     def measure(tmps: list) -> None:
         # Runs on the complete temporary outputs; raising here publishes nothing.
-        d = surrogate_metrics(args.data, tmps[0], artefact, utility=not args.no_utility,
+        d = surrogate_metrics(data, tmps[0], artefact, utility=not args.no_utility,
                               random_state=seed).to_dict()
         if len(tmps) > 1:
-            d["copies"] = [intact_row_proportion(args.data, t, columns=list(
+            d["copies"] = [intact_row_proportion(data, t, columns=list(
                 artefact.columns)) for t in tmps]
         report.update(d)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ProtectsNothingWarning)
-        shuffle_file(args.data, artefact, args.out, random_state=seed,
+        shuffle_file(data, artefact, dest, random_state=seed,
                      n_copies=args.n_copies, overwrite=args.overwrite,
                      before_publish=measure)
-    outs = surrogate_paths(args.out, args.n_copies)
+    outs = surrogate_paths(dest, args.n_copies)
+    from .._sql import is_sql_url
+
+    if is_sql_url(args.out):  # the complete, measured surrogate goes into the table
+        from .._sql import publish_table, sql_source
+
+        publish_table(outs[0], args.out, replace=args.overwrite)
+        outs = [sql_source(args.out, need="table").shown]  # no password in the output
     if any(issubclass(w.category, ProtectsNothingWarning) for w in caught) \
             or report.get("protects_nothing"):
         _loud("the artefact's grouping has a single group, so every surrogate row is an "
