@@ -466,6 +466,8 @@ def validate_surrogate(
     from ._io import read_table
 
     artefact, location = _resolve_artefact(artefact)
+    if isinstance(policy, Mapping):  # reject bad overrides before touching the store
+        GatePolicy().with_overrides(**dict(policy))
     suite = _resolve_suite(artefact, location)
     stored = GatePolicy.from_dict(suite["meta"]["astrid"]["policy"])
     if isinstance(policy, GatePolicy):

@@ -39,8 +39,13 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
         raise DataError(f"Unreadable file {path!r}: expected a .csv, .parquet or .arff file.")
     try:
         if kind == "csv":
+            _check_unique_names(_csv_header(path), path)
             return pd.read_csv(path)
         if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            with fsspec_open(path) as fh:
+                _check_unique_names(pq.read_schema(fh).names, path)
             return pd.read_parquet(path)
         return _read_arff(path)
     except FileNotFoundError:
@@ -48,7 +53,32 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
     except DataError:
         raise
     except Exception as exc:  # parsers raise many types; the user needs one line
-        raise DataError(f"Unreadable file {path!r}: {type(exc).__name__}: {exc}") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise DataError(f"Unreadable file {path!r}: {type(exc).__name__}: {first}") from None
+
+
+def fsspec_open(path: str, mode: str = "rb"):
+    import fsspec
+
+    return fsspec.open(path, mode)
+
+
+def _csv_header(path: str) -> list[str]:
+    import csv
+
+    with fsspec_open(path, "rt") as fh:
+        return next(csv.reader(fh), [])
+
+
+def _check_unique_names(names: list[str], path: str) -> None:
+    # pandas would rename a repeated header ('a2' -> 'a2.1') and Arrow fails with a dump
+    seen, dup = set(), []
+    for name in names:
+        if name in seen and name not in dup:
+            dup.append(name)
+        seen.add(name)
+    if dup:
+        raise DataError(f"Unreadable file {path!r}: duplicated column name(s) {dup!r}.")
 
 
 def _is_sql_url(text: str) -> bool:
@@ -94,19 +124,56 @@ def check_table(table: pd.DataFrame, target: str, *, min_rows_per_class: int = 1
     if y.isna().any():
         raise DataError(f"Target column {target!r} has {int(y.isna().sum())} missing value(s).")
     counts = y.value_counts()
-    counts.index = counts.index.tolist()  # plain Python labels in messages
+    labels = [_plain(v) for v in counts.index.tolist()]  # plain Python labels in messages
     if len(counts) < 2:
-        raise DataError(f"Target column {target!r} has a single class ({counts.index[0]!r}); "
+        raise DataError(f"Target column {target!r} has a single class ({labels[0]!r}); "
                         "at least two are needed.")
-    small = counts[counts < min_rows_per_class]
-    if len(small):
+    small = {lab: int(n) for lab, n in zip(labels, counts.tolist()) if n < min_rows_per_class}
+    if small:
         raise DataError(
-            f"Class(es) {list(small.index)[:5]!r} of {target!r} have fewer than "
-            f"{min_rows_per_class} rows ({small.to_dict()}); too few for the split.")
+            f"Class(es) {list(small)[:5]!r} of {target!r} have fewer than "
+            f"{min_rows_per_class} rows ({small}); too few for the split.")
     nested = [c for c in table.columns if c != target and table[c].map(_is_nested).any()]
     if nested:
         raise DataError(f"Column(s) {nested!r} hold nested values (lists, dicts); "
                         "only scalar columns are supported.")
+
+
+class LinkageWarning(UserWarning):
+    """An attribute makes rows linkable or is too fine-grained to learn from."""
+
+
+def check_attributes(table: pd.DataFrame, attributes: list[str]) -> None:
+    """Checks before learning: no all-missing or constant attributes (errors); ID-like
+    and very high-cardinality categorical attributes (warnings)."""
+    import warnings
+
+    n = len(table)
+    empty = [c for c in attributes if table[c].isna().all()]
+    if empty:
+        raise DataError(f"Attribute column(s) {empty!r} have no values (all missing); "
+                        "drop them before learning.")
+    constant = [c for c in attributes if table[c].nunique(dropna=False) <= 1]
+    if constant:
+        raise DataError(f"Attribute column(s) {constant!r} are constant; drop them (or pass "
+                        "--clean, the paper's cleaning) before learning.")
+    for c in attributes:
+        col = table[c]
+        if pd.api.types.is_float_dtype(col.dtype):
+            continue
+        levels = col.nunique(dropna=True)
+        if n >= 20 and levels == n:
+            warnings.warn(f"Column {c!r} looks like an ID: all {n} values are unique, which "
+                          "makes every row linkable; drop it from tables you publish.",
+                          LinkageWarning, stacklevel=3)
+        elif not pd.api.types.is_numeric_dtype(col.dtype) and levels > max(50, n // 5):
+            warnings.warn(f"Column {c!r} is a categorical with {levels} levels in {n} rows: "
+                          "its one-hot encoding is wide and it identifies rows; consider "
+                          "binning or dropping it.", LinkageWarning, stacklevel=3)
+
+
+def _plain(value: object) -> object:
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _is_nested(value: object) -> bool:

@@ -9,7 +9,7 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 from ._errors import DataError
-from ._io import check_table, read_table
+from ._io import check_attributes, check_table, read_table
 from ._permutation import class_codes
 
 __all__ = ["Prepared", "prepare", "stratified_split"]
@@ -31,6 +31,7 @@ def prepare(data: object, target: str, *, min_rows_per_class: int) -> Prepared:
         raise DataError(f"The target must be a column name (str), got {target!r}.")
     check_table(table, target, min_rows_per_class=min_rows_per_class)
     attributes = [c for c in table.columns if c != target]
+    check_attributes(table, attributes)
     codes = class_codes(table[target])
     classes = tuple(pd.Series(table[target]).drop_duplicates().sort_values().tolist())
     return Prepared(table.reset_index(drop=True), target, attributes, codes, classes)

@@ -259,6 +259,8 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     if not is_arrow and not isinstance(table, pd.DataFrame):
         raise DataError(f"Cannot make a surrogate of {type(table).__name__}; pass a pandas "
                         "DataFrame or a pyarrow Table (or use shuffle_file for files).")
+    if (table.num_rows if is_arrow else len(table)) == 0:
+        raise DataError("The table is empty (0 rows).")
     if artefact is not None:
         artefact.check_table(table)
     columns = table.column_names if is_arrow else list(table.columns)

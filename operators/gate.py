@@ -159,6 +159,9 @@ class SurrogateGateOperator(BaseOperator):
                                      "give NAME@VERSION, or 'latest' with name=.")
             version = ArtefactStore(root).resolve(name, version)
             ref = f"{root.rstrip('/')}/{name}@{version}"
+            if not surrogate.exists():
+                raise AirflowFailException(f"Cannot gate {surrogate}: the staged surrogate "
+                                           "does not exist.")
             digest = sha256_of(surrogate)
             # a remote surrogate is downloaded under its own name, so the outputs keep
             # the staged file's stem

@@ -134,6 +134,9 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
     }
     if copies is not None:
         out["copies"] = [{"out": p, "intact_row_proportion": v} for p, v in zip(outs, copies)]
+    out["notes"] = _value_notes(data, artefact)
+    for note in out["notes"]:
+        print(f"astrid shuffle: note: {note}", file=sys.stderr)
     if args.json:
         print_json(out)
         return 0
@@ -148,3 +151,30 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
     if out.get("utility_note"):
         print(f"note: {out['utility_note']}")
     return 0
+
+
+def _value_notes(data: str, artefact: Any) -> list[str]:
+    """Class labels and categories of the input unseen at learning time (allowed, but
+    reported): only the class column and the categorical columns are read."""
+    from .._artefact import SchemaCheck, _unique_values
+
+    cats = {e["name"]: set(e["categories"]) for e in artefact.schema
+            if "categories" in e and e["name"] != artefact.target}
+    columns = [artefact.target, *cats]
+    text = str(data).lower()
+    if text.endswith((".parquet", ".pq")):
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(data, columns=columns)
+    elif text.endswith(".csv"):
+        import pandas as pd
+
+        table = pd.read_csv(data, usecols=columns)
+    else:
+        return []
+    known = set(artefact.classes)
+    check = SchemaCheck(
+        unseen_classes=[v for v in _unique_values(table, artefact.target) if v not in known],
+        unseen_categories={c: vals for c, k in cats.items()
+                           if (vals := [v for v in _unique_values(table, c) if v not in k])})
+    return check.notes
