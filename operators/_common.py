@@ -77,6 +77,19 @@ def derive_seed(context: Mapping[str, Any]) -> int:
     return int.from_bytes(digest[:8], "big") >> (64 - _SEED_BITS)
 
 
+def run_timestamp(context: Mapping[str, Any]) -> Any:
+    """When the run was due (``run_after``, else its logical date), or None.
+
+    Stamped on artefacts instead of the wall clock, so a retried task writes the same
+    ``created_at``.
+    """
+    dag_run = context.get("dag_run")
+    for value in (getattr(dag_run, "run_after", None), context.get("logical_date")):
+        if value is not None:
+            return value
+    return None
+
+
 def resolve_seed(random_state: object, context: Mapping[str, Any]) -> int:
     """``random_state`` as a non-negative int; ``None``/``""`` derive one from the run."""
     if random_state is None or (isinstance(random_state, str) and random_state.strip() in

@@ -19,6 +19,7 @@ from ._common import (
     json_small,
     policy_overrides,
     resolve_seed,
+    run_timestamp,
     store_url,
     to_bool,
     to_float,
@@ -154,7 +155,8 @@ class AstridLearnOperator(BaseOperator):
                 n_test=to_int(self.n_test, "n_test", minimum=1),
                 alpha=to_float(self.alpha, "alpha"), random_state=seed,
                 n_jobs=to_int(self.n_jobs, "n_jobs"), progress=False)
-            artefact = GroupingArtefact.from_result(result, table)
+            artefact = GroupingArtefact.from_result(result, table,
+                                                    created_at=run_timestamp(context))
             version = store.save(name, artefact, extra_files=gate_extra_files(artefact, policy))
         self.log.info("Saved %s@%s: grouping %s (k=%d) in %.1f s.", name, version,
                       artefact.grouping, artefact.k, time.perf_counter() - started)
