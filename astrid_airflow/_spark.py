@@ -11,13 +11,22 @@ is built as *slots* ``(class, rank)``, rank = 0..n_c−1, and group g fills slot
    random key ``xxhash64(seed_g, id)``; sorting a class by (key, id) is a uniform random
    ordering, independent across groups (one seed per group, spawned with
    ``SeedSequence``);
-2. the rank of a row in that ordering is computed without sorting the class in one task:
+2. the rank of a row in that ordering is computed without sorting a class in one task:
    the key's top bits cut the class into B buckets (B a power of two; the keys are
    uniform, so buckets are equal in size); one aggregation counts the rows of every
    (group, class, bucket), the driver turns the counts into offsets, and the rank is the
-   offset plus ``row_number()`` within the (class, bucket) window, so windows hold about
-   2^16 rows and the work spreads over the whole cluster;
-3. the G group parts are joined on (class, rank).
+   offset plus ``row_number()`` within the (group, class, bucket) window, so windows hold
+   about 2^16 rows and the work spreads over the whole cluster;
+3. every input row is exploded into G "long" rows, one per group, carrying that group's
+   columns in typed slots (slot (T, j) holds a group's j-th column of type T, so the long
+   rows are as wide as the widest group, not the table); after the ranking they are
+   regrouped by slot (class, rank) and each output column is taken from its group's row.
+
+Whatever the number of groups, that is two shuffles of the long rows and one sort per
+task (a G-way join holds G sort buffers of one memory page each at once; with 20 groups
+it ran out of execution memory in local mode with a 4 GiB driver). A slot that does not
+get exactly one row of every group makes the job fail (``assert_true``) instead of
+writing a corrupt surrogate.
 
 The output has the input's columns, types and per-class row counts; its row order is
 that of the slots, not of the input (Spark keeps no row order anyway).
@@ -57,6 +66,9 @@ __all__ = [
     "spark_shuffle_parquet",
     "spark_surrogate",
 ]
+
+_SLOT_ERROR = ("GoldenEye slot without exactly one part per group: the input changed "
+               "between jobs (persist or checkpoint it)")
 
 #: Target rows per (class, bucket) window.
 WINDOW_ROWS = 1 << 16
@@ -211,8 +223,7 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     check = F.assert_true(
         (F.count(F.lit(1)).over(slot) == k)
         & (F.size(F.collect_set(_GROUP).over(slot)) == k),
-        F.lit("GoldenEye slot without exactly one part per group: the input changed "
-              "between jobs (persist or checkpoint it)"))
+        F.lit(_SLOT_ERROR))
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
     picked = {c: F.first(F.when(F.col(_GROUP) == group_of[c], F.col(slot_of[c])),
                          ignorenulls=True).over(slot).alias(c)
@@ -412,7 +423,12 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
                                 random_state=seed_root)
     tmp = _sibling(dest, "tmp")
     try:
-        surrogate.write.mode("errorifexists").parquet(tmp)
+        try:
+            surrogate.write.mode("errorifexists").parquet(tmp)
+        except Exception as exc:
+            if _SLOT_ERROR not in str(exc):
+                raise
+            raise DataError(f"Cannot shuffle {src!r}: {_SLOT_ERROR}.") from None
         written = spark.read.parquet(tmp)
         expected = _class_sizes(df, target)
         got = _class_sizes(written, target)
