@@ -131,11 +131,13 @@ def test_same_seed_same_surrogate_other_seed_differs(spark):
     assert run(4) != first
 
 
-def test_permutations_are_uniform_and_independent(spark):
+@pytest.mark.parametrize("window_rows", [1 << 16, 1], ids=["one-bucket", "four-buckets"])
+def test_permutations_are_uniform_and_independent(spark, monkeypatch, window_rows):
     # 600 classes of 3 rows; a and b both hold the row number within the class. In the
     # surrogate, the pairing of a's and b's values in a class is the permutation
     # pi_b o pi_a^-1, uniform over the 6 permutations if the two are uniform and
     # independent. One Spark run gives 600 independent draws.
+    monkeypatch.setattr(_spark, "WINDOW_ROWS", window_rows)
     n_classes = 600
     table = pd.DataFrame({"a": np.tile([0, 1, 2], n_classes),
                           "b": np.tile([0, 1, 2], n_classes),
