@@ -57,6 +57,13 @@ _EXPORTS: dict[str, str] = {
     "expected_intact_row_proportion": "_metrics",
     "largest_group_unique_share": "_metrics",
     "surrogate_utility": "_metrics",
+    # scale-out
+    "dask_parallel": "_dask",
+    "astrid_on_dask": "_dask",
+    "test_grouping_on_dask": "_dask",
+    "spark_surrogate": "_spark",
+    "spark_shuffle_parquet": "_spark",
+    "spark_intact_row_proportion": "_spark",
     # databases
     "read_sql": "_sql",
     "publish_table": "_sql",
