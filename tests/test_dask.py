@@ -6,6 +6,8 @@ so the whole module takes seconds beyond the cluster start-up.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -118,3 +120,38 @@ def test_worker_version_mismatch_is_reported(cluster, monkeypatch):
     with pytest.raises(ParameterError, match=r"need astrid_airflow 0\.0\.0-client"):
         with dask_parallel(cluster.scheduler_address):
             pass
+
+
+def _cli_json(capsys, argv):
+    from astrid_airflow.cli import main
+
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    out.pop("seconds", None)
+    return out
+
+
+def test_cli_scheduler_flag_equals_a_local_run(cluster, table, tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    common = ["--target", "class", "--classifier", "nb", "--r-search", "3", "--r-test", "5",
+              "--seed", "4", "--json", "--quiet"]
+    local = _cli_json(capsys, ["learn", str(path), *common])
+    remote = _cli_json(capsys, ["learn", str(path), *common,
+                                "--scheduler", cluster.scheduler_address])
+    assert remote == local
+    test_args = ["--target", "class", "--grouping", "a1,a2;a3;a4", "--r-test", "6",
+                 "--seed", "2", "--json"]
+    assert _cli_json(capsys, ["test", str(path), *test_args,
+                              "--scheduler", cluster.scheduler_address]) == \
+        _cli_json(capsys, ["test", str(path), *test_args])
+
+
+def test_cli_scheduler_with_jobs_is_bad_input(cluster, table, tmp_path, capsys):
+    from astrid_airflow.cli import main
+
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    assert main(["learn", str(path), "--target", "class", "--jobs", "2", "--quiet",
+                 "--scheduler", cluster.scheduler_address]) == 2
+    assert "--jobs does not go with --scheduler" in capsys.readouterr().err

@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    choices=["accuracy", "balanced_accuracy", "f1_macro"])
     p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
     p.add_argument("--jobs", type=int, default=1, help="parallel fits (-1: all cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the fits on a Dask cluster (e.g. tcp://10.0.0.5:8786); "
+                   "results equal a local run with the same seed")
     p.add_argument("--clean", action="store_true",
                    help="drop rows with missing values and constant columns first (as the "
                    "paper did for the UCI data)")
@@ -58,13 +61,22 @@ def run(args: argparse.Namespace) -> int:
 
             raise DataError(f"Target column {args.target!r} is not in the table.")
         table = drop_missing_and_constant(table, args.target)
-    result = astrid(table, target=args.target, classifier=args.classifier,
-                    classifier_params=parse_classifier_params(args.classifier_param),
-                    n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
-                    scoring=args.scoring, random_state=args.seed, n_jobs=args.jobs,
-                    adaptive=args.adaptive, adaptive_risk=args.adaptive_risk,
-                    adaptive_delta=args.adaptive_delta,
-                    progress=None if not args.quiet else False)
+    kwargs = dict(target=args.target, classifier=args.classifier,
+                  classifier_params=parse_classifier_params(args.classifier_param),
+                  n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
+                  scoring=args.scoring, random_state=args.seed,
+                  adaptive=args.adaptive, adaptive_risk=args.adaptive_risk,
+                  adaptive_delta=args.adaptive_delta,
+                  progress=None if not args.quiet else False)
+    if args.scheduler:
+        from .._dask import astrid_on_dask
+
+        if args.jobs != 1:
+            raise ParameterError("--jobs does not go with --scheduler: the cluster's "
+                                 "workers set the parallelism.")
+        result = astrid_on_dask(table, scheduler=args.scheduler, **kwargs)
+    else:
+        result = astrid(table, n_jobs=args.jobs, **kwargs)
     payload = result.to_dict()
     if args.store:
         from .._artefact import GroupingArtefact

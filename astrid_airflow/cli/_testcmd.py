@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="bound on the chance of deciding differently from the exact test")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the fits on a Dask cluster (scheduler address)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=run)
 
@@ -36,14 +38,22 @@ def run(args: argparse.Namespace) -> int:
     from .._test import test_grouping
     from ._common import print_json
 
-    result = test_grouping(args.data, target=args.target, grouping=args.grouping,
-                           classifier=args.classifier,
-                           classifier_params=parse_classifier_params(args.classifier_param),
-                           n_permutations=args.r_test,
-                           scoring=args.scoring, test_size=args.test_size,
-                           random_state=args.seed, n_jobs=args.jobs, progress=False,
-                           adaptive=args.adaptive, alpha=args.alpha,
-                           adaptive_risk=args.adaptive_risk)
+    kwargs = dict(target=args.target, grouping=args.grouping, classifier=args.classifier,
+                  classifier_params=parse_classifier_params(args.classifier_param),
+                  n_permutations=args.r_test, scoring=args.scoring,
+                  test_size=args.test_size, random_state=args.seed, progress=False,
+                  adaptive=args.adaptive, alpha=args.alpha,
+                  adaptive_risk=args.adaptive_risk)
+    if args.scheduler:
+        from .._dask import test_grouping_on_dask
+        from .._errors import ParameterError
+
+        if args.jobs != 1:
+            raise ParameterError("--jobs does not go with --scheduler: the cluster's "
+                                 "workers set the parallelism.")
+        result = test_grouping_on_dask(args.data, scheduler=args.scheduler, **kwargs)
+    else:
+        result = test_grouping(args.data, n_jobs=args.jobs, **kwargs)
     if args.json:
         print_json(result.to_dict())
     else:
