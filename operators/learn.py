@@ -59,6 +59,9 @@ class AstridLearnOperator(BaseOperator):
         of the same task instance learns the same grouping.
     n_jobs : int, default 1
         Parallel fits (-1: all cores).
+    scheduler : str, optional
+        Address of a Dask scheduler (``tcp://host:8786``): the fits run on that cluster
+        instead of in the worker, with the same result as a local run (templated).
     clean : bool, default False
         Drop rows with missing values and constant columns first, as the paper did for
         the UCI data (templated).
@@ -84,7 +87,7 @@ class AstridLearnOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
-        "alpha", "random_state", "clean", "force", "gate_policy",
+        "alpha", "random_state", "clean", "force", "gate_policy", "scheduler",
     )
     ui_color = "#e8d8f0"
 
@@ -92,7 +95,8 @@ class AstridLearnOperator(BaseOperator):
                  classifier: str = "svm", n_search: int | str = 100, n_test: int | str = 250,
                  alpha: float | str = 0.05, random_state: int | str | None = None,
                  n_jobs: int = 1, clean: bool | str = False, force: bool | str = False,
-                 gate_policy: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+                 gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.reference = reference
@@ -108,6 +112,7 @@ class AstridLearnOperator(BaseOperator):
         self.clean = clean
         self.force = force
         self.gate_policy = gate_policy
+        self.scheduler = scheduler
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._artefact import GroupingArtefact, fingerprint_table
@@ -149,12 +154,17 @@ class AstridLearnOperator(BaseOperator):
                 self.log.info("Reference table changed since %s@%s: learning again.",
                               name, latest)
             policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
-            result = astrid(
-                table, target=target, classifier=str(self.classifier),
-                n_search=to_int(self.n_search, "n_search", minimum=1),
-                n_test=to_int(self.n_test, "n_test", minimum=1),
-                alpha=to_float(self.alpha, "alpha"), random_state=seed,
-                n_jobs=to_int(self.n_jobs, "n_jobs"), progress=False)
+            settings = dict(target=target, classifier=str(self.classifier),
+                            n_search=to_int(self.n_search, "n_search", minimum=1),
+                            n_test=to_int(self.n_test, "n_test", minimum=1),
+                            alpha=to_float(self.alpha, "alpha"), random_state=seed,
+                            progress=False)
+            if self.scheduler:
+                from astrid_airflow._dask import astrid_on_dask
+
+                result = astrid_on_dask(table, scheduler=str(self.scheduler), **settings)
+            else:
+                result = astrid(table, n_jobs=to_int(self.n_jobs, "n_jobs"), **settings)
             artefact = GroupingArtefact.from_result(result, table,
                                                     created_at=run_timestamp(context))
             version = store.save(name, artefact, extra_files=gate_extra_files(artefact, policy))

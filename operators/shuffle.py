@@ -70,6 +70,14 @@ class GoldenEyeShuffleOperator(BaseOperator):
         index, so a retry reproduces the surrogate byte for byte.
     utility : bool, default True
         Also compute the train-on-surrogate/test-on-real accuracies (templated).
+    engine : {"local", "spark"}, default "local"
+        ``"spark"`` shuffles a Parquet dataset on storage the cluster reads with
+        :func:`~astrid_airflow.spark_shuffle_parquet` (for tables beyond one machine);
+        ``out`` is then a Parquet directory and only the intact-row proportion is
+        measured (in Spark). The release gate stays local-only (templated).
+    spark_conf : dict, optional
+        Spark settings for ``SparkSession.builder`` (e.g. ``{"spark.master":
+        "spark://host:7077"}``); default: the active session (templated).
 
     Returns (XCom)
     --------------
@@ -81,13 +89,15 @@ class GoldenEyeShuffleOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = (
-        "table", "store", "artefact", "out", "name", "random_state", "utility",
+        "table", "store", "artefact", "out", "name", "random_state", "utility", "engine",
+        "spark_conf",
     )
     ui_color = "#f3e3c3"
 
     def __init__(self, *, table: Any, store: Any, artefact: str, out: Any,
                  name: str | None = None, random_state: int | str | None = None,
-                 utility: bool | str = True, **kwargs: Any) -> None:
+                 utility: bool | str = True, engine: str = "local",
+                 spark_conf: dict[str, Any] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.table = table
@@ -97,6 +107,8 @@ class GoldenEyeShuffleOperator(BaseOperator):
         self.name = name
         self.random_state = random_state
         self.utility = utility
+        self.engine = engine
+        self.spark_conf = spark_conf
 
     def execute(self, context: Any) -> dict[str, Any]:
         import warnings
@@ -122,6 +134,11 @@ class GoldenEyeShuffleOperator(BaseOperator):
             store = ArtefactStore(root)
             version = store.resolve(name, version)
             artefact = store.load(name, version)
+            engine = str(self.engine)
+            if engine not in {"local", "spark"}:
+                raise ParameterError(f"Invalid engine {engine!r}: 'local' or 'spark'.")
+            if engine == "spark":
+                return self._spark(table, artefact, out, name, version, root, seed, started)
             with local_table(table) as src, local_output(out) as dst:
                 def measure(tmps: list) -> None:
                     # On the complete temporary output: raising here stages nothing.
@@ -155,3 +172,29 @@ class GoldenEyeShuffleOperator(BaseOperator):
         # kept beside the staged file (and archived with a release) for auditors
         atomic_write_text(metrics_path(out), json.dumps(payload, indent=2) + "\n")
         return payload
+
+    def _spark(self, table: Any, artefact: Any, out: Any, name: str, version: str,
+               root: str, seed: int, started: float) -> dict[str, Any]:
+        """Shuffle a Parquet dataset with Spark; metrics are what Spark measures."""
+        from pyspark.sql import SparkSession
+
+        from astrid_airflow._spark import spark_shuffle_parquet
+
+        def url(path: Any) -> str:
+            return path.path if getattr(path, "protocol", "") in {"", "file", "local"} \
+                else str(path)
+
+        builder = SparkSession.builder
+        for key, value in dict(self.spark_conf or {}).items():
+            builder = builder.config(key, str(value))
+        result = spark_shuffle_parquet(url(table), artefact, url(out), random_state=seed,
+                                       spark=builder.getOrCreate(), overwrite=True)
+        self.log.info("Spark staged %s (%d rows, seed %d): intact-row proportion %s.",
+                      out, result.rows, seed, result.intact_row_proportion)
+        return json_small({
+            "surrogate": str(out), "original": str(table), "artefact": f"{name}@{version}",
+            "store": root, "seed": seed, "rows": result.rows, "engine": "spark",
+            "seconds": round(time.perf_counter() - started, 3),
+            "metrics": {"intact_row_proportion": result.intact_row_proportion,
+                        "rows": result.rows, "groups": result.groups},
+        })

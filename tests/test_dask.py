@@ -155,3 +155,29 @@ def test_cli_scheduler_with_jobs_is_bad_input(cluster, table, tmp_path, capsys):
     assert main(["learn", str(path), "--target", "class", "--jobs", "2", "--quiet",
                  "--scheduler", cluster.scheduler_address]) == 2
     assert "--jobs does not go with --scheduler" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
+def test_learn_operator_runs_its_fits_on_the_cluster(cluster, table, tmp_path):
+    import types
+
+    from astrid_airflow.operators.learn import AstridLearnOperator
+
+    from astrid_airflow._store import ArtefactStore
+
+    path = tmp_path / "ref.csv"
+    table.to_csv(path, index=False)
+    ti = types.SimpleNamespace(dag_id="d", run_id="r1", task_id="learn", map_index=-1)
+
+    def learn(store, **kw):
+        return AstridLearnOperator(task_id="learn", reference=str(path), store=str(store),
+                                   name="m", classifier="nb", n_search=3, n_test=5,
+                                   random_state=3, **kw).execute({"ti": ti, "run_id": "r1"})
+
+    remote = learn(tmp_path / "remote", scheduler=cluster.scheduler_address)
+    local = learn(tmp_path / "local")
+    assert remote["grouping"] == local["grouping"]
+    a = ArtefactStore(tmp_path / "remote").load("m", "v0001").result
+    b = ArtefactStore(tmp_path / "local").load("m", "v0001").result
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b

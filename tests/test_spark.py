@@ -269,3 +269,30 @@ def test_a_changing_input_fails_loudly_instead_of_corrupting(spark):
     out = spark_surrogate(df, "a;b", target="y", random_state=0)
     with pytest.raises(Exception, match="without exactly one part per group"):
         out.collect()
+
+
+@pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
+def test_shuffle_operator_targets_spark(spark, tmp_path):
+    """The shuffle operator's ``engine="spark"`` stages a Spark surrogate of a Parquet
+    dataset and reports Spark's intact-row proportion."""
+    import types
+
+    import pyarrow.parquet as pq
+    from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+
+    from astrid_airflow._store import ArtefactStore
+
+    table = categorical_table(300, seed=4)
+    src = tmp_path / "batch.parquet"
+    table.to_parquet(src, index=False)
+    ArtefactStore(tmp_path / "store").save("m", artefact_for(table, GROUPS))
+    ti = types.SimpleNamespace(dag_id="d", run_id="r1", task_id="shuffle", map_index=-1)
+    out = tmp_path / "staging" / "surrogate.parquet"
+    xcom = GoldenEyeShuffleOperator(
+        task_id="shuffle", table=str(src), store=str(tmp_path / "store"), artefact="m@v0001",
+        out=str(out), engine="spark").execute({"ti": ti, "run_id": "r1"})
+    assert xcom["engine"] == "spark" and xcom["rows"] == 300
+    surr = pq.read_table(out).to_pandas()
+    assert_goldeneye(table, surr[table.columns], GROUPS)
+    assert xcom["metrics"]["intact_row_proportion"] == pytest.approx(
+        intact_row_proportion(table, surr))
