@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, GateError, ParameterError, StoreError
+from ._jsonable import plain as _plain
 from ._validation import check_positive_int
 
 __all__ = [
@@ -650,17 +651,6 @@ def _outcomes(gx_result: Any) -> list[ExpectationOutcome]:
     return out
 
 
-def _plain(obj: Any) -> Any:
-    """JSON-native copy (numpy scalars unwrapped, NaN -> None)."""
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def _write_outputs(result: GateResult, gx_result: Any, paths: tuple[str, str]) -> None:

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ArtefactError, DataError, ParameterError, StoreError
+from ._jsonable import plain as _plain
 
 __all__ = [
     "REPORT_FILES",
@@ -789,14 +790,4 @@ def _privacy_metrics(original: pd.DataFrame, surrogate: pd.DataFrame, result: An
                             "--json` for the accuracies"}
 
 
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 

@@ -9,17 +9,9 @@ from typing import Any
 
 def print_json(obj: Any) -> None:
     """Print one JSON object on stdout (NaN becomes null)."""
-    sys.stdout.write(json.dumps(_clean(obj), indent=2, sort_keys=False) + "\n")
+    from .._jsonable import plain
 
-
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, float) and obj != obj:
-        return None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
+    sys.stdout.write(json.dumps(plain(obj), indent=2, sort_keys=False) + "\n")
 
 
 def add_classifier_param_argument(parser) -> None:
