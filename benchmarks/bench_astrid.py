@@ -224,7 +224,10 @@ def rebuild_summary(out: Path) -> None:
         ref = x["r_reference"] or {}
         s = x["settings"]
         lines.append("| " + " | ".join([
-            x["dataset"], x["classifier"], x["mode"], str(x["n_jobs"]), str(x["N"]),
+            x["dataset"], x["classifier"] + ("" if x["classifier"] != "rf" or
+                                             s.get("rf_backend", "lean") == "lean"
+                                             else f" ({s['rf_backend']})"),
+            x["mode"], str(x["n_jobs"]), str(x["N"]),
             str(x["k"]), _f(x["paper_k"]), str(x["N1"]), str(x["N2"]), _f(x["p"], 3),
             _f(x["a0"]), _f(x["a"]), _f(x["a_range"]), _f(x["a_sd"], 3), _f(x["p_og"], 3),
             str(x["fits"]), _f(x["exact_fits"]), _f(x["seconds"], 1),
