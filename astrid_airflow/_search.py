@@ -69,7 +69,8 @@ def astrid(
     adaptive_risk: float = 0.01,
     adaptive_delta: float = 0.01,
     adaptive_batch: int = 10,
-    adaptive_race_risk: float = 0.05,
+    adaptive_race_risk: float = 0.2,
+    adaptive_race_batch: int = 5,
 ) -> AstridResult:
     """Find the highest-cardinality grouping not rejected at level ``alpha``.
 
@@ -113,9 +114,12 @@ def astrid(
         Indifference zone of the racing: candidates whose mean reward is surely within
         ``adaptive_delta`` of the leader's are treated as ties.
     adaptive_batch : int, default=10
-        Permutations per candidate and round (racing) and per look (p-values).
-    adaptive_race_risk : float, default=0.05
-        Error level of each look's racing bounds (Bonferroni over the candidates).
+        Permutations per look of the sequential p-values.
+    adaptive_race_risk : float, default=0.2
+        Error level of each look's racing bounds (Bonferroni over the candidates). A
+        racing error only changes which grouping is tested, never a p-value's validity.
+    adaptive_race_batch : int, default=5
+        Rounds (common permutation seeds) between the looks of the races.
 
     Returns
     -------
@@ -134,6 +138,7 @@ def astrid(
     n_jobs = check_n_jobs(n_jobs)
     root = check_seed_sequence(random_state)
     adaptive_batch = check_positive_int(adaptive_batch, "adaptive_batch")
+    adaptive_race_batch = check_positive_int(adaptive_race_batch, "adaptive_race_batch")
     if adaptive:
         if not isinstance(adaptive_risk, float) or not 0.0 < adaptive_risk < 1.0:
             _bad("adaptive_risk", adaptive_risk)
@@ -172,7 +177,8 @@ def astrid(
             fit_data, attrs, run, start, common, n_fits_exact,
             seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search, n_test=n_test,
             alpha=alpha, risk=adaptive_risk, delta=float(adaptive_delta),
-            batch=adaptive_batch, race_risk=adaptive_race_risk)
+            batch=adaptive_batch, race_risk=adaptive_race_risk,
+            race_batch=adaptive_race_batch)
 
     def reward(groupings: list[tuple[tuple[int, ...], ...]], seeds, desc: str) -> np.ndarray:
         nonlocal n_fits
@@ -242,12 +248,13 @@ def _bad(name: str, value: object):
 
 
 def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search,
-              n_test, alpha, risk, delta, batch, race_risk) -> AstridResult:
+              n_test, alpha, risk, delta, batch, race_risk, race_batch) -> AstridResult:
     """Alg. 1 with racing and sequential p-values (see the module docstring)."""
     base_ss, sort_ss, halve_ss, p_ss = seeds
     m = len(attrs)
     fits = {"baseline": 1, "sorting": 0, "splits": 0, "p_values": 0}
     record: dict = {"risk": risk, "race_risk": race_risk, "delta": delta, "batch": batch,
+                    "race_batch": race_batch,
                     "sorting": []}
 
     def scores_of(kind: str, parts, round_seeds, first: int, count: int) -> np.ndarray:
@@ -265,7 +272,7 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
         round_seeds = next(step_seeds).spawn(n_search)
         out = race_argmax(lambda idx, first, count: scores_of(
             "sorting", [parts[i] for i in idx], round_seeds, first, count),
-            len(parts), budget=n_search, batch=batch, delta=delta, risk=race_risk)
+            len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk)
         record["sorting"].append({"candidates": len(parts), "rounds": out.rounds.tolist(),
                                   "stop": out.stop, "means": out.means})
         # An eliminated candidate's mean covers fewer rounds and may exceed the winner's
@@ -290,7 +297,7 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
     parts = [(tuple(detached[:i]), tuple(detached[i:])) for i in range(1, m)]
     ranked = race_ranking(lambda idx, first, count: scores_of(
         "splits", [parts[i] for i in idx], split_seeds, first, count),
-        len(parts), budget=n_search, batch=batch, delta=delta, risk=race_risk)
+        len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk)
     record["splits"] = {"rounds": int(ranked.rounds[0]), "stop": ranked.stop}
     t = ranked.means
     groupings = {1: Grouping([order])}

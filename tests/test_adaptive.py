@@ -32,6 +32,26 @@ def test_boundaries_agree_with_the_exact_test(n_max, batch, risk):
     for n, r in p.reject_at:
         assert n < n_max and 0 <= r <= c and (r + 1) / (n + 1) < ALPHA
     assert 0 <= p.risk_bound <= risk
+    levels = [r for _, r in p.reject_at]
+    assert levels == sorted(levels)  # the boundary never steps down
+
+
+def test_only_boundary_steps_are_charged_and_clear_rejections_stop_early():
+    from astrid_airflow._sequential import _grid, _risks
+
+    p = plan(250, ALPHA, 10, 0.01)
+    steps, level = [], -1
+    for n, r in p.reject_at:
+        if r > level:
+            steps.append((n, r))
+            level = r
+    charged = sum(float(_risks(n, r, 250, p.exact_reject_max, _grid())[r]) for n, r in steps)
+    assert charged == pytest.approx(p.risk_bound)
+    assert p.risk_bound <= 0.01
+    # no hit at all: rejected at the first step, well before the 250 exact draws
+    assert steps[0] == (70, 0)
+    out = _run_on(np.zeros(250), 1.0, p)
+    assert out.rejected and out.n_draws == 70 and out.stop == "early-reject"
 
 
 def _run_on(seq_scores, observed, p):

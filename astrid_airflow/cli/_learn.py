@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "the exact test (with --adaptive)")
     p.add_argument("--adaptive-delta", type=float, default=0.01,
                    help="indifference zone of the racing, in score units (with --adaptive)")
+    p.add_argument("--adaptive-race-risk", type=float, default=0.2,
+                   help="error level of each look of the races (with --adaptive); only "
+                   "changes which grouping is tested, never a p-value's validity")
     p.add_argument("--scoring", default="accuracy",
                    choices=["accuracy", "balanced_accuracy", "f1_macro"])
     p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
@@ -67,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
                   scoring=args.scoring, random_state=args.seed,
                   adaptive=args.adaptive, adaptive_risk=args.adaptive_risk,
                   adaptive_delta=args.adaptive_delta,
+                  adaptive_race_risk=args.adaptive_race_risk,
                   progress=None if not args.quiet else False)
     if args.scheduler:
         from .._dask import astrid_on_dask
