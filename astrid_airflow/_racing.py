@@ -24,7 +24,9 @@ the 2-split scores t_i. Racing (Maron & Moore 1997, Hoeffding races; Birattari e
   or when the budget R' is spent.
 
 Ranking (the 2-split scores) uses the same bounds without elimination: stop when every
-pair of neighbours in the current ranking is separated or within ``delta``.
+pair of neighbours in the current ranking is separated or within ``delta``; an item
+whose neighbour pairs are both resolved pauses until the ranking gives it a new,
+unresolved neighbour.
 """
 
 from __future__ import annotations
@@ -107,27 +109,41 @@ def race_argmax(evaluate: Evaluate, n_candidates: int, *, budget: int, batch: in
 
 def race_ranking(evaluate: Evaluate, n_items: int, *, budget: int, batch: int,
                  delta: float, risk: float) -> RaceOutcome:
-    """Means of all items, drawn until neighbours in the ranking are resolved."""
+    """Means of all items, drawn until neighbours in the ranking are resolved.
+
+    A pair of neighbours is resolved when its paired difference (over the rounds both
+    ran, common random numbers) is surely positive or surely within ``delta``. An item
+    whose two neighbour pairs are resolved stops drawing; it draws again, from where it
+    stopped, if the ranking moves and gives it an unresolved neighbour.
+    """
     scores = np.zeros((n_items, budget))
+    rounds = np.zeros(n_items, dtype=int)
     level = risk / (2.0 * max(1, n_items - 1))
-    n, stop = 0, "budget"
-    everyone = list(range(n_items))
-    while n < budget:
-        count = min(batch, budget - n)
-        scores[:, n:n + count] = evaluate(everyone, n, count)
-        n += count
+    active, stop = set(range(n_items)), "budget"
+
+    def resolved(a: int, b: int) -> bool:
+        n = min(rounds[a], rounds[b])
+        mean, hw = _half_width(scores[a, :n] - scores[b, :n], level)
+        return mean - hw > 0.0 or (mean + hw <= delta and mean - hw >= -delta)
+
+    while active:
+        by_start: dict[int, list[int]] = {}
+        for i in sorted(active):
+            by_start.setdefault(int(rounds[i]), []).append(i)
+        for first, idx in sorted(by_start.items()):
+            count = min(batch, budget - first)
+            scores[idx, first:first + count] = evaluate(idx, first, count)
+            rounds[idx] += count
         if n_items == 1:
             stop = "single"
             break
-        order = np.argsort(-scores[:, :n].mean(axis=1), kind="stable")
-        resolved = True
-        for a, b in itertools.pairwise(order):
-            mean, hw = _half_width(scores[a, :n] - scores[b, :n], level)
-            if not (mean - hw > 0.0 or (mean + hw <= delta and mean - hw >= -delta)):
-                resolved = False
-                break
-        if resolved:
+        means = np.array([scores[i, :rounds[i]].mean() for i in range(n_items)])
+        order = np.argsort(-means, kind="stable")
+        unresolved = {int(x) for a, b in itertools.pairwise(order) if not resolved(a, b)
+                      for x in (a, b)}
+        if not unresolved:
             stop = "separated"
             break
-    return RaceOutcome(means=scores[:, :n].mean(axis=1), rounds=np.full(n_items, n),
-                       winner=None, stop=stop)
+        active = {i for i in unresolved if rounds[i] < budget}
+    means = np.array([scores[i, :rounds[i]].mean() for i in range(n_items)])
+    return RaceOutcome(means=means, rounds=rounds, winner=None, stop=stop)

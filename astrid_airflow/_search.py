@@ -298,7 +298,8 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
     ranked = race_ranking(lambda idx, first, count: scores_of(
         "splits", [parts[i] for i in idx], split_seeds, first, count),
         len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk)
-    record["splits"] = {"rounds": int(ranked.rounds[0]), "stop": ranked.stop}
+    record["splits"] = {"rounds": int(ranked.rounds.max()), "stop": ranked.stop,
+                        "rounds_per_cut": ranked.rounds.tolist()}
     t = ranked.means
     groupings = {1: Grouping([order])}
     for k in range(2, m + 1):

@@ -139,6 +139,26 @@ def test_racing_finds_the_best_and_stops_early():
     assert list(np.argsort(-ranked.means)) == [1, 3, 0, 2]
 
 
+def test_ranking_race_pauses_resolved_items_and_pairs_on_common_rounds():
+    # Two clearly separated items and a near-tied pair: the separated ones stop early,
+    # the tied pair draws until it is surely within delta (or the budget).
+    data = _race_data([0.95, 0.80, 0.801, 0.60], 0.05, 100, 2)
+    calls = []
+
+    def evaluate(idx, first, count):
+        calls.append((tuple(idx), first, count))
+        return data[idx, first:first + count]
+
+    out = race_ranking(evaluate, 4, budget=100, batch=5, delta=0.01, risk=0.05)
+    assert list(np.argsort(-out.means)[[0, 3]]) == [0, 3]
+    assert out.rounds[0] < out.rounds[1] and out.rounds[3] < out.rounds[2]
+    assert out.n_fits < 4 * out.rounds.max()
+    for idx, first, count in calls:  # every item's rounds are drawn once, in order
+        assert all(first == sum(c for i2, f2, c in calls[:calls.index((idx, first, count))]
+                                if i in i2) for i in idx)
+    np.testing.assert_allclose(out.means, [data[i, :out.rounds[i]].mean() for i in range(4)])
+
+
 def test_astrid_adaptive_structure():
     small = make_synthetic(100, random_state=1)
     kw = dict(target="class", n_search=20, n_test=60, random_state=3, adaptive=True)
