@@ -67,6 +67,10 @@ class AstridLearnOperator(BaseOperator):
         the UCI data (templated).
     force : bool, default False
         Learn even if the reference table is unchanged (templated).
+    adaptive : bool, default False
+        Adaptive mode: racing in the search and sequential p-values, far fewer fits,
+        the same decisions as the exact tests up to a reported risk (templated; see
+        docs/performance.md). The artefact records the stopping record.
     gate_policy : dict, optional
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
         from them is saved as ``suite.json`` in the new version (templated).
@@ -87,7 +91,7 @@ class AstridLearnOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
-        "alpha", "random_state", "clean", "force", "gate_policy", "scheduler",
+        "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
     )
     ui_color = "#e8d8f0"
 
@@ -96,7 +100,7 @@ class AstridLearnOperator(BaseOperator):
                  alpha: float | str = 0.05, random_state: int | str | None = None,
                  n_jobs: int = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
-                 **kwargs: Any) -> None:
+                 adaptive: bool | str = False, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.reference = reference
@@ -113,6 +117,7 @@ class AstridLearnOperator(BaseOperator):
         self.force = force
         self.gate_policy = gate_policy
         self.scheduler = scheduler
+        self.adaptive = adaptive
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._artefact import GroupingArtefact, fingerprint_table
@@ -158,7 +163,7 @@ class AstridLearnOperator(BaseOperator):
                             n_search=to_int(self.n_search, "n_search", minimum=1),
                             n_test=to_int(self.n_test, "n_test", minimum=1),
                             alpha=to_float(self.alpha, "alpha"), random_state=seed,
-                            progress=False)
+                            adaptive=to_bool(self.adaptive, "adaptive"), progress=False)
             if self.scheduler:
                 from astrid_airflow._dask import astrid_on_dask
 

@@ -210,6 +210,19 @@ class TestLearn:
         assert sorted(p.name for p in (learned.store / "syn").iterdir()) == ["v0001"]
         assert events[alias].asset_alias_events == []  # no artefact event without a change
 
+    def test_adaptive_mode_records_its_fits_in_the_artefact(self, tmp_path):
+        op = AstridLearnOperator(task_id="learn", reference=REFERENCE,
+                                 store=str(tmp_path / "store"), name="syn", n_search=20,
+                                 n_test=60, random_state=0, adaptive="{{ params.a }}")
+        op.adaptive = "True"  # as rendered from the template
+        out = small_json(op.execute(ctx(task_id="learn")))
+        result = json.loads(Path(out["path"]).read_text())["result"]
+        assert result["adaptive"] is not None
+        assert result["n_fits"] < result["n_fits_exact"]
+        op.adaptive, op.force = "maybe", True
+        with pytest.raises(AirflowFailException, match="adaptive"):
+            op.execute(ctx(task_id="learn"))
+
     def test_changed_reference_or_force_learns_a_new_version(self, tmp_path):
         store = tmp_path / "store"
         changed = tmp_path / "changed.csv"
