@@ -71,6 +71,7 @@ def astrid(
     adaptive_batch: int = 10,
     adaptive_race_risk: float = 0.2,
     adaptive_race_batch: int = 5,
+    adaptive_verify: bool = False,
 ) -> AstridResult:
     """Find the highest-cardinality grouping not rejected at level ``alpha``.
 
@@ -120,6 +121,12 @@ def astrid(
         racing error only changes which grouping is tested, never a p-value's validity.
     adaptive_race_batch : int, default=5
         Rounds (common permutation seeds) between the looks of the races.
+    adaptive_verify : bool, default=False
+        Audit the sequential p-values: afterwards, complete every tested k's draws to R
+        (the exact test's draws) and record the exact p-value and decision beside the
+        sequential one (``adaptive["p_values"][k]["exact_p"]``, ``"exact_rejected"``),
+        and whether the exact p-values on these groupings choose the same k
+        (``adaptive["verify"]``). Costs the extra fits, reported apart from ``n_fits``.
 
     Returns
     -------
@@ -178,7 +185,7 @@ def astrid(
             seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search, n_test=n_test,
             alpha=alpha, risk=adaptive_risk, delta=float(adaptive_delta),
             batch=adaptive_batch, race_risk=adaptive_race_risk,
-            race_batch=adaptive_race_batch)
+            race_batch=adaptive_race_batch, verify=bool(adaptive_verify))
 
     def reward(groupings: list[tuple[tuple[int, ...], ...]], seeds, desc: str) -> np.ndarray:
         nonlocal n_fits
@@ -248,7 +255,8 @@ def _bad(name: str, value: object):
 
 
 def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search,
-              n_test, alpha, risk, delta, batch, race_risk, race_batch) -> AstridResult:
+              n_test, alpha, risk, delta, batch, race_risk, race_batch,
+              verify=False) -> AstridResult:
     """Alg. 1 with racing and sequential p-values (see the module docstring)."""
     base_ss, sort_ss, halve_ss, p_ss = seeds
     m = len(attrs)
@@ -313,7 +321,7 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
     rows = {1: KRow(k=1, grouping=groupings[1], acc_ave=a0, acc_min=None, acc_max=None,
                     sd=None, p=None, acc_search=None, letters=letters(groupings[1], order))}
     record["p_values"] = {}
-    chosen, tested = 1, 0
+    chosen, tested, verify_fits = 1, 0, 0
     for k in range(m, 1, -1):
         g = tuple(tuple(ix) for ix in groupings[k].indices(attrs))
         draws = p_seeds[k - 2].spawn(n_test)
@@ -335,9 +343,24 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
                                       "stop": out.stop, "rejected": out.rejected}
         log.info("p-value k=%d (adaptive): p = %.4f after %d permutations (%s)", k,
                  out.p_value, out.n_draws, out.stop)
+        if verify:  # the rest of the exact test's draws, apart from n_fits
+            rest = run_tasks(fit_data, [Task("valid", g, s) for s in draws[out.n_draws:]],
+                             desc=f"verify k={k}", **run)
+            exact_p = empirical_p_value(a0, np.concatenate([null, rest]))
+            record["p_values"][str(k)].update(exact_p=exact_p,
+                                              exact_rejected=bool(exact_p < alpha))
+            verify_fits += rest.size
         if not out.rejected:
             chosen = k
             break
+    if verify:
+        # Exact p-values on these groupings choose the highest k with p >= alpha; the
+        # untested k < chosen cannot change that when the chosen k is not rejected.
+        exact_rejected = {int(k): v["exact_rejected"] for k, v in record["p_values"].items()}
+        exact_choice = next((k for k in sorted(exact_rejected, reverse=True)
+                             if not exact_rejected[k]), 1 if tested == m - 1 else None)
+        record["verify"] = {"fits": verify_fits, "exact_k": exact_choice,
+                            "same_k": exact_choice == chosen}
     for k in range(2, m + 1):
         rows.setdefault(k, KRow(k=k, grouping=groupings[k], acc_ave=None, acc_min=None,
                                 acc_max=None, sd=None, p=None, acc_search=None,

@@ -267,3 +267,19 @@ def test_adaptive_picks_the_exact_k_on_the_synthetic_data(synthetic, classifier)
     assert exact.k == adaptive.k == 3
     assert {frozenset(g) for g in adaptive.grouping.groups} == truth
     assert adaptive.n_fits_exact / adaptive.n_fits >= 4
+
+
+def test_adaptive_verify_completes_the_exact_draws():
+    small = make_synthetic(100, random_state=1)
+    kw = dict(target="class", n_search=20, n_test=60, random_state=3)
+    exact = astrid(small, **kw)
+    plain = astrid(small, adaptive=True, **kw)
+    audited = astrid(small, adaptive=True, adaptive_verify=True, **kw)
+    assert audited.k == plain.k and audited.n_fits == plain.n_fits  # audit fits apart
+    record = audited.adaptive
+    assert record["verify"]["fits"] > 0 and record["verify"]["same_k"]
+    for k, v in record["p_values"].items():
+        row = exact.table[int(k) - 1]
+        assert audited.table[int(k) - 1].grouping == row.grouping  # same search here
+        # the completed draws are the exact test's: the same p-value, to the last bit
+        assert v["exact_p"] == row.p and v["exact_rejected"] == (row.p < ALPHA)
