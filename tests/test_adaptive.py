@@ -229,6 +229,12 @@ def test_cli_adaptive_json(tmp_path, capsys, synthetic):
                  "40", "--seed", "1", "--adaptive", "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["adaptive"]["risk"] == 0.01 and out["n_fits"] < out["n_fits_exact"]
+    assert "verify" not in out["adaptive"]
+    assert main(["learn", str(path), "--target", "class", "--r-search", "10", "--r-test",
+                 "40", "--seed", "1", "--adaptive", "--adaptive-verify", "--json",
+                 "--quiet"]) == 0
+    audited = json.loads(capsys.readouterr().out)
+    assert audited["adaptive"]["verify"]["exact_k"] == audited["k"] == out["k"]
     assert main(["test", str(path), "--target", "class", "--grouping", "a1;a2;a3;a4",
                  "--r-test", "50", "--seed", "1", "--adaptive", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "the exact test (with --adaptive)")
     p.add_argument("--adaptive-delta", type=float, default=0.01,
                    help="indifference zone of the racing, in score units (with --adaptive)")
+    p.add_argument("--adaptive-verify", action="store_true",
+                   help="audit (with --adaptive): complete every tested k's draws to R and "
+                   "record the exact p-values beside the sequential ones (extra fits)")
     p.add_argument("--adaptive-race-risk", type=float, default=0.2,
                    help="error level of each look of the races (with --adaptive); only "
                    "changes which grouping is tested, never a p-value's validity")
@@ -71,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
                   adaptive=args.adaptive, adaptive_risk=args.adaptive_risk,
                   adaptive_delta=args.adaptive_delta,
                   adaptive_race_risk=args.adaptive_race_risk,
+                  adaptive_verify=args.adaptive_verify,
                   progress=None if not args.quiet else False)
     if args.scheduler:
         from .._dask import astrid_on_dask
