@@ -134,10 +134,10 @@ def race_ranking(evaluate: Evaluate, n_items: int, *, budget: int, batch: int,
             count = min(batch, budget - first)
             scores[idx, first:first + count] = evaluate(idx, first, count)
             rounds[idx] += count
+        means = np.array([scores[i, :rounds[i]].mean() for i in range(n_items)])
         if n_items == 1:
             stop = "single"
             break
-        means = np.array([scores[i, :rounds[i]].mean() for i in range(n_items)])
         order = np.argsort(-means, kind="stable")
         unresolved = {int(x) for a, b in itertools.pairwise(order) if not resolved(a, b)
                       for x in (a, b)}
@@ -145,5 +145,4 @@ def race_ranking(evaluate: Evaluate, n_items: int, *, budget: int, batch: int,
             stop = "separated"
             break
         active = {i for i in unresolved if rounds[i] < budget}
-    means = np.array([scores[i, :rounds[i]].mean() for i in range(n_items)])
     return RaceOutcome(means=means, rounds=rounds, winner=None, stop=stop)

@@ -289,13 +289,15 @@ def comparison_lines(runs: list[dict]) -> list[str]:
                 s["r_search"], s["r_test"])
 
     exact = {key(r): r for r in runs if r["mode"] == "exact"}
-    pairs = [compare(r, exact[key(r)]) for r in runs
-             if r["mode"] == "adaptive" and key(r) in exact]
+    adaptive = [r for r in runs if r["mode"] == "adaptive" and key(r) in exact]
     ks: dict = {}
     for r in runs:  # k of each mode over every seed run (the search's own MC spread)
         k = key(r)
         ks.setdefault((k[:3], r["mode"]), {})[k[3]] = r["result"]["k"]
-    for x, r in zip(pairs, [r for r in runs if r["mode"] == "adaptive" and key(r) in exact]):
+    pairs = []
+    for r in adaptive:
+        x = compare(r, exact[key(r)])
+        pairs.append(x)
         x["seed"] = r["settings"]["seed"]
         x["k_exact_seeds"] = ks[(key(r)[:3], "exact")]
         x["k_adaptive_seeds"] = ks[(key(r)[:3], "adaptive")]
