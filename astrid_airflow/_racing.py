@@ -19,12 +19,19 @@ the 2-split scores t_i. Racing (Maron & Moore 1997, Hoeffding races; Birattari e
   is then *tested*, never the validity of its p-value, which is computed on other rows
   from independent draws.
 * **Stopping.** When one candidate remains; or when every remaining candidate is
-  within the indifference zone ``delta`` of the leader (its upper bound is at most
-  ``delta``: the leader is delta-optimal, Bechhofer's indifference-zone formulation);
-  or when the budget R' is spent.
+  within the indifference zone of the leader (its upper bound is at most the zone: the
+  leader is zone-optimal, Bechhofer's indifference-zone formulation); or when the
+  budget R' is spent.
+* **Indifference zone, scaled to the noise.** The zone of a pair is
+  ``min(delta, delta_sd * s)``, with ``s`` the root mean of the two candidates'
+  per-round score variances (the Monte Carlo spread of a single permuted fit). A fixed
+  ``delta`` alone is blind to scale: where every accuracy is near 1 (mushroom: single-fit
+  sd ≈ 0.001), all candidates fall inside ``delta = 0.01`` after one look and the order
+  becomes arbitrary. Differences well under one single-fit sd barely move a p-value,
+  whose null distribution has that spread.
 
 Ranking (the 2-split scores) uses the same bounds without elimination: stop when every
-pair of neighbours in the current ranking is separated or within ``delta``; an item
+pair of neighbours in the current ranking is separated or within its zone; an item
 whose neighbour pairs are both resolved pauses until the ranking gives it a new,
 unresolved neighbour.
 """
@@ -68,8 +75,16 @@ def _half_width(d: np.ndarray, level: float) -> tuple[float, float]:
     return mean, float(student_t.ppf(1.0 - level, n - 1)) * sd / math.sqrt(n)
 
 
+def _zone(a: np.ndarray, b: np.ndarray, delta: float, delta_sd: float | None) -> float:
+    """Indifference zone of a pair of score rows over the same rounds."""
+    if delta_sd is None or a.size < 2:
+        return delta
+    spread = math.sqrt((float(a.var(ddof=1)) + float(b.var(ddof=1))) / 2.0)
+    return min(delta, delta_sd * spread)
+
+
 def race_argmax(evaluate: Evaluate, n_candidates: int, *, budget: int, batch: int,
-                delta: float, risk: float) -> RaceOutcome:
+                delta: float, risk: float, delta_sd: float | None = None) -> RaceOutcome:
     """The candidate with the highest mean score, by racing (see module docstring)."""
     scores = np.zeros((n_candidates, budget))
     rounds = np.zeros(n_candidates, dtype=int)
@@ -94,7 +109,7 @@ def race_argmax(evaluate: Evaluate, n_candidates: int, *, budget: int, batch: in
             if mean + hw < 0.0:
                 continue  # eliminated: surely worse than the leader
             keep.append(j)
-            within &= mean + hw <= delta
+            within &= mean + hw <= _zone(scores[j, :n], scores[leader, :n], delta, delta_sd)
         alive = sorted(keep)
         if len(alive) == 1:
             stop = "single"
@@ -108,11 +123,11 @@ def race_argmax(evaluate: Evaluate, n_candidates: int, *, budget: int, batch: in
 
 
 def race_ranking(evaluate: Evaluate, n_items: int, *, budget: int, batch: int,
-                 delta: float, risk: float) -> RaceOutcome:
+                 delta: float, risk: float, delta_sd: float | None = None) -> RaceOutcome:
     """Means of all items, drawn until neighbours in the ranking are resolved.
 
     A pair of neighbours is resolved when its paired difference (over the rounds both
-    ran, common random numbers) is surely positive or surely within ``delta``. An item
+    ran, common random numbers) is surely positive or surely within its zone. An item
     whose two neighbour pairs are resolved stops drawing; it draws again, from where it
     stopped, if the ranking moves and gives it an unresolved neighbour.
     """
@@ -124,7 +139,8 @@ def race_ranking(evaluate: Evaluate, n_items: int, *, budget: int, batch: int,
     def resolved(a: int, b: int) -> bool:
         n = min(rounds[a], rounds[b])
         mean, hw = _half_width(scores[a, :n] - scores[b, :n], level)
-        return mean - hw > 0.0 or (mean + hw <= delta and mean - hw >= -delta)
+        zone = _zone(scores[a, :n], scores[b, :n], delta, delta_sd)
+        return mean - hw > 0.0 or (mean + hw <= zone and mean - hw >= -zone)
 
     while active:
         by_start: dict[int, list[int]] = {}

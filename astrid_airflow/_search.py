@@ -28,6 +28,7 @@ test's decision except with probability at most ``adaptive["p_risk_bound"]``.
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 import numpy as np
@@ -68,6 +69,7 @@ def astrid(
     adaptive: bool = False,
     adaptive_risk: float = 0.01,
     adaptive_delta: float = 0.01,
+    adaptive_delta_sd: float | None = 0.5,
     adaptive_batch: int = 10,
     adaptive_race_risk: float = 0.2,
     adaptive_race_batch: int = 5,
@@ -114,6 +116,11 @@ def astrid(
     adaptive_delta : float, default=0.01
         Indifference zone of the racing: candidates whose mean reward is surely within
         ``adaptive_delta`` of the leader's are treated as ties.
+    adaptive_delta_sd : float or None, default=0.5
+        Scales the indifference zone to the noise: a pair's zone is
+        ``min(adaptive_delta, adaptive_delta_sd * s)``, ``s`` the Monte Carlo sd of a
+        single permuted fit's score for the two candidates (so near-perfect accuracies,
+        whose differences are tiny, are still ordered). None: ``adaptive_delta`` alone.
     adaptive_batch : int, default=10
         Permutations per look of the sequential p-values.
     adaptive_race_risk : float, default=0.2
@@ -153,6 +160,12 @@ def astrid(
             _bad("adaptive_race_risk", adaptive_race_risk)
         if not isinstance(adaptive_delta, (int, float)) or not 0.0 <= adaptive_delta < 1.0:
             _bad("adaptive_delta", adaptive_delta)
+        if adaptive_delta_sd is not None and (
+                isinstance(adaptive_delta_sd, bool)
+                or not isinstance(adaptive_delta_sd, (int, float))
+                or not 0.0 <= adaptive_delta_sd < math.inf):
+            raise ParameterError(f"Invalid adaptive_delta_sd: {adaptive_delta_sd!r}. "
+                                 "Must be a finite number >= 0, or None.")
     prep = prepare(data, target, min_rows_per_class=4)
     attrs, m = prep.attributes, len(prep.attributes)
     if m < 2:
@@ -184,6 +197,7 @@ def astrid(
             fit_data, attrs, run, start, common, n_fits_exact,
             seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search, n_test=n_test,
             alpha=alpha, risk=adaptive_risk, delta=float(adaptive_delta),
+            delta_sd=None if adaptive_delta_sd is None else float(adaptive_delta_sd),
             batch=adaptive_batch, race_risk=adaptive_race_risk,
             race_batch=adaptive_race_batch, verify=bool(adaptive_verify))
 
@@ -255,13 +269,14 @@ def _bad(name: str, value: object):
 
 
 def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search,
-              n_test, alpha, risk, delta, batch, race_risk, race_batch,
+              n_test, alpha, risk, delta, delta_sd, batch, race_risk, race_batch,
               verify=False) -> AstridResult:
     """Alg. 1 with racing and sequential p-values (see the module docstring)."""
     base_ss, sort_ss, halve_ss, p_ss = seeds
     m = len(attrs)
     fits = {"baseline": 1, "sorting": 0, "splits": 0, "p_values": 0}
-    record: dict = {"risk": risk, "race_risk": race_risk, "delta": delta, "batch": batch,
+    record: dict = {"risk": risk, "race_risk": race_risk, "delta": delta,
+                    "delta_sd": delta_sd, "batch": batch,
                     "race_batch": race_batch,
                     "sorting": []}
 
@@ -280,7 +295,8 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
         round_seeds = next(step_seeds).spawn(n_search)
         out = race_argmax(lambda idx, first, count: scores_of(
             "sorting", [parts[i] for i in idx], round_seeds, first, count),
-            len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk)
+            len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk,
+            delta_sd=delta_sd)
         record["sorting"].append({"candidates": len(parts), "rounds": out.rounds.tolist(),
                                   "stop": out.stop, "means": out.means})
         # An eliminated candidate's mean covers fewer rounds and may exceed the winner's
@@ -305,7 +321,8 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
     parts = [(tuple(detached[:i]), tuple(detached[i:])) for i in range(1, m)]
     ranked = race_ranking(lambda idx, first, count: scores_of(
         "splits", [parts[i] for i in idx], split_seeds, first, count),
-        len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk)
+        len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk,
+            delta_sd=delta_sd)
     record["splits"] = {"rounds": int(ranked.rounds.max()), "stop": ranked.stop,
                         "rounds_per_cut": ranked.rounds.tolist()}
     t = ranked.means

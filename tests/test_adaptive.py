@@ -145,10 +145,10 @@ def test_adaptive_draws_are_a_prefix_of_the_exact_draws(synthetic):
     json.dumps(adaptive.to_dict())
 
 
-def _race_data(means, sd, budget, seed):
+def _race_data(means, sd, budget, seed, own_ratio=0.25):
     rng = np.random.default_rng(seed)
     common = rng.normal(0, sd, budget)  # common random numbers: shared noise per round
-    own = rng.normal(0, sd / 4, (len(means), budget))
+    own = rng.normal(0, sd * own_ratio, (len(means), budget))
     return np.asarray(means)[:, None] + common[None, :] + own
 
 
@@ -190,6 +190,38 @@ def test_ranking_race_pauses_resolved_items_and_pairs_on_common_rounds():
     np.testing.assert_allclose(out.means, [data[i, :out.rounds[i]].mean() for i in range(4)])
 
 
+def test_indifference_zone_scales_with_the_noise_near_accuracy_one():
+    # Accuracies near 1 (mushroom): gaps of 0.003 between items whose single-fit sd is
+    # about 0.003. A fixed zone of 0.01 calls every pair a tie after the first look; the
+    # zone scaled to the noise (0.5 sd) keeps drawing until the true order is resolved.
+    extra_rounds = 0
+    for seed in range(20):
+        data = _race_data([0.9990, 0.9930, 0.9960, 0.9900], 0.002, 100, seed, own_ratio=1)
+
+        def evaluate(idx, first, count, data=data):
+            return data[idx, first:first + count]
+
+        fixed = race_ranking(evaluate, 4, budget=100, batch=5, delta=0.01, risk=0.2)
+        assert fixed.rounds.max() == 5 and fixed.stop == "separated"
+        scaled = race_ranking(evaluate, 4, budget=100, batch=5, delta=0.01, risk=0.2,
+                              delta_sd=0.5)
+        assert list(np.argsort(-scaled.means)) == [0, 2, 1, 3], seed
+        extra_rounds += scaled.rounds.max() > 5
+        best = race_argmax(evaluate, 4, budget=100, batch=5, delta=0.01, risk=0.2,
+                           delta_sd=0.5)
+        assert best.winner == 0, seed
+    assert extra_rounds >= 10
+    # Where the noise is large the fixed zone is the smaller one and nothing changes.
+    noisy = _race_data([0.80, 0.81, 0.79], 0.05, 100, 0, own_ratio=1)
+
+    def evaluate(idx, first, count):
+        return noisy[idx, first:first + count]
+
+    a = race_ranking(evaluate, 3, budget=100, batch=5, delta=0.01, risk=0.2)
+    b = race_ranking(evaluate, 3, budget=100, batch=5, delta=0.01, risk=0.2, delta_sd=0.5)
+    assert a.rounds.tolist() == b.rounds.tolist()
+
+
 def test_astrid_adaptive_structure():
     small = make_synthetic(100, random_state=1)
     kw = dict(target="class", n_search=20, n_test=60, random_state=3, adaptive=True)
@@ -218,6 +250,8 @@ def test_adaptive_bad_parameters(synthetic):
         astrid(synthetic, target="class", adaptive=True, adaptive_risk=2.0)
     with pytest.raises(ParameterError, match="adaptive_delta"):
         astrid(synthetic, target="class", adaptive=True, adaptive_delta=-1.0)
+    with pytest.raises(ParameterError, match="adaptive_delta_sd"):
+        astrid(synthetic, target="class", adaptive=True, adaptive_delta_sd=-0.5)
     with pytest.raises(ParameterError, match="adaptive_batch"):
         astrid(synthetic, target="class", adaptive=True, adaptive_batch=0)
 

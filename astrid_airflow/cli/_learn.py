@@ -27,6 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "the exact test (with --adaptive)")
     p.add_argument("--adaptive-delta", type=float, default=0.01,
                    help="indifference zone of the racing, in score units (with --adaptive)")
+    p.add_argument("--adaptive-delta-sd", type=float, default=0.5,
+                   help="scale the racing's indifference zone to the noise: a pair's zone is "
+                   "min(delta, this x the single-fit score sd); a negative value turns the "
+                   "scaling off (with --adaptive)")
     p.add_argument("--adaptive-verify", action="store_true",
                    help="audit (with --adaptive): complete every tested k's draws to R and "
                    "record the exact p-values beside the sequential ones (extra fits)")
@@ -73,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
                   scoring=args.scoring, random_state=args.seed,
                   adaptive=args.adaptive, adaptive_risk=args.adaptive_risk,
                   adaptive_delta=args.adaptive_delta,
+                  adaptive_delta_sd=(None if args.adaptive_delta_sd < 0
+                                     else args.adaptive_delta_sd),
                   adaptive_race_risk=args.adaptive_race_risk,
                   adaptive_verify=args.adaptive_verify,
                   progress=None if not args.quiet else False)
