@@ -27,8 +27,9 @@ the 2-split scores t_i. Racing (Maron & Moore 1997, Hoeffding races; Birattari e
   per-round score variances (the Monte Carlo spread of a single permuted fit). A fixed
   ``delta`` alone is blind to scale: where every accuracy is near 1 (mushroom: single-fit
   sd ≈ 0.001), all candidates fall inside ``delta = 0.01`` after one look and the order
-  becomes arbitrary. Differences well under one single-fit sd barely move a p-value,
-  whose null distribution has that spread.
+  becomes arbitrary. With ``delta_sd = 1`` (the default of ``astrid``) the zone is
+  never coarser than the spread of one permuted fit, a scale the p-value's null
+  distribution shares; where that spread exceeds ``delta`` nothing changes.
 
 Ranking (the 2-split scores) uses the same bounds without elimination: stop when every
 pair of neighbours in the current ranking is separated or within its zone; an item

@@ -69,7 +69,7 @@ def astrid(
     adaptive: bool = False,
     adaptive_risk: float = 0.01,
     adaptive_delta: float = 0.01,
-    adaptive_delta_sd: float | None = 0.5,
+    adaptive_delta_sd: float | None = 1.0,
     adaptive_batch: int = 10,
     adaptive_race_risk: float = 0.2,
     adaptive_race_batch: int = 5,
@@ -116,7 +116,7 @@ def astrid(
     adaptive_delta : float, default=0.01
         Indifference zone of the racing: candidates whose mean reward is surely within
         ``adaptive_delta`` of the leader's are treated as ties.
-    adaptive_delta_sd : float or None, default=0.5
+    adaptive_delta_sd : float or None, default=1.0
         Scales the indifference zone to the noise: a pair's zone is
         ``min(adaptive_delta, adaptive_delta_sd * s)``, ``s`` the Monte Carlo sd of a
         single permuted fit's score for the two candidates (so near-perfect accuracies,

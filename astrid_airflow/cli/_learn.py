@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "the exact test (with --adaptive)")
     p.add_argument("--adaptive-delta", type=float, default=0.01,
                    help="indifference zone of the racing, in score units (with --adaptive)")
-    p.add_argument("--adaptive-delta-sd", type=float, default=0.5,
+    p.add_argument("--adaptive-delta-sd", type=float, default=1.0,
                    help="scale the racing's indifference zone to the noise: a pair's zone is "
                    "min(delta, this x the single-fit score sd); a negative value turns the "
                    "scaling off (with --adaptive)")
