@@ -269,7 +269,10 @@ def compare(adaptive: dict, exact: dict) -> dict:
         verdict = (f"within MC uncertainty (exact p of the adaptive grouping at k={ka}: "
                    f"{audit:.3f})")
     else:
-        verdict = f"differs (exact p at k={at}: {_f(p_at, 3)})"
+        verdict = f"differs (exact p at k={at}: {_f(p_at, 3)}"
+        if audit is not None:
+            verdict += f"; exact p of the adaptive grouping at k={ka}: {audit:.3f}"
+        verdict += ")"
     same_grouping = (sorted(map(sorted, adaptive["result"]["grouping"]))
                      == sorted(map(sorted, exact["result"]["grouping"])))
     fits_a, fits_e = adaptive["result"]["n_fits"], exact["result"]["n_fits"]
@@ -348,6 +351,35 @@ def comparison_lines(runs: list[dict]) -> list[str]:
             str(x["fits_exact"]), f"{x['reduction']:.1f}×", f"{x['p_risk_bound']:.3f}",
             seeds(x["k_exact_seeds"]), seeds(x["k_adaptive_seeds"]), audit(x["verify"])])
             + " |")
+    return lines + agreement_lines(pairs, ks)
+
+
+def agreement_lines(pairs: list[dict], ks: dict) -> list[str]:
+    """Verdict counts, beside how often exact mode agrees with itself over seeds."""
+    counts: dict[str, int] = {}
+    for x in pairs:
+        kind = x["verdict"].split(" (")[0].split(";")[0]
+        counts[kind] = counts.get(kind, 0) + 1
+    same = sum(x["k_adaptive"] == x["k_exact"] for x in pairs)
+    exact_pairs = exact_same = 0
+    for (_, mode), by_seed in ks.items():
+        if mode != "exact":
+            continue
+        k = list(by_seed.values())
+        for i in range(len(k)):
+            for j in range(i + 1, len(k)):
+                exact_pairs += 1
+                exact_same += k[i] == k[j]
+    lines = ["", f"Verdicts over {len(pairs)} pairs: "
+             + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + "."
+             f" Adaptive and exact mode pick the same k on {same} of {len(pairs)} "
+             "same-seed pairs"]
+    if exact_pairs:
+        lines[-1] += (f"; for scale, exact mode picks the same k as itself with another "
+                      f"seed on {exact_same} of {exact_pairs} pairs of seeds (same data "
+                      "and classifier; another seed also draws another train/search/test "
+                      "split, which a same-seed pair shares)")
+    lines[-1] += "."
     return lines
 
 
