@@ -74,6 +74,7 @@ def astrid(
     adaptive_race_risk: float = 0.2,
     adaptive_race_batch: int = 5,
     adaptive_verify: bool = False,
+    _search_seed: int | None = None,
 ) -> AstridResult:
     """Find the highest-cardinality grouping not rejected at level ``alpha``.
 
@@ -172,6 +173,10 @@ def astrid(
         raise DataError("ASTRID needs at least two attribute columns besides the target.")
 
     split_ss, split2_ss, base_ss, sort_ss, halve_ss, k_ss, p_ss = root.spawn(7)
+    if _search_seed is not None:
+        # Benchmark hook: other search draws on the same split and p-value draws, to
+        # measure how much the chosen k depends on the search's Monte Carlo noise alone.
+        sort_ss, halve_ss, k_ss = np.random.SeedSequence(int(_search_seed)).spawn(3)
     train, rest = stratified_split(prep.codes, 0.5, split_ss)
     search_pos, valid_pos = stratified_split(prep.codes[rest], 0.5, split2_ss)
     search, valid = rest[search_pos], rest[valid_pos]

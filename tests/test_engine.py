@@ -131,6 +131,16 @@ def test_astrid_seed_changes_draws(synthetic):
     assert a.search_scores != b.search_scores
 
 
+def test_search_seed_hook_changes_only_the_search(synthetic):
+    # Benchmark hook (--search-seed): other search draws, same split and p-value draws.
+    kw = dict(target="class", n_search=4, n_test=6, random_state=1)
+    base = astrid(synthetic, **kw)
+    other = astrid(synthetic, _search_seed=7, **kw)
+    assert other.search_scores != base.search_scores
+    assert other.split == base.split and other.baseline_accuracy == base.baseline_accuracy
+    assert astrid(synthetic, _search_seed=7, **kw).search_scores == other.search_scores
+
+
 def test_custom_classifier_and_params(synthetic):
     r = test_grouping(synthetic, target="class", grouping="a1,a2;a3;a4",
                       classifier=LogisticRegression(), n_permutations=5, random_state=0)
