@@ -327,7 +327,7 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
     ranked = race_ranking(lambda idx, first, count: scores_of(
         "splits", [parts[i] for i in idx], split_seeds, first, count),
         len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk,
-            delta_sd=delta_sd)
+        delta_sd=delta_sd)
     record["splits"] = {"rounds": int(ranked.rounds.max()), "stop": ranked.stop,
                         "rounds_per_cut": ranked.rounds.tolist()}
     t = ranked.means
