@@ -485,20 +485,11 @@ class GroupingArtefact:
     @classmethod
     def from_json(cls, text: str | bytes) -> GroupingArtefact:
         """Parse and validate artefact JSON; ``ArtefactError`` if corrupt or truncated."""
-        if isinstance(text, (bytes, bytearray)):
-            try:
-                text = bytes(text).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ArtefactError(f"Corrupt artefact: not UTF-8 text ({exc}).") from None
-        if not isinstance(text, str):
+        from ._jsonable import load_json
+
+        if not isinstance(text, (str, bytes, bytearray)):
             raise ParameterError(f"Expected artefact JSON text, got {type(text).__name__}.")
-        if not text.strip():
-            raise ArtefactError("Corrupt artefact: the file is empty.")
-        try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise ArtefactError(f"Corrupt or truncated artefact JSON: {exc.msg} at line "
-                                f"{exc.lineno} column {exc.colno}.") from None
+        data = load_json(text, "artefact JSON", error=ArtefactError)
         return cls.from_dict(data)
 
     # ------------------------------------------------------------------- table check
@@ -570,10 +561,6 @@ class GroupingArtefact:
 
 
 # ---------------------------------------------------------------------------- validation
-
-def _reject_constant(name: str) -> None:
-    raise ArtefactError(f"Corrupt artefact JSON: {name} is not valid JSON.")
-
 
 def _utc_iso(value: str | _dt.datetime | None) -> str:
     if value is None:

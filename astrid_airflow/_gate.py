@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, GateError, ParameterError, StoreError
+from ._jsonable import load_json
 from ._jsonable import plain as _plain
 from ._validation import check_positive_int
 
@@ -126,10 +127,7 @@ class GatePolicy:
 
     @classmethod
     def from_json(cls, text: str) -> GatePolicy:
-        try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as exc:
-            raise ParameterError(f"Invalid gate policy JSON: {exc.msg}.") from None
+        return cls.from_dict(load_json(text, "gate policy JSON", error=ParameterError))
 
     def with_overrides(self, **overrides: Any) -> GatePolicy:
         """A copy with the given fields replaced (``None`` values are ignored)."""
@@ -251,11 +249,13 @@ def load_suite(path: str | os.PathLike) -> dict[str, Any]:
         if fs.isdir(inner):
             text, inner = _join(text, SUITE_FILE), _join(inner, SUITE_FILE)
         with fs.open(inner, "rb") as fh:
-            data = json.loads(fh.read().decode("utf-8"))
+            raw = fh.read()
     except FileNotFoundError:
         raise StoreError(f"No gate suite at {text!r}.") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GateError(f"Corrupt gate suite {text!r}: {exc}.") from None
+    except OSError as exc:  # permission, symlink loop, I/O error
+        raise StoreError(f"Cannot read the gate suite {text!r}: "
+                         f"{exc.strerror or exc}.") from None
+    data = load_json(raw, f"gate suite {text!r}", error=GateError)
     _check_suite(data, text)
     return data
 
@@ -485,6 +485,9 @@ def validate_surrogate(
 
     original_df = read_table(original)
     surrogate_df = read_table(surrogate)
+    for what, frame in (("original", original_df), ("surrogate", surrogate_df)):
+        if len(frame) == 0:  # no row to measure: bad input, not a failed expectation
+            raise DataError(f"The {what} table is empty (0 rows): nothing to validate.")
     artefact.check_table(original_df)
     utility, source = _utility_function(original_df, artefact, effective, seed, metrics)
 

@@ -5,69 +5,231 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._errors import DataError
+from ._errors import DataError, os_error_message
 
-__all__ = ["read_table", "check_table", "split_target", "drop_missing_and_constant"]
+__all__ = ["read_table", "read_arrow", "read_schema", "input_format", "check_finite",
+           "check_table", "split_target", "drop_missing_and_constant"]
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
+
+
+def input_format(path: str | os.PathLike) -> str:
+    """``"csv"``, ``"parquet"`` or ``"arff"`` from the suffix of an input file.
+
+    Every command that reads a table accepts exactly these (``DataError`` otherwise).
+    """
+    text = os.fspath(path)
+    kind = _SUFFIXES.get(Path(text.split("?")[0]).suffix.lower())
+    if kind is None:
+        raise DataError(f"Unreadable file {text!r}: expected a .csv, .parquet or .arff file.")
+    return kind
+
+
+def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, *,
+               kind: str | None = None) -> Any:
+    """Read a CSV, Parquet or ARFF file (local or fsspec URL) as a pyarrow Table.
+
+    This is the one file reader: :func:`read_table` (learn, test, validate, fuse) is this
+    table converted to pandas, and ``shuffle_file`` and the metrics use it directly, so
+    every command sees the same columns with the same types.
+
+    Parameters
+    ----------
+    source : str or path-like
+        The file.
+    columns : sequence of str, optional
+        Read only these columns.
+    kind : {"csv", "parquet", "arff"}, optional
+        Format, when the file's suffix does not tell (temporary files).
+
+    Notes
+    -----
+    CSV values are typed as pandas would type them: numbers, booleans, and text; date
+    and time values stay text (pandas does not parse them either, and a surrogate then
+    carries the exact text of its input, time zone included). Empty string fields are
+    missing. Duplicated column names and infinite numbers are refused (``DataError``).
+    """
+    text = os.fspath(source)
+    kind = kind or input_format(text)
+    cols = None if columns is None else list(columns)
+    try:
+        if kind == "csv":
+            table = _read_csv_arrow(text, cols)
+        elif kind == "parquet":
+            import pyarrow.parquet as pq
+
+            fs, inner = _filesystem(text)
+            with (fs.open(inner, "rb") if fs is not None else open(inner, "rb")) as fh:
+                _check_unique_names(pq.read_schema(fh).names, text)
+            table = pq.read_table(inner, columns=cols, filesystem=fs)
+        else:
+            import pyarrow as pa
+
+            frame = _read_arff(text)
+            table = pa.Table.from_pandas(frame if cols is None else frame[cols],
+                                         preserve_index=False)
+    except FileNotFoundError:
+        raise DataError(f"Unreadable file {text!r}: no such file.") from None
+    except IsADirectoryError:
+        raise DataError(f"Unreadable file {text!r}: it is a directory.") from None
+    except DataError:
+        raise
+    except OSError as exc:  # permission, symlink loop, I/O error (Arrow's IOError too)
+        raise DataError(f"Unreadable file {text!r}: {os_error_message(exc)}") from None
+    except Exception as exc:  # parsers raise many types; the user needs one line
+        raise DataError(f"Unreadable file {text!r}: {type(exc).__name__}: "
+                        f"{_first_line(exc)}") from None
+    check_finite(table, text)
+    return table
+
+
+def read_schema(source: str | os.PathLike, *, kind: str | None = None) -> Any:
+    """The Arrow schema :func:`read_arrow` gives (a Parquet file's footer only)."""
+    text = os.fspath(source)
+    kind = kind or input_format(text)
+    if kind != "parquet":
+        return read_arrow(text, kind=kind).schema
+    import pyarrow.parquet as pq
+
+    fs, inner = _filesystem(text)
+    try:
+        schema = pq.read_schema(inner, filesystem=fs)
+    except FileNotFoundError:
+        raise DataError(f"Unreadable file {text!r}: no such file.") from None
+    except OSError as exc:
+        raise DataError(f"Unreadable file {text!r}: {os_error_message(exc)}") from None
+    except Exception as exc:
+        raise DataError(f"Unreadable file {text!r}: {type(exc).__name__}: "
+                        f"{_first_line(exc)}") from None
+    _check_unique_names(schema.names, text)
+    return schema
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _filesystem(path: str) -> tuple[Any, str]:
+    """``(None, local path)`` or ``(fsspec filesystem, path inside it)``."""
+    from ._atomic import split_url
+
+    fs, inner, local = split_url(path)
+    return (None, inner) if local else (fs, inner)
+
+
+def _read_csv_arrow(path: str, columns: list[str] | None) -> Any:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    fs, inner = _filesystem(path)
+
+    def open_() -> Any:
+        return fs.open(inner, "rb") if fs is not None else open(inner, "rb")
+
+    with open_() as fh:
+        head = fh.read(1 << 20)
+    if not head.strip():
+        raise DataError(f"Unreadable file {path!r}: No columns to parse from file.")
+    _check_unique_names(_csv_header_of(head), path)
+
+    def parse(types: dict[str, Any]) -> Any:
+        convert = pcsv.ConvertOptions(include_columns=columns, strings_can_be_null=True,
+                                      column_types=types)
+        with open_() as fh:  # streamed from the file: no second copy of its bytes
+            return pcsv.read_csv(fh, convert_options=convert)
+
+    table = parse({})
+    temporal = {f.name: pa.string() for f in table.schema if pa.types.is_temporal(f.type)}
+    # Arrow infers dates/times (and turns "+02:00" into UTC); pandas keeps them as text.
+    # Re-parse those columns as text so both sides, and the surrogate, keep the input.
+    return parse(temporal) if temporal else table
+
+
+def _csv_header_of(head: bytes) -> list[str]:
+    import csv
+    import io
+
+    return next(csv.reader(io.StringIO(head.decode("utf-8-sig", errors="replace"))), [])
+
+
+def check_finite(table: Any, shown: str = "the table") -> None:
+    """Raise ``DataError`` if a numeric column of ``table`` holds ``inf`` or ``-inf``.
+
+    Infinite values are refused wherever a table is read: no classifier, metric or
+    expectation gives a meaningful answer on them (missing values are fine).
+    """
+    bad: dict[str, int] = {}
+    if isinstance(table, pd.DataFrame):
+        for c in table.columns:
+            col = table[c]
+            if pd.api.types.is_float_dtype(col.dtype):
+                n = int(np.isinf(col.to_numpy(dtype=float, na_value=np.nan)).sum())
+                if n:
+                    bad[str(c)] = n
+    else:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for f in table.schema:
+            if pa.types.is_floating(f.type):
+                n = int(pc.sum(pc.is_inf(table.column(f.name))).as_py() or 0)
+                if n:
+                    bad[f.name] = n
+    if bad:
+        where = shown if shown == "the table" else repr(shown)
+        detail = ", ".join(f"{c!r}: {n}" for c, n in list(bad.items())[:10])
+        raise DataError(f"Infinite values (inf/-inf) in {where}, column(s) {{{detail}}}"
+                        f"{' …' if len(bad) > 10 else ''}: replace or drop them (missing "
+                        "values are allowed).")
 
 
 def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
     """Read a table from a DataFrame, CSV, Parquet or ARFF file (or fsspec URL).
 
-    Missing values stay missing (``NaN``/``<NA>``); nominal ARFF attributes become
-    pandas categoricals with the declared categories. A PostgreSQL URL with a table or
-    a query (``postgresql://user@host/db?table=public.patients``) is read with
-    :func:`~astrid_airflow._sql.read_sql` (typed, streamed in chunks).
+    Files are read by :func:`read_arrow` (the one reader every command uses) and
+    converted to pandas. Missing values stay missing (``NaN``/``<NA>``); nominal ARFF
+    attributes become pandas categoricals with the declared categories; CSV dates and
+    times stay text. A PostgreSQL URL with a table or a query
+    (``postgresql://user@host/db?table=public.patients``) is read with
+    :func:`~astrid_airflow._sql.read_sql` (typed, streamed in chunks). Infinite values
+    are refused (``DataError``), in DataFrames too.
     """
     if isinstance(source, pd.DataFrame):
+        check_finite(source)
         return source
     if isinstance(source, str) and _is_sql_url(source):
         from ._sql import read_sql
 
-        return read_sql(source)
+        table = read_sql(source)
+        check_finite(table, _sql_shown(source))
+        return table
     if not isinstance(source, (str, os.PathLike)):
         raise DataError(f"Cannot read a table from {type(source).__name__}; "
                         "pass a DataFrame or a path to a CSV, Parquet or ARFF file.")
     path = os.fspath(source)
-    kind = _SUFFIXES.get(Path(path.split("?")[0]).suffix.lower())
-    if kind is None:
-        raise DataError(f"Unreadable file {path!r}: expected a .csv, .parquet or .arff file.")
-    try:
-        if kind == "csv":
-            _check_unique_names(_csv_header(path), path)
-            return pd.read_csv(path)
-        if kind == "parquet":
-            import pyarrow.parquet as pq
-
-            with fsspec_open(path) as fh:
-                _check_unique_names(pq.read_schema(fh).names, path)
-            return pd.read_parquet(path)
-        return _read_arff(path)
-    except FileNotFoundError:
-        raise DataError(f"Unreadable file {path!r}: no such file.") from None
-    except DataError:
-        raise
-    except Exception as exc:  # parsers raise many types; the user needs one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise DataError(f"Unreadable file {path!r}: {type(exc).__name__}: {first}") from None
+    if input_format(path) == "arff":  # read natively: keeps the declared categories
+        try:
+            frame = _read_arff(path)
+        except FileNotFoundError:
+            raise DataError(f"Unreadable file {path!r}: no such file.") from None
+        except OSError as exc:
+            raise DataError(f"Unreadable file {path!r}: {os_error_message(exc)}") from None
+        except Exception as exc:
+            raise DataError(f"Unreadable file {path!r}: {type(exc).__name__}: "
+                            f"{_first_line(exc)}") from None
+        check_finite(frame, path)
+        return frame
+    return read_arrow(path).to_pandas()
 
 
-def fsspec_open(path: str, mode: str = "rb"):
-    import fsspec
-
-    return fsspec.open(path, mode)
-
-
-def _csv_header(path: str) -> list[str]:
-    import csv
-
-    with fsspec_open(path, "rt") as fh:
-        return next(csv.reader(fh), [])
+def _sql_shown(url: str) -> str:
+    return url.split("@", 1)[-1]  # no user or password in a message
 
 
 def _check_unique_names(names: list[str], path: str) -> None:

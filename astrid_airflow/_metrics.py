@@ -80,11 +80,11 @@ class _Source:
         elif isinstance(table, (str, os.PathLike, TableFile)):
             import pyarrow.parquet as pq
 
-            from ._surrogate import _filesystem, file_format
+            from ._io import _filesystem, input_format
 
             self.path = table if isinstance(table, TableFile) else os.fspath(table)
-            kind = table.kind if isinstance(table, TableFile) else file_format(self.path)
-            if kind == "csv":
+            kind = table.kind if isinstance(table, TableFile) else input_format(self.path)
+            if kind != "parquet":  # CSV, ARFF: parsed whole, once
                 table = read_arrow(self.path)
                 self.columns, self.num_rows = list(table.column_names), table.num_rows
             else:

@@ -248,11 +248,12 @@ def _load_metrics(metrics: Any, k: int) -> dict[str, Any] | None:
             raise DataError(f"Unreadable surrogate metrics {path!r}: no such file.") from None
         except OSError as exc:
             raise DataError(f"Unreadable surrogate metrics {path!r}: {exc}") from None
+        from ._jsonable import load_json
+
         try:
-            metrics = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"Surrogate metrics {path!r} are not JSON: {exc.msg} at line "
-                            f"{exc.lineno}.") from None
+            metrics = load_json(text, "JSON")
+        except DataError as exc:
+            raise DataError(f"Surrogate metrics {path!r} are not JSON: {exc}") from None
     elif hasattr(metrics, "to_dict"):
         metrics = metrics.to_dict()
     if not isinstance(metrics, Mapping):
@@ -574,8 +575,10 @@ def _is_report_dir(path: str) -> bool:
     if not entries:
         return True
     try:
-        with open(os.path.join(path, REPORT_JSON), encoding="utf-8") as fh:
-            return json.load(fh).get("kind") == "astrid-report"
+        from ._jsonable import load_json
+
+        with open(os.path.join(path, REPORT_JSON), "rb") as fh:
+            return load_json(fh.read(), REPORT_JSON).get("kind") == "astrid-report"
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -629,8 +632,10 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
 
 def _publish(out_dir: str | os.PathLike, files: dict[str, bytes], overwrite: bool) -> str:
     from ._atomic import atomic_write_bytes, split_url
+    from ._store import check_outside_store
 
     _fs, dest, local = split_url(out_dir)
+    check_outside_store(dest)  # versions are immutable: no report inside a store
     if local:
         _publish_local(dest, files, overwrite)
         return dest

@@ -42,16 +42,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``astrid`` console script; returns the exit code."""
-    from .._errors import AstridError
+    from .._errors import AstridError, one_line, os_error_message
 
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args) or 0)
     except AstridError as exc:
-        print(f"astrid {args.command}: error: {exc}", file=sys.stderr)
+        print(f"astrid {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
-        print(f"astrid {args.command}: error: {exc}", file=sys.stderr)
+    except OSError as exc:  # disk full, symlink loop, permission... never a traceback
+        print(f"astrid {args.command}: error: {os_error_message(exc)}", file=sys.stderr)
+        return 2
+    except RecursionError:  # a structure nested too deep for Python, from any input
+        print(f"astrid {args.command}: error: input nested too deeply to process.",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"astrid {args.command}: interrupted", file=sys.stderr)

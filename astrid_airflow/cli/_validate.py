@@ -49,19 +49,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_metrics(path: str) -> dict:
-    import json
-
     import fsspec
 
     from .._errors import ParameterError
+    from .._jsonable import load_json
 
     try:
-        with fsspec.open(path, "r", encoding="utf-8") as fh:
-            data = json.load(fh)
+        with fsspec.open(path, "rb") as fh:
+            raw = fh.read()
     except FileNotFoundError:
         raise ParameterError(f"Invalid --metrics: no such file {path!r}.") from None
-    except json.JSONDecodeError as exc:
-        raise ParameterError(f"Invalid --metrics {path!r}: not JSON ({exc.msg}).") from None
+    data = load_json(raw, f"--metrics {path!r}", error=ParameterError)
     if not isinstance(data, dict):
         raise ParameterError(f"Invalid --metrics {path!r}: expected a JSON object.")
     return data
