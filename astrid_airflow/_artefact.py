@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import ArtefactError, GroupingError, ParameterError, SchemaMismatchError
+from ._errors import (
+    ArtefactError,
+    GroupingError,
+    ParameterError,
+    SchemaMismatchError,
+    short_list,
+)
 from ._grouping import Grouping
 
 __all__ = [
@@ -234,11 +240,11 @@ class SchemaCheck:
         out = []
         if self.unseen_classes:
             out.append(f"{len(self.unseen_classes)} class label(s) not seen at learning "
-                       f"time: {self.unseen_classes[:10]!r}; their rows are shuffled "
+                       f"time: {short_list(self.unseen_classes)}; their rows are shuffled "
                        "within their own class.")
         for col, vals in self.unseen_categories.items():
             out.append(f"Column {col!r} has {len(vals)} value(s) outside its recorded "
-                       f"categories: {vals[:10]!r}.")
+                       f"categories: {short_list(vals)}.")
         if self.reordered:
             out.append("Columns are in a different order than at learning time.")
         return out
@@ -403,12 +409,14 @@ class GroupingArtefact:
         missing_cols = [c for c in grouping.columns if c not in columns]
         if missing_cols:
             raise ArtefactError(f"The reference table lacks grouped column(s) "
-                                f"{missing_cols}; pass the table the grouping was learned on.")
+                                f"{short_list(missing_cols)}; pass the table the grouping "
+                                "was learned on.")
         extra = [c for c in columns if c not in used]
         if extra:
             raise ArtefactError(
-                f"The reference table has column(s) {extra} in no group of the grouping "
-                f"{grouping}; pass the table the grouping was learned on (after cleaning).")
+                f"The reference table has column(s) {short_list(extra)} in no group of the "
+                f"grouping {grouping}; pass the table the grouping was learned on (after "
+                "cleaning).")
         classes = d.get("classes")
         if classes is None:
             classes = _unique_values(reference_table, target)
@@ -522,13 +530,13 @@ class GroupingArtefact:
         problems = []
         dup = sorted({c for c in names if names.count(c) > 1})
         if dup:
-            problems.append(f"duplicated column(s) {dup}")
+            problems.append(f"duplicated column(s) {short_list(dup)}")
         missing = [c for c in expected if c not in names]
         if missing:
-            problems.append(f"missing column(s) {missing}")
+            problems.append(f"missing column(s) {short_list(missing)}")
         extra = [c for c in names if c not in set(self.columns)]
         if extra:
-            problems.append(f"unexpected column(s) {extra}")
+            problems.append(f"unexpected column(s) {short_list(extra)}")
         for name in expected:
             if name not in kinds:
                 continue
@@ -537,8 +545,10 @@ class GroupingArtefact:
                 problems.append(f"column {name!r} should be {entry['kind']} "
                                 f"({entry['dtype']}) but is {kinds[name]} ({dtypes[name]})")
         if problems:
+            shown = problems[:10] + ([f"… and {len(problems) - 10} more"]
+                                     if len(problems) > 10 else [])
             raise SchemaMismatchError("The table does not match the artefact's schema: " +
-                                      "; ".join(problems) + ".")
+                                      "; ".join(shown) + ".")
         unseen_classes: list = []
         unseen_categories: dict = {}
         if has_data:

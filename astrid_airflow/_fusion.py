@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ._artefact import _compatible, column_kind
-from ._errors import DataError, ParameterError, SchemaMismatchError
+from ._errors import DataError, ParameterError, SchemaMismatchError, short_list
 from ._grouping import Grouping, letters
 from ._validation import check_positive_int, check_seed_sequence
 
@@ -158,15 +158,15 @@ def _match_groups(parts: list[_Part], fixed: dict[int, int], grouping: Grouping,
         cols = [str(c) for c in part.table.columns]
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
-            raise DataError(f"{part.name} has duplicated column(s) {dup}.")
+            raise DataError(f"{part.name} has duplicated column(s) {short_list(dup)}.")
         if target not in cols:
             raise DataError(f"{part.name} has no class column {target!r}: every part must "
                             "carry the class of each row.")
         attrs = [c for c in cols if c != target]
         unknown = [c for c in attrs if c not in schema_names]
         if unknown:
-            raise SchemaMismatchError(f"{part.name} has column(s) {unknown} that are not in "
-                                      "the artefact's schema.")
+            raise SchemaMismatchError(f"{part.name} has column(s) {short_list(unknown)} "
+                                      "that are not in the artefact's schema.")
         if not attrs:
             raise DataError(f"{part.name} has only the class column; it must hold the "
                             "columns of one group.")
@@ -189,8 +189,8 @@ def _match_groups(parts: list[_Part], fixed: dict[int, int], grouping: Grouping,
             g = groups[0]
         missing = [c for c in grouping.groups[g] if c not in attrs]
         if missing:
-            raise DataError(f"{part.name} (group {g + 1}) misses column(s) {missing} of "
-                            f"group {g + 1} {list(grouping.groups[g])}.")
+            raise DataError(f"{part.name} (group {g + 1}) misses column(s) "
+                            f"{short_list(missing)} of group {g + 1} {list(grouping.groups[g])}.")
         part.group = g
     by_group: dict[int, list[str]] = {}
     for part in parts:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import DataError, os_error_message
+from ._errors import DataError, os_error_message, short_list
 
 __all__ = ["read_table", "read_arrow", "read_schema", "input_format", "check_finite",
            "check_table", "split_target", "drop_missing_and_constant"]
@@ -240,7 +240,8 @@ def _check_unique_names(names: list[str], path: str) -> None:
             dup.append(name)
         seen.add(name)
     if dup:
-        raise DataError(f"Unreadable file {path!r}: duplicated column name(s) {dup!r}.")
+        raise DataError(f"Unreadable file {path!r}: duplicated column name(s) "
+                        f"{short_list(dup)}.")
 
 
 def _is_sql_url(text: str) -> bool:
@@ -274,10 +275,10 @@ def check_table(table: pd.DataFrame, target: str, *, min_rows_per_class: int = 1
         raise DataError(f"Column names must be strings; got {bad[:5]!r}.")
     dup = table.columns[table.columns.duplicated()].tolist()
     if dup:
-        raise DataError(f"Duplicated column name(s): {sorted(set(dup))!r}.")
+        raise DataError(f"Duplicated column name(s): {short_list(sorted(set(dup)))}.")
     if target not in table.columns:
         raise DataError(f"Target column {target!r} is not in the table; "
-                        f"columns are {list(table.columns)[:20]!r}.")
+                        f"columns are {short_list(table.columns)}.")
     if table.shape[1] < 2:
         raise DataError("The table has no attribute columns besides the target.")
     if len(table) == 0:
@@ -292,12 +293,16 @@ def check_table(table: pd.DataFrame, target: str, *, min_rows_per_class: int = 1
                         "at least two are needed.")
     small = {lab: int(n) for lab, n in zip(labels, counts.tolist()) if n < min_rows_per_class}
     if small:
+        counts_shown = str(dict(list(small.items())[:5])) + (
+            f" … and {len(small) - 5} more" if len(small) > 5 else "")
         raise DataError(
-            f"Class(es) {list(small)[:5]!r} of {target!r} have fewer than "
-            f"{min_rows_per_class} rows ({small}); too few for the split.")
+            f"Class(es) {short_list(list(small), limit=5)} of {target!r} have fewer than "
+            f"{min_rows_per_class} rows ({counts_shown}); too few for the split"
+            + (" (is the target a continuous number? every distinct value is a class)."
+               if len(small) > 10 else "."))
     nested = [c for c in table.columns if c != target and table[c].map(_is_nested).any()]
     if nested:
-        raise DataError(f"Column(s) {nested!r} hold nested values (lists, dicts); "
+        raise DataError(f"Column(s) {short_list(nested)} hold nested values (lists, dicts); "
                         "only scalar columns are supported.")
 
 
@@ -313,12 +318,12 @@ def check_attributes(table: pd.DataFrame, attributes: list[str]) -> None:
     n = len(table)
     empty = [c for c in attributes if table[c].isna().all()]
     if empty:
-        raise DataError(f"Attribute column(s) {empty!r} have no values (all missing); "
+        raise DataError(f"Attribute column(s) {short_list(empty)} have no values (all missing); "
                         "drop them before learning.")
     constant = [c for c in attributes if table[c].nunique(dropna=False) <= 1]
     if constant:
-        raise DataError(f"Attribute column(s) {constant!r} are constant; drop them (or pass "
-                        "--clean, the paper's cleaning) before learning.")
+        raise DataError(f"Attribute column(s) {short_list(constant)} are constant; drop them "
+                        "(or pass --clean, the paper's cleaning) before learning.")
     for c in attributes:
         col = table[c]
         if pd.api.types.is_float_dtype(col.dtype):

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import DataError, ParameterError
+from ._errors import DataError, ParameterError, short_list
 from ._grouping import Grouping
 from ._surrogate import (
     ProtectsNothingWarning,
@@ -115,7 +115,7 @@ class _Source:
     def require(self, columns: Sequence[str], what: str) -> None:
         missing = [c for c in columns if c not in self.columns]
         if missing:
-            raise DataError(f"The {what} lacks column(s) {missing}.")
+            raise DataError(f"The {what} lacks column(s) {short_list(missing)}.")
 
 
 # ------------------------------------------------------------------------- row hashes

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import ArtefactError, DataError, ParameterError, StoreError
+from ._errors import ArtefactError, DataError, ParameterError, StoreError, short_list
 from ._jsonable import plain as _plain
 
 __all__ = [
@@ -154,7 +154,7 @@ def distribution_checks(original: pd.DataFrame, surrogate: pd.DataFrame, target:
     for name, table in (("original", original), ("surrogate", surrogate)):
         missing = [c for c in [target, *columns] if c not in table.columns]
         if missing:
-            raise DataError(f"The {name} table lacks column(s) {missing}.")
+            raise DataError(f"The {name} table lacks column(s) {short_list(missing)}.")
     labels_o = original[target].astype(object)
     labels_s = surrogate[target].astype(object)
     labels = list(dict.fromkeys([_native(v) for v in pd.unique(labels_o.dropna())] +
