@@ -166,8 +166,8 @@ def check_finite(table: Any, shown: str = "the table") -> None:
     """
     bad: dict[str, int] = {}
     if isinstance(table, pd.DataFrame):
-        for c in table.columns:
-            col = table[c]
+        for i, c in enumerate(table.columns):
+            col = table.iloc[:, i]  # by position: names may repeat (checked elsewhere)
             if pd.api.types.is_float_dtype(col.dtype):
                 n = int(np.isinf(col.to_numpy(dtype=float, na_value=np.nan)).sum())
                 if n:
