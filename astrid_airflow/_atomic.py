@@ -226,7 +226,10 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False,
         raise _exists_error(path)
     with tempfile.TemporaryDirectory(prefix="astrid-atomic-") as scratch:
         tmp = os.path.join(scratch, Path(dest).name or "data")
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:  # e.g. the local scratch disk is full: one line
+            raise _os_error(exc, os.fspath(path)) from None
         if not os.path.isfile(tmp):
             raise StoreError(f"Nothing was written to the temporary file for {path!r}.")
         _put_remote(fs, tmp, dest, overwrite, path)
@@ -286,12 +289,25 @@ def refuse_overwriting_inputs(outputs: list[str | os.PathLike],
 
     Compared after resolving links, and by device and inode for existing local files,
     so ``--out`` through a symlink or a hard link to the input is caught too. Called
-    before any work, so an input is never replaced by its own output.
+    before any work, so an input is never replaced by its own output. Entries that are
+    not paths (DataFrames, database URLs) are skipped.
     """
+    def where(path: object) -> tuple[object, str, bool] | None:
+        if not isinstance(path, (str, os.PathLike)):
+            return None
+        try:
+            return split_url(path)
+        except StoreError:  # e.g. postgresql://: not a file
+            return None
+
     for out in outputs:
-        _fs, dest, local = split_url(out)
+        if (o := where(out)) is None:
+            continue
+        _fs, dest, local = o
         for src in inputs:
-            sfs, source, slocal = split_url(src)
+            if (i := where(src)) is None:
+                continue
+            sfs, source, slocal = i
             if local != slocal:
                 continue
             if local:

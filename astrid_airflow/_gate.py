@@ -252,9 +252,9 @@ def load_suite(path: str | os.PathLike) -> dict[str, Any]:
             raw = fh.read()
     except FileNotFoundError:
         raise StoreError(f"No gate suite at {text!r}.") from None
-    except OSError as exc:  # permission, symlink loop, I/O error
-        raise StoreError(f"Cannot read the gate suite {text!r}: "
-                         f"{exc.strerror or exc}.") from None
+    except OSError as exc:  # permission, symlink loop, I/O error: never "no suite yet"
+        raise GateError(f"Cannot read the gate suite {text!r}: "
+                        f"{exc.strerror or exc}.") from None
     data = load_json(raw, f"gate suite {text!r}", error=GateError)
     _check_suite(data, text)
     return data
@@ -482,6 +482,11 @@ def validate_surrogate(
         effective = effective.with_overrides(classifier=classifier)
     seed = _check_seed(random_state)
     paths = result_paths(surrogate, out_dir)
+    if paths:  # the result files never replace an input (the artefact file included)
+        from ._atomic import refuse_overwriting_inputs
+
+        refuse_overwriting_inputs(list(paths), [original, surrogate,
+                                                getattr(location, "path", None)])
 
     original_df = read_table(original)
     surrogate_df = read_table(surrogate)
@@ -525,6 +530,11 @@ def _resolve_suite(artefact: Any, location: Any) -> dict[str, Any]:
     """The stored suite of a stored artefact (written once if missing), else a new one."""
     if location is None:
         return build_suite(artefact)
+    if getattr(location, "root", None) is not None:  # never read a suite through a link
+        from ._store import ArtefactStore
+
+        ArtefactStore(location.root).refuse_links(location.name, location.version,
+                                                  SUITE_FILE)
     path = _join(location.directory, SUITE_FILE)
     try:
         suite = load_suite(path)

@@ -68,6 +68,11 @@ def check_artefact_name(name: object) -> str:
 _check_name = check_artefact_name
 
 
+def _valid_name(name: str) -> bool:
+    """What :func:`check_artefact_name` accepts (listing skips anything else)."""
+    return bool(_NAME.fullmatch(name)) and ".." not in name
+
+
 def _check_file_name(name: object) -> str:
     if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name \
             or name == ARTEFACT_FILE:
@@ -185,17 +190,21 @@ class ArtefactStore:
         return out
 
     def _isfile(self, inner: str) -> bool:
-        if self._local:  # a link is never a store file (see _refuse_links)
+        if self._local:  # a link is never a store file (see refuse_links)
             return os.path.isfile(inner) and not os.path.islink(inner)
         return self._fs.isfile(inner)
 
     def _islink(self, inner: str) -> bool:
         return self._local and os.path.islink(inner)
 
-    def _refuse_links(self, *parts: str) -> None:
+    def refuse_links(self, *parts: str) -> None:
         """Raise ``StoreError`` if ``root/parts[0]``, ``root/parts[0]/parts[1]``... is a
-        symbolic link: the store never reads or writes through a link inside it, which
-        could lead outside the store (the root itself may be a link)."""
+        symbolic link.
+
+        The store never reads or writes through a link inside it, which could lead
+        outside the store (the root itself may be a link). Modules that read files of a
+        version by path (the gate's suite) call this first. A no-op on object stores.
+        """
         if not self._local:
             return
         inner = self._root
@@ -235,14 +244,14 @@ class ArtefactStore:
         """Names with at least one complete version, sorted."""
         self._check_root()
         return sorted(n for n in self._ls_names(self._root)
-                      if _NAME.fullmatch(n) and not self._islink(self._join(self._root, n))
+                      if _valid_name(n) and not self._islink(self._join(self._root, n))
                       and self._numbers(n, complete=True))
 
     def versions(self, name: str) -> list[str]:
         """Complete versions of ``name``, oldest first (``StoreError`` if none)."""
         _check_name(name)
         self._check_root()
-        self._refuse_links(name)
+        self.refuse_links(name)
         numbers = self._numbers(name, complete=True)
         if not numbers:
             known = self.names()
@@ -262,7 +271,7 @@ class ArtefactStore:
             return versions[-1]
         vid = _version_id(number)
         if vid not in versions:
-            self._refuse_links(name, vid)
+            self.refuse_links(name, vid)
             raise StoreError(f"No version {vid} of {name!r} in {self.root!r}; "
                              f"versions: {versions[-20:]!r}.")
         return vid
@@ -283,7 +292,7 @@ class ArtefactStore:
     def load(self, name: str, version: str | int = "latest") -> GroupingArtefact:
         """Read and validate an artefact (``ArtefactError`` if it is corrupt)."""
         loc = self.location(name, version)
-        self._refuse_links(name, loc.version, ARTEFACT_FILE)
+        self.refuse_links(name, loc.version, ARTEFACT_FILE)
         return _read_artefact(self._fs, self._join(self._root, name, loc.version,
                                                    ARTEFACT_FILE), loc.path)
 
@@ -291,7 +300,7 @@ class ArtefactStore:
         """Bytes of a file stored beside the artefact."""
         loc = self.location(name, version)
         inner = self._join(self._root, name, loc.version, _check_file_name(filename))
-        self._refuse_links(name, loc.version, filename)
+        self.refuse_links(name, loc.version, filename)
         try:
             return self._fs.cat_file(inner)
         except FileNotFoundError:
@@ -303,19 +312,40 @@ class ArtefactStore:
         """One row per version: name, version, created_at, k, target, fingerprint, path.
 
         A version whose artefact cannot be read gets ``error`` set (and ``None`` in the
-        artefact fields) instead of hiding the other versions.
+        artefact fields) instead of hiding the other versions; a name directory that
+        cannot be read gets one row with ``version`` ``None`` and ``error`` set.
         """
-        names = [name] if name is not None else self.names()
+        if name is not None:
+            vids = {name: self.versions(name)}
+        else:
+            self._check_root()
+            vids = {}
+            for n in sorted(self._ls_names(self._root)):
+                if not _valid_name(n) or self._islink(self._join(self._root, n)):
+                    continue
+                try:
+                    numbers = self._numbers(n, complete=True)
+                except AstridError as exc:  # one unreadable name never hides the others
+                    vids[n] = exc
+                    continue
+                if numbers:
+                    vids[n] = [_version_id(v) for v in numbers]
         rows = []
-        for n in names:
-            for vid in self.versions(n):
+        for n, found in vids.items():
+            if isinstance(found, Exception):
+                rows.append({"name": n, "version": None, "created_at": None, "k": None,
+                             "target": None, "fingerprint": None,
+                             "path": self._url(self._join(self._root, n)),
+                             "error": str(found)})
+                continue
+            for vid in found:
                 inner = self._join(self._root, n, vid, ARTEFACT_FILE)
                 row: dict[str, Any] = {"name": n, "version": vid, "created_at": None,
                                        "k": None, "target": None, "fingerprint": None,
                                        "path": self._url(self._join(self._root, n, vid)),
                                        "error": None}
                 try:
-                    self._refuse_links(n, vid, ARTEFACT_FILE)
+                    self.refuse_links(n, vid, ARTEFACT_FILE)
                     a = _read_artefact(self._fs, inner, self._url(inner))
                 except AstridError as exc:  # one bad version never hides the others
                     row["error"] = str(exc)
@@ -356,13 +386,13 @@ class ArtefactStore:
         """
         loc = self.location(name, version)
         inner = self._join(self._root, name, loc.version, _check_file_name(filename))
-        self._refuse_links(name, loc.version, filename)
+        self.refuse_links(name, loc.version, filename)
         fs_write_bytes(self._fs, inner, bytes(data), overwrite=overwrite, into_store=True)
         return self._url(inner)
 
     def _save_local(self, name: str, files: dict[str, bytes]) -> str:
         base = os.path.join(self._root, name)
-        self._refuse_links(name)
+        self.refuse_links(name)
         try:
             os.makedirs(base, exist_ok=True)
             tmp = tempfile.mkdtemp(dir=base, prefix=".saving-", suffix=".tmp")
@@ -579,7 +609,7 @@ def _outside_or_in_store(url, split, directory: str, path: str) -> ArtefactLocat
     root, name = split(parent)
     if _VERSION_DIR.fullmatch(vdir) and _NAME.fullmatch(name or "") and root:
         # in a store layout: the same no-links rule as the store's own reads and writes
-        ArtefactStore(url(root))._refuse_links(name, vdir, ARTEFACT_FILE)
+        ArtefactStore(url(root)).refuse_links(name, vdir, ARTEFACT_FILE)
         return ArtefactLocation(root=url(root), name=name, version=vdir,
                                 directory=url(directory), path=path)
     return ArtefactLocation(root=None, name=None, version=None, directory=url(directory),

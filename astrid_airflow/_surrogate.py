@@ -47,6 +47,11 @@ __all__ = [
 #: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
 CHUNK_ROWS = 1 << 20
 
+#: Most copies :func:`shuffle_file` writes in one call: each copy is as large as the
+#: input, so a mistyped ``--n-copies`` must not fill a disk (in memory,
+#: :func:`make_surrogate` has no such bound).
+MAX_FILE_COPIES = 100
+
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
@@ -402,7 +407,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         Seed. The same seed gives byte-identical output files, and the same surrogate as
         :func:`make_surrogate` on the same table.
     n_copies : int, default 1
-        Number of independent surrogates.
+        Number of independent surrogates, at most :data:`MAX_FILE_COPIES` (100).
     overwrite : bool, default False
         Replace existing outputs; without it an existing output raises ``StoreError``
         before any work is done.
@@ -426,6 +431,10 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
 
     grouping, target, art = resolve_grouping(artefact, target)
     n_copies = check_positive_int(n_copies, "n_copies")
+    if n_copies > MAX_FILE_COPIES:
+        raise ParameterError(f"Invalid n_copies: {n_copies}. At most {MAX_FILE_COPIES} "
+                             "copies are written in one call (each is as large as the "
+                             "input).")
     from ._io import input_format
 
     src = os.fspath(src)

@@ -779,6 +779,19 @@ def _cases() -> list[Case]:
                         "store/m/v0001", "--metrics", _write(w, "acc.json", json.dumps(
                             {"accuracy_original": 0.9, "accuracy_surrogate": 0.9}))],
              "exit 2", r"inside the artefact store version directory"))
+    add(Case("cli-validate-linked-suite", "cli", "`validate`, the version's suite.json a "
+             "symlink to a suite outside the store", lambda w: _validate(
+                 "ref.parquet", "surr.parquet", _linked_suite(w) + "/m"), "exit 2",
+             r"suite\.json': a symbolic link inside the artefact store"))
+    add(Case("cli-validate-result-over-metrics", "cli",
+             "`validate --metrics surr.validation.json` (the result would replace it)",
+             lambda w: [*_validate("ref.parquet", "surr.parquet"), "--metrics", _write(
+                 w, "surr.validation.json", json.dumps(
+                     {"accuracy_original": 0.9, "accuracy_surrogate": 0.9}))], "exit 2",
+             r"Refusing to write '.*surr\.validation\.json': it is the input"))
+    add(Case("cli-shuffle-n-copies-huge", "cli", "`astrid shuffle --n-copies 5000`",
+             lambda w: _shuffle("ref.parquet", "many.parquet", "store/m", "--n-copies",
+                                "5000"), "exit 2", r"Invalid n_copies: 5000\. At most 100"))
     return c
 
 
@@ -1174,3 +1187,14 @@ def _tz_roundtrip(work):
                                              extra_files=gate_extra_files(artefact))
         shuffle_file(root / "tz.csv", artefact, root / "tzs.csv", random_state=0)
     return _validate("tz.csv", "tzs.csv", "tzstore/t")
+
+
+def _linked_suite(work):
+    dest = _copy_store(work, "lsstore")
+    suite = dest / "m" / "v0001" / "suite.json"
+    if not suite.is_symlink():
+        outside = work["root"] / "outside_suite.json"
+        shutil.copy(suite, outside)
+        suite.unlink()
+        suite.symlink_to(outside)
+    return "lsstore"

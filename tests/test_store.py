@@ -510,3 +510,24 @@ def test_writes_into_a_store_are_refused_except_through_it(tmp_path):
     check_outside_store(tmp_path / "s" / "x.csv")  # beside the names: not a version
     check_outside_store(tmp_path / "v0001" / "x.csv")  # a look-alike, not a store
     assert store.add_file("n", 1, "extra.json", b"{}").endswith("extra.json")
+
+
+def test_list_survives_odd_names_and_unreadable_name_dirs(tmp_path, monkeypatch):
+    store = ArtefactStore(tmp_path)
+    store.save("n", make_artefact(1))
+    store.save("z", make_artefact(2))
+    planted = tmp_path / "a..b" / "v0001"  # matches the pattern, refused as a name
+    planted.mkdir(parents=True)
+    (planted / "artefact.json").write_text(make_artefact(3).to_json())
+    assert store.names() == ["n", "z"]
+    real = os.listdir
+
+    def listdir(path):
+        if str(path).endswith(os.sep + "z"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    rows = store.list()
+    assert [(r["name"], r["version"]) for r in rows] == [("n", "v0001"), ("z", None)]
+    assert "permission denied" in rows[1]["error"]

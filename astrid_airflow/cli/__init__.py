@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 # subcommand -> module in this package
@@ -46,7 +47,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        with warnings.catch_warnings():
+            # Deprecation notices of the libraries we import (PySpark, GX, pandas...) are
+            # not the user's business and would break "one line on stderr"; astrid's own
+            # warnings (UserWarning subclasses) still show.
+            for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning):
+                warnings.filterwarnings("ignore", category=category,
+                                        module=r"(?!astrid_airflow)")
+            return int(args.handler(args) or 0)
     except AstridError as exc:
         print(f"astrid {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -66,8 +66,13 @@ def _read_metrics(path: str) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._gate import validate_surrogate
+    from .._atomic import refuse_overwriting_inputs
+    from .._gate import result_paths, validate_surrogate
     from ._common import print_json
+
+    if args.metrics:  # checked before any work: the result never replaces --metrics
+        refuse_overwriting_inputs(list(result_paths(args.surrogate, args.out_dir) or ()),
+                                  [args.metrics])
 
     overrides = {"max_intact": args.max_intact,
                  "max_accuracy_drop": args.max_accuracy_drop,
