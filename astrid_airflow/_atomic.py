@@ -285,12 +285,13 @@ def _rm_remote(fs, key: str) -> None:
 
 def refuse_overwriting_inputs(outputs: list[str | os.PathLike],
                               inputs: list[str | os.PathLike]) -> None:
-    """Raise ``StoreError`` if an output is one of the inputs.
+    """Raise ``StoreError`` if an output is one of the inputs, or holds one.
 
     Compared after resolving links, and by device and inode for existing local files,
-    so ``--out`` through a symlink or a hard link to the input is caught too. Called
-    before any work, so an input is never replaced by its own output. Entries that are
-    not paths (DataFrames, database URLs) are skipped.
+    so ``--out`` through a symlink or a hard link to the input is caught too; an input
+    inside an output directory (a report directory, replaced whole) counts as well.
+    Called before any work, so an input is never replaced by its own output. Entries
+    that are not paths (DataFrames, database URLs) are skipped.
     """
     def where(path: object) -> tuple[object, str, bool] | None:
         if not isinstance(path, (str, os.PathLike)):
@@ -310,15 +311,19 @@ def refuse_overwriting_inputs(outputs: list[str | os.PathLike],
             sfs, source, slocal = i
             if local != slocal:
                 continue
+            inside = False
             if local:
-                same = os.path.realpath(dest) == os.path.realpath(source)
+                real, real_src = os.path.realpath(dest), os.path.realpath(source)
+                inside = real_src.startswith(real.rstrip(os.sep) + os.sep)
+                same = real == real_src
                 if not same and os.path.exists(dest) and os.path.exists(source):
                     with contextlib.suppress(OSError):
                         same = os.path.samefile(dest, source)
             else:
                 same = type(_fs) is type(sfs) and dest.rstrip("/") == source.rstrip("/")
-            if same:
-                raise StoreError(f"Refusing to write {os.fspath(out)!r}: it is the input "
+            if same or inside:
+                raise StoreError(f"Refusing to write {os.fspath(out)!r}: it "
+                                 f"{'holds' if inside else 'is'} the input "
                                  f"{os.fspath(src)!r} (an output never replaces an input; "
                                  "choose another path).")
 

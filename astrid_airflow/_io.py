@@ -13,6 +13,7 @@ import pandas as pd
 from ._errors import DataError, os_error_message, short_list
 
 __all__ = ["read_table", "read_arrow", "read_schema", "input_format", "check_finite",
+           "check_regular_file",
            "check_table", "split_target", "drop_missing_and_constant"]
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
@@ -57,6 +58,7 @@ def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, 
     text = os.fspath(source)
     kind = kind or input_format(text)
     cols = None if columns is None else list(columns)
+    check_regular_file(text)
     try:
         if kind == "csv":
             table = _read_csv_arrow(text, cols)
@@ -94,6 +96,7 @@ def read_schema(source: str | os.PathLike, *, kind: str | None = None) -> Any:
     kind = kind or input_format(text)
     if kind != "parquet":
         return read_arrow(text, kind=kind).schema
+    check_regular_file(text)
     import pyarrow.parquet as pq
 
     fs, inner = _filesystem(text)
@@ -108,6 +111,28 @@ def read_schema(source: str | os.PathLike, *, kind: str | None = None) -> Any:
                         f"{_first_line(exc)}") from None
     _check_unique_names(schema.names, text)
     return schema
+
+
+def check_regular_file(path: str | os.PathLike, what: str = "Unreadable file") -> None:
+    """Raise ``DataError`` if local ``path`` is a directory, pipe, socket or device.
+
+    Reading a FIFO blocks forever and ``/dev/zero`` never ends: only regular files are
+    inputs. A missing file passes (the open reports it); remote URLs are not checked.
+    """
+    import stat
+
+    text = os.fspath(path)
+    fs, inner = _filesystem(text)
+    if fs is not None:
+        return
+    try:
+        mode = os.stat(inner).st_mode
+    except OSError:  # missing, ELOOP...: the open says so
+        return
+    if stat.S_ISDIR(mode):
+        raise DataError(f"{what} {text!r}: it is a directory.")
+    if not stat.S_ISREG(mode):
+        raise DataError(f"{what} {text!r}: not a regular file (a pipe, socket or device).")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -214,6 +239,7 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
                         "pass a DataFrame or a path to a CSV, Parquet or ARFF file.")
     path = os.fspath(source)
     if input_format(path) == "arff":  # read natively: keeps the declared categories
+        check_regular_file(path)
         try:
             frame = _read_arff(path)
         except FileNotFoundError:

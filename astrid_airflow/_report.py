@@ -681,6 +681,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         The directory, the index page, the files written and whether every
         distribution check passed (None without tables).
     """
+    from ._atomic import refuse_overwriting_inputs
     from ._plots import (
         accuracy_figure,
         distribution_figure,
@@ -689,6 +690,8 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         release_figure,
     )
 
+    # the report directory is replaced whole: no input may live inside it
+    refuse_overwriting_inputs([out_dir], [artefact, original, surrogate, surrogate_metrics])
     result, art, ref = _resolve(artefact)
     if (original is None) != (surrogate is None):
         raise ParameterError("Pass both original and surrogate tables (or neither): the "

@@ -493,6 +493,19 @@ def _write_error(exc: OSError, root: str) -> StoreError:
 
 
 def _read_artefact(fs: Any, inner: str, shown: str) -> GroupingArtefact:
+    from fsspec.implementations.local import LocalFileSystem
+
+    if isinstance(fs, LocalFileSystem):  # a FIFO or device would block or never end
+        import stat
+
+        try:
+            mode = os.stat(inner).st_mode
+        except OSError:
+            mode = stat.S_IFREG  # missing, ELOOP...: reported by the read below
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                or stat.S_ISSOCK(mode):
+            raise StoreError(f"{shown!r} is not a regular file (a pipe, socket or "
+                             "device).")
     try:
         data = fs.cat_file(inner)
     except FileNotFoundError:

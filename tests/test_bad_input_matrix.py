@@ -792,6 +792,14 @@ def _cases() -> list[Case]:
     add(Case("cli-shuffle-n-copies-huge", "cli", "`astrid shuffle --n-copies 5000`",
              lambda w: _shuffle("ref.parquet", "many.parquet", "store/m", "--n-copies",
                                 "5000"), "exit 2", r"Invalid n_copies: 5000\. At most 100"))
+    add(Case("cli-input-fifo", "cli", "`astrid learn fifo.csv` (a named pipe: would block)",
+             lambda w: _learn(_fifo(w, "fifo.csv")), "exit 2",
+             r"Unreadable file 'fifo\.csv': not a regular file"))
+    add(Case("cli-report-out-holds-input", "cli",
+             "`astrid report --out rep --overwrite` with `--original rep/ref.csv`",
+             lambda w: ["report", "store/m", "--original", _in_dir(w, "rep", "ref.csv"),
+                        "--surrogate", "surr.parquet", "--out", "rep", "--overwrite"],
+             "exit 2", r"Refusing to write 'rep': it holds the input 'rep/ref\.csv'"))
     return c
 
 
@@ -1198,3 +1206,17 @@ def _linked_suite(work):
         suite.unlink()
         suite.symlink_to(outside)
     return "lsstore"
+
+
+def _fifo(work, name):
+    p = work["root"] / name
+    if not p.exists():
+        os.mkfifo(p)
+    return name
+
+
+def _in_dir(work, directory, name):
+    d = work["root"] / directory
+    d.mkdir(exist_ok=True)
+    shutil.copy(work["root"] / name, d / name)
+    return f"{directory}/{name}"

@@ -175,6 +175,21 @@ def test_an_output_never_replaces_an_input(tmp_path):
         with pytest.raises(StoreError, match="it is the input"):
             refuse_overwriting_inputs([out], [src])
     refuse_overwriting_inputs([tmp_path / "other.csv"], [src])
+    with pytest.raises(StoreError, match="it holds the input"):  # a directory output
+        refuse_overwriting_inputs([tmp_path], [src])
+    refuse_overwriting_inputs([tmp_path / "sub"], [src, "postgresql://u@h/db?table=t",
+                                                   pd.DataFrame()])
+
+
+def test_special_files_are_not_inputs(tmp_path):
+    from astrid_airflow._io import read_table
+
+    os.mkfifo(tmp_path / "p.csv")
+    with pytest.raises(DataError, match="not a regular file"):
+        read_table(str(tmp_path / "p.csv"))  # would block forever on open
+    (tmp_path / "d.parquet").mkdir()
+    with pytest.raises(DataError, match="it is a directory"):
+        read_table(str(tmp_path / "d.parquet"))
 
 
 def test_fuse_rows_are_bounded(tmp_path):

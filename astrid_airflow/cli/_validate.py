@@ -52,8 +52,10 @@ def _read_metrics(path: str) -> dict:
     import fsspec
 
     from .._errors import ParameterError
+    from .._io import check_regular_file
     from .._jsonable import load_json
 
+    check_regular_file(path, "Invalid --metrics")
     try:
         with fsspec.open(path, "rb") as fh:
             raw = fh.read()
