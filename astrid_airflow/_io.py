@@ -251,7 +251,8 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
                             f"{_first_line(exc)}") from None
         check_finite(frame, path)
         return frame
-    return read_arrow(path).to_pandas()
+    # self_destruct: the Arrow buffers are freed while converting (no second full copy)
+    return read_arrow(path).to_pandas(split_blocks=True, self_destruct=True)
 
 
 def _sql_shown(url: str) -> str:
