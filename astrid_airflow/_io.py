@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, 
     kind = kind or input_format(text)
     cols = None if columns is None else list(columns)
     check_regular_file(text)
-    try:
+    with _read_errors(text):
         if kind == "csv":
             table = _read_csv_arrow(text, cols)
         elif kind == "parquet":
@@ -75,6 +76,15 @@ def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, 
             frame = _read_arff(text)
             table = pa.Table.from_pandas(frame if cols is None else frame[cols],
                                          preserve_index=False)
+    check_finite(table, text)
+    return table
+
+
+@contextlib.contextmanager
+def _read_errors(text: str) -> Iterator[None]:
+    """Every failure while reading file ``text`` becomes one ``DataError`` line."""
+    try:
+        yield
     except FileNotFoundError:
         raise DataError(f"Unreadable file {text!r}: no such file.") from None
     except IsADirectoryError:
@@ -86,8 +96,6 @@ def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, 
     except Exception as exc:  # parsers raise many types; the user needs one line
         raise DataError(f"Unreadable file {text!r}: {type(exc).__name__}: "
                         f"{_first_line(exc)}") from None
-    check_finite(table, text)
-    return table
 
 
 def read_schema(source: str | os.PathLike, *, kind: str | None = None) -> Any:
@@ -100,15 +108,8 @@ def read_schema(source: str | os.PathLike, *, kind: str | None = None) -> Any:
     import pyarrow.parquet as pq
 
     fs, inner = _filesystem(text)
-    try:
+    with _read_errors(text):
         schema = pq.read_schema(inner, filesystem=fs)
-    except FileNotFoundError:
-        raise DataError(f"Unreadable file {text!r}: no such file.") from None
-    except OSError as exc:
-        raise DataError(f"Unreadable file {text!r}: {os_error_message(exc)}") from None
-    except Exception as exc:
-        raise DataError(f"Unreadable file {text!r}: {type(exc).__name__}: "
-                        f"{_first_line(exc)}") from None
     _check_unique_names(schema.names, text)
     return schema
 
@@ -240,15 +241,8 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
     path = os.fspath(source)
     if input_format(path) == "arff":  # read natively: keeps the declared categories
         check_regular_file(path)
-        try:
+        with _read_errors(path):
             frame = _read_arff(path)
-        except FileNotFoundError:
-            raise DataError(f"Unreadable file {path!r}: no such file.") from None
-        except OSError as exc:
-            raise DataError(f"Unreadable file {path!r}: {os_error_message(exc)}") from None
-        except Exception as exc:
-            raise DataError(f"Unreadable file {path!r}: {type(exc).__name__}: "
-                            f"{_first_line(exc)}") from None
         check_finite(frame, path)
         return frame
     # self_destruct: the Arrow buffers are freed while converting (no second full copy)
