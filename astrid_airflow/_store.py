@@ -58,14 +58,11 @@ def check_artefact_name(name: object) -> str:
 
     Callers check a name before any work (``astrid learn --name`` before learning).
     """
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+    if not isinstance(name, str) or not _valid_name(name):
         raise ParameterError(
             f"Invalid artefact name {name!r}: use letters, digits, '.', '_' and '-' "
             "(no path separators, no '..', at most 200 characters, not starting with '.').")
     return name
-
-
-_check_name = check_artefact_name
 
 
 def _valid_name(name: str) -> bool:
@@ -249,7 +246,7 @@ class ArtefactStore:
 
     def versions(self, name: str) -> list[str]:
         """Complete versions of ``name``, oldest first (``StoreError`` if none)."""
-        _check_name(name)
+        check_artefact_name(name)
         self._check_root()
         self.refuse_links(name)
         numbers = self._numbers(name, complete=True)
@@ -364,7 +361,7 @@ class ArtefactStore:
         is atomic: until it completes no new version is visible, and a failure leaves
         none behind. Concurrent savers to one name get distinct versions.
         """
-        _check_name(name)
+        check_artefact_name(name)
         if not isinstance(artefact, GroupingArtefact):
             raise ParameterError(f"Expected a GroupingArtefact, got {type(artefact).__name__}.")
         files = {ARTEFACT_FILE: artefact.to_json().encode("utf-8")}
