@@ -428,6 +428,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     Arrow (never in pandas); see the module docstring for the memory bound.
     """
     from ._atomic import atomic_path, refuse_overwriting_inputs
+    from ._io import input_format
 
     grouping, target, art = resolve_grouping(artefact, target)
     n_copies = check_positive_int(n_copies, "n_copies")
@@ -435,8 +436,6 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         raise ParameterError(f"Invalid n_copies: {n_copies}. At most {MAX_FILE_COPIES} "
                              "copies are written in one call (each is as large as the "
                              "input).")
-    from ._io import input_format
-
     src = os.fspath(src)
     src_kind = input_format(src)  # what `astrid learn` reads: CSV, Parquet, ARFF
     outs = surrogate_paths(out, n_copies)
