@@ -362,6 +362,8 @@ class ArtefactStore:
         none behind. Concurrent savers to one name get distinct versions.
         """
         check_artefact_name(name)
+        if self._local:  # a store nested inside another store's version is a write there
+            check_outside_store(os.path.join(self._root, name))
         if not isinstance(artefact, GroupingArtefact):
             raise ParameterError(f"Expected a GroupingArtefact, got {type(artefact).__name__}.")
         files = {ARTEFACT_FILE: artefact.to_json().encode("utf-8")}
@@ -521,15 +523,15 @@ def _store_directory_kind(directory: str) -> str | None:
     """``"version"``/``"name"`` if local ``directory`` is one of a store's, else None."""
     base = os.path.basename(directory)
     parent = os.path.basename(os.path.dirname(directory))
-    try:
+    try:  # scandir + any(): stops at the first hit, even in a huge directory
         if _VERSION_DIR.fullmatch(base) and _NAME.fullmatch(parent) and (
                 os.path.lexists(os.path.join(directory, ARTEFACT_FILE))
-                or any(e.startswith(_CLAIM) for e in os.listdir(directory))):
+                or any(e.name.startswith(_CLAIM) for e in os.scandir(directory))):
             return "version"
         if _NAME.fullmatch(base) and any(
-                _VERSION_DIR.fullmatch(e)
-                and os.path.lexists(os.path.join(directory, e, ARTEFACT_FILE))
-                for e in os.listdir(directory)):
+                _VERSION_DIR.fullmatch(e.name)
+                and os.path.lexists(os.path.join(e.path, ARTEFACT_FILE))
+                for e in os.scandir(directory)):
             return "name"
     except OSError:  # unreadable or vanished: not provably a store directory
         return None

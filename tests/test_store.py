@@ -531,3 +531,14 @@ def test_list_survives_odd_names_and_unreadable_name_dirs(tmp_path, monkeypatch)
     rows = store.list()
     assert [(r["name"], r["version"]) for r in rows] == [("n", "v0001"), ("z", None)]
     assert "permission denied" in rows[1]["error"]
+
+
+def test_a_store_nested_in_a_version_is_refused(tmp_path):
+    outer = ArtefactStore(tmp_path / "outer")
+    outer.save("n", make_artefact())
+    for root in ("outer/n/v0001", "outer/n/v0001/inner", "outer/n"):
+        with pytest.raises(StoreError, match="inside the artefact store"):
+            ArtefactStore(tmp_path / root).save("m", make_artefact())
+    assert sorted(os.listdir(tmp_path / "outer" / "n")) == ["v0001"]
+    assert sorted(os.listdir(tmp_path / "outer" / "n" / "v0001")) == ["artefact.json"]
+    assert outer.save("n", make_artefact()) == "v0002"  # the store's own saves pass
