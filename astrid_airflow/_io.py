@@ -160,7 +160,7 @@ def _read_csv_arrow(path: str, columns: list[str] | None) -> Any:
 
     with open_() as fh:
         head = fh.read(1 << 20)
-    if not head.strip():
+    if not head.removeprefix(b"\xef\xbb\xbf").strip():
         raise DataError(f"Unreadable file {path!r}: No columns to parse from file.")
     _check_unique_names(_csv_header_of(head), path)
 
@@ -171,6 +171,10 @@ def _read_csv_arrow(path: str, columns: list[str] | None) -> Any:
             return pcsv.read_csv(fh, convert_options=convert)
 
     table = parse({})
+    binary = [f.name for f in table.schema if pa.types.is_binary(f.type)]
+    if binary:  # Arrow keeps invalid UTF-8 as bytes; pandas refuses it: so do we
+        raise DataError(f"Unreadable file {path!r}: column(s) {short_list(binary)} are not "
+                        "UTF-8 text; save the file as UTF-8.")
     temporal = {f.name: pa.string() for f in table.schema if pa.types.is_temporal(f.type)}
     # Arrow infers dates/times (and turns "+02:00" into UTC); pandas keeps them as text.
     # Re-parse those columns as text so both sides, and the surrogate, keep the input.

@@ -800,6 +800,10 @@ def _cases() -> list[Case]:
              lambda w: ["report", "store/m", "--original", _in_dir(w, "rep", "ref.csv"),
                         "--surrogate", "surr.parquet", "--out", "rep", "--overwrite"],
              "exit 2", r"Refusing to write 'rep': it holds the input 'rep/ref\.csv'"))
+    add(Case("cli-shuffle-csv-not-utf8", "cli", "`astrid shuffle` of a Latin-1 CSV (read "
+             "as learn reads it: refused, not bytes)", lambda w: _shuffle(_write(
+                 w, "latin1.csv", _t(w).assign(a6="café").to_csv(index=False).encode(
+                     "latin-1"))), "exit 2", r"\['a6'\] are not UTF-8 text"))
     return c
 
 

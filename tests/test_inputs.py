@@ -132,6 +132,16 @@ def test_csv_with_time_zones_round_trips_through_shuffle_and_validate(tmp_path, 
     assert code == 0, capsys.readouterr()
 
 
+def test_csv_that_is_not_utf8_is_refused_by_every_command(tmp_path):
+    from astrid_airflow._io import read_arrow, read_table
+
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("a,b,class\n1,caf\xe9,0\n2,th\xe9,1\n".encode("latin-1"))
+    for read in (read_table, read_arrow):  # Arrow alone would give a binary column
+        with pytest.raises(DataError, match=r"\['b'\] are not UTF-8 text"):
+            read(str(path))
+
+
 def test_shuffle_reads_arff_like_learn(tmp_path):
     from astrid_airflow._io import read_table
 
