@@ -47,9 +47,10 @@ def load_json(data: str | bytes, what: str, *, error: type[AstridError] = DataEr
     error : AstridError subclass, default DataError
         The type raised.
     max_depth : int
-        Deepest nesting of arrays/objects accepted. Checked *before* parsing, because
-        ``json`` recurses once per level and a file nested 100k levels deep raises
-        ``RecursionError`` (or worse, exhausts the C stack) instead of a clean error.
+        Deepest nesting of arrays/objects accepted. ``json`` recurses once per level:
+        a file nested 100k levels deep raises ``RecursionError`` inside the decoder,
+        which becomes this error too, as does a shallower value deeper than the limit
+        (checked without recursion), so later code never recurses out of bounds.
 
     Returns
     -------
@@ -65,34 +66,36 @@ def load_json(data: str | bytes, what: str, *, error: type[AstridError] = DataEr
         raise error(f"Corrupt {what}: expected JSON text, got {type(data).__name__}.")
     if not data.strip():
         raise error(f"Corrupt {what}: the file is empty.")
-    depth = _nesting_depth(data)
-    if depth > max_depth:
-        raise error(f"Corrupt {what}: nested deeper than {max_depth} levels.")
     try:
-        return json.loads(data, parse_constant=_reject_constant)
+        # CPython's decoder guards its recursion (RecursionError, not a crash), so a
+        # file nested 100k levels deep fails here cleanly; the depth check below then
+        # bounds what the rest of the code (which recurses over the value) receives.
+        value = json.loads(data, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise error(f"Corrupt or truncated {what}: {exc.msg} at line {exc.lineno} "
                     f"column {exc.colno}.") from None
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise error(f"Corrupt {what}: nested deeper than {max_depth} levels.") from None
+    except ValueError as exc:
         raise error(f"Corrupt {what}: {exc}.") from None
+    if _nesting_depth(value) > max_depth:
+        raise error(f"Corrupt {what}: nested deeper than {max_depth} levels.")
+    return value
 
 
-def _nesting_depth(text: str) -> int:
-    """Deepest ``[``/``{`` nesting of ``text``, brackets inside strings ignored.
-
-    Linear and non-recursive; escaped quotes are removed before strings are cut out.
-    """
-    import re
-
-    if "[" not in text and "{" not in text:
-        return 0
-    stripped = re.sub(r'"(?:[^"\\]|\\.)*"', '""', text, flags=re.DOTALL)
-    brackets = re.sub(r"[^\[\]{}]", "", stripped)
-    depth = deepest = 0
-    for ch in brackets:
-        if ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
+def _nesting_depth(value: Any) -> int:
+    """Deepest array/object nesting of a parsed JSON value (iterative: no recursion)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
         else:
-            depth -= 1
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list)))
     return deepest

@@ -62,7 +62,9 @@ def test_load_json_depth_limit_is_exact_and_ignores_strings():
     brackets = json.dumps({"s": "[[[[{{{{" * 100, "t": 'a\\"[[['})
     assert load_json(brackets, "x")["s"].startswith("[[[[")
     with pytest.raises(ArtefactError, match=r"Corrupt y: nested deeper"):
-        load_json("{" * 100_000, "y", error=ArtefactError)
+        load_json('{"a":' * 100_000 + "1" + "}" * 100_000, "y", error=ArtefactError)
+    with pytest.raises(DataError, match="nested deeper than 3 levels"):  # no recursion
+        load_json("[[[[1]]]]", "z", max_depth=3)
 
 
 @pytest.mark.parametrize("text, match", [
