@@ -59,7 +59,7 @@ class GateError(AstridError):
 # ------------------------------------------------------------------ message helpers
 
 #: Longest message the CLI prints (a readable line; the rest is counted, not shown).
-MAX_MESSAGE_CHARS = 600
+MAX_MESSAGE_CHARS = 1000
 
 
 def short_list(values: object, limit: int = 10) -> str:

@@ -81,7 +81,8 @@ def test_short_list_and_one_line():
     assert short_list(range(1000)).endswith("… and 990 more")
     assert len(short_list([float(i) / 7 for i in range(1000)])) < 250
     text = one_line("a\nb\r\n" + "x" * 5000)
-    assert "\n" not in text and len(text) < 700 and text.endswith("more characters)")
+    assert "\n" not in text and len(text) < 1100 and text.endswith("more characters)")
+    assert one_line("a\n  b") == "a b"
 
 
 def test_cli_maps_any_os_error_to_one_line(monkeypatch, capsys):
