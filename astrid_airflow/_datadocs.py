@@ -251,7 +251,10 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
              ("reference rows", (artefact.get("fingerprint") or {}).get("rows")),
              ("utility", f"{gate.get('utility_source')}, random_state "
                          f"{gate.get('random_state')}, classifier "
-                         f"{policy.get('classifier') or 'from the artefact'}")]
+                         f"{policy.get('classifier') or 'from the artefact'}"),
+             ("thresholds applied", ", ".join(f"{k} = {_fmt(v)}" for k, v in
+                                              (gate.get("thresholds") or {}).items())),
+             ("suite", _suite_fact(gate.get("suite") or {}))]
     fact_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in facts)
     docs = str(gate.get("data_docs") or "")
     if docs.endswith(".validation.html"):
@@ -271,6 +274,18 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
         "<th>Expectation</th><th>Observed</th><th>Threshold</th></tr></thead><tbody>"
         + "".join(rows) + "</tbody></table>"
         f'<table class="table table-sm">{fact_rows}</table></div></div>')
+
+
+def _suite_fact(suite: Mapping[str, Any]) -> str:
+    if not suite.get("sha256"):
+        return "built for this run (no stored suite)"
+    bound = "the digest in artefact.json" if suite.get("binding") == "recorded" else \
+        "being the default suite"
+    text = (f"{suite.get('source')} {suite.get('path')}, sha256 {suite['sha256'][:12]}…, "
+            f"bound by {bound}")
+    if suite.get("overrides"):
+        text += f"; run-time overrides {suite['overrides']}"
+    return text
 
 
 def _fmt(value: Any) -> str:
