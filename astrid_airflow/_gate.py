@@ -476,6 +476,9 @@ class GateResult:
         ``binding`` (``"recorded"`` digest in the artefact, or ``"default"``),
         ``stored_policy`` and the run's ``overrides``. :attr:`thresholds` holds the
         thresholds the checks applied.
+    surrogate_sha256 : str or None
+        SHA-256 of the surrogate file's bytes that were judged (the same before and
+        after the run); None for a DataFrame or a database table.
     """
 
     success: bool
@@ -487,6 +490,7 @@ class GateResult:
     validation_json: str | None = None
     data_docs: str | None = None
     suite: dict = field(default_factory=dict)
+    surrogate_sha256: str | None = None
 
     __hash__ = None
 
@@ -523,6 +527,7 @@ class GateResult:
             "data_docs": self.data_docs,
             "thresholds": self.thresholds,
             "suite": self.suite,
+            "surrogate_sha256": self.surrogate_sha256,
         }
 
 
@@ -601,7 +606,11 @@ def validate_surrogate(
     Raises
     ------
     GateError
-        The gate could not be evaluated (a metric raised, a corrupt suite).
+        The gate could not be evaluated (a metric raised; a suite that is corrupt or not
+        the one saved with the artefact version; a file that changed while judged).
+    DataError
+        Also: a surrogate file carrying more than the artefact's columns (index columns,
+        metadata, unreferenced bytes...; see :mod:`._file_shape`).
     DataError, SchemaMismatchError, ArtefactError, ParameterError
         Bad input.
 
@@ -615,6 +624,7 @@ def validate_surrogate(
     into the score. The released file itself is tied to that grouping by the
     integrity expectation on group multisets.
     """
+    from ._file_shape import check_publishable
     from ._io import read_table
 
     artefact, location = _resolve_artefact(artefact)
@@ -639,6 +649,10 @@ def validate_surrogate(
                                if stored.to_dict().get(k) != v}
 
     original_df = read_table(original)
+    # The gate judges what will be published: a file (or database table) carrying more
+    # than the artefact's columns is refused before it is judged (``_file_shape``).
+    check_publishable(surrogate, artefact)
+    digest = _file_digest(surrogate)
     surrogate_df = read_table(surrogate)
     artefact.check_table(original_df)
     utility, source = _utility_function(original_df, artefact, effective, seed, metrics)
@@ -653,10 +667,31 @@ def validate_surrogate(
         success=all(o.success for o in outcomes), expectations=tuple(outcomes),
         policy=effective, random_state=seed, utility_source=source, artefact=summary,
         validation_json=paths[0] if paths else None, data_docs=paths[1] if paths else None,
-        suite=suite_info)
+        suite=suite_info, surrogate_sha256=digest)
+    if digest is not None and _file_digest(surrogate) != digest:
+        raise GateError(f"{os.fspath(surrogate)!r} changed while the gate judged it; "
+                        "nothing was decided.")
     if paths:
         _write_outputs(result, gx_result, paths)
     return result
+
+
+def _file_digest(source: Any) -> str | None:
+    """SHA-256 of a surrogate file's bytes (None for a DataFrame or a database table)."""
+    from ._io import _is_sql_url
+
+    if isinstance(source, pd.DataFrame) or _is_sql_url(os.fspath(source)):
+        return None
+    import fsspec
+
+    h = hashlib.sha256()
+    try:
+        with fsspec.open(os.fspath(source), "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except FileNotFoundError:
+        raise DataError(f"Unreadable file {os.fspath(source)!r}: no such file.") from None
+    return h.hexdigest()
 
 
 def _resolve_artefact(artefact: Any) -> tuple[Any, Any]:

@@ -403,6 +403,82 @@ def _gate_integrity_cases() -> list[Case]:
                  max_accuracy_drop=1.0)),
                  _op("gate", surrogate="surr.parquet", artefact="opweak@latest"))[1],
              "fail", r"GateError: .*not what was saved with the version"))
+    # ------------------------------------ the gate judges exactly the bytes published
+    def surr(w):
+        return pd.read_parquet(w["root"] / "surr.parquet")
+
+    def indexed(w, name=None):
+        s = surr(w)
+        s.index = pd.Index(w["table"]["a1"].to_numpy(), name=name)
+        return s
+
+    def hidden_bytes(w):
+        raw = (w["root"] / "surr.parquet").read_bytes()
+        footer = int.from_bytes(raw[-8:-4], "little") + 8
+        hidden = w["table"].to_csv(index=False).encode()
+        return _write(w, "hidden.parquet", raw[:-footer] + hidden + raw[-footer:])
+
+    def kv(w):
+        t = pa.Table.from_pandas(surr(w), preserve_index=False)
+        return _pq(w, "kv.parquet", t.replace_schema_metadata(
+            {**t.schema.metadata, b"original": w["table"].to_csv(index=False).encode()}))
+
+    def field_meta(w):
+        t = pa.Table.from_pandas(surr(w), preserve_index=False)
+        f = t.schema.field("a3").with_metadata({"original": w["table"]["a3"].to_json()})
+        return _pq(w, "fieldmeta.parquet", t.cast(t.schema.set(2, f)))
+
+    def file_case(cid, what, make, match, layer="cli"):
+        if layer == "cli":
+            return Case(cid, "cli", what, lambda w: (metrics(w), _validate("store/m",
+                                                                          make(w)))[1],
+                        "exit 2", match)
+        if layer == "library":
+            return Case(cid, "library", what, lambda w: (
+                lambda path: lambda: __import__("astrid_airflow").validate_surrogate(
+                    "ref.parquet", path, w["artefact"], random_state=0))(make(w)),
+                DataError, match)
+        return Case(cid, "operator", what, lambda w: _op("gate", surrogate=make(w)), "fail",
+                    match)
+
+    add(file_case("cli-validate-parquet-index-column",
+                  "Parquet surrogate storing the original a1 as its (pandas) index",
+                  lambda w: (indexed(w).to_parquet(w["root"] / "idx.parquet"),
+                             "idx.parquet")[1],
+                  r"Not publishable: .* index column '__index_level_0__'"))
+    add(file_case("cli-validate-parquet-named-index",
+                  "Parquet surrogate with a named index column `a1_original`",
+                  lambda w: (indexed(w, "a1_original").to_parquet(w["root"] / "nidx.parquet"),
+                             "nidx.parquet")[1], r"index column 'a1_original'"))
+    add(file_case("cli-validate-parquet-kv-metadata",
+                  "Parquet surrogate with the original table in its key-value metadata",
+                  kv, r"key-value metadata 'original'"))
+    add(file_case("cli-validate-parquet-hidden-bytes",
+                  "Parquet surrogate with the original CSV between row groups and footer",
+                  hidden_bytes, r"\d+ bytes that no column chunk references"))
+    add(file_case("cli-validate-parquet-extra-column", "Parquet surrogate with an extra column",
+                  lambda w: _pq(w, "xcol.parquet", surr(w).assign(
+                      z=w["table"]["a1"].to_numpy())), r"extra column 'z'"))
+    add(file_case("cli-validate-parquet-unused-categories",
+                  "Parquet surrogate whose a6 categories hide the original a1 values",
+                  lambda w: _pq(w, "cats.parquet", surr(w).assign(a6=lambda d: d["a6"].cat
+                                .add_categories([f"{v:.6f}" for v in w["table"]["a1"]]))),
+                  r"value\(s\) in the dictionary of column 'a6'"))
+    add(file_case("cli-validate-csv-index-column",
+                  "CSV surrogate written with pandas' default index column",
+                  lambda w: (surr(w).to_csv(w["root"] / "idx.csv"), "idx.csv")[1],
+                  r"an unnamed column"))
+    add(file_case("cli-validate-csv-long-rows",
+                  "CSV surrogate whose rows carry one more field than the header",
+                  lambda w: (indexed(w).to_csv(w["root"] / "long.csv", index_label=False),
+                             "long.csv")[1], r"row 2 has 8 fields, the header 7"))
+    add(file_case("lib-validate-field-metadata",
+                  "`validate_surrogate` of a Parquet file with field metadata",
+                  field_meta, r"field metadata on column 'a3'", layer="library"))
+    add(file_case("op-gate-parquet-index-column", "Gate: staged Parquet with an index column",
+                  lambda w: (indexed(w).to_parquet(w["root"] / "opidx.parquet"),
+                             "opidx.parquet")[1], r"DataError: Not publishable: .*index column",
+                  layer="operator"))
     return c
 
 
