@@ -15,10 +15,12 @@ refuses to return a page that has any.
 
 from __future__ import annotations
 
-import html as _html
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
+
+from ._html import text
 
 __all__ = ["external_resources", "render_validation_html"]
 
@@ -233,7 +235,7 @@ def external_resources(page: str) -> list[str]:
 def _summary_html(gate: Mapping[str, Any] | None) -> str:
     if not gate:
         return ""
-    esc = _html.escape
+    esc = text
     ok = bool(gate.get("success"))
     rows = []
     for e in gate.get("expectations", []):
@@ -260,8 +262,10 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
     if docs.endswith(".validation.html"):
         # the release report (astrid report) lives beside this page: <stem>.report/
         stem = docs.rstrip("/").rsplit("/", 1)[-1][: -len(".validation.html")]
-        href = esc(f"{stem}.report/index.html")
-        fact_rows += (f'<tr><th>release report</th><td><a href="{href}">{href}</a> '
+        # "./" keeps a file named "javascript:..." a relative link
+        href = esc("./" + quote(f"{stem}.report/index.html"))
+        fact_rows += (f'<tr><th>release report</th><td><a href="{href}">'
+                      f"{esc(stem)}.report/index.html</a> "
                       "(groupings, plots and distribution checks)</td></tr>")
     verdict = "PASSED: the surrogate may be published" if ok else \
         "FAILED: the surrogate must not be published"

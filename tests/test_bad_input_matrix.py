@@ -479,6 +479,28 @@ def _gate_integrity_cases() -> list[Case]:
                   lambda w: (indexed(w).to_parquet(w["root"] / "opidx.parquet"),
                              "opidx.parquet")[1], r"DataError: Not publishable: .*index column",
                   layer="operator"))
+    # ------------------------------------------ user strings are text in every page
+    hostile = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+
+    def hostile_files(w):
+        art = w["artefact"].to_json().replace('"a3"', json.dumps(hostile))
+        _write(w, "hostile.json", art)
+        _pq(w, "hostile_ref.parquet", w["table"].rename(columns={"a3": hostile}))
+        _pq(w, "hostile_surr.parquet", surr(w).rename(columns={"a3": hostile}))
+        metrics(w)
+        return ["validate", "--original", "hostile_ref.parquet", "--surrogate",
+                "hostile_surr.parquet", "--artefact", "hostile.json", "--metrics",
+                "metrics.json", "--seed", "0"]
+
+    add(Case("cli-validate-hostile-column-name", "cli",
+             "a column named `<img src=x onerror=...><script>...` (Data Docs escape it)",
+             hostile_files, "note", r"gate PASSED"))
+    add(Case("cli-report-javascript-link", "cli",
+             "`astrid report --data-docs 'javascript:alert(1)'`",
+             lambda w: ["report", "store/m", "--out", "jsreport", "--data-docs",
+                        "javascript:alert(1)"], "note",
+             r"note: --data-docs 'javascript:alert\(1\)' is not an http\(s\), file or "
+             r"relative link"))
     return c
 
 
