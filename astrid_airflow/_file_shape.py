@@ -139,6 +139,7 @@ def _column_problems(names: Sequence[str], artefact: Any, index: Sequence[str] =
 
 def _parquet_problems(text: str, artefact: Any) -> list[str]:
     import fsspec
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     fs, inner = fsspec.core.url_to_fs(text)
@@ -156,8 +157,9 @@ def _parquet_problems(text: str, artefact: Any) -> list[str]:
         out = _column_problems(schema.names, artefact, index)
         out += _metadata_problems(raw, schema, meta.num_rows, artefact)
         out += _layout_problems(meta, size, head, tail, len(schema.names))
-        if not out:  # only then is it worth reading the values
-            out += _dictionary_problems(pf.read(), artefact)
+        dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+        if not out and dictionaries:  # only then is it worth reading those values
+            out += _dictionary_problems(pf.read(columns=dictionaries), artefact)
     return out
 
 
@@ -385,7 +387,28 @@ def _sql_problems(url: str, artefact: Any) -> list[str]:
             elif not _is_release_comment(description):
                 out.append(f"a table comment that is not astrid's release record "
                            f"({len(description)} characters)")
+        for what, query in _SQL_OBJECTS:  # publish_table creates none of these
+            cur.execute(query, {"t": name})
+            found = [r[0] for r in cur.fetchall()]
+            if found:
+                out.append(f"{what} {found[:5]}")
     return out
+
+
+# Objects attached to a table that can hold values besides its rows (names only shown).
+_SQL_OBJECTS = (
+    ("column default(s) on", "SELECT a.attname FROM pg_attrdef d JOIN pg_attribute a ON "
+     "a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = to_regclass(%(t)s)"),
+    ("constraint(s)", "SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(%(t)s)"),
+    ("trigger(s)", "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%(t)s) "
+     "AND NOT tgisinternal"),
+    ("rule(s)", "SELECT rulename FROM pg_rewrite WHERE ev_class = to_regclass(%(t)s) "
+     "AND rulename <> '_RETURN'"),
+    ("inheriting table(s)", "SELECT inhrelid::regclass::text FROM pg_inherits "
+     "WHERE inhparent = to_regclass(%(t)s)"),
+    ("comment(s) on its indexes", "SELECT i.indexrelid::regclass::text FROM pg_index i "
+     "JOIN pg_description d ON d.objoid = i.indexrelid WHERE i.indrelid = to_regclass(%(t)s)"),
+)
 
 
 def _is_release_comment(text: str) -> bool:

@@ -264,6 +264,16 @@ def test_csv_carriers_are_refused(tmp_path, original, artefact, surrogate, carri
     assert len(str(err.value).splitlines()) == 1
 
 
+def test_a_directory_of_parquet_parts_is_not_a_publishable_file(tmp_path, original,
+                                                                artefact, surrogate):
+    # pandas would read every part, hidden ones included, as one table
+    (tmp_path / "s.parquet").mkdir()
+    surrogate.to_parquet(tmp_path / "s.parquet" / "part-0.parquet", index=False)
+    original.to_parquet(tmp_path / "s.parquet" / ".hidden.parquet", index=False)
+    with pytest.raises(DataError, match=r"Unreadable file .*s\.parquet"):
+        check_publishable(tmp_path / "s.parquet", artefact)
+
+
 def test_the_gate_refuses_a_carrier_before_judging_and_writes_nothing(tmp_path, original,
                                                                      artefact, surrogate):
     path = tmp_path / "s.parquet"
@@ -343,6 +353,18 @@ POSTGRES = {
     "table comment other than the release record": (
         "COMMENT ON TABLE {t} IS 'a1,a2\n0.5488,0.7152'",
         r"a table comment that is not astrid's release record"),
+    "column default": ("ALTER TABLE {t} ALTER COLUMN a1 SET DEFAULT 0.5488135",
+                       r"column default\(s\) on \['a1'\]"),
+    "check constraint holding a value": (
+        "ALTER TABLE {t} ADD CONSTRAINT orig_0_5488 CHECK (a1 <> 0.5488135)",
+        r"constraint\(s\) \['orig_0_5488'\]"),
+    "inheriting table with the original rows": (
+        "CREATE TABLE {t}_orig (orig double precision) INHERITS ({t})",
+        r"inheriting table\(s\)"),
+    "rule": ("CREATE RULE keep AS ON INSERT TO {t} DO INSTEAD NOTHING", r"rule\(s\) \['keep'\]"),
+    "trigger": ("CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS "
+                "'BEGIN RETURN NEW; END'; CREATE TRIGGER orig BEFORE INSERT ON {t} "
+                "FOR EACH ROW EXECUTE FUNCTION {t}_f()", r"trigger\(s\) \['orig'\]"),
     "release record with an extra field": (
         """COMMENT ON TABLE {t} IS '{{"astrid_release": "x", "original": "0.5488"}}'""",
         r"a table comment that is not astrid's release record"),
