@@ -70,6 +70,14 @@ def test_files_the_project_writes_are_publishable(tmp_path, original, artefact, 
     surrogate.to_csv(tmp_path / "pandas.csv", index=False)
     written += [tmp_path / n for n in ("pandas_default.parquet", "pandas_noindex.parquet",
                                        "pandas.csv")]
+    # other writer settings of the same columns: row groups, codecs, page versions
+    table = pa.Table.from_pandas(surrogate, preserve_index=False)
+    for i, settings in enumerate([
+            {"row_group_size": 7}, {"compression": "none"}, {"compression": "zstd"},
+            {"data_page_version": "2.0"}, {"use_dictionary": False},
+            {"write_statistics": False}, {"data_page_size": 64}]):
+        pq.write_table(table, tmp_path / f"w{i}.parquet", **settings)
+        written.append(tmp_path / f"w{i}.parquet")
     for path in written:
         assert publishability_problems(path, artefact) == [], path
     # and the gate judges them (the copies differ only in their seed)
@@ -170,6 +178,40 @@ def _created_by(path, s, original):
     path.write_bytes(raw.replace(mark, smuggled))
 
 
+def _footer_field(path, s, original):
+    """An extra Thrift field (id 100, binary) in the footer: readers skip it."""
+    s.to_parquet(path, index=False)
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    footer = raw[-8 - length:-8]
+    hidden = _original_csv(original).encode()
+    size = len(hidden)
+    varint = bytearray()
+    while True:
+        byte, size = size & 0x7F, size >> 7
+        varint.append(byte | (0x80 if size else 0))
+        if not size:
+            break
+    field = bytes([0x08, 0xC8, 0x01]) + bytes(varint) + hidden  # id 100 (zigzag 200)
+    assert footer[-1:] == b"\x00"  # the STOP of FileMetaData
+    footer = footer[:-1] + field + b"\x00"
+    path.write_bytes(raw[:-8 - length] + footer + len(footer).to_bytes(4, "little")
+                     + b"PAR1")
+    assert pq.read_table(path).num_rows == len(s)  # a reader does not notice
+
+
+def _forged_statistics(path, s, original):
+    """The footer's max of a string column replaced by another string of its length."""
+    marked = s.assign(a5=s["a5"].cat.rename_categories({"y": "y" * 40}))
+    marked.to_parquet(path, index=False)
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    footer = raw[-8 - length:-8]
+    secret = (",".join(f"{v:.4f}" for v in original["a1"]).encode())[:40]
+    assert footer.count(b"y" * 40) >= 1
+    path.write_bytes(raw[:-8 - length] + footer.replace(b"y" * 40, secret) + raw[-8:])
+
+
 PARQUET = {
     "index column (RangeIndex replaced by the original a1)": (
         lambda p, s, o: _with_index(s, o).to_parquet(p), r"index column '__index_level_0__'"),
@@ -213,6 +255,10 @@ PARQUET = {
     "bytes between the row groups and the footer": (
         _extra_rows_before_footer, r"bytes that no column chunk references"),
     "the writer's created_by field": (_created_by, r"created_by"),
+    "an unknown Thrift field in the footer": (_footer_field,
+                                              r"an unknown footer field footer\.100"),
+    "forged statistics": (_forged_statistics,
+                          r"statistics of column 'a5' that are no value of it"),
     "a page index (bytes outside the column chunks)": (
         lambda p, s, o: pq.write_table(pa.Table.from_pandas(s, preserve_index=False), p,
                                        write_page_index=True), r"page index"),
