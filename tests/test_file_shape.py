@@ -427,3 +427,22 @@ def test_postgres_carriers_are_refused(pg_table, original, artefact, carrier):
         check_publishable(table_url, artefact)
     with pytest.raises(DataError, match=reason):
         validate_surrogate(original, table_url, artefact, random_state=0)
+
+
+# ---------------------------------------------------------------- the Thrift reader
+
+def test_thrift_reader_decodes_a_real_footer_and_refuses_malformed_bytes(tmp_path,
+                                                                         surrogate):
+    from astrid_airflow._thrift import ThriftError, read_struct
+
+    path = tmp_path / "s.parquet"
+    surrogate.to_parquet(path, index=False)
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    meta, end = read_struct(raw[-8 - length:-8])
+    assert end == length and meta[3] == len(surrogate)  # num_rows
+    assert [e.get(4) for e in meta[2]][1:] == [c.encode() for c in surrogate.columns]
+    for bad in (raw[-8 - length:-9], b"\x19\xfc", b"\x1c" * 100 + b"\x00" * 100,
+                b"\x0d" + b"\xff" * 12):
+        with pytest.raises(ThriftError):
+            read_struct(bad)
