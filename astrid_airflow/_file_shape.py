@@ -496,7 +496,7 @@ def _csv_problems(text: str, artefact: Any) -> list[str]:
 
     import fsspec
 
-    with fsspec.open(text, "rt", encoding="utf-8", newline="") as fh:
+    with fsspec.open(text, "rt", encoding="utf-8-sig", newline="") as fh:  # BOM as pandas
         reader = csv.reader(fh)
         header = next(reader, [])
         out = _column_problems(header, artefact)

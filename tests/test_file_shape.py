@@ -68,8 +68,9 @@ def test_files_the_project_writes_are_publishable(tmp_path, original, artefact, 
     surrogate.to_parquet(tmp_path / "pandas_default.parquet")
     surrogate.to_parquet(tmp_path / "pandas_noindex.parquet", index=False)
     surrogate.to_csv(tmp_path / "pandas.csv", index=False)
+    surrogate.to_csv(tmp_path / "bom.csv", index=False, encoding="utf-8-sig")
     written += [tmp_path / n for n in ("pandas_default.parquet", "pandas_noindex.parquet",
-                                       "pandas.csv")]
+                                       "pandas.csv", "bom.csv")]
     # other writer settings of the same columns: row groups, codecs, page versions
     table = pa.Table.from_pandas(surrogate, preserve_index=False)
     for i, settings in enumerate([
@@ -322,6 +323,8 @@ def test_a_directory_of_parquet_parts_is_not_a_publishable_file(tmp_path, origin
 
 def test_the_gate_refuses_a_carrier_before_judging_and_writes_nothing(tmp_path, original,
                                                                      artefact, surrogate):
+    from astrid_airflow import ArtefactStore
+
     path = tmp_path / "s.parquet"
     _with_index(surrogate, original).to_parquet(path)
     # pandas reads the table back without the index: it equals a fine surrogate
@@ -330,6 +333,12 @@ def test_the_gate_refuses_a_carrier_before_judging_and_writes_nothing(tmp_path, 
     with pytest.raises(DataError, match=r"index column"):
         validate_surrogate(original, path, artefact, random_state=0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.parquet"]
+    # nor is a default suite written into a version saved without one
+    version = ArtefactStore(tmp_path / "store").save("m", artefact)
+    with pytest.raises(DataError, match=r"index column"):
+        validate_surrogate(original, path, f"{tmp_path}/store/m", random_state=0)
+    assert sorted(p.name for p in (tmp_path / "store" / "m" / version).iterdir()) == [
+        "artefact.json"]
 
 
 def test_a_file_changed_while_judged_is_refused(tmp_path, original, artefact, surrogate,
