@@ -89,10 +89,8 @@ def check_publishable(source: Any, artefact: Any) -> None:
 
 def publishability_problems(source: Any, artefact: Any) -> list[str]:
     """Every reason ``source`` is not publishable (empty when it is); see the module."""
-    import pandas as pd
-
-    if isinstance(source, pd.DataFrame):
-        return []
+    if not isinstance(source, (str, os.PathLike)):  # a DataFrame: no container
+        return []  # (anything else is refused by the reader with its own message)
     from ._io import _is_sql_url
 
     text = os.fspath(source)
@@ -174,11 +172,12 @@ def _parquet_problems(text: str, artefact: Any) -> list[str]:
 
 
 def _json(raw: bytes | None) -> Any:
+    """Decoded JSON; ``None`` if absent; ``ValueError`` (the class) if not JSON."""
     if raw is None:
         return None
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         return ValueError
 
 
