@@ -342,7 +342,7 @@ def verify_suite(suite: Mapping[str, Any], raw: bytes, artefact: Any, *,
     recorded = (getattr(artefact, "files", None) or {}).get(SUITE_FILE)
     policy = GatePolicy.from_dict(suite["meta"]["astrid"]["policy"])
     default = build_suite(artefact)
-    expected = recorded or hashlib.sha256(_suite_bytes(default)).hexdigest()
+    expected = recorded or suite_digest(default)
     if hashlib.sha256(raw).hexdigest() == expected:
         binding = suite["meta"]["astrid"].get("artefact")
         found = _differences(binding, _artefact_binding(artefact), "artefact")
