@@ -57,6 +57,13 @@ _EXPORTS: dict[str, str] = {
     "expected_intact_row_proportion": "_metrics",
     "largest_group_unique_share": "_metrics",
     "surrogate_utility": "_metrics",
+    # privacy risk (Giomi et al. 2023 attacks; per-group disclosure)
+    "measure_risk": "_risk",
+    "RiskReport": "_risk",
+    "AttackRisk": "_attacks",
+    "singling_out_risk": "_attacks",
+    "linkability_risk": "_attacks",
+    "inference_risk": "_attacks",
     # scale-out
     "dask_parallel": "_dask",
     "astrid_on_dask": "_dask",

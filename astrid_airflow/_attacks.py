@@ -221,7 +221,12 @@ class _Tables:
                     ranges[j] = hi - lo
             else:
                 both = pd.concat([t[c].astype(object) for t in tables], ignore_index=True)
-                codes, _ = pd.factorize(both, use_na_sentinel=True)
+                codes, uniques = pd.factorize(both, use_na_sentinel=True)
+                # One code per value across containers: "1" from a CSV equals 1 and 1.0.
+                canon, _ = pd.factorize(pd.Index([_canonical(u) for u in uniques],
+                                                 dtype=object))
+                codes = np.where(codes >= 0, canon[np.maximum(codes, 0)], -1) \
+                    if len(uniques) else codes
                 cols = np.split(codes.astype(np.float64), np.cumsum([len(t) for t in
                                                                      tables])[:-1])
             for e, v in zip(encoded, cols):
@@ -235,6 +240,19 @@ class _Tables:
             raise ParameterError(f"Unknown column(s) {list(unknown)}; the released table "
                                  f"has {self.columns[:20]}.")
         return np.array([pos[c] for c in names], dtype=np.intp)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, (int, float, np.number)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _nearest(queries: np.ndarray, candidates: np.ndarray, numeric: np.ndarray,

@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "_report",
     "fuse": "_fuse",
     "plan-collection": "_plan",
+    "risk": "_risk",
 }
 
 
