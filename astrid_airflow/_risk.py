@@ -13,7 +13,6 @@ need no control, are always computed on the file.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from ._attacks import (
     _Tables,
     linkability_split,
 )
+from ._disclosure import GroupDisclosure, PairLinkage
 from ._errors import DataError, ParameterError
 from ._grouping import Grouping
 from ._validation import check_positive_int
@@ -44,11 +44,6 @@ def _worst(risks: Sequence[AttackRisk]) -> AttackRisk:
     return max(risks, key=lambda r: (r.ci[1], r.risk))
 
 
-def _record(obj: Any) -> dict[str, Any]:
-    to_dict = getattr(obj, "to_dict", None)
-    return to_dict() if callable(to_dict) else dataclasses.asdict(obj)
-
-
 @dataclass(frozen=True)
 class RiskReport:
     """Privacy risk of a release (see :func:`measure_risk`).
@@ -56,9 +51,11 @@ class RiskReport:
     Attributes
     ----------
     groups : tuple of GroupDisclosure
-        Per-group disclosure of the release, one per group of the grouping.
+        Per-group disclosure of the release, one per group of the grouping
+        (:func:`~astrid_airflow.group_disclosure`).
     pairs : tuple of PairLinkage
-        Cross-group linkage, one per pair of groups.
+        Cross-group linkage, one per pair of groups
+        (:func:`~astrid_airflow.cross_group_linkage`).
     singling_out : tuple of AttackRisk
         Univariate and multivariate predicates.
     linkability : tuple of AttackRisk
@@ -76,8 +73,8 @@ class RiskReport:
         Rows of the shadow release and of its control, and rows sampled from the batch.
     """
 
-    groups: tuple
-    pairs: tuple
+    groups: tuple[GroupDisclosure, ...]
+    pairs: tuple[PairLinkage, ...]
     singling_out: tuple[AttackRisk, ...]
     linkability: tuple[AttackRisk, ...]
     inference: tuple[AttackRisk, ...]
@@ -97,8 +94,8 @@ class RiskReport:
         def attack(risks: Sequence[AttackRisk]) -> dict[str, Any]:
             return {**_worst(risks).to_dict(), "variants": [r.to_dict() for r in risks]}
 
-        out = {"groups": [_record(g) for g in self.groups],
-               "pairs": [_record(p) for p in self.pairs],
+        out = {"groups": [g.to_dict() for g in self.groups],
+               "pairs": [p.to_dict() for p in self.pairs],
                "singling_out": attack(self.singling_out),
                "linkability": attack(self.linkability),
                "inference": [r.to_dict() for r in self.inference],
@@ -198,7 +195,7 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     / (1 - r_control)`` of Wilson success rates, with a 95 % interval. Per-group
     disclosure and cross-group linkage are exact counts on the release.
     """
-    from ._disclosure import cross_group_linkage, group_disclosure
+    from ._disclosure import disclosure_risk
     from ._surrogate import resolve_grouping
 
     grouping, target, _ = resolve_grouping(grouping, target)
@@ -220,9 +217,7 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
             missing = sorted(set(grouping.columns) - cols)
             raise DataError(f"The {name} table does not match the grouping: "
                             f"unknown column(s) {extra}, missing column(s) {missing}.")
-    groups = tuple(group_disclosure(released, target=target, grouping=grouping, k=k))
-    pairs = tuple(cross_group_linkage(original, released, target=target,
-                                      grouping=grouping))
+    disclosure = disclosure_risk(original, released, target=target, grouping=grouping, k=k)
 
     s_shadow, s_attacks = np.random.SeedSequence(seed).spawn(2)
     if control is None:
@@ -269,7 +264,8 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     if not out["linkability"]:
         out["linkability"].append(AttackRisk("linkability", 0.0, (0.0, 0.0), 0,
                                              note="needs at least two attribute columns"))
-    return RiskReport(groups=groups, pairs=pairs, singling_out=tuple(out["singling_out"]),
+    return RiskReport(groups=disclosure.groups, pairs=disclosure.pairs,
+                      singling_out=tuple(out["singling_out"]),
                       linkability=tuple(out["linkability"]),
                       inference=tuple(out["inference"]), control=mode, random_state=seed,
                       n_attacks=n_attacks, shadow=info)

@@ -103,7 +103,7 @@ def _print_text(out: dict) -> None:
     for v in out["singling_out"]["variants"]:
         print(f"  singling-out, {v['variant']:<32} {_ci(v)}")
     for v in out["linkability"]["variants"]:
-        print(f"  linkability, {str(v.get('variant')):<33} {_ci(v)}")
+        print(f"  linkability, {v.get('variant')!s:<33} {_ci(v)}")
     for v in out["inference"]:
         known = v.get("aux_columns", [])
         shown = ",".join(known) if len(known) <= 3 else f"{len(known)} columns"
