@@ -168,6 +168,11 @@ def residual_risk(n_attacks: int, n_success: float, n_control_success: float
 
 def _result(attack: str, n: int, ok_t: int, ok_c: int, ok_b: int, **kw: Any) -> AttackRisk:
     risk, ci = residual_risk(n, ok_t, ok_c)
+    if n and ok_c == n:
+        # Nothing is left to learn beyond the population: the interval is uninformative.
+        kw["note"] = "; ".join(x for x in (kw.get("note", ""), "the attack succeeded on "
+                               "every control target: the residual risk cannot be "
+                               "measured") if x)
     return AttackRisk(attack=attack, risk=risk, ci=ci, n_attacks=n, n_success=int(ok_t),
                       n_control_success=int(ok_c), n_baseline_success=int(ok_b), **kw)
 
