@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.spatial.distance import cdist
 
 from ._encoding import is_numeric_column
 from ._errors import DataError, ParameterError
@@ -189,11 +190,13 @@ class _Tables:
 
     columns: list[str]
     numeric: np.ndarray  # bool per column
-    ranges: np.ndarray   # per column; 1 for categorical or constant columns
+    ranges: np.ndarray   # per column; 1 for categorical or constant columns (already
+    #                      divided out of the encoded numeric columns)
     train: np.ndarray
     released: np.ndarray
     control: np.ndarray
     raw_released: pd.DataFrame = field(repr=False)
+    has_missing: np.ndarray | None = None  # per column, in any table
 
     @classmethod
     def encode(cls, original: pd.DataFrame, released: pd.DataFrame,
@@ -235,8 +238,14 @@ class _Tables:
                 cols = np.split(codes.astype(np.float64), np.cumsum([len(t) for t in
                                                                      tables])[:-1])
             for e, v in zip(encoded, cols):
-                e[:, j] = v
-        return cls(columns, numeric, ranges, *encoded, raw_released=released)
+                # Numeric values divided by the range: the L1 term is then |a - b|, and
+                # predicates and the relative tolerance are unchanged by the scaling.
+                e[:, j] = v / ranges[j] if numeric[j] else v
+        has_missing = np.array([any(np.isnan(e[:, j]).any() if numeric[j] else
+                                    (e[:, j] < 0).any() for e in encoded)
+                                for j in range(len(columns))], dtype=bool)
+        return cls(columns, numeric, ranges, *encoded, raw_released=released,
+                   has_missing=has_missing)
 
     def index(self, names: Sequence[str]) -> np.ndarray:
         pos = {c: i for i, c in enumerate(self.columns)}
@@ -261,24 +270,32 @@ def _canonical(value: Any) -> Any:
 
 
 def _nearest(queries: np.ndarray, candidates: np.ndarray, numeric: np.ndarray,
-             ranges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+             missing: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Index of the nearest candidate row of every query row (Gower-like L1 distance).
 
-    Candidates are visited in a random order and ``argmin`` keeps the first minimum, so
-    ties go to a uniformly random tied row.
+    Numeric columns arrive divided by their range. Candidates are visited in a random
+    order and ``argmin`` keeps the first minimum, so ties go to a uniformly random tied
+    row.
     """
     order = rng.permutation(candidates.shape[0])
     cand = candidates[order]
+    fast_num = numeric & ~missing
+    fast_cat = ~numeric & ~missing
+    slow = np.flatnonzero(missing)
     out = np.empty(queries.shape[0], dtype=np.intp)
     step = max(1, _BLOCK // max(1, cand.shape[0]))
     for start in range(0, queries.shape[0], step):
         q = queries[start:start + step]
         dist = np.zeros((q.shape[0], cand.shape[0]))
-        for j in range(q.shape[1]):
+        if fast_num.any():
+            dist += cdist(q[:, fast_num], cand[:, fast_num], "cityblock")
+        if fast_cat.any():
+            dist += cdist(q[:, fast_cat], cand[:, fast_cat], "hamming") * fast_cat.sum()
+        for j in slow:  # columns with a missing value somewhere: missing = full mismatch
             a, b = q[:, j, None], cand[None, :, j]
             if numeric[j]:
-                d = np.abs(a - b) / ranges[j]
-                dist += np.where(np.isnan(d), 1.0, d)  # a missing value is a full mismatch
+                d = np.abs(a - b)
+                dist += np.where(np.isnan(d), 1.0, d)
             else:
                 dist += (a != b) | (a < 0)
         out[start:start + step] = np.argmin(dist, axis=1)
@@ -347,8 +364,10 @@ def _linkability(t: _Tables, aux: tuple[Sequence[str], Sequence[str]], n_attacks
     for table, (s_tgt, s_tie) in ((t.train, s[0:2]), (t.control, s[2:4])):
         rows = table[_targets(table.shape[0], n, np.random.default_rng(s_tgt))]
         tie = np.random.default_rng(s_tie)
-        near_a = _nearest(rows[:, ia], t.released[:, ia], t.numeric[ia], t.ranges[ia], tie)
-        near_b = _nearest(rows[:, ib], t.released[:, ib], t.numeric[ib], t.ranges[ib], tie)
+        near_a = _nearest(rows[:, ia], t.released[:, ia], t.numeric[ia], t.has_missing[ia],
+                          tie)
+        near_b = _nearest(rows[:, ib], t.released[:, ib], t.numeric[ib], t.has_missing[ib],
+                          tie)
         counts.append(int(np.sum(near_a == near_b)))
     base = np.random.default_rng(s[4]).integers(0, n_rel, size=(2, n))
     return _result("linkability", n, counts[0], counts[1], int(np.sum(base[0] == base[1])),
@@ -411,7 +430,7 @@ def _inference(t: _Tables, secret: str, aux: Sequence[str], n_attacks: int,
     counts = []
     for table, (s_tgt, s_tie) in ((t.train, s[0:2]), (t.control, s[2:4])):
         rows = table[_targets(table.shape[0], n, np.random.default_rng(s_tgt))]
-        near = _nearest(rows[:, ia], t.released[:, ia], t.numeric[ia], t.ranges[ia],
+        near = _nearest(rows[:, ia], t.released[:, ia], t.numeric[ia], t.has_missing[ia],
                         np.random.default_rng(s_tie))
         counts.append(int(np.sum(hits(t.released[near, js], rows[:, js]))))
     base_rows = t.train[_targets(t.train.shape[0], n, np.random.default_rng(s[0]))]
@@ -483,6 +502,25 @@ def _match_counts(x: np.ndarray, numeric: np.ndarray, cols: np.ndarray, ops: np.
     return out
 
 
+def _single_match(x: np.ndarray, numeric: np.ndarray, cols: np.ndarray, ops: np.ndarray,
+                  vals: np.ndarray) -> np.ndarray:
+    """Whether each predicate matches exactly one row of ``x``.
+
+    Rows are scanned in growing blocks and a predicate is dropped once it has two
+    matches: most candidate predicates match many rows and are settled by the first few
+    hundred rows.
+    """
+    counts = np.zeros(cols.shape[0], dtype=np.int64)
+    alive = np.arange(cols.shape[0])
+    start, block = 0, 256
+    while start < x.shape[0] and alive.size:
+        counts[alive] += _match_counts(x[start:start + block], numeric, cols[alive],
+                                       ops[alive], vals[alive])
+        alive = alive[counts[alive] < 2]
+        start, block = start + block, min(2 * block, 16384)
+    return counts == 1
+
+
 def _univariate_predicates(t: _Tables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols, ops, vals = [], [], []
     rel = t.released
@@ -528,7 +566,7 @@ def _multivariate_predicates(t: _Tables, n_wanted: int, n_cols: int,
         num = t.numeric[cols]
         missing = np.isnan(vals) | (~num & (vals < 0))
         ops = np.where(missing, 3, np.where(~num, 0, np.where(vals > medians[cols], 2, 1)))
-        ok = _match_counts(rel, t.numeric, cols, ops, vals) == 1
+        ok = _single_match(rel, t.numeric, cols, ops, vals)
         for i in np.flatnonzero(ok):
             key = (tuple(cols[i]), tuple(ops[i]), tuple(np.nan_to_num(vals[i], nan=-1.0)))
             found.setdefault(key)
@@ -549,10 +587,19 @@ def _singling_out(t: _Tables, mode: str, n_attacks: int, seed: np.random.SeedSeq
     rng = np.random.default_rng(s[0])
     if mode == "univariate":
         cols, ops, vals = _univariate_predicates(t)
-        ok = _match_counts(t.released, t.numeric, cols, ops, vals) == 1
-        pick = np.flatnonzero(ok)
-        pick = pick[rng.permutation(pick.size)][:n_attacks]
-        cols, ops, vals = cols[pick], ops[pick], vals[pick]
+        # Candidates in random order, checked in batches until enough single out.
+        order = rng.permutation(cols.shape[0])
+        pick: list[np.ndarray] = []
+        found, batch = 0, 2 * n_attacks
+        for start in range(0, order.size, batch):
+            if found >= n_attacks:
+                break
+            idx = order[start:start + batch]
+            idx = idx[_single_match(t.released, t.numeric, cols[idx], ops[idx], vals[idx])]
+            pick.append(idx)
+            found += idx.size
+        sel = np.concatenate(pick)[:n_attacks] if pick else np.empty(0, np.intp)
+        cols, ops, vals = cols[sel], ops[sel], vals[sel]
     elif mode == "multivariate":
         cols, ops, vals = _multivariate_predicates(
             t, n_attacks, n_cols, rng, max_attempts or 100 * n_attacks)
@@ -566,14 +613,14 @@ def _singling_out(t: _Tables, mode: str, n_attacks: int, seed: np.random.SeedSeq
     control = t.control if n_c == size else \
         t.control[_targets(n_c, size, np.random.default_rng(s[2]))]
     note = f"training and control compared on {size} rows each" if n_t != n_c else ""
-    ok_t = int(np.sum(_match_counts(train, t.numeric, cols, ops, vals) == 1))
-    ok_c = int(np.sum(_match_counts(control, t.numeric, cols, ops, vals) == 1))
+    ok_t = int(np.sum(_single_match(train, t.numeric, cols, ops, vals)))
+    ok_c = int(np.sum(_single_match(control, t.numeric, cols, ops, vals)))
     # Baseline: the same number of predicates on random released rows, random operators.
     q = cols.shape[0]
     rows = np.random.default_rng(s[3]).integers(0, t.released.shape[0], size=q)
     b_vals = t.released[rows[:, None], cols] if q else vals
     b_ops = np.where(np.isnan(b_vals), 3, np.where(t.numeric[cols], ops % 3, 0)) if q else ops
-    ok_b = int(np.sum(_match_counts(train, t.numeric, cols, b_ops, b_vals) == 1)) if q else 0
+    ok_b = int(np.sum(_single_match(train, t.numeric, cols, b_ops, b_vals))) if q else 0
     if q < n_attacks:
         note = "; ".join(x for x in (note, f"only {q} of {n_attacks} predicates single out "
                                             "a released row") if x)

@@ -137,12 +137,13 @@ def _shadow(original: pd.DataFrame, target: str, grouping: Grouping, max_rows: i
     from ._surrogate import ProtectsNothingWarning, make_surrogate
 
     s_sample, s_split, s_perm = seed.spawn(3)
-    table = original.reset_index(drop=True)
-    n_batch = len(table)
-    if n_batch > 2 * max_rows:
+    n_batch = len(original)
+    if n_batch > 2 * max_rows:  # sample first: never copy a big batch whole
         keep = np.sort(np.random.default_rng(s_sample).choice(n_batch, 2 * max_rows,
                                                               replace=False))
-        table = table.iloc[keep].reset_index(drop=True)
+        table = original.iloc[keep].reset_index(drop=True)
+    else:
+        table = original.reset_index(drop=True)
     part, rest = _half_split(table[target], np.random.default_rng(s_split))
     if part.size == 0 or rest.size == 0:
         raise DataError("A shadow release needs at least two rows (one released, one "

@@ -103,18 +103,22 @@ def test_inference_by_hand_and_numeric_tolerance():
 
 def test_nearest_breaks_ties_at_random():
     cand = np.zeros((4, 1))
-    picks = {int(_nearest(np.zeros((1, 1)), cand, np.array([True]), np.ones(1),
+    picks = {int(_nearest(np.zeros((1, 1)), cand, np.array([True]), np.array([False]),
                           np.random.default_rng(s))[0]) for s in range(40)}
     assert picks == {0, 1, 2, 3}
 
 
 def test_nearest_is_gower_like():
-    # numeric |a-b|/range plus 0/1 per category, missing = 1
+    # numeric |a-b| (values already divided by the range) plus 0/1 per category;
+    # a missing value is a full mismatch; the same with the fast (no-missing) path
     cand = np.array([[0.0, 0.0], [0.5, 1.0], [np.nan, 0.0]])
     q = np.array([[0.45, 0.0], [0.9, 1.0]])
-    idx = _nearest(q, cand, np.array([True, False]), np.array([1.0, 1.0]),
+    idx = _nearest(q, cand, np.array([True, False]), np.array([True, False]),
                    np.random.default_rng(0))
     # row 0: d = 0.45 (cand 0), 0.05 + 1 (cand 1), 1 (cand 2) -> 0; row 1: cand 1
+    assert idx.tolist() == [0, 1]
+    idx = _nearest(q, cand[:2], np.array([True, False]), np.array([False, False]),
+                   np.random.default_rng(0))
     assert idx.tolist() == [0, 1]
 
 
