@@ -194,7 +194,11 @@ class _Coded:
 
 
 def _code_dtype(n: int) -> type:
-    return np.int32 if n < np.iinfo(np.int32).max else np.int64
+    """The narrowest signed integer dtype holding -1 .. n (codes are kept per row)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def _class_codes(sources: Sequence[_Source], target: str) -> tuple[list[np.ndarray], int]:
@@ -210,10 +214,10 @@ def _class_codes(sources: Sequence[_Source], target: str) -> tuple[list[np.ndarr
 
 def _code_group(sources: Sequence[_Source], columns: Sequence[str],
                 classes: Sequence[np.ndarray], bits: int) -> _Coded:
-    """Number the (group value, class) combinations of ``sources`` with one sort.
+    """Number the (group value, class) combinations of ``sources`` (one hash table).
 
     The key is the group's 64-bit row hash with its low ``bits`` replaced by the class
-    code, so one sorted order gives both the equivalence classes (whole key) and the
+    code, so the same numbering gives the equivalence classes (whole key) and the
     group values (key without the class bits). Two distinct values collide with
     probability 2^-(64 - bits) per pair.
     """
@@ -222,25 +226,12 @@ def _code_group(sources: Sequence[_Source], columns: Sequence[str],
     sizes = [k.shape[0] for k in keys]
     allk = np.concatenate(keys) if len(keys) > 1 else keys[0]
     del keys
-    order = np.argsort(allk)
-    s = allk[order]
+    code, uniques = pd.factorize(allk)  # hashing, not sorting: O(n)
     del allk
-    new = np.empty(s.shape[0], dtype=bool)
-    new[:1] = True
-    np.not_equal(s[1:], s[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    n_codes = starts.shape[0]
-    dtype = _code_dtype(max(n_codes, s.shape[0]))
-    run = np.cumsum(new, dtype=np.int64) - 1
-    code = np.empty(s.shape[0], dtype=dtype)
-    code[order] = run
-    del run, order
-    values = s[starts] >> _U64(bits)
-    value_new = np.empty(n_codes, dtype=bool)
-    value_new[:1] = True
-    np.not_equal(values[1:], values[:-1], out=value_new[1:])
-    value_of = np.cumsum(value_new, dtype=np.int64) - 1
-    class_of = (s[starts] & mask).astype(np.int64)
+    n_codes = uniques.shape[0]
+    code = code.astype(_code_dtype(n_codes), copy=False)
+    value_of = pd.factorize(uniques >> _U64(bits))[0]
+    class_of = (uniques & mask).astype(np.int64)
     codes, counts, lo = [], [], 0
     for size in sizes:
         c = code[lo:lo + size]
@@ -255,7 +246,7 @@ def _measure_group(columns: Sequence[str], counts: np.ndarray, value_of: np.ndar
     n = int(counts.sum())
     present = counts > 0
     cnt = counts[present].astype(np.int64)
-    classes_per_value = np.bincount(value_of[present], minlength=int(value_of[-1]) + 1)
+    classes_per_value = np.bincount(value_of[present], minlength=int(value_of.max()) + 1)
     disclosed = classes_per_value[value_of[present]] == 1
     return GroupDisclosure(
         columns=tuple(columns), k=k, k_min=int(cnt.min()),
@@ -266,13 +257,19 @@ def _measure_group(columns: Sequence[str], counts: np.ndarray, value_of: np.ndar
 # --------------------------------------------------------------------------- linkage
 
 def _multiset_common(x: np.ndarray, y: np.ndarray) -> int:
-    """Size of the multiset intersection of two integer arrays."""
+    """Size of the multiset intersection of two integer arrays (hashing, not sorting)."""
     if x.size == 0 or y.size == 0:
         return 0
-    ux, cx = np.unique(x, return_counts=True)
-    uy, cy = np.unique(y, return_counts=True)
-    _, ix, iy = np.intersect1d(ux, uy, assume_unique=True, return_indices=True)
-    return int(np.minimum(cx[ix], cy[iy]).sum())
+    codes, uniques = pd.factorize(np.concatenate([x, y]))
+    cx = np.bincount(codes[:x.size], minlength=uniques.size)
+    cy = np.bincount(codes[x.size:], minlength=uniques.size)
+    return int(np.minimum(cx, cy).sum())
+
+
+def _value_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values of an integer array and their counts (hashing, not sorting)."""
+    codes, uniques = pd.factorize(x)
+    return uniques, np.bincount(codes, minlength=uniques.size)
 
 
 def expected_min_hypergeometric(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray,
@@ -299,8 +296,13 @@ def _min_hypergeometric_moments(n: Any, k_a: Any, k_b: Any, m: Any
     need = np.flatnonzero(m < np.minimum(k_a, k_b))
     if need.size:
         mm = m[need]
-        idx = np.repeat(np.arange(need.size), mm)  # t = 0 .. m-1 for each entry
-        t = np.arange(idx.size) - np.repeat(np.cumsum(mm) - mm, mm)
+        # Only t within 12 sd of E[H] carry probability (< 1e-30 outside, by the
+        # hypergeometric's Chernoff-Hoeffding tail), so the sums over t < m start there.
+        lo = np.clip(np.floor(mean[need] - 12.0 * np.sqrt(var[need]) - 1.0), 0, mm)
+        lo = lo.astype(np.int64)
+        span = mm - lo
+        idx = np.repeat(np.arange(need.size), span)
+        t = np.arange(idx.size) - np.repeat(np.cumsum(span) - span, span) + lo[idx]
         nn, ka, kb = n[need][idx], k_a[need][idx], k_b[need][idx]
         p = np.exp(_log_comb(ka, t) + _log_comb(nn - ka, kb - t) - _log_comb(nn, kb))
         s_p = np.bincount(idx, weights=p, minlength=need.size)
@@ -315,25 +317,33 @@ def _min_hypergeometric_moments(n: Any, k_a: Any, k_b: Any, m: Any
 
 @dataclass
 class _Linkable:
-    """One group prepared for pairing: its codes, and for every release row whose code
-    occurs exactly once in each table, the one original row holding that code."""
+    """One group prepared for pairing (arrays per row, kept compact)."""
 
     coded: _Coded
-    match: np.ndarray       # release row -> original row, or -1
-    unique_o: np.ndarray    # original row's code occurs once in each table
-    k_o: np.ndarray         # original row -> rows of its code in the original
+    on: np.ndarray          # release row's code occurs exactly once in each table
+    rows: np.ndarray        # those release rows ...
+    partner: np.ndarray     # ... and the one original row holding the same code
+    unique_o: np.ndarray    # original row's code occurs exactly once in each table
+    one_o: np.ndarray       # original row's code occurs once in the original (K = 1)
+    q_o: np.ndarray         # original row: K / n_c (float32)
 
     @classmethod
-    def of(cls, coded: _Coded) -> _Linkable:
+    def of(cls, coded: _Coded, inv_class_size: np.ndarray) -> _Linkable:
         (o, r), (co, cr) = coded.codes, coded.counts
         uniq = (co == 1) & (cr == 1)
+        unique_o = uniq[o]
         rep = np.full(co.shape[0], -1, dtype=_code_dtype(o.shape[0]))
-        rows = np.flatnonzero(uniq[o])
-        rep[o[rows]] = rows
-        return cls(coded=coded, match=rep[r], unique_o=uniq[o], k_o=co[o])
+        held = np.flatnonzero(unique_o)
+        rep[o[held]] = held
+        del held
+        on = uniq[r]
+        rows = np.flatnonzero(on).astype(_code_dtype(r.shape[0]))
+        k_o = co[o]
+        return cls(coded=coded, on=on, rows=rows, partner=rep[r[rows]], unique_o=unique_o,
+                   one_o=k_o == 1, q_o=(k_o * inv_class_size).astype(np.float32))
 
 
-def _pair(a: _Linkable, b: _Linkable, class_sizes: np.ndarray, n: int
+def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
           ) -> tuple[int, float, float]:
     """(linked release rows, their expectation, their variance) for groups a and b."""
     oa, ra = a.coded.codes
@@ -342,15 +352,14 @@ def _pair(a: _Linkable, b: _Linkable, class_sizes: np.ndarray, n: int
     # occurs at most once on each side, so the match is one comparison with the one
     # original row holding that A-code. Likewise for B; the rest is counted as a
     # multiset. The three key sets are disjoint, so the counts add up.
-    on_a = a.match >= 0
-    linked = int(np.count_nonzero(ob[a.match[on_a]] == rb[on_a]))
-    on_b = ~on_a & (b.match >= 0)
-    linked += int(np.count_nonzero(oa[b.match[on_b]] == ra[on_b]))
-    rest_r = np.flatnonzero(~(on_a | on_b))
-    rest_o = np.flatnonzero(~(a.unique_o | b.unique_o))
+    linked = int(np.count_nonzero(ob[a.partner] == rb[a.rows]))
+    keep = ~a.on[b.rows]
+    linked += int(np.count_nonzero(oa[b.partner[keep]] == ra[b.rows[keep]]))
     width = b.coded.counts[0].shape[0]
     dense = a.coded.counts[0].shape[0] * width <= _DENSE_FACTOR * n + _DENSE_SLACK
-    if rest_r.size and rest_o.size:
+    rest_r = np.flatnonzero(~(a.on | b.on))
+    if rest_r.size:
+        rest_o = np.flatnonzero(~(a.unique_o | b.unique_o))
         ko = oa[rest_o].astype(np.int64) * width + ob[rest_o]
         kr = ra[rest_r].astype(np.int64) * width + rb[rest_r]
         if dense:  # few distinct values: count by table, not by sorting
@@ -361,13 +370,11 @@ def _pair(a: _Linkable, b: _Linkable, class_sizes: np.ndarray, n: int
             linked += _multiset_common(ko, kr)
 
     # Expectation from the original alone: for each distinct (a, b, class) key of the
-    # original, E[min(H, m_ab)] with H ~ Hypergeometric(n_c, K_a, K_b).
-    ka, kb = a.k_o, b.k_o
-    single = np.flatnonzero((ka == 1) | (kb == 1))  # m_ab = 1: Bernoulli(K_a K_b / n_c)
-    p = ka[single].astype(np.float64) * kb[single] / class_sizes[
-        a.coded.class_of[oa[single]]]
-    expected, variance = float(p.sum()), float((p * (1.0 - p)).sum())
-    multi = np.flatnonzero((ka > 1) & (kb > 1))
+    # original, E[min(H, m_ab)] with H ~ Hypergeometric(n_c, K_a, K_b). A key with
+    # K_a = 1 or K_b = 1 is one row, matched with probability p = K_a K_b / n_c.
+    p = np.concatenate([b.q_o[a.one_o], a.q_o[~a.one_o & b.one_o]]).astype(np.float64)
+    expected, variance = float(p.sum()), float(p.sum() - np.dot(p, p))
+    multi = np.flatnonzero(~(a.one_o | b.one_o))
     if multi.size:
         key = oa[multi].astype(np.int64) * width + ob[multi]
         if dense:
@@ -375,11 +382,11 @@ def _pair(a: _Linkable, b: _Linkable, class_sizes: np.ndarray, n: int
             key = np.flatnonzero(m)
             m = m[key]
         else:
-            key, m = np.unique(key, return_counts=True)
+            key, m = _value_counts(key)
         ca, cb = key // width, key % width
         mean, var = _min_hypergeometric_moments(
-            class_sizes[a.coded.class_of[ca]], a.coded.counts[0][ca],
-            b.coded.counts[0][cb], m)
+            class_size[a.coded.class_of[ca]], a.coded.counts[0][ca], b.coded.counts[0][cb],
+            m)
         expected += float(mean.sum())
         variance += float(var.sum())
     # The keys' counts are treated as independent (see LINKAGE_Z).
@@ -418,17 +425,19 @@ def _risk(sources: list[_Source], grouping: Any, target: str, k: int | None,
     out_pairs: list[PairLinkage] = []
     if pairs and len(coded) > 1:
         n_o, n_r = sources[0].num_rows, sources[1].num_rows
-        class_sizes = np.bincount(classes[0], minlength=n_classes).astype(np.float64)
-        linkable = [_Linkable.of(c) for c in coded]
-        del coded
+        class_size = np.bincount(classes[0], minlength=n_classes).astype(np.int64)
+        inv = (1.0 / np.maximum(class_size, 1))[classes[0]]
+        linkable = []
+        while coded:  # release each group's temporaries as soon as it is prepared
+            linkable.append(_Linkable.of(coded.pop(0), inv))
+        del inv
         for i in range(len(linkable)):
             for j in range(i + 1, len(linkable)):
-                linked, expected, variance = _pair(linkable[i], linkable[j], class_sizes,
-                                                   n_o)
+                linked, expected, variance = _pair(linkable[i], linkable[j], class_size, n_o)
                 out_pairs.append(PairLinkage(
                     groups=(tuple(grouping.groups[i]), tuple(grouping.groups[j])),
                     linked_share=linked / n_r, expected_linked_share=min(1.0, expected / n_o),
-                    sd_linked_share=math.sqrt(variance) / n_o, n_rows=n_r))
+                    sd_linked_share=math.sqrt(max(variance, 0.0)) / n_o, n_rows=n_r))
     return groups, out_pairs
 
 
