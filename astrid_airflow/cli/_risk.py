@@ -80,6 +80,9 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+_MAX_PAIRS = 10
+
+
 def _ci(d: dict) -> str:
     return f"{d['risk']:.3f} [{d['ci'][0]:.3f}, {d['ci'][1]:.3f}] (n={d['n_attacks']})"
 
@@ -90,21 +93,28 @@ def _print_text(out: dict) -> None:
         print(f"  k_min={g['k_min']:<6} below-k={g['share_below_k']:.3f}  "
               f"class-disclosing={g['class_disclosure_share']:.3f}  {','.join(g['columns'])}")
     if out["pairs"]:
-        print("cross-group linkage (share of rows whose two group tuples stay together):")
-        for p in out["pairs"]:
-            names = " | ".join(",".join(g) if isinstance(g, list) else str(g)
-                               for g in p["groups"])
+        # Most excess first: a pair far above its expectation is kept together.
+        pairs = sorted(out["pairs"], key=lambda p: p["expected_linked_share"] -
+                       p["linked_share"])
+        print(f"cross-group linkage ({len(pairs)} pairs, most above expectation first; "
+              "share of rows whose two group tuples stay together):")
+        for p in pairs[:_MAX_PAIRS]:
+            names = " | ".join(",".join(g) for g in p["groups"])
             print(f"  {p['linked_share']:.4f} (expected {p['expected_linked_share']:.4f})  "
                   f"{names}")
+        if len(pairs) > _MAX_PAIRS:
+            print(f"  ... {len(pairs) - _MAX_PAIRS} more (--json lists every pair)")
     where = "control rows given" if out["control"] == "given" else \
         "a shadow release of half the original, the other half as control"
     print(f"attacks (Giomi et al. 2023; risk [95 % interval]; {where}; "
           f"seed {out['random_state']}):")
-    for v in out["singling_out"]["variants"]:
-        print(f"  singling-out, {v['variant']:<32} {_ci(v)}")
-    for v in out["linkability"]["variants"]:
-        print(f"  linkability, {v.get('variant')!s:<33} {_ci(v)}")
+    lines = [(f"singling-out, {v['variant']}", v) for v in out["singling_out"]["variants"]]
+    lines += [(f"linkability, {v.get('variant') or 'split'}", v)
+              for v in out["linkability"]["variants"]]
     for v in out["inference"]:
         known = v.get("aux_columns", [])
-        shown = ",".join(known) if len(known) <= 3 else f"{len(known)} columns"
-        print(f"  inference of {v['secret']} from {shown:<20} {_ci(v)}")
+        shown = ",".join(known) if len(known) <= 2 else f"{len(known)} columns"
+        lines.append((f"inference of {v['secret']} from {shown}", v))
+    width = max(len(label) for label, _ in lines)
+    for label, v in lines:
+        print(f"  {label:<{width}}  {_ci(v)}")
