@@ -82,8 +82,8 @@ class AttackRisk:
     ci : (float, float)
         95 % interval of ``risk`` (Wilson errors propagated, clipped to [0, 1]).
     n_attacks : int
-        Attacks made on each side (targets sampled, or predicates that single out a
-        released row).
+        Attacks made on each side: targets sampled, or singling-out predicates asked
+        for (predicates that could not be built count as failed attacks).
     secret : str, optional
         The column guessed (inference).
     variant : str, optional
@@ -622,9 +622,11 @@ def _singling_out(t: _Tables, mode: str, n_attacks: int, seed: np.random.SeedSeq
     b_ops = np.where(np.isnan(b_vals), 3, np.where(t.numeric[cols], ops % 3, 0)) if q else ops
     ok_b = int(np.sum(_single_match(train, t.numeric, cols, b_ops, b_vals))) if q else 0
     if q < n_attacks:
+        # As in the paper's implementation, the attacks asked for are the denominator:
+        # a release that offers few singling-out predicates is hard to single out from.
         note = "; ".join(x for x in (note, f"only {q} of {n_attacks} predicates single out "
-                                            "a released row") if x)
-    return _result("singling_out", q, ok_t, ok_c, ok_b, variant=mode, note=note)
+                                            "a released row; the others count as failed") if x)
+    return _result("singling_out", n_attacks, ok_t, ok_c, ok_b, variant=mode, note=note)
 
 
 def singling_out_risk(original: pd.DataFrame, released: pd.DataFrame,
@@ -644,7 +646,8 @@ def singling_out_risk(original: pd.DataFrame, released: pd.DataFrame,
     original, released, control : DataFrame
     mode : {"univariate", "multivariate"}
     n_attacks : int, default 200
-        Predicates wanted; ``n_attacks`` of the result is how many were found.
+        Predicates wanted; those that cannot be built (no more single out a released
+        row) count as failed attacks, as in the paper's implementation.
     n_cols : int, default 3
         Columns per multivariate predicate.
     max_attempts : int, optional

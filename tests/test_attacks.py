@@ -66,15 +66,20 @@ def test_singling_out_univariate_by_hand():
     # Predicates from the release (= training): a<=1, a>=4, a==1, a==2, a==3, a==4; each
     # isolates one training row; none isolates one control row.
     r = singling_out_risk(train, train, control, mode="univariate", random_state=0)
-    assert (r.n_attacks, r.n_success, r.n_control_success) == (6, 6, 0)
-    assert (r.risk, r.ci) == residual_risk(6, 6, 0)
+    assert (r.n_attacks, r.n_success, r.n_control_success) == (200, 6, 0)
+    assert (r.risk, r.ci) == residual_risk(200, 6, 0)
+    assert "only 6 of 200" in r.note
+    r = singling_out_risk(train, train, control, mode="univariate", n_attacks=6,
+                          random_state=0)
+    assert (r.risk, r.ci) == residual_risk(6, 6, 0) and not r.note
 
 
 def test_singling_out_categorical_and_missing_by_hand():
     train = pd.DataFrame({"c": ["x", "y", "y", None]})
     control = pd.DataFrame({"c": ["x", "x", None, None]})
     # c == 'x' and c isna single out in training; in control both match two rows.
-    r = singling_out_risk(train, train, control, mode="univariate", random_state=0)
+    r = singling_out_risk(train, train, control, mode="univariate", n_attacks=2,
+                          random_state=0)
     assert (r.n_attacks, r.n_success, r.n_control_success) == (2, 2, 0)
 
 
