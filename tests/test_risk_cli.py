@@ -142,3 +142,20 @@ def test_bad_original_and_ref_exit_2(files, capsys, tmp_path):
     assert main(["risk", "--original", files["original"], "--surrogate", files["good"],
                  "--artefact", str(tmp_path / "nostore" / "x")]) == 2
     assert "astrid risk: error:" in capsys.readouterr().err
+
+
+def test_measure_risk_bad_input(files):
+    from astrid_airflow import DataError, ParameterError
+
+    data, ctl = files["data"], files["ctl"]
+    with pytest.raises(DataError, match="does not match the grouping"):
+        measure_risk(data, data.drop(columns=["a4"]), target="class", grouping=GROUPING)
+    with pytest.raises(DataError, match="control"):
+        measure_risk(data, data, target="class", grouping=GROUPING,
+                     control=ctl.rename(columns={"a4": "z"}))
+    with pytest.raises(DataError, match="Target column"):
+        measure_risk(data, data, target="nope", grouping=GROUPING)
+    with pytest.raises(ParameterError):
+        measure_risk(data, data, target="class", grouping=GROUPING, random_state=-1)
+    with pytest.raises(ParameterError):
+        measure_risk(data, data, target="class", grouping=GROUPING, n_attacks=0)
