@@ -159,6 +159,59 @@ def _shadow(original: pd.DataFrame, target: str, grouping: Grouping, max_rows: i
     return train, released, control, info
 
 
+def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
+                 control: pd.DataFrame | None, target: str, grouping: Grouping,
+                 n_attacks: int, seed: int, shadow_max_rows: int
+                 ) -> tuple[dict[str, tuple[AttackRisk, ...]], str, dict | None]:
+    """Every attack of the report, on ``control`` or on a shadow release when it is None."""
+    s_shadow, s_attacks = np.random.SeedSequence(seed).spawn(2)
+    if control is None:
+        train, attacked, ctl, info = _shadow(original, target, grouping, shadow_max_rows,
+                                             s_shadow)
+        mode = "shadow"
+    else:
+        train, attacked, ctl, info, mode = original, released, control, None, "given"
+    columns = list(map(str, attacked.columns))
+    t = _Tables.encode(train, attacked[columns], ctl)
+    attrs = [c for c in columns if c != target]
+
+    plan: list[tuple[str, dict[str, Any]]] = [
+        ("singling_out", {"mode": "univariate"}),
+        ("singling_out", {"mode": "multivariate"}),
+    ]
+    if len(attrs) >= 2:
+        plan.append(("linkability", {"how": "cut_largest_group"}))
+        plan.append(("linkability", {"how": "random_split"}))
+    plan.append(("inference", {"secret": target, "aux": attrs, "variant": "class"}))
+    for g in grouping.groups:
+        if len(g) > 1:
+            for c in g:
+                plan.append(("inference", {"secret": c, "aux": [m for m in g if m != c],
+                                           "variant": "group_member"}))
+    # The attribute with the most distinct released values: the likeliest to be rare
+    # within a class, hence to disclose the class on its own.
+    widest = max(attrs, key=lambda c: (attacked[c].nunique(dropna=True), -attrs.index(c)))
+    plan.append(("inference", {"secret": target, "aux": [widest],
+                               "variant": "class_from_one_column"}))
+
+    out: dict[str, list[AttackRisk]] = {"singling_out": [], "linkability": [],
+                                        "inference": []}
+    for (kind, args), s in zip(plan, s_attacks.spawn(len(plan))):
+        if kind == "singling_out":
+            r = _singling_out(t, args["mode"], n_attacks, s)
+        elif kind == "linkability":
+            s_split, s_attack = s.spawn(2)
+            aux = linkability_split(attrs, grouping, how=args["how"], random_state=s_split)
+            r = _linkability(t, aux, n_attacks, s_attack, args["how"])
+        else:
+            r = _inference(t, args["secret"], args["aux"], n_attacks, s, args["variant"])
+        out[kind].append(r)
+    if not out["linkability"]:
+        out["linkability"].append(AttackRisk("linkability", 0.0, (0.0, 0.0), 0,
+                                             note="needs at least two attribute columns"))
+    return {k: tuple(v) for k, v in out.items()}, mode, info
+
+
 def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
                  grouping: Grouping | Sequence[Sequence[str]] | str,
                  control: pd.DataFrame | None = None, n_attacks: int = 200,
@@ -223,54 +276,9 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
             raise DataError(f"The {name} table does not match the grouping: "
                             f"unknown column(s) {extra}, missing column(s) {missing}.")
     disclosure = disclosure_risk(original, released, target=target, grouping=grouping, k=k)
-
-    s_shadow, s_attacks = np.random.SeedSequence(seed).spawn(2)
-    if control is None:
-        train, attacked, ctl, info = _shadow(original, target, grouping, shadow_max_rows,
-                                             s_shadow)
-        mode = "shadow"
-    else:
-        train, attacked, ctl, info, mode = original, released, control, None, "given"
-    columns = list(map(str, attacked.columns))
-    t = _Tables.encode(train, attacked[columns], ctl)
-    attrs = [c for c in columns if c != target]
-
-    plan: list[tuple[str, dict[str, Any]]] = [
-        ("singling_out", {"mode": "univariate"}),
-        ("singling_out", {"mode": "multivariate"}),
-    ]
-    if len(attrs) >= 2:
-        plan.append(("linkability", {"how": "cut_largest_group"}))
-        plan.append(("linkability", {"how": "random_split"}))
-    plan.append(("inference", {"secret": target, "aux": attrs, "variant": "class"}))
-    for g in grouping.groups:
-        if len(g) > 1:
-            for c in g:
-                plan.append(("inference", {"secret": c, "aux": [m for m in g if m != c],
-                                           "variant": "group_member"}))
-    # The attribute with the most distinct released values: the likeliest to be rare
-    # within a class, hence to disclose the class on its own.
-    widest = max(attrs, key=lambda c: (attacked[c].nunique(dropna=True), -attrs.index(c)))
-    plan.append(("inference", {"secret": target, "aux": [widest],
-                               "variant": "class_from_one_column"}))
-
-    out: dict[str, list[AttackRisk]] = {"singling_out": [], "linkability": [],
-                                        "inference": []}
-    for (kind, args), s in zip(plan, s_attacks.spawn(len(plan))):
-        if kind == "singling_out":
-            r = _singling_out(t, args["mode"], n_attacks, s)
-        elif kind == "linkability":
-            s_split, s_attack = s.spawn(2)
-            aux = linkability_split(attrs, grouping, how=args["how"], random_state=s_split)
-            r = _linkability(t, aux, n_attacks, s_attack, args["how"])
-        else:
-            r = _inference(t, args["secret"], args["aux"], n_attacks, s, args["variant"])
-        out[kind].append(r)
-    if not out["linkability"]:
-        out["linkability"].append(AttackRisk("linkability", 0.0, (0.0, 0.0), 0,
-                                             note="needs at least two attribute columns"))
+    out, mode, info = _run_attacks(original, released, control, target, grouping, n_attacks,
+                                   seed, shadow_max_rows)
     return RiskReport(groups=disclosure.groups, pairs=disclosure.pairs,
-                      singling_out=tuple(out["singling_out"]),
-                      linkability=tuple(out["linkability"]),
-                      inference=tuple(out["inference"]), control=mode, random_state=seed,
+                      singling_out=out["singling_out"], linkability=out["linkability"],
+                      inference=out["inference"], control=mode, random_state=seed,
                       n_attacks=n_attacks, shadow=info)
