@@ -29,7 +29,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="largest accuracy drop allowed (stored policy, default 0.02)")
     p.add_argument("--max-largest-group-unique-share", type=float, default=None,
                    metavar="S", help="largest share of rows unique on the largest group "
-                                     "(stored policy, default 1.0 = report only)")
+                                     "(stored policy, default 0.05)")
+    p.add_argument("--disclosure-k", type=int, default=None, metavar="K",
+                   help="k of the per-group k-anonymity check (stored policy, default 5)")
+    p.add_argument("--max-share-below-k", type=float, default=None, metavar="S",
+                   help="largest share of rows, in any group, in equivalence classes "
+                        "smaller than k (stored policy, default 0.05)")
+    p.add_argument("--max-class-disclosure-share", type=float, default=None, metavar="S",
+                   help="largest share of rows, in any group, whose values occur in one "
+                        "class only (stored policy, default 0.05)")
+    p.add_argument("--max-linkage-excess", type=float, default=None, metavar="E",
+                   help="how far any pair of groups may stay linked above its expectation "
+                        "(or 6 sd if larger; stored policy, default 0.03)")
     p.add_argument("--classifier", default=None,
                    help="classifier of the utility check (default: the artefact's)")
     p.add_argument("--utility-repeats", type=int, default=None, metavar="N",
@@ -74,6 +85,10 @@ def _run(args: argparse.Namespace) -> int:
     overrides = {"max_intact": args.max_intact,
                  "max_accuracy_drop": args.max_accuracy_drop,
                  "max_largest_group_unique_share": args.max_largest_group_unique_share,
+                 "disclosure_k": args.disclosure_k,
+                 "max_share_below_k": args.max_share_below_k,
+                 "max_class_disclosure_share": args.max_class_disclosure_share,
+                 "max_linkage_excess": args.max_linkage_excess,
                  "classifier": args.classifier,
                  "utility_repeats": args.utility_repeats}
     result = validate_surrogate(
