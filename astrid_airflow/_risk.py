@@ -34,7 +34,7 @@ from ._errors import DataError, ParameterError
 from ._grouping import Grouping
 from ._validation import check_positive_int
 
-__all__ = ["RiskReport", "measure_risk"]
+__all__ = ["RiskReport", "measure_risk", "shadow_attacks"]
 
 #: Rows of each side of a shadow release; a larger batch is sampled down to twice this.
 SHADOW_MAX_ROWS = 20_000
@@ -159,6 +159,23 @@ def _shadow(original: pd.DataFrame, target: str, grouping: Grouping, max_rows: i
     return train, released, control, info
 
 
+def _check_tables(grouping: Grouping, target: str, **tables: pd.DataFrame | None) -> None:
+    for name, table in tables.items():
+        if table is None:
+            continue
+        if not isinstance(table, pd.DataFrame):
+            raise DataError(f"The {name} table must be a pandas DataFrame, got "
+                            f"{type(table).__name__}.")
+        if target not in table.columns:
+            raise DataError(f"Target column {target!r} is not in the {name} table.")
+        cols = set(map(str, table.columns))
+        if cols != set(grouping.columns) | {target}:
+            extra = sorted(cols - set(grouping.columns) - {target})
+            missing = sorted(set(grouping.columns) - cols)
+            raise DataError(f"The {name} table does not match the grouping: "
+                            f"unknown column(s) {extra}, missing column(s) {missing}.")
+
+
 def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
                  control: pd.DataFrame | None, target: str, grouping: Grouping,
                  n_attacks: int, seed: int, shadow_max_rows: int
@@ -260,21 +277,7 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     n_attacks = check_positive_int(n_attacks, "n_attacks")
     shadow_max_rows = check_positive_int(shadow_max_rows, "shadow_max_rows")
     seed = _seed(random_state)
-    for name, table in (("original", original), ("released", released),
-                        ("control", control)):
-        if table is None:
-            continue
-        if not isinstance(table, pd.DataFrame):
-            raise DataError(f"The {name} table must be a pandas DataFrame, got "
-                            f"{type(table).__name__}.")
-        if target not in table.columns:
-            raise DataError(f"Target column {target!r} is not in the {name} table.")
-        cols = set(map(str, table.columns))
-        if cols != set(grouping.columns) | {target}:
-            extra = sorted(cols - set(grouping.columns) - {target})
-            missing = sorted(set(grouping.columns) - cols)
-            raise DataError(f"The {name} table does not match the grouping: "
-                            f"unknown column(s) {extra}, missing column(s) {missing}.")
+    _check_tables(grouping, target, original=original, released=released, control=control)
     disclosure = disclosure_risk(original, released, target=target, grouping=grouping, k=k)
     out, mode, info = _run_attacks(original, released, control, target, grouping, n_attacks,
                                    seed, shadow_max_rows)
@@ -282,3 +285,31 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
                       singling_out=out["singling_out"], linkability=out["linkability"],
                       inference=out["inference"], control=mode, random_state=seed,
                       n_attacks=n_attacks, shadow=info)
+
+
+def shadow_attacks(original: pd.DataFrame, *, target: str,
+                   grouping: Grouping | Sequence[Sequence[str]] | str,
+                   n_attacks: int = 200, random_state: int | None = None,
+                   shadow_max_rows: int = SHADOW_MAX_ROWS) -> dict[str, Any]:
+    """The attacks of :func:`measure_risk` on a shadow release of ``original`` (JSON-ready).
+
+    What the gate measures: the release is the whole batch, so a GoldenEye surrogate of
+    a random class-stratified half (the artefact's ``grouping``) is attacked with the
+    other half as control (Giomi et al. 2023; see :func:`measure_risk`).
+
+    Returns
+    -------
+    dict
+        ``{"control": "shadow", "shadow", "random_state", "n_attacks", "singling_out",
+        "linkability", "inference"}``, each attack a list of ``AttackRisk.to_dict()``.
+    """
+    from ._surrogate import resolve_grouping
+
+    grouping, target, _ = resolve_grouping(grouping, target)
+    n_attacks = check_positive_int(n_attacks, "n_attacks")
+    seed = _seed(random_state)
+    _check_tables(grouping, target, original=original)
+    out, mode, info = _run_attacks(original, None, None, target, grouping, n_attacks, seed,
+                                   check_positive_int(shadow_max_rows, "shadow_max_rows"))
+    return {"control": mode, "shadow": info, "random_state": seed, "n_attacks": n_attacks,
+            **{k: [r.to_dict() for r in v] for k, v in out.items()}}
