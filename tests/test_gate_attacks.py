@@ -110,3 +110,25 @@ def test_judge_attack():
     assert details["failing_attacks"] == ["linkability, cut_largest_group"]
     ok, observed, details = judge_attack(values, "inference", 0.3)
     assert ok and observed == 0.3 and details["attack"] == "inference of y from a"
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--attack-n", "0", "attack_n"),
+    ("--max-inference-risk", "1.5", "max_inference_risk"),
+    ("--max-linkability-risk", "x", "invalid float"),
+])
+def test_validate_flags_for_the_attack_checks_exit_2_on_bad_values(
+        synthetic, tmp_path, capsys, flag, value, message):
+    from astrid_airflow import ArtefactStore
+    from astrid_airflow.cli import main
+
+    t, art = synthetic
+    ArtefactStore(tmp_path / "store").save("synth", art)
+    t.to_csv(tmp_path / "original.csv", index=False)
+    try:
+        code = main(["validate", "--original", str(tmp_path / "original.csv"),
+                     "--surrogate", str(tmp_path / "original.csv"),
+                     "--artefact", f"{tmp_path / 'store'}/synth@latest", flag, value])
+    except SystemExit as exc:  # argparse rejects a non-number itself
+        code = exc.code
+    assert code == 2 and message in capsys.readouterr().err

@@ -41,6 +41,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-linkage-excess", type=float, default=None, metavar="E",
                    help="how far any pair of groups may stay linked above its expectation "
                         "(or 6 sd if larger; stored policy, default 0.03)")
+    p.add_argument("--attack-n", type=int, default=None, metavar="N",
+                   help="attacks per attack-based check, on a shadow release (stored "
+                        "policy, default 500)")
+    p.add_argument("--max-singling-out-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the singling-out risk (stored "
+                        "policy, default 0.2)")
+    p.add_argument("--max-linkability-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the linkability risk (stored policy, "
+                        "default 0.1)")
+    p.add_argument("--max-inference-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the inference risk of any secret "
+                        "(stored policy, default 0.5)")
     p.add_argument("--classifier", default=None,
                    help="classifier of the utility check (default: the artefact's)")
     p.add_argument("--utility-repeats", type=int, default=None, metavar="N",
@@ -89,6 +101,10 @@ def _run(args: argparse.Namespace) -> int:
                  "max_share_below_k": args.max_share_below_k,
                  "max_class_disclosure_share": args.max_class_disclosure_share,
                  "max_linkage_excess": args.max_linkage_excess,
+                 "attack_n": args.attack_n,
+                 "max_singling_out_risk": args.max_singling_out_risk,
+                 "max_linkability_risk": args.max_linkability_risk,
+                 "max_inference_risk": args.max_inference_risk,
                  "classifier": args.classifier,
                  "utility_repeats": args.utility_repeats}
     result = validate_surrogate(
