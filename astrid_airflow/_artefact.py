@@ -43,6 +43,10 @@ _KEYS = (
     "classifier", "scoring", "alpha", "n_search", "n_test", "random_state",
     "library_version", "created_at",
 )
+# Optional keys (written after the others, only when set): ``files`` maps each file the
+# store saved with the version (e.g. the gate's suite.json) to its SHA-256, so a file
+# edited, replaced or deleted afterwards is detected (see ``_gate``).
+_OPTIONAL_KEYS = ("files",)
 # Keys a result's ``to_dict()`` must provide (docs/architecture.md).
 _RESULT_KEYS = ("grouping", "k", "table", "target", "classifier", "scoring", "alpha",
                 "n_search", "n_test", "random_state")
@@ -311,6 +315,11 @@ class GroupingArtefact:
         ``astrid_airflow.__version__`` and the UTC creation time (ISO 8601).
     schema_version : int
         Always 1 for this class.
+    files : dict or None
+        ``{file name: sha256}`` of the files saved with this version (set by
+        ``ArtefactStore.save``; ``None`` for an artefact not read from a store or saved
+        without extra files). Not part of equality: it records where the artefact was
+        saved, not what was learned.
     """
 
     grouping: Grouping
@@ -328,12 +337,15 @@ class GroupingArtefact:
     library_version: str
     created_at: str
     schema_version: int = SCHEMA_VERSION
+    files: dict | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # Normalise containers so that equality and JSON round trips are exact.
         object.__setattr__(self, "classes", tuple(self.classes))
         object.__setattr__(self, "schema", tuple(dict(e) for e in self.schema))
         object.__setattr__(self, "fingerprint", dict(self.fingerprint))
+        if self.files is not None:
+            object.__setattr__(self, "files", dict(self.files))
         object.__setattr__(self, "result", _jsonable(self.result))
         object.__setattr__(self, "classifier", _jsonable(self.classifier))
         if isinstance(self.alpha, numbers.Real) and not isinstance(self.alpha, bool):
@@ -432,7 +444,7 @@ class GroupingArtefact:
     # ------------------------------------------------------------------ (de)serialise
     def to_dict(self) -> dict[str, Any]:
         """JSON-native dict with the keys of schema version 1, in order."""
-        return {
+        out = {
             "schema_version": self.schema_version,
             "grouping": self.grouping.to_list(),
             "target": self.target,
@@ -449,6 +461,9 @@ class GroupingArtefact:
             "library_version": self.library_version,
             "created_at": self.created_at,
         }
+        if self.files is not None:
+            out["files"] = dict(self.files)
+        return out
 
     def to_json(self) -> str:
         """The artefact as JSON text (UTF-8, strict: no NaN)."""
@@ -480,6 +495,7 @@ class GroupingArtefact:
             library_version=data["library_version"],
             created_at=data["created_at"],
             schema_version=data["schema_version"],
+            files=data.get("files"),
         )
 
     @classmethod
@@ -665,7 +681,7 @@ def _validate(d: Any) -> None:
         raise ArtefactError(f"Unknown artefact schema_version {version}; "
                             f"supported: {SCHEMA_VERSION}.")
     missing = [k for k in _KEYS if k not in d]
-    unknown = sorted(str(k) for k in d if k not in _KEYS)
+    unknown = sorted(str(k) for k in d if k not in _KEYS + _OPTIONAL_KEYS)
     if missing or unknown:
         parts = []
         if missing:
@@ -682,6 +698,12 @@ def _validate(d: Any) -> None:
             or not isinstance(fp.get("sha256"), str) or not _SHA256.match(fp["sha256"]):
         raise ArtefactError(f"Invalid artefact fingerprint {fp!r}: expected "
                             "{'rows': int >= 0, 'sha256': 64 lowercase hex digits}.")
+    files = d.get("files")
+    if files is not None and (not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and _SHA256.match(v)
+            for k, v in files.items())):
+        raise ArtefactError(f"Invalid artefact files {str(files)[:200]}: expected "
+                            "{file name: 64 lowercase hex digits}.")
     names = _validate_schema(d["schema"])
     for i, c in enumerate(d["classes"]):
         if c is None or not isinstance(c, (str, int, float, bool)):

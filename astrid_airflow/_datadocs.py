@@ -15,10 +15,12 @@ refuses to return a page that has any.
 
 from __future__ import annotations
 
-import html as _html
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
+
+from ._html import text
 
 __all__ = ["external_resources", "render_validation_html"]
 
@@ -233,7 +235,7 @@ def external_resources(page: str) -> list[str]:
 def _summary_html(gate: Mapping[str, Any] | None) -> str:
     if not gate:
         return ""
-    esc = _html.escape
+    esc = text
     ok = bool(gate.get("success"))
     rows = []
     for e in gate.get("expectations", []):
@@ -251,14 +253,19 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
              ("reference rows", (artefact.get("fingerprint") or {}).get("rows")),
              ("utility", f"{gate.get('utility_source')}, random_state "
                          f"{gate.get('random_state')}, classifier "
-                         f"{policy.get('classifier') or 'from the artefact'}")]
+                         f"{policy.get('classifier') or 'from the artefact'}"),
+             ("thresholds applied", ", ".join(f"{k} = {_fmt(v)}" for k, v in
+                                              (gate.get("thresholds") or {}).items())),
+             ("suite", _suite_fact(gate.get("suite") or {}))]
     fact_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in facts)
     docs = str(gate.get("data_docs") or "")
     if docs.endswith(".validation.html"):
         # the release report (astrid report) lives beside this page: <stem>.report/
         stem = docs.rstrip("/").rsplit("/", 1)[-1][: -len(".validation.html")]
-        href = esc(f"{stem}.report/index.html")
-        fact_rows += (f'<tr><th>release report</th><td><a href="{href}">{href}</a> '
+        # "./" keeps a file named "javascript:..." a relative link
+        href = esc("./" + quote(f"{stem}.report/index.html"))
+        fact_rows += (f'<tr><th>release report</th><td><a href="{href}">'
+                      f"{esc(stem)}.report/index.html</a> "
                       "(groupings, plots and distribution checks)</td></tr>")
     verdict = "PASSED: the surrogate may be published" if ok else \
         "FAILED: the surrogate must not be published"
@@ -271,6 +278,18 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
         "<th>Expectation</th><th>Observed</th><th>Threshold</th></tr></thead><tbody>"
         + "".join(rows) + "</tbody></table>"
         f'<table class="table table-sm">{fact_rows}</table></div></div>')
+
+
+def _suite_fact(suite: Mapping[str, Any]) -> str:
+    if not suite.get("sha256"):
+        return "built for this run (no stored suite)"
+    bound = "the digest in artefact.json" if suite.get("binding") == "recorded" else \
+        "being the default suite"
+    text = (f"{suite.get('source')} {suite.get('path')}, sha256 {suite['sha256'][:12]}…, "
+            f"bound by {bound}")
+    if suite.get("overrides"):
+        text += f"; run-time overrides {suite['overrides']}"
+    return text
 
 
 def _fmt(value: Any) -> str:

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, ParameterError
-from ._metrics import _log_comb, _Source, _source, row_hashes
+from ._metrics import _Source, _source, row_hashes
 from ._surrogate import resolve_grouping
 from ._validation import check_positive_int
 
@@ -189,7 +189,7 @@ class _Coded:
 
     codes: list[np.ndarray]   # per table: row -> code in [0, n_codes)
     counts: list[np.ndarray]  # per table: rows per code
-    value_of: np.ndarray      # code -> id of the group value (class ignored)
+    value_of: np.ndarray | None  # code -> id of the group value (class ignored)
     class_of: np.ndarray      # code -> class code
 
 
@@ -231,7 +231,7 @@ def _code_group(sources: Sequence[_Source], columns: Sequence[str],
     n_codes = uniques.shape[0]
     code = code.astype(_code_dtype(n_codes), copy=False)
     value_of = pd.factorize(uniques >> _U64(bits))[0]
-    class_of = (uniques & mask).astype(np.int64)
+    class_of = (uniques & mask).astype(_code_dtype(1 << bits))
     codes, counts, lo = [], [], 0
     for size in sizes:
         c = code[lo:lo + size]
@@ -257,19 +257,17 @@ def _measure_group(columns: Sequence[str], counts: np.ndarray, value_of: np.ndar
 # --------------------------------------------------------------------------- linkage
 
 def _multiset_common(x: np.ndarray, y: np.ndarray) -> int:
-    """Size of the multiset intersection of two integer arrays (hashing, not sorting)."""
+    """Size of the multiset intersection of two integer arrays.
+
+    Sorting (numpy's SIMD sort) beats hashing here: the keys are mostly distinct.
+    """
     if x.size == 0 or y.size == 0:
         return 0
-    codes, uniques = pd.factorize(np.concatenate([x, y]))
-    cx = np.bincount(codes[:x.size], minlength=uniques.size)
-    cy = np.bincount(codes[x.size:], minlength=uniques.size)
-    return int(np.minimum(cx, cy).sum())
-
-
-def _value_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct values of an integer array and their counts (hashing, not sorting)."""
-    codes, uniques = pd.factorize(x)
-    return uniques, np.bincount(codes, minlength=uniques.size)
+    ux, cx = np.unique(x, return_counts=True)
+    uy, cy = np.unique(y, return_counts=True)
+    pos = np.minimum(np.searchsorted(uy, ux), uy.size - 1)
+    hit = uy[pos] == ux
+    return int(np.minimum(cx[hit], cy[pos[hit]]).sum())
 
 
 def expected_min_hypergeometric(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray,
@@ -289,6 +287,8 @@ def expected_min_hypergeometric(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray,
 def _min_hypergeometric_moments(n: Any, k_a: Any, k_b: Any, m: Any
                                 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean and variance of ``min(H, m)``, ``H ~ Hypergeometric(n, k_a, k_b)``."""
+    from scipy.special import gammaln
+
     n, k_a, k_b, m = (np.asarray(v, dtype=np.int64) for v in (n, k_a, k_b, m))
     # H <= min(k_a, k_b), so when m reaches it min(H, m) = H: hypergeometric moments.
     mean = k_a * k_b / n
@@ -303,8 +303,15 @@ def _min_hypergeometric_moments(n: Any, k_a: Any, k_b: Any, m: Any
         span = mm - lo
         idx = np.repeat(np.arange(need.size), span)
         t = np.arange(idx.size) - np.repeat(np.cumsum(span) - span, span) + lo[idx]
-        nn, ka, kb = n[need][idx], k_a[need][idx], k_b[need][idx]
-        p = np.exp(_log_comb(ka, t) + _log_comb(nn - ka, kb - t) - _log_comb(nn, kb))
+        nn, ka, kb = n[need], k_a[need], k_b[need]
+        # log P(H = t) = base - lnG(t+1) - lnG(ka-t+1) - lnG(kb-t+1) - lnG(n-ka-kb+t+1)
+        base = (gammaln(ka + 1.0) + gammaln(nn - ka + 1.0) + gammaln(kb + 1.0)
+                + gammaln(nn - kb + 1.0) - gammaln(nn + 1.0))
+        ka, kb, rest = ka[idx], kb[idx], (nn - ka - kb)[idx]
+        ok = (t <= ka) & (t <= kb) & (rest + t >= 0)  # outside the support P = 0
+        tt = np.where(ok, t, 0)
+        p = np.where(ok, np.exp(base[idx] - gammaln(tt + 1.0) - gammaln(ka - tt + 1.0)
+                                - gammaln(kb - tt + 1.0) - gammaln(rest + tt + 1.0)), 0.0)
         s_p = np.bincount(idx, weights=p, minlength=need.size)
         tail = np.clip(1.0 - s_p, 0.0, 1.0)  # P(H >= m)
         # E[min(H, m)^j] = sum_{t<m} t^j P(H=t) + m^j P(H >= m)
@@ -315,17 +322,50 @@ def _min_hypergeometric_moments(n: Any, k_a: Any, k_b: Any, m: Any
     return mean, var
 
 
+def _keyed_moments(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray, m: np.ndarray
+                   ) -> tuple[float, float]:
+    """Sums over keys of the mean and variance of ``min(H, m)``.
+
+    Keys sharing (n_c, K_a, K_b, m) have the same moments, and there are few distinct
+    such tuples (K and m are small or alike), so they are computed once per tuple.
+    """
+    cols = [np.asarray(c, dtype=np.int64) for c in (n, k_a, k_b, m)]
+    bits = [max(1, int(c.max()).bit_length()) for c in cols]
+    if sum(bits) <= 63:  # pack the tuple into one int64 and count the distinct ones
+        packed = np.zeros(cols[0].shape[0], dtype=np.int64)
+        for c, b in zip(cols, bits):
+            packed = (packed << b) | c
+        uniq, weight = np.unique(packed, return_counts=True)
+        parts = []
+        for b in reversed(bits):
+            parts.append(uniq & ((1 << b) - 1))
+            uniq = uniq >> b
+        cols = parts[::-1]
+    else:
+        weight = np.ones(cols[0].shape[0], dtype=np.int64)
+    mean, var = _min_hypergeometric_moments(*cols)
+    return float(np.dot(mean, weight)), float(np.dot(var, weight))
+
+
 @dataclass
 class _Linkable:
-    """One group prepared for pairing (arrays per row, kept compact)."""
+    """One group prepared for pairing (arrays per row, kept compact).
+
+    Where every row qualifies (e.g. a continuous column: every code is unique), the
+    row arrays are not stored (None): memory is what bounds a 10M-row run.
+    """
 
     coded: _Coded
-    on: np.ndarray          # release row's code occurs exactly once in each table
-    rows: np.ndarray        # those release rows ...
-    partner: np.ndarray     # ... and the one original row holding the same code
-    unique_o: np.ndarray    # original row's code occurs exactly once in each table
-    one_o: np.ndarray       # original row's code occurs once in the original (K = 1)
-    q_o: np.ndarray         # original row: K / n_c (float32)
+    on: np.ndarray | None       # release row's code occurs exactly once in each table
+    rows: np.ndarray | None     # those release rows (None: all) ...
+    partner: np.ndarray         # ... and the one original row holding the same code
+    unique_o: np.ndarray | None  # original row's code occurs exactly once in each table
+    one_o: np.ndarray | None    # original row's code occurs once in the original (K = 1)
+    q_o: np.ndarray | None      # original row: K / n_c (float32)
+    all_on: bool                # every release row is in ``rows``
+    all_one: bool               # every original row has K = 1
+    sum_q: float                # sums of q_o and q_o^2 (the pair expectation when the
+    sum_q2: float               # other group has K = 1 everywhere)
 
     @classmethod
     def of(cls, coded: _Coded, inv_class_size: np.ndarray) -> _Linkable:
@@ -337,10 +377,23 @@ class _Linkable:
         rep[o[held]] = held
         del held
         on = uniq[r]
-        rows = np.flatnonzero(on).astype(_code_dtype(r.shape[0]))
+        all_on = bool(on.all())
+        rows = None if all_on else np.flatnonzero(on).astype(_code_dtype(r.shape[0]))
+        partner = rep[r] if all_on else rep[r[rows]]
+        del rep, uniq
         k_o = co[o]
-        return cls(coded=coded, on=on, rows=rows, partner=rep[r[rows]], unique_o=unique_o,
-                   one_o=k_o == 1, q_o=(k_o * inv_class_size).astype(np.float32))
+        q = k_o * inv_class_size
+        one = k_o == 1
+        all_one = bool(one.all())
+        return cls(coded=coded, on=None if all_on else on, rows=rows, partner=partner,
+                   unique_o=None if bool(unique_o.all()) else unique_o,
+                   one_o=None if all_one else one,
+                   q_o=None if all_one else q.astype(np.float32), all_on=all_on,
+                   all_one=all_one, sum_q=float(q.sum()), sum_q2=float(np.dot(q, q)))
+
+    def release_codes(self, codes: np.ndarray) -> np.ndarray:
+        """``codes`` of the release rows in ``rows``."""
+        return codes if self.rows is None else codes[self.rows]
 
 
 def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
@@ -352,14 +405,24 @@ def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
     # occurs at most once on each side, so the match is one comparison with the one
     # original row holding that A-code. Likewise for B; the rest is counted as a
     # multiset. The three key sets are disjoint, so the counts add up.
-    linked = int(np.count_nonzero(ob[a.partner] == rb[a.rows]))
-    keep = ~a.on[b.rows]
-    linked += int(np.count_nonzero(oa[b.partner[keep]] == ra[b.rows[keep]]))
     width = b.coded.counts[0].shape[0]
     dense = a.coded.counts[0].shape[0] * width <= _DENSE_FACTOR * n + _DENSE_SLACK
-    rest_r = np.flatnonzero(~(a.on | b.on))
+    if b.all_on and not a.all_on:  # one gather and one comparison per row
+        linked = int(np.count_nonzero(oa[b.partner] == ra))
+        rest_r = np.zeros(0, dtype=np.intp)
+    else:
+        linked = int(np.count_nonzero(ob[a.partner] == a.release_codes(rb)))
+        if a.all_on:
+            rest_r = np.zeros(0, dtype=np.intp)
+        else:  # b is not all_on either: every array below is stored
+            keep = ~a.on[b.rows]
+            linked += int(np.count_nonzero(oa[b.partner[keep]] == ra[b.rows[keep]]))
+            rest_r = np.flatnonzero(~(a.on | b.on))
     if rest_r.size:
-        rest_o = np.flatnonzero(~(a.unique_o | b.unique_o))
+        if a.unique_o is None or b.unique_o is None:
+            rest_o = np.zeros(0, dtype=np.intp)
+        else:
+            rest_o = np.flatnonzero(~(a.unique_o | b.unique_o))
         ko = oa[rest_o].astype(np.int64) * width + ob[rest_o]
         kr = ra[rest_r].astype(np.int64) * width + rb[rest_r]
         if dense:  # few distinct values: count by table, not by sorting
@@ -372,6 +435,9 @@ def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
     # Expectation from the original alone: for each distinct (a, b, class) key of the
     # original, E[min(H, m_ab)] with H ~ Hypergeometric(n_c, K_a, K_b). A key with
     # K_a = 1 or K_b = 1 is one row, matched with probability p = K_a K_b / n_c.
+    if a.all_one or b.all_one:  # every key is one row: p = the other group's K / n_c
+        other = b if a.all_one else a
+        return linked, other.sum_q, other.sum_q - other.sum_q2
     p = np.concatenate([b.q_o[a.one_o], a.q_o[~a.one_o & b.one_o]]).astype(np.float64)
     expected, variance = float(p.sum()), float(p.sum() - np.dot(p, p))
     multi = np.flatnonzero(~(a.one_o | b.one_o))
@@ -382,13 +448,12 @@ def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
             key = np.flatnonzero(m)
             m = m[key]
         else:
-            key, m = _value_counts(key)
+            key, m = np.unique(key, return_counts=True)
         ca, cb = key // width, key % width
-        mean, var = _min_hypergeometric_moments(
-            class_size[a.coded.class_of[ca]], a.coded.counts[0][ca], b.coded.counts[0][cb],
-            m)
-        expected += float(mean.sum())
-        variance += float(var.sum())
+        e, v = _keyed_moments(class_size[a.coded.class_of[ca]], a.coded.counts[0][ca],
+                              b.coded.counts[0][cb], m)
+        expected += e
+        variance += v
     # The keys' counts are treated as independent (see LINKAGE_Z).
     return linked, expected, variance
 
@@ -427,6 +492,8 @@ def _risk(sources: list[_Source], grouping: Any, target: str, k: int | None,
         n_o, n_r = sources[0].num_rows, sources[1].num_rows
         class_size = np.bincount(classes[0], minlength=n_classes).astype(np.int64)
         inv = (1.0 / np.maximum(class_size, 1))[classes[0]]
+        for c in coded:
+            c.value_of = None  # only the per-group measures needed it
         linkable = []
         while coded:  # release each group's temporaries as soon as it is prepared
             linkable.append(_Linkable.of(coded.pop(0), inv))

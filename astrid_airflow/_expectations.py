@@ -632,8 +632,13 @@ def _define() -> dict[str, type]:  # one class per check, defined together
                                    runtime_configuration=None):
             if configuration is None and result is not None:
                 configuration = result.expectation_config
+            from ._html import text
+
             kwargs = dict(configuration.kwargs) if configuration is not None else {}
-            values = {p: kwargs.get(p) for p in params}
+            # GX substitutes params into the page unescaped: a column named
+            # "<script>..." must reach it as text (numbers and $PARAMETERs pass as is)
+            values = {p: kwargs.get(p) if isinstance(kwargs.get(p), (int, float, dict))
+                      else text(kwargs.get(p)) for p in params}
             return [RenderedStringTemplateContent(
                 content_block_type="string_template",
                 string_template={"template": template, "params": values,
@@ -698,8 +703,11 @@ def _define() -> dict[str, type]:  # one class per check, defined together
             threshold = float(self.configuration.kwargs["threshold"])
             ok, observed, details = judge_group_disclosure(
                 metrics["astrid.group_disclosure"], self.measure, threshold)
+            details = {"threshold": threshold, **details}
+            if "k" not in details and "k" in self.configuration.kwargs:  # not measured
+                details["k"] = int(self.configuration.kwargs["k"])
             return {"success": ok, "result": {"observed_value": observed,
-                                              "details": {"threshold": threshold, **details}}}
+                                              "details": details}}
 
     class ExpectSurrogateGroupShareBelowKToBeAtMost(_WorstGroup, BatchExpectation):
         """Privacy: for every group of the grouping, the share of rows whose (group

@@ -3,15 +3,19 @@
 Nothing is published unless the surrogate passes the gate. The suite (the checks of
 :mod:`._expectations`, with the thresholds as GX ``$PARAMETER`` suite parameters) is
 stored as ``suite.json`` beside the artefact version, so every run applies the same
-rules and reviewers can read them; the thresholds of one run come from the policy saved
-in that suite, overridden by whatever the caller passes. :func:`validate_surrogate` runs
-it on a surrogate, writes the validation result JSON and an offline-readable Data Docs
-page beside the surrogate, and returns a :class:`GateResult`. ``docs/gate.md`` describes
-every expectation.
+rules and reviewers can read them. The stored suite is bound to its version by a digest
+(``artefact.json`` records its SHA-256; :func:`verify_suite`), and only its *policy* is
+used: the suite that runs is rebuilt from the artefact, so the thresholds of one run come
+from one place, that policy overridden by whatever the caller passes.
+:func:`validate_surrogate` runs it on a surrogate, writes the validation result JSON
+and an offline-readable Data Docs page beside the surrogate, and returns a
+:class:`GateResult`. ``docs/gate.md`` describes every expectation.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
 import numbers
@@ -38,7 +42,10 @@ __all__ = [
     "load_suite",
     "result_paths",
     "save_suite",
+    "suite_digest",
+    "suite_expectations",
     "validate_surrogate",
+    "verify_suite",
 ]
 
 SUITE_FILE = "suite.json"
@@ -247,32 +254,39 @@ def _check_threshold(value: object, name: str) -> float:
 
 # ------------------------------------------------------------------------------ suite
 
-def build_suite(artefact: Any, policy: GatePolicy | None = None) -> dict[str, Any]:
-    """The gate's expectation suite for ``artefact``, as GX suite JSON.
+def suite_expectations(artefact: Any) -> list[dict[str, Any]]:
+    """The gate's expectation specs for ``artefact``, in suite (and report) order.
 
-    Thresholds are ``{"$PARAMETER": name}`` references so a run can override them;
-    their stored values are the policy in ``meta["astrid"]["policy"]``. The artefact's
-    grouping and class column are fixed in the suite. Building it does not import GX;
-    :func:`validate_surrogate` loads it into GX (which checks it).
-
-    Parameters
-    ----------
-    artefact : GroupingArtefact
-    policy : GatePolicy, optional
-        Default thresholds (``GatePolicy()`` if omitted).
-
-    Returns
-    -------
-    dict
-        ``{"name", "expectations", "meta", "notes"}``; each expectation has ``type``,
-        ``kwargs`` and ``meta`` (its category and policy parameter).
+    This is the one list every suite is built from. To add a check: give it an entry in
+    ``_expectations.EXPECTATIONS`` (type -> category, metric, policy parameter or None)
+    and a GX class in ``_expectations._define``, and its kwargs in :func:`_kwargs_of`
+    below; a new threshold is also a :class:`GatePolicy` field listed in ``_THRESHOLDS``
+    (``_COUNTS`` for an integer one such as ``disclosure_k``).
+    Thresholds are always ``{"$PARAMETER": name}``: their values come from the policy
+    when the suite runs, never from the suite itself.
     """
     from ._expectations import EXPECTATIONS
 
-    policy = _check_policy(policy)
+    kwargs = _kwargs_of(artefact)
+    unknown = [name for name in EXPECTATIONS if name not in kwargs]
+    if unknown:  # a check registered without its kwargs: a programming error
+        raise GateError(f"No suite kwargs for expectation(s) {unknown}.")
+    out = []
+    for name, (category, metric, parameter) in EXPECTATIONS.items():
+        kw = dict(kwargs[name])
+        if parameter is not None:
+            kw["threshold"] = {"$PARAMETER": parameter}
+        out.append({"type": name, "kwargs": kw,
+                    "meta": {"category": category, "metric": metric,
+                             "parameter": parameter}})
+    return out
+
+
+def _kwargs_of(artefact: Any) -> dict[str, dict[str, Any]]:
+    """kwargs (besides the threshold) of each expectation, by GX type name."""
     grouping = artefact.grouping.to_list()
     ref = {"$PARAMETER": REFERENCE_PARAMETER}
-    kwargs: dict[str, dict[str, Any]] = {
+    return {
         "expect_surrogate_intact_row_proportion_to_be_at_most": {"reference": ref},
         "expect_surrogate_largest_group_unique_share_to_be_at_most": {"grouping": grouping},
         "expect_surrogate_group_share_below_k_to_be_at_most":
@@ -293,35 +307,63 @@ def build_suite(artefact: Any, policy: GatePolicy | None = None) -> dict[str, An
         "expect_surrogate_groups_to_match_original_per_class":
             {"reference": ref, "groups": grouping},
     }
-    expectations = []
-    for name, (category, metric, parameter) in EXPECTATIONS.items():
-        kw = dict(kwargs[name])
-        if parameter is not None:
-            kw["threshold"] = {"$PARAMETER": parameter}
-        expectations.append({"type": name, "kwargs": kw,
-                             "meta": {"category": category, "metric": metric,
-                                      "parameter": parameter}})
+
+
+def build_suite(artefact: Any, policy: GatePolicy | None = None) -> dict[str, Any]:
+    """The gate's expectation suite for ``artefact``, as GX suite JSON.
+
+    Thresholds are ``{"$PARAMETER": name}`` references filled from the policy when the
+    suite runs; the policy itself is stored in ``meta["astrid"]["policy"]``. The
+    artefact's grouping and class column are fixed in the suite. Building it does not
+    import GX; :func:`validate_surrogate` loads it into GX (which checks it).
+
+    Parameters
+    ----------
+    artefact : GroupingArtefact
+    policy : GatePolicy, optional
+        Default thresholds (``GatePolicy()`` if omitted).
+
+    Returns
+    -------
+    dict
+        ``{"name", "expectations", "meta", "notes"}``; each expectation has ``type``,
+        ``kwargs`` and ``meta`` (its category and policy parameter), from
+        :func:`suite_expectations`.
+    """
+    policy = _check_policy(policy)
     return {
         "name": SUITE_NAME,
-        "expectations": expectations,
+        "expectations": suite_expectations(artefact),
         "meta": {"astrid": {
             "suite_format": SUITE_FORMAT,
             "policy": policy.to_dict(),
-            "artefact": {"target": artefact.target, "grouping": grouping,
-                         "fingerprint": dict(artefact.fingerprint),
-                         "created_at": artefact.created_at},
+            "artefact": _artefact_binding(artefact),
         }},
         "notes": "astrid-airflow release gate: privacy, utility and integrity of a "
                  "GoldenEye surrogate against its original (docs/gate.md).",
     }
 
 
+def _artefact_binding(artefact: Any) -> dict[str, Any]:
+    return {"target": artefact.target, "grouping": artefact.grouping.to_list(),
+            "fingerprint": dict(artefact.fingerprint), "created_at": artefact.created_at}
+
+
 def _suite_bytes(suite: Mapping[str, Any]) -> bytes:
     return (json.dumps(suite, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
 
 
+def suite_digest(suite: Mapping[str, Any]) -> str:
+    """SHA-256 of the bytes a suite is stored as (what ``artefact.files`` records)."""
+    return hashlib.sha256(_suite_bytes(suite)).hexdigest()
+
+
 def gate_extra_files(artefact: Any, policy: GatePolicy | None = None) -> dict[str, bytes]:
-    """``{"suite.json": bytes}`` for ``ArtefactStore.save(..., extra_files=...)``."""
+    """``{"suite.json": bytes}`` for ``ArtefactStore.save(..., extra_files=...)``.
+
+    The store records the file's SHA-256 in the saved ``artefact.json``, which binds the
+    suite (and its policy) to that version: see :func:`verify_suite`.
+    """
     return {SUITE_FILE: _suite_bytes(build_suite(artefact, policy))}
 
 
@@ -330,7 +372,8 @@ def save_suite(location: Any, suite: Mapping[str, Any]) -> str:
 
     ``location`` is the :class:`~astrid_airflow._store.ArtefactLocation` of a loaded
     artefact. An existing suite is never replaced (versions are immutable): a
-    ``StoreError`` says so.
+    ``StoreError`` says so. A version saved without a suite records no digest for one,
+    so the only suite it accepts is the default one (:func:`verify_suite`).
     """
     data = _suite_bytes(suite)
     if getattr(location, "root", None) is not None:
@@ -343,8 +386,8 @@ def save_suite(location: Any, suite: Mapping[str, Any]) -> str:
     return atomic_write_bytes(_join(location.directory, SUITE_FILE), data)
 
 
-def load_suite(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a ``suite.json`` (file, or version directory holding one) and check it."""
+def _read_suite(path: str | os.PathLike) -> tuple[dict[str, Any], bytes, str]:
+    """``(suite, raw bytes, shown path)`` of a ``suite.json`` (file or its directory)."""
     import fsspec
 
     text = os.fspath(path)
@@ -353,18 +396,27 @@ def load_suite(path: str | os.PathLike) -> dict[str, Any]:
         if fs.isdir(inner):
             text, inner = _join(text, SUITE_FILE), _join(inner, SUITE_FILE)
         with fs.open(inner, "rb") as fh:
-            data = json.loads(fh.read().decode("utf-8"))
+            raw = fh.read()
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise StoreError(f"No gate suite at {text!r}.") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise GateError(f"Corrupt gate suite {text!r}: {exc}.") from None
+    except RecursionError:
+        raise GateError(f"Corrupt gate suite {text!r}: nested too deeply.") from None
     _check_suite(data, text)
-    return data
+    return data, raw, text
+
+
+def load_suite(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a ``suite.json`` (file, or version directory holding one) and check its form.
+
+    Whether it belongs to an artefact version is :func:`verify_suite`'s question.
+    """
+    return _read_suite(path)[0]
 
 
 def _check_suite(data: Any, shown: str) -> None:
-    from ._expectations import EXPECTATIONS
-
     astrid = data.get("meta", {}).get("astrid") if isinstance(data, Mapping) else None
     if not isinstance(astrid, Mapping) or not isinstance(data.get("expectations"), list):
         raise GateError(f"{shown} is not an astrid gate suite (no meta.astrid or "
@@ -372,14 +424,97 @@ def _check_suite(data: Any, shown: str) -> None:
     if astrid.get("suite_format") != SUITE_FORMAT:
         raise GateError(f"{shown}: unknown suite_format {astrid.get('suite_format')!r}; "
                         f"supported: {SUITE_FORMAT}.")
-    types = [e.get("type") for e in data["expectations"] if isinstance(e, Mapping)]
-    missing = [t for t in EXPECTATIONS if t not in types]
-    if missing:
-        raise GateError(f"{shown}: the suite lacks expectation(s) {missing}.")
     try:
         GatePolicy.from_dict(astrid.get("policy", {}))
     except ParameterError as exc:
         raise GateError(f"{shown}: {exc}") from None
+
+
+def verify_suite(suite: Mapping[str, Any], raw: bytes, artefact: Any, *,
+                 shown: str = SUITE_FILE) -> GatePolicy:
+    """Check that a stored suite is the one of ``artefact``'s version; return its policy.
+
+    The suite is bound to its artefact version by a digest: ``artefact.files`` records
+    the SHA-256 of the ``suite.json`` saved with the version, and a version saved
+    without one (older versions; artefacts outside a store) accepts only the default
+    suite the gate writes itself. ``raw`` (the file's bytes) must hash to that digest,
+    and the suite must describe this artefact. Any edit (a threshold written into an
+    expectation, an expectation added or removed, another table's fingerprint, a
+    weakened policy) is a ``GateError`` naming what differs.
+    """
+    recorded = (getattr(artefact, "files", None) or {}).get(SUITE_FILE)
+    policy = GatePolicy.from_dict(suite["meta"]["astrid"]["policy"])
+    default = build_suite(artefact)
+    expected = recorded or hashlib.sha256(_suite_bytes(default)).hexdigest()
+    if hashlib.sha256(raw).hexdigest() == expected:
+        binding = suite["meta"]["astrid"].get("artefact")
+        found = _differences(binding, _artefact_binding(artefact), "artefact")
+        if found:  # saved with the version, but built for another artefact
+            raise GateError(f"{shown} was built for another artefact: {_listed(found)}.")
+        return policy
+    # Name what differs: the structure against a rebuild with the file's own policy,
+    # then (nothing else differing) the policy against the recorded or default one.
+    found = _differences(dict(suite), build_suite(artefact, policy), "suite")
+    if not recorded:
+        found += _differences(policy.to_dict(), GatePolicy().to_dict(), "policy")
+    if not found:  # same structure: the policy (or only the layout) was edited
+        changed = {k: v for k, v in policy.to_dict().items()
+                   if GatePolicy().to_dict()[k] != v}
+        found = [f"its policy or layout is not what was saved with the version (sha256 "
+                 f"{hashlib.sha256(raw).hexdigest()[:12]}…, recorded {expected[:12]}…); "
+                 f"the file's policy sets {_short(changed) if changed else 'the defaults'}"]
+    why = ("differs from the suite saved with the artefact version" if recorded else
+           "is not the default suite (this artefact version records no suite digest)")
+    raise GateError(f"{shown} {why}: {_listed(found)}.")
+
+
+def _differences(found: Any, expected: Any, where: str) -> list[str]:
+    """Paths at which two JSON values differ, described for a person."""
+    if isinstance(found, Mapping) and isinstance(expected, Mapping):
+        out = []
+        for key in expected:
+            if key not in found:
+                out.append(f"{where}.{key} is missing")
+        for key in found:
+            if key not in expected:
+                out.append(f"{where}.{key} is not expected (value {_short(found[key])})")
+        for key in expected:
+            if key in found:
+                out += _differences(found[key], expected[key], f"{where}.{key}")
+        return out
+    if where == "suite.expectations" and isinstance(found, list) \
+            and isinstance(expected, list):
+        return _expectation_differences(found, expected)
+    if found != expected or type(found) is not type(expected):
+        return [f"{where} is {_short(found)}, expected {_short(expected)}"]
+    return []
+
+
+def _expectation_differences(found: list, expected: list) -> list[str]:
+    types = [e.get("type") if isinstance(e, Mapping) else None for e in found]
+    want = [e["type"] for e in expected]
+    out = [f"expectation {t} is missing" for t in want if t not in types]
+    out += [f"expectation {_short(t)} is not part of the gate" for t in types
+            if t not in want]
+    out += [f"expectation {t} appears {types.count(t)} times" for t in want
+            if types.count(t) > 1]
+    if out:
+        return out
+    if types != want:
+        return [f"expectations are in another order: {types}"]
+    for f, e in zip(found, expected):
+        out += _differences(f, e, e["type"])
+    return out
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _listed(found: list[str], shown: int = 3) -> str:
+    more = f" (and {len(found) - shown} more)" if len(found) > shown else ""
+    return "; ".join(found[:shown]) + more
 
 
 def _join(base: str, name: str) -> str:
@@ -438,6 +573,15 @@ class GateResult:
         Target, grouping, fingerprint and location of the artefact.
     validation_json, data_docs : str or None
         Where the validation result JSON and the Data Docs HTML were written.
+    suite : dict
+        The stored suite the policy came from: ``source`` (``"stored"``, ``"written"``
+        on first use, ``"built"`` without a store), ``path``, ``sha256`` of its bytes,
+        ``binding`` (``"recorded"`` digest in the artefact, or ``"default"``),
+        ``stored_policy`` and the run's ``overrides``. :attr:`thresholds` holds the
+        thresholds the checks applied.
+    surrogate_sha256 : str or None
+        SHA-256 of the surrogate file's bytes that were judged (the same before and
+        after the run); None for a DataFrame or a database table.
     """
 
     success: bool
@@ -448,8 +592,23 @@ class GateResult:
     artefact: dict
     validation_json: str | None = None
     data_docs: str | None = None
+    suite: dict = field(default_factory=dict)
+    surrogate_sha256: str | None = None
 
     __hash__ = None
+
+    @property
+    def thresholds(self) -> dict[str, Any]:
+        """The threshold each policy parameter had in this run, as the checks applied it."""
+        from ._expectations import EXPECTATIONS
+
+        out = {EXPECTATIONS[e.name][2]: e.threshold for e in self.expectations
+               if e.name in EXPECTATIONS and EXPECTATIONS[e.name][2] is not None}
+        for e in self.expectations:  # the integer parameter of the per-group checks
+            if e.name in EXPECTATIONS and EXPECTATIONS[e.name][1] == "astrid.group_disclosure" \
+                    and isinstance(e.details, Mapping) and "k" in e.details:
+                out["disclosure_k"] = e.details["k"]
+        return out
 
     @property
     def failed(self) -> list[str]:
@@ -474,6 +633,9 @@ class GateResult:
             "artefact": self.artefact,
             "validation_json": self.validation_json,
             "data_docs": self.data_docs,
+            "thresholds": self.thresholds,
+            "suite": self.suite,
+            "surrogate_sha256": self.surrogate_sha256,
         }
 
 
@@ -552,7 +714,11 @@ def validate_surrogate(
     Raises
     ------
     GateError
-        The gate could not be evaluated (a metric raised, a corrupt suite).
+        The gate could not be evaluated (a metric raised; a suite that is corrupt or not
+        the one saved with the artefact version; a file that changed while judged).
+    DataError
+        Also: a surrogate file carrying more than the artefact's columns (index columns,
+        metadata, unreferenced bytes...; see :mod:`._file_shape`).
     DataError, SchemaMismatchError, ArtefactError, ParameterError
         Bad input.
 
@@ -566,13 +732,13 @@ def validate_surrogate(
     into the score. The released file itself is tied to that grouping by the
     integrity expectation on group multisets.
     """
+    from ._file_shape import check_publishable
     from ._io import read_table
 
     artefact, location = _resolve_artefact(artefact)
     if isinstance(policy, Mapping):  # reject bad overrides before touching the store
         GatePolicy().with_overrides(**dict(policy))
-    suite = _resolve_suite(artefact, location)
-    stored = GatePolicy.from_dict(suite["meta"]["astrid"]["policy"])
+    stored, suite_info = _stored_policy(artefact, location)
     if isinstance(policy, GatePolicy):
         effective = policy
     elif policy is None or isinstance(policy, Mapping):
@@ -584,8 +750,17 @@ def validate_surrogate(
         effective = effective.with_overrides(classifier=classifier)
     seed = _check_seed(random_state)
     paths = result_paths(surrogate, out_dir)
+    # The suite that runs is always rebuilt here: its thresholds are $PARAMETERs filled
+    # from ``effective`` alone, so the policy is the one place they come from.
+    suite = build_suite(artefact, effective)
+    suite_info["overrides"] = {k: v for k, v in effective.to_dict().items()
+                               if stored.to_dict().get(k) != v}
 
     original_df = read_table(original)
+    # The gate judges what will be published: a file (or database table) carrying more
+    # than the artefact's columns is refused before it is judged (``_file_shape``).
+    check_publishable(surrogate, artefact)
+    digest = _file_digest(surrogate)
     surrogate_df = read_table(surrogate)
     artefact.check_table(original_df)
     utility, source = _utility_function(original_df, artefact, effective, seed, metrics)
@@ -600,10 +775,32 @@ def validate_surrogate(
     result = GateResult(
         success=all(o.success for o in outcomes), expectations=tuple(outcomes),
         policy=effective, random_state=seed, utility_source=source, artefact=summary,
-        validation_json=paths[0] if paths else None, data_docs=paths[1] if paths else None)
+        validation_json=paths[0] if paths else None, data_docs=paths[1] if paths else None,
+        suite=suite_info, surrogate_sha256=digest)
+    if digest is not None and _file_digest(surrogate) != digest:
+        raise GateError(f"{os.fspath(surrogate)!r} changed while the gate judged it; "
+                        "nothing was decided.")
     if paths:
         _write_outputs(result, gx_result, paths)
     return result
+
+
+def _file_digest(source: Any) -> str | None:
+    """SHA-256 of a surrogate file's bytes (None for a DataFrame or a database table)."""
+    from ._io import _is_sql_url
+
+    if isinstance(source, pd.DataFrame) or _is_sql_url(os.fspath(source)):
+        return None
+    import fsspec
+
+    h = hashlib.sha256()
+    try:
+        with fsspec.open(os.fspath(source), "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except FileNotFoundError:
+        raise DataError(f"Unreadable file {os.fspath(source)!r}: no such file.") from None
+    return h.hexdigest()
 
 
 def _resolve_artefact(artefact: Any) -> tuple[Any, Any]:
@@ -621,30 +818,41 @@ def _resolve_artefact(artefact: Any) -> tuple[Any, Any]:
                          "ROOT/NAME[@VERSION]).")
 
 
-def _resolve_suite(artefact: Any, location: Any) -> dict[str, Any]:
-    """The stored suite of a stored artefact (written once if missing), else a new one."""
+def _stored_policy(artefact: Any, location: Any) -> tuple[GatePolicy, dict[str, Any]]:
+    """The policy of a stored artefact's verified suite (written once if missing).
+
+    Returns the policy and what the result records about the suite: where it came from,
+    the SHA-256 of its bytes and what it is bound by (``"recorded"``: the digest in
+    ``artefact.files``; ``"default"``: no digest recorded, so only the default suite).
+    """
     if location is None:
-        return build_suite(artefact)
+        return GatePolicy(), {"source": "built", "path": None, "sha256": None,
+                              "binding": None, "stored_policy": GatePolicy().to_dict()}
     path = _join(location.directory, SUITE_FILE)
+    recorded = (getattr(artefact, "files", None) or {}).get(SUITE_FILE)
+    source = "stored"
     try:
-        suite = load_suite(path)
-    except StoreError:  # no suite yet: build it and keep it with the version
-        suite = build_suite(artefact)
-        try:
+        suite, raw, shown = _read_suite(path)
+    except StoreError:
+        if recorded:
+            raise GateError(f"The gate suite saved with {location.path} is missing: no "
+                            f"{path} (artefact.json records sha256 {recorded[:12]}…)."
+                            ) from None
+        suite, shown, source = build_suite(artefact), path, "written"
+        raw = _suite_bytes(suite)
+        try:  # keep the default suite with the version, so reviewers see the rules
             save_suite(location, suite)
         except StoreError:
-            # A concurrent gate saved one first, or the store is read-only: use the
-            # stored one if it is there, else validate with the one just built.
-            try:
-                suite = load_suite(path)
-            except StoreError:
-                pass
-        return suite
-    grouping = suite["meta"]["astrid"]["artefact"].get("grouping")
-    if grouping != artefact.grouping.to_list():
-        raise GateError(f"{path} was built for grouping {grouping}, not the artefact's "
-                        f"{artefact.grouping.to_list()}.")
-    return suite
+            # A concurrent gate saved one first, or the store is read-only: verify the
+            # stored one if it is there, else use the one just built.
+            with contextlib.suppress(StoreError):
+                suite, raw, shown = _read_suite(path)
+                source = "stored"
+    policy = verify_suite(suite, raw, artefact, shown=shown)
+    return policy, {"source": source, "path": path,
+                    "sha256": hashlib.sha256(raw).hexdigest(),
+                    "binding": "recorded" if recorded else "default",
+                    "stored_policy": policy.to_dict()}
 
 
 def _check_seed(random_state: object) -> int:

@@ -67,9 +67,15 @@ def png_bytes(fig: Any) -> bytes:
 
 
 def short(name: Any, limit: int = _MAX_LABEL) -> str:
-    """``name`` as text, cut to ``limit`` characters with an ellipsis."""
+    """``name`` as text, cut to ``limit`` characters with an ellipsis, shown literally."""
     text = str(name)
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+    return literal(text if len(text) <= limit else text[:limit - 1] + "\u2026")
+
+
+def literal(text: str) -> str:
+    """``text`` as matplotlib draws it literally: a user's ``$...$`` is not mathtext
+    (which would misrender, or fail the whole report on a malformed expression)."""
+    return text.replace("$", r"\$")
 
 
 def short_labels(names: Sequence[Any], limit: int = _MAX_LABEL) -> list[str]:
@@ -80,7 +86,7 @@ def short_labels(names: Sequence[Any], limit: int = _MAX_LABEL) -> list[str]:
     the position is prefixed.
     """
     names = [str(n) for n in names]
-    for cut in (lambda t: short(t, limit), lambda t: _middle(t, limit)):
+    for cut in (lambda t: short(t, limit), lambda t: literal(_middle(t, limit))):
         labels = [cut(n) for n in names]
         if len(set(labels)) == len(set(names)):
             return labels

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import html
 import json
 import math
 import os
@@ -41,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ArtefactError, DataError, ParameterError, StoreError
+from ._html import safe_href, text
 from ._jsonable import plain as _plain
 
 __all__ = [
@@ -347,7 +347,7 @@ window.addEventListener('load', function () {
 
 
 def _e(v: Any) -> str:
-    return html.escape(str(v), quote=True)
+    return text(v)
 
 
 def _f(v: Any, digits: int = 3) -> str:
@@ -509,8 +509,13 @@ def _page(result: Any, artefact: Any, ref: str | None, figures: dict[str, str],
           release: str, title: str, data_docs: str | None, generated: str) -> str:
     from . import __version__
 
-    link = (f'<p id="data-docs-link">Release gate: <a href="{_e(data_docs)}">Data Docs '
-            "(validation result)</a></p>") if data_docs else ""
+    link = ""
+    if data_docs:
+        href = safe_href(data_docs)  # a javascript:/data: link stays text, never a link
+        link = (f'<p id="data-docs-link">Release gate: <a href="{href}">Data Docs '
+                "(validation result)</a></p>" if href else
+                f'<p id="data-docs-link">Release gate: Data Docs at {_e(data_docs)} (not '
+                "linked: only http(s), file and relative links are)</p>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -18,7 +18,9 @@ gives the details.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
+import hashlib
 import os
 import re
 import shutil
@@ -283,19 +285,26 @@ class ArtefactStore:
              extra_files: dict[str, bytes] | None = None) -> str:
         """Write ``artefact`` (and ``extra_files``) as a new version; return its id.
 
-        Versions are numbered ``v0001``, ``v0002``... and never overwritten. The write
-        is atomic: until it completes no new version is visible, and a failure leaves
+        Versions are numbered ``v0001``, ``v0002``... and never overwritten; the SHA-256
+        of each extra file is recorded in ``artefact.json`` (``files``). The write is
+        atomic: until it completes no new version is visible, and a failure leaves
         none behind. Concurrent savers to one name get distinct versions.
         """
         _check_name(name)
         if not isinstance(artefact, GroupingArtefact):
             raise ParameterError(f"Expected a GroupingArtefact, got {type(artefact).__name__}.")
-        files = {ARTEFACT_FILE: artefact.to_json().encode("utf-8")}
+        files: dict[str, bytes] = {}
         for fname, data in (extra_files or {}).items():
             if not isinstance(data, (bytes, bytearray)):
                 raise ParameterError(f"extra_files[{fname!r}] must be bytes, "
                                      f"got {type(data).__name__}.")
             files[_check_file_name(fname)] = bytes(data)
+        if files:
+            # artefact.json records the digest of every file saved with it, so a file
+            # edited or deleted later (e.g. a weakened suite.json) is detected on use
+            artefact = dataclasses.replace(artefact, files={
+                f: hashlib.sha256(d).hexdigest() for f, d in sorted(files.items())})
+        files[ARTEFACT_FILE] = artefact.to_json().encode("utf-8")
         if self._local:
             return self._save_local(name, files)
         return self._save_remote(name, files)

@@ -45,6 +45,7 @@ from astrid_airflow._errors import (
     ArtefactError,
     AstridError,
     DataError,
+    GateError,
     GroupingError,
     ParameterError,
     SchemaMismatchError,
@@ -303,6 +304,204 @@ BUG_NUMPY_REPR = ("check_table's single-class message shows the label as 'np.int
                   "(a NumPy repr; counts.index[0] is a NumPy scalar again after .tolist())")
 BUG_GATE_MISSING = ("SurrogateGateOperator hashes the surrogate before checking it exists: "
                     "a missing file raises a raw, retryable FileNotFoundError")
+
+
+def _suite_of(w, name, change, *, policy=None, legacy=False):
+    """Save the artefact as ``store/<name>`` with its suite, then edit that suite.json."""
+    from astrid_airflow._gate import GatePolicy, build_suite, gate_extra_files, suite_digest
+    from astrid_airflow._store import ArtefactStore
+
+    store, art = ArtefactStore(w["root"] / "store"), w["artefact"]
+    if legacy:  # saved without a suite; the gate then wrote the default one
+        version = store.save(name, art)
+        suite = build_suite(art)
+        assert suite_digest(suite)
+        store.add_file(name, version, "suite.json", json.dumps(suite, indent=2).encode())
+    else:
+        version = store.save(name, art, extra_files=gate_extra_files(
+            art, GatePolicy(**(policy or {}))))
+    path = w["root"] / "store" / name / version / "suite.json"
+    path.chmod(0o644)
+    suite = json.loads(path.read_text())
+    if change is None:
+        path.unlink()
+    else:
+        change(suite)
+        path.write_text(json.dumps(suite, indent=2) + "\n")
+    return f"store/{name}"
+
+
+def _exp(suite, name):
+    return next(e for e in suite["expectations"] if e["type"] == name)
+
+
+_INTACT = "expect_surrogate_intact_row_proportion_to_be_at_most"
+
+
+def _validate(ref, surrogate="surr.parquet", *extra):
+    return ["validate", "--original", "ref.parquet", "--surrogate", surrogate,
+            "--artefact", ref, "--metrics", "metrics.json", *extra]
+
+
+def _gate_integrity_cases() -> list[Case]:
+    """The release gate must judge what it is told, with the rules it was saved with."""
+    c: list[Case] = []
+    add = c.append
+
+    def metrics(w):
+        _write(w, "metrics.json", '{"accuracy_original": 0.9, "accuracy_surrogate": 0.9}')
+
+    def validate(name, change, *extra, **kw):
+        return lambda w: (metrics(w), _validate(_suite_of(w, name, change, **kw),
+                                                "surr.parquet", *extra))[1]
+
+    # ------------------------------------------------- suite bound to its artefact version
+    add(Case("cli-suite-literal-threshold", "cli",
+             "suite.json with `threshold: 1.0` written into an expectation, and "
+             "`--max-intact 0.01`",
+             validate("lit", lambda s: _exp(s, _INTACT)["kwargs"].update(threshold=1.0),
+                      "--max-intact", "0.01"),
+             "exit 2", r"kwargs\.threshold is 1\.0, expected \{\"\$PARAMETER\""))
+    add(Case("cli-suite-weakened-policy", "cli",
+             "suite.json whose policy was weakened (`max_intact` 0.005 -> 1.0)",
+             validate("weak", lambda s: s["meta"]["astrid"]["policy"].update(max_intact=1.0),
+                      policy={"max_intact": 0.005}),
+             "exit 2", r"not what was saved with the version.*\"max_intact\": 1\.0"))
+    add(Case("cli-suite-legacy-weakened", "cli",
+             "version saved without a suite; the default suite.json then edited to "
+             "`max_intact: 1.0`",
+             validate("legw", lambda s: s["meta"]["astrid"]["policy"].update(max_intact=1.0),
+                      legacy=True),
+             "exit 2", r"not the default suite.*policy\.max_intact is 1\.0, expected 0\.01"))
+    add(Case("cli-suite-other-fingerprint", "cli",
+             "suite.json with the fingerprint of another table",
+             validate("fp", lambda s: s["meta"]["astrid"]["artefact"].update(
+                 fingerprint={"rows": 3, "sha256": "0" * 64})),
+             "exit 2", r"fingerprint\.rows is 3, expected 60"))
+    add(Case("cli-suite-extra-expectation", "cli", "suite.json with an extra expectation",
+             validate("extra", lambda s: s["expectations"].append(
+                 {"type": "expect_table_row_count_to_be_between",
+                  "kwargs": {"min_value": 0}})),
+             "exit 2", r"expect_table_row_count_to_be_between\" is not part of the gate"))
+    add(Case("cli-suite-missing-expectation", "cli",
+             "suite.json without the group-integrity expectation",
+             validate("miss", lambda s: s["expectations"].pop()),
+             "exit 2", r"expect_surrogate_groups_to_match_original_per_class is missing"))
+    add(Case("cli-suite-deleted", "cli",
+             "suite.json deleted from a version that was saved with one",
+             validate("del", None, policy={"max_intact": 0.0}),
+             "exit 2", r"The gate suite saved with .* is missing"))
+    add(Case("lib-suite-literal-threshold", "library",
+             "`validate_surrogate` with a threshold written into suite.json",
+             lambda w: (lambda ref: lambda: __import__("astrid_airflow").validate_surrogate(
+                 "ref.parquet", "surr.parquet", ref, random_state=0))(
+                 _suite_of(w, "liblit", lambda s: _exp(s, _INTACT)["kwargs"].update(
+                     threshold=1.0))),
+             GateError, r"kwargs\.threshold is 1\.0"))
+    add(Case("op-gate-weakened-suite", "operator", "Gate: suite.json policy weakened",
+             lambda w: (_suite_of(w, "opweak", lambda s: s["meta"]["astrid"]["policy"].update(
+                 max_accuracy_drop=1.0)),
+                 _op("gate", surrogate="surr.parquet", artefact="opweak@latest"))[1],
+             "fail", r"GateError: .*not what was saved with the version"))
+    # ------------------------------------ the gate judges exactly the bytes published
+    def surr(w):
+        return pd.read_parquet(w["root"] / "surr.parquet")
+
+    def indexed(w, name=None):
+        s = surr(w)
+        s.index = pd.Index(w["table"]["a1"].to_numpy(), name=name)
+        return s
+
+    def hidden_bytes(w):
+        raw = (w["root"] / "surr.parquet").read_bytes()
+        footer = int.from_bytes(raw[-8:-4], "little") + 8
+        hidden = w["table"].to_csv(index=False).encode()
+        return _write(w, "hidden.parquet", raw[:-footer] + hidden + raw[-footer:])
+
+    def kv(w):
+        t = pa.Table.from_pandas(surr(w), preserve_index=False)
+        return _pq(w, "kv.parquet", t.replace_schema_metadata(
+            {**t.schema.metadata, b"original": w["table"].to_csv(index=False).encode()}))
+
+    def field_meta(w):
+        t = pa.Table.from_pandas(surr(w), preserve_index=False)
+        f = t.schema.field("a3").with_metadata({"original": w["table"]["a3"].to_json()})
+        return _pq(w, "fieldmeta.parquet", t.cast(t.schema.set(2, f)))
+
+    def file_case(cid, what, make, match, layer="cli"):
+        if layer == "cli":
+            return Case(cid, "cli", what, lambda w: (metrics(w), _validate("store/m",
+                                                                          make(w)))[1],
+                        "exit 2", match)
+        if layer == "library":
+            return Case(cid, "library", what, lambda w: (
+                lambda path: lambda: __import__("astrid_airflow").validate_surrogate(
+                    "ref.parquet", path, w["artefact"], random_state=0))(make(w)),
+                DataError, match)
+        return Case(cid, "operator", what, lambda w: _op("gate", surrogate=make(w)), "fail",
+                    match)
+
+    add(file_case("cli-validate-parquet-index-column",
+                  "Parquet surrogate storing the original a1 as its (pandas) index",
+                  lambda w: (indexed(w).to_parquet(w["root"] / "idx.parquet"),
+                             "idx.parquet")[1],
+                  r"Not publishable: .* index column '__index_level_0__'"))
+    add(file_case("cli-validate-parquet-named-index",
+                  "Parquet surrogate with a named index column `a1_original`",
+                  lambda w: (indexed(w, "a1_original").to_parquet(w["root"] / "nidx.parquet"),
+                             "nidx.parquet")[1], r"index column 'a1_original'"))
+    add(file_case("cli-validate-parquet-kv-metadata",
+                  "Parquet surrogate with the original table in its key-value metadata",
+                  kv, r"key-value metadata 'original'"))
+    add(file_case("cli-validate-parquet-hidden-bytes",
+                  "Parquet surrogate with the original CSV between row groups and footer",
+                  hidden_bytes, r"\d+ bytes that no column chunk references"))
+    add(file_case("cli-validate-parquet-extra-column", "Parquet surrogate with an extra column",
+                  lambda w: _pq(w, "xcol.parquet", surr(w).assign(
+                      z=w["table"]["a1"].to_numpy())), r"extra column 'z'"))
+    add(file_case("cli-validate-parquet-unused-categories",
+                  "Parquet surrogate whose a6 categories hide the original a1 values",
+                  lambda w: _pq(w, "cats.parquet", surr(w).assign(a6=lambda d: d["a6"].cat
+                                .add_categories([f"{v:.6f}" for v in w["table"]["a1"]]))),
+                  r"value\(s\) in the dictionary of column 'a6'"))
+    add(file_case("cli-validate-csv-index-column",
+                  "CSV surrogate written with pandas' default index column",
+                  lambda w: (surr(w).to_csv(w["root"] / "idx.csv"), "idx.csv")[1],
+                  r"an unnamed column"))
+    add(file_case("cli-validate-csv-long-rows",
+                  "CSV surrogate whose rows carry one more field than the header",
+                  lambda w: (indexed(w).to_csv(w["root"] / "long.csv", index_label=False),
+                             "long.csv")[1], r"row 2 has 8 fields, the header 7"))
+    add(file_case("lib-validate-field-metadata",
+                  "`validate_surrogate` of a Parquet file with field metadata",
+                  field_meta, r"field metadata on column 'a3'", layer="library"))
+    add(file_case("op-gate-parquet-index-column", "Gate: staged Parquet with an index column",
+                  lambda w: (indexed(w).to_parquet(w["root"] / "opidx.parquet"),
+                             "opidx.parquet")[1], r"DataError: Not publishable: .*index column",
+                  layer="operator"))
+    # ------------------------------------------ user strings are text in every page
+    hostile = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+
+    def hostile_files(w):
+        art = w["artefact"].to_json().replace('"a3"', json.dumps(hostile))
+        _write(w, "hostile.json", art)
+        _pq(w, "hostile_ref.parquet", w["table"].rename(columns={"a3": hostile}))
+        _pq(w, "hostile_surr.parquet", surr(w).rename(columns={"a3": hostile}))
+        metrics(w)
+        return ["validate", "--original", "hostile_ref.parquet", "--surrogate",
+                "hostile_surr.parquet", "--artefact", "hostile.json", "--metrics",
+                "metrics.json", "--seed", "0"]
+
+    add(Case("cli-validate-hostile-column-name", "cli",
+             "a column named `<img src=x onerror=...><script>...` (Data Docs escape it)",
+             hostile_files, "note", r"gate PASSED"))
+    add(Case("cli-report-javascript-link", "cli",
+             "`astrid report --data-docs 'javascript:alert(1)'`",
+             lambda w: ["report", "store/m", "--out", "jsreport", "--data-docs",
+                        "javascript:alert(1)"], "note",
+             r"note: --data-docs 'javascript:alert\(1\)' is not an http\(s\), file or "
+             r"relative link"))
+    return c
 
 
 def _cases() -> list[Case]:
@@ -660,7 +859,7 @@ def _cases() -> list[Case]:
     return c
 
 
-CASES = _cases()
+CASES = _cases() + _gate_integrity_cases()
 
 
 # ------------------------------------------------------------------------- running
