@@ -438,7 +438,8 @@ def judge_attack(values: Mapping[str, Any] | None, attack: str, threshold: float
     worst = max(risks, key=lambda r: (r["ci"][1], r["risk"]))
     failing = [r for r in risks if r["ci"][1] > threshold + _EPS]
     details = {"attack": _attack_label(worst), "risk": worst["risk"], "ci": worst["ci"],
-               "n_attacks": worst["n_attacks"], "control": values.get("control"),
+               "n_attacks": worst["n_attacks"], "attack_n": values.get("n_attacks"),
+               "control": values.get("control"),
                "shadow": values.get("shadow"), "random_state": values.get("random_state"),
                "failing_attacks": [_attack_label(r) for r in failing][:_MAX_DETAILS],
                "n_failing_attacks": len(failing), "risks": risks[:_MAX_DETAILS]}

@@ -608,6 +608,9 @@ class GateResult:
             if e.name in EXPECTATIONS and EXPECTATIONS[e.name][1] == "astrid.group_disclosure" \
                     and isinstance(e.details, Mapping) and "k" in e.details:
                 out["disclosure_k"] = e.details["k"]
+            if e.name in EXPECTATIONS and EXPECTATIONS[e.name][1] == "astrid.attack_risks" \
+                    and isinstance(e.details, Mapping) and "attack_n" in e.details:
+                out["attack_n"] = e.details["attack_n"]  # the attack checks' count
         return out
 
     @property
