@@ -329,11 +329,11 @@ def release_figure(metrics: Mapping[str, Any]) -> Any:
 
 def disclosure_figure(groups: Sequence[Mapping[str, Any]], *, max_share_below_k: float,
                       max_class_disclosure_share: float) -> Any:
-    """Risk per group (issue 16): one row per group, in the grouping's order and colours.
+    """Risk per group (issue 16): one row per group, lettered as in the grouping table.
 
     Left: share of rows in (group values, class) equivalence classes smaller than k;
     right: share of rows whose group values occur in one class only. Red bars exceed the
-    gate's default thresholds (dashed).
+    gate's default thresholds (dashed), green ones do not.
     """
     n = len(groups)
     fig = _figure(10.0, 1.2 + 0.38 * n)
@@ -349,8 +349,7 @@ def disclosure_figure(groups: Sequence[Mapping[str, Any]], *, max_share_below_k:
             (axes[1], "class_disclosure_share", max_class_disclosure_share,
              "Rows whose group values disclose the class")):
         values = [float(g[key]) for g in groups]
-        colours = [_FAIL if v > limit + 1e-9 else GROUP_COLOURS[i % len(GROUP_COLOURS)]
-                   for i, v in enumerate(values)]
+        colours = [_FAIL if v > limit + 1e-9 else _PASS for v in values]
         ax.barh(y, values, color=colours, height=0.6)
         ax.axvline(limit, color="#333333", linestyle="--", linewidth=1)
         for yi, v in zip(y, values):
