@@ -447,7 +447,7 @@ def verify_suite(suite: Mapping[str, Any], raw: bytes, artefact: Any, *,
     recorded = (getattr(artefact, "files", None) or {}).get(SUITE_FILE)
     policy = GatePolicy.from_dict(suite["meta"]["astrid"]["policy"])
     default = build_suite(artefact)
-    expected = recorded or hashlib.sha256(_suite_bytes(default)).hexdigest()
+    expected = recorded or suite_digest(default)
     if hashlib.sha256(raw).hexdigest() == expected:
         binding = suite["meta"]["astrid"].get("artefact")
         found = _differences(binding, _artefact_binding(artefact), "artefact")
@@ -743,6 +743,11 @@ def validate_surrogate(
     artefact, location = _resolve_artefact(artefact)
     if isinstance(policy, Mapping):  # reject bad overrides before touching the store
         GatePolicy().with_overrides(**dict(policy))
+    # The gate judges what will be published: a file (or database table) carrying more
+    # than the artefact's columns is refused before anything is read or written
+    # (``_file_shape``); the digest is of the bytes then judged.
+    check_publishable(surrogate, artefact)
+    digest = _file_digest(surrogate)
     stored, suite_info = _stored_policy(artefact, location)
     if isinstance(policy, GatePolicy):
         effective = policy
@@ -762,10 +767,6 @@ def validate_surrogate(
                                if stored.to_dict().get(k) != v}
 
     original_df = read_table(original)
-    # The gate judges what will be published: a file (or database table) carrying more
-    # than the artefact's columns is refused before it is judged (``_file_shape``).
-    check_publishable(surrogate, artefact)
-    digest = _file_digest(surrogate)
     surrogate_df = read_table(surrogate)
     artefact.check_table(original_df)
     utility, source = _utility_function(original_df, artefact, effective, seed, metrics)

@@ -308,15 +308,13 @@ BUG_GATE_MISSING = ("SurrogateGateOperator hashes the surrogate before checking 
 
 def _suite_of(w, name, change, *, policy=None, legacy=False):
     """Save the artefact as ``store/<name>`` with its suite, then edit that suite.json."""
-    from astrid_airflow._gate import GatePolicy, build_suite, gate_extra_files, suite_digest
+    from astrid_airflow._gate import GatePolicy, gate_extra_files
     from astrid_airflow._store import ArtefactStore
 
     store, art = ArtefactStore(w["root"] / "store"), w["artefact"]
     if legacy:  # saved without a suite; the gate then wrote the default one
         version = store.save(name, art)
-        suite = build_suite(art)
-        assert suite_digest(suite)
-        store.add_file(name, version, "suite.json", json.dumps(suite, indent=2).encode())
+        store.add_file(name, version, "suite.json", gate_extra_files(art)["suite.json"])
     else:
         version = store.save(name, art, extra_files=gate_extra_files(
             art, GatePolicy(**(policy or {}))))

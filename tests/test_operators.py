@@ -360,6 +360,27 @@ class TestGate:
         assert json.loads((tmp_path / "surrogate.gate.json").read_text())["success"] is False
 
 
+    def test_receipt_names_the_bytes_judged_and_a_file_swapped_meanwhile_fails(
+            self, learned, staged, tmp_path, monkeypatch):
+        import astrid_airflow._gate as gate
+
+        path = tmp_path / "surrogate.parquet"
+        path.write_bytes(staged.path.read_bytes())
+        real = gate.validate_surrogate
+
+        def judge_then_swap(*args, **kwargs):
+            result = real(*args, **kwargs)
+            pd.read_csv(BATCH).to_parquet(path, index=False)  # the original, after judging
+            return result
+
+        monkeypatch.setattr(gate, "validate_surrogate", judge_then_swap)
+        op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(path),
+                                   store=str(learned.store), artefact="syn", random_state=1)
+        with pytest.raises(AirflowFailException, match="changed while it was judged"):
+            op.execute(ctx())
+        assert not (tmp_path / "surrogate.gate.json").exists()  # nothing to publish from
+
+
 # ---------------------------------------------------------------------- publish
 
 class TestPublish:

@@ -120,12 +120,30 @@ def _run(args: argparse.Namespace) -> int:
             mark = "PASS" if e.success else "FAIL"
             print(f"{mark}  {e.category:<9} {e.name:<60} observed={_fmt(e.observed_value)} "
                   f"threshold={_fmt(e.threshold)}")
+            if not e.success:
+                named = _named(e.details)
+                if named:
+                    print(f"      {named}")
         verdict = "PASSED" if result.success else f"FAILED ({len(result.failed)} failed)"
         print(f"gate {verdict}")
         if result.validation_json:
             print(f"result:    {result.validation_json}")
             print(f"data docs: {result.data_docs}")
     return 0 if result.success else 1
+
+
+def _named(details: dict) -> str:
+    """The group or pair a failed disclosure check names (docs/privacy.md)."""
+    if details.get("failing_groups"):
+        groups = details["failing_groups"]
+        return (f"{len(groups)} group(s) over the threshold, worst: "
+                f"{', '.join(map(str, details.get('group') or groups[0]))}")
+    if details.get("failing_pairs"):
+        pairs = details["failing_pairs"]
+        worst = details.get("pair") or pairs[0]
+        return (f"{len(pairs)} pair(s) of groups still linked, worst: "
+                + " + ".join(", ".join(map(str, g)) for g in worst))
+    return ""
 
 
 def _fmt(value: object) -> str:
