@@ -689,6 +689,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
     from ._atomic import refuse_overwriting_inputs
     from ._plots import (
         accuracy_figure,
+        disclosure_figure,
         distribution_figure,
         grouping_matrix_figure,
         png_bytes,
@@ -706,7 +707,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
     if data_docs is not None and not isinstance(data_docs, str):
         raise ParameterError(f"Invalid data_docs: {data_docs!r}. Must be a link (string).")
     metrics = _load_metrics(surrogate_metrics, result.k)
-    checks = note = None
+    checks = note = disclosure = None
     if original is not None:
         orig, surr = _table(original, "original"), _table(surrogate, "surrogate")
         if art is not None:
@@ -716,6 +717,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
             raise DataError(f"The surrogate has {len(surr)} rows but the original has "
                             f"{len(orig)}: not a surrogate of this table.")
         checks = distribution_checks(orig, surr, result.target, result.order)
+        disclosure = _disclosure(orig, surr, result)
         if metrics is None:
             metrics = _privacy_metrics(orig, surr, result)
         elif metrics["rows"] != len(orig):
@@ -742,6 +744,17 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
                                "P_anon observed vs expected, rows unique on the largest "
                                "group, and accuracy trained on original vs surrogate "
                                "(both scored on the same held-out original rows).")
+    if disclosure is not None:
+        policy = disclosure["policy"]
+        figs["disclosure.png"] = (
+            disclosure_figure(disclosure["groups"],
+                              max_share_below_k=policy["max_share_below_k"],
+                              max_class_disclosure_share=policy["max_class_disclosure_share"]),
+            "Disclosure risk per group",
+            "Per group (letters as in the grouping table), on the values as published: "
+            "rows in equivalence classes smaller than k, and rows whose group values occur "
+            "in one class only; red above the gate's default threshold (dashed). See "
+            "docs/privacy.md.")
     if checks is not None:
         figs["distributions.png"] = (
             distribution_figure(checks, _class_order(result.classes, checks)),
@@ -756,6 +769,9 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
     generated = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     release = _release_html(metrics, checks, shown, result.k, note) \
         if metrics is not None or checks is not None else ""
+    if disclosure is not None:
+        release = release.replace("</section>", _disclosure_html(disclosure, shown)
+                                  + "</section>", 1)
     page_title = title or ("ASTRID report: " + (ref or f"grouping of {result.target}"))
     files[INDEX] = _page(result, art, ref, shown, release, page_title, data_docs,
                          generated).encode("utf-8")
@@ -764,7 +780,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
                "generated_at": generated, "k": result.k, "alpha": result.alpha,
                "grouping": result.grouping.to_list(), "order": list(result.order),
                "figures": [n for n in figs], "metrics": _plain(metrics),
-               "distributions_passed": passed,
+               "distributions_passed": passed, "disclosure": disclosure,
                "distribution_checks": None if checks is None else [c.to_dict()
                                                                    for c in checks]}
     files[REPORT_JSON] = (json.dumps(_plain(summary), indent=2, allow_nan=False)
@@ -773,6 +789,52 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
     sep = "/" if "://" in directory else os.sep
     return WrittenReport(directory=directory, index=f"{directory}{sep}{INDEX}",
                          files=tuple(sorted(files)), distributions_passed=passed)
+
+
+def _disclosure(original: pd.DataFrame, surrogate: pd.DataFrame, result: Any
+                ) -> dict[str, Any]:
+    """Per-group disclosure and per-pair linkage of the release (issue 16), judged
+    against the gate's default policy."""
+    from ._disclosure import LINKAGE_Z, disclosure_risk
+    from ._gate import GatePolicy
+
+    policy = GatePolicy()
+    risk = disclosure_risk(original, surrogate, target=result.target,
+                           grouping=result.grouping, k=policy.disclosure_k).to_dict()
+    limit = policy.max_linkage_excess
+    risk["linked_pairs"] = [p for p in risk.pop("pairs")
+                            if p["excess"] > max(limit, LINKAGE_Z * p["sd_linked_share"])]
+    risk["policy"] = {"disclosure_k": policy.disclosure_k,
+                      "max_share_below_k": policy.max_share_below_k,
+                      "max_class_disclosure_share": policy.max_class_disclosure_share,
+                      "max_linkage_excess": limit}
+    return risk
+
+
+def _disclosure_html(d: Mapping[str, Any], figures: dict[str, str]) -> str:
+    pol = d["policy"]
+    rows = "".join(
+        f"<tr><th>{_e(_letter(i))}</th><td>{_e(', '.join(map(str, g['columns'])))}</td>"
+        f"<td class='num'>{g['k_min']}</td>"
+        f"<td class='num {'fail' if g['share_below_k'] > pol['max_share_below_k'] else ''}'>"
+        f"{_f(g['share_below_k'])}</td>"
+        f"<td class='num {'fail' if g['class_disclosure_share'] > pol['max_class_disclosure_share'] else ''}'>"  # noqa: E501
+        f"{_f(g['class_disclosure_share'])}</td></tr>"
+        for i, g in enumerate(d["groups"]))
+    linked = d["linked_pairs"]
+    pairs = ("<p>No pair of groups is linked above its expectation under independent "
+             "shuffles.</p>" if not linked else
+             f'<div class="banner bad">{len(linked)} pair(s) of groups still linked as in '
+             "the original: "
+             + "; ".join(_e(" + ".join(", ".join(map(str, g)) for g in p["groups"]))
+                         + f" ({_f(p['linked_share'])} vs {_f(p['expected_linked_share'])})"
+                         for p in linked[:10]) + "</div>")
+    return ('<h3 id="disclosure">Disclosure per group</h3>'
+            + figures.get("disclosure.png", "")
+            + f'<table id="disclosure-groups"><thead><tr><th></th><th>group</th>'
+              f"<th>k_min</th><th>share below k = {pol['disclosure_k']}</th>"
+              "<th>class disclosure share</th></tr></thead><tbody>" + rows
+            + "</tbody></table>" + pairs)
 
 
 def _class_order(classes: Sequence[Any], checks: list[ColumnCheck]) -> list[Any]:

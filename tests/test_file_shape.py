@@ -19,7 +19,7 @@ import pytest
 from astrid_airflow import GroupingArtefact, make_surrogate, make_synthetic, shuffle_file
 from astrid_airflow._errors import DataError, GateError
 from astrid_airflow._file_shape import check_publishable, publishability_problems
-from astrid_airflow._gate import validate_surrogate
+from astrid_airflow._gate import GatePolicy, validate_surrogate
 from astrid_airflow._grouping import Grouping
 
 TARGET = "class"
@@ -82,8 +82,10 @@ def test_files_the_project_writes_are_publishable(tmp_path, original, artefact, 
     for path in written:
         assert publishability_problems(path, artefact) == [], path
     # and the gate judges them (the copies differ only in their seed)
+    # (raw surrogates of continuous data: the per-group disclosure checks are relaxed)
     r = validate_surrogate(original, written[0], artefact, random_state=0,
-                           metrics={"accuracy_original": 1.0, "accuracy_surrogate": 1.0})
+                           metrics={"accuracy_original": 1.0, "accuracy_surrogate": 1.0},
+                           policy=GatePolicy.raw_release_demo())
     assert r.success and r.surrogate_sha256 is not None
 
 

@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "_report",
     "fuse": "_fuse",
     "plan-collection": "_plan",
+    "risk": "_risk",
 }
 
 

@@ -32,7 +32,30 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="largest accuracy drop allowed (stored policy, default 0.02)")
     p.add_argument("--max-largest-group-unique-share", type=float, default=None,
                    metavar="S", help="largest share of rows unique on the largest group "
-                                     "(stored policy, default 1.0 = report only)")
+                                     "(stored policy, default 0.05)")
+    p.add_argument("--disclosure-k", type=int, default=None, metavar="K",
+                   help="k of the per-group k-anonymity check (stored policy, default 5)")
+    p.add_argument("--max-share-below-k", type=float, default=None, metavar="S",
+                   help="largest share of rows, in any group, in equivalence classes "
+                        "smaller than k (stored policy, default 0.05)")
+    p.add_argument("--max-class-disclosure-share", type=float, default=None, metavar="S",
+                   help="largest share of rows, in any group, whose values occur in one "
+                        "class only (stored policy, default 0.05)")
+    p.add_argument("--max-linkage-excess", type=float, default=None, metavar="E",
+                   help="how far any pair of groups may stay linked above its expectation "
+                        "(or 6 sd if larger; stored policy, default 0.03)")
+    p.add_argument("--attack-n", type=int, default=None, metavar="N",
+                   help="attacks per attack-based check, on a shadow release (stored "
+                        "policy, default 500)")
+    p.add_argument("--max-singling-out-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the singling-out risk (stored "
+                        "policy, default 0.2)")
+    p.add_argument("--max-linkability-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the linkability risk (stored policy, "
+                        "default 0.1)")
+    p.add_argument("--max-inference-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the inference risk of any secret "
+                        "(stored policy, default 0.5)")
     p.add_argument("--classifier", default=None,
                    help="classifier of the utility check (default: the artefact's)")
     p.add_argument("--utility-repeats", type=int, default=None, metavar="N",
@@ -82,6 +105,14 @@ def _run(args: argparse.Namespace) -> int:
     overrides = {"max_intact": args.max_intact,
                  "max_accuracy_drop": args.max_accuracy_drop,
                  "max_largest_group_unique_share": args.max_largest_group_unique_share,
+                 "disclosure_k": args.disclosure_k,
+                 "max_share_below_k": args.max_share_below_k,
+                 "max_class_disclosure_share": args.max_class_disclosure_share,
+                 "max_linkage_excess": args.max_linkage_excess,
+                 "attack_n": args.attack_n,
+                 "max_singling_out_risk": args.max_singling_out_risk,
+                 "max_linkability_risk": args.max_linkability_risk,
+                 "max_inference_risk": args.max_inference_risk,
                  "classifier": args.classifier,
                  "utility_repeats": args.utility_repeats}
     result = validate_surrogate(
@@ -97,12 +128,30 @@ def _run(args: argparse.Namespace) -> int:
             mark = "PASS" if e.success else "FAIL"
             print(f"{mark}  {e.category:<9} {e.name:<60} observed={_fmt(e.observed_value)} "
                   f"threshold={_fmt(e.threshold)}")
+            if not e.success:
+                named = _named(e.details)
+                if named:
+                    print(f"      {named}")
         verdict = "PASSED" if result.success else f"FAILED ({len(result.failed)} failed)"
         print(f"gate {verdict}")
         if result.validation_json:
             print(f"result:    {result.validation_json}")
             print(f"data docs: {result.data_docs}")
     return 0 if result.success else 1
+
+
+def _named(details: dict) -> str:
+    """The group or pair a failed disclosure check names (docs/privacy.md)."""
+    if details.get("failing_groups"):
+        groups = details["failing_groups"]
+        return (f"{len(groups)} group(s) over the threshold, worst: "
+                f"{', '.join(map(str, details.get('group') or groups[0]))}")
+    if details.get("failing_pairs"):
+        pairs = details["failing_pairs"]
+        worst = details.get("pair") or pairs[0]
+        return (f"{len(pairs)} pair(s) of groups still linked, worst: "
+                + " + ".join(", ".join(map(str, g)) for g in worst))
+    return ""
 
 
 def _fmt(value: object) -> str:
