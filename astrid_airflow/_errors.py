@@ -18,6 +18,7 @@ __all__ = [
     "SchemaMismatchError",
     "StoreError",
     "GateError",
+    "ReleaseError",
     "short_list",
     "one_line",
     "os_error_message",
@@ -54,6 +55,10 @@ class StoreError(AstridError):
 
 class GateError(AstridError):
     """The quality gate cannot be evaluated (not: a gate that failed)."""
+
+
+class ReleaseError(AstridError):
+    """A release is refused: failed or stale gate receipt, or an archive it would change."""
 
 
 # ------------------------------------------------------------------ message helpers

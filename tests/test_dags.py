@@ -94,8 +94,12 @@ def test_parsing_is_fast_and_does_no_heavy_work(tmp_path):
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, airflow_db):
     root = tmp_path_factory.mktemp("astrid_demo")
-    return types.SimpleNamespace(root=root, dags=parse_dags(root),
-                                 published=root / "published" / "synthetic")
+    # dag.test() re-parses dags/ into the DB: with the same root there, the Assets in
+    # the DB are the ones the tasks emit to, so their events are recorded
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASTRID_DEMO_ROOT", str(root))
+        yield types.SimpleNamespace(root=root, dags=parse_dags(root),
+                                    published=root / "published" / "synthetic")
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +199,54 @@ def test_gating_only_dag_validates_and_releases_an_external_surrogate(demo, firs
     released = demo.root / "published" / "synthetic-external" / "surrogate.parquet"
     assert released.read_bytes() == (incoming / "surrogate.parquet").read_bytes()
     assert json.loads((incoming / "surrogate.gate.json").read_text())["success"] is True
+
+
+def release_events() -> int:
+    """How many Asset events the publish task of the publishing DAG has emitted."""
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import func, select
+
+    with create_session() as session:
+        return session.scalar(select(func.count()).select_from(AssetEvent).where(
+            AssetEvent.source_dag_id == PUBLISH, AssetEvent.source_task_id == "publish"))
+
+
+@pytest.fixture(scope="module")
+def cleared_runs(demo, first_run, second_run):
+    """Both earlier runs cleared and run again, the older one first.
+
+    ``dag.test()`` on an existing run's logical date replaces that run (same run id,
+    same ``run_after``) and runs every task again: what clearing it in the UI or with
+    ``clearTaskInstances`` does.
+    """
+    published = demo.published
+    before = {str(p): (p.read_bytes(), p.stat().st_mtime_ns)
+              for p in sorted(published.rglob("*")) if p.is_file()}
+    events = release_events()
+    # every param the failed run set is reset: dag.test() keeps run_conf in dag.params
+    runs = [demo.dags[PUBLISH].test(logical_date=run.dr.logical_date,
+                                    run_after=run.dr.run_after,
+                                    run_conf={"seed": seed, "max_largest_group_unique_share":
+                                              None})
+            for run, seed in ((first_run, 1), (second_run, 2))]
+    after = {str(p): (p.read_bytes(), p.stat().st_mtime_ns)
+             for p in sorted(published.rglob("*")) if p.is_file()}
+    return types.SimpleNamespace(runs=runs, before=before, after=after, events=events,
+                                 current=second_run.dr.run_id)
+
+
+@pytest.mark.airflow
+def test_clearing_published_runs_keeps_the_current_release_and_emits_no_event(cleared_runs):
+    assert cleared_runs.events == 2  # one per earlier publication
+    for dr in cleared_runs.runs:
+        assert str(dr.state) == "success", states(dr)
+        assert states(dr)["publish"] == "skipped", states(dr)
+    assert cleared_runs.after == cleared_runs.before  # bytes and mtimes: nothing rewritten
+    assert release_events() == cleared_runs.events
+    manifest = next(json.loads(v[0]) for k, v in cleared_runs.after.items()
+                    if k.endswith("surrogate.release.json"))
+    assert manifest["run_id"] == cleared_runs.current
 
 
 def test_demo_summary_reports_a_missing_release(tmp_path):

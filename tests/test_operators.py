@@ -444,3 +444,110 @@ class TestPublish:
         with pytest.raises(AirflowFailException, match="not the file the gate passed"):
             self._publish(copy_dir / "surrogate.parquet", dest, "r")
         assert not dest.exists()
+
+
+class TestReleaseProtocol:
+    """Clearing an old run's publish, or re-running the current one, changes nothing."""
+
+    DAY1 = "2026-01-02T00:00:00+00:00"   # the scheduled run of 2026-01-01, due at midnight
+    DAY2 = "2026-01-02T10:00:00+00:00"   # a manual run later that day
+
+    def _run(self, surrogate, destination, run_id, run_after, **kw):
+        """One publish attempt as the task of run ``run_id``; (xcom or None, events)."""
+        import datetime as dt
+
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        events = OutletEventAccessors()
+        asset = Asset(name="rel", uri="file://" + str(destination))
+        op = PublishSurrogateOperator(task_id="publish", surrogate=str(surrogate),
+                                      destination=str(destination), outlets=[asset], **kw)
+        run = types.SimpleNamespace(run_after=dt.datetime.fromisoformat(run_after))
+        context = ctx(task_id="publish", run_id=run_id, outlet_events=events, dag_run=run)
+        try:
+            out = op.execute(context)
+        except AirflowSkipException:
+            out = None
+        # what the task runner would send as this task's outlet events
+        return out, {str(k): v.extra for k, v in events._dict.items()}
+
+    @staticmethod
+    def _state(directory):
+        """Every file's bytes and mtime: a rewrite with equal bytes still shows."""
+        return {str(p.relative_to(directory)): (p.read_bytes(), p.stat().st_mtime_ns)
+                for p in sorted(directory.rglob("*")) if p.is_file()}
+
+    def test_clearing_an_old_runs_publish_keeps_the_current_release_and_emits_no_event(
+            self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        old, new = "scheduled__2026-01-01T00:00:00+00:00", "manual__2026-01-02T10:00:00+00:00"
+        out_old, ev_old = self._run(staged.path, dest, old, self.DAY1)
+        out_new, ev_new = self._run(staged.path, dest, new, self.DAY2)
+        assert out_old and out_new and len(ev_old) == len(ev_new) == 1
+        manifest_path = tmp_path / "pub" / "surrogate.release.json"
+        manifest = json.loads(manifest_path.read_text())
+        assert manifest["release_id"] == release_id_from_run(new)
+        assert manifest["run_after"] == "2026-01-02T10:00:00.000000+00:00"
+        before = self._state(tmp_path / "pub")
+        out, events = self._run(staged.path, dest, old, self.DAY1)  # the clear
+        assert out is None and events == {}
+        assert self._state(tmp_path / "pub") == before
+        assert json.loads(manifest_path.read_text())["release_id"] == release_id_from_run(new)
+
+    def test_rerunning_the_current_release_rewrites_nothing_and_emits_no_event(
+            self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "manual__1", self.DAY2)
+        before = self._state(tmp_path / "pub")
+        for _ in range(2):
+            out, events = self._run(staged.path, dest, "manual__1", self.DAY2)
+            assert out is None and events == {}
+        assert self._state(tmp_path / "pub") == before  # archive, manifest: same mtimes
+
+    def test_force_rolls_back_without_rewriting_the_archive(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "old", self.DAY1)
+        self._run(staged.path, dest, "new", self.DAY2)
+        archive = tmp_path / "pub" / "releases" / "old"
+        archived_before = self._state(archive)
+        out, events = self._run(staged.path, dest, "old", self.DAY1, force="True")
+        assert out["release_id"] == "old" and len(events) == 1
+        manifest = json.loads((tmp_path / "pub" / "surrogate.release.json").read_text())
+        assert manifest["release_id"] == "old"
+        assert self._state(archive) == archived_before  # immutable, not rewritten
+
+    def test_an_archived_release_is_never_overwritten_with_other_bytes(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "r1", self.DAY1)
+        archived = tmp_path / "pub" / "releases" / "r1" / "surrogate.parquet"
+        archived.write_bytes(b"something else")
+        before = self._state(tmp_path / "pub")
+        for force in (False, True):
+            with pytest.raises(AirflowFailException, match="archived releases are immutable"):
+                self._run(staged.path, dest, "r1", self.DAY2, force=force)
+        assert self._state(tmp_path / "pub") == before
+
+    def test_a_retry_after_a_partial_publication_completes_it(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "r1", self.DAY1)
+        # r2 archived, then the worker died before the current file and manifest moved
+        self._run(staged.path, dest, "r2", self.DAY2)
+        archive = tmp_path / "pub" / "releases" / "r2"
+        archived_before = self._state(archive)
+        manifest_path = tmp_path / "pub" / "surrogate.release.json"
+        self._run(staged.path, dest, "r1", self.DAY1, force=True)  # back to r1's manifest
+        out, events = self._run(staged.path, dest, "r2", self.DAY2)
+        assert out["release_id"] == "r2" and len(events) == 1
+        assert json.loads(manifest_path.read_text())["release_id"] == "r2"
+        assert self._state(archive) == archived_before
+
+    def test_a_manifest_from_before_the_protocol_does_not_block_publishing(self, staged,
+                                                                           tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "r1", self.DAY2)
+        manifest_path = tmp_path / "pub" / "surrogate.release.json"
+        legacy = json.loads(manifest_path.read_text())
+        del legacy["run_after"]
+        manifest_path.write_text(json.dumps(legacy))
+        out, _ = self._run(staged.path, dest, "r0", self.DAY1)
+        assert out["release_id"] == "r0"
