@@ -27,6 +27,7 @@ from ._common import (
     translate_errors,
 )
 from .assets import emit_alias_events
+from .links import ArtefactLink, push_links
 from .sql import as_table, local_table, sql_errors
 
 __all__ = ["AstridLearnOperator"]
@@ -74,6 +75,9 @@ class AstridLearnOperator(BaseOperator):
     gate_policy : dict, optional
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
         from them is saved as ``suite.json`` in the new version (templated).
+    link_base_url : dict or str, optional
+        Storage prefix → public base URL of the "Artefact" extra link (see
+        ``astrid_airflow.operators.links``).
 
     Returns (XCom)
     --------------
@@ -94,13 +98,15 @@ class AstridLearnOperator(BaseOperator):
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
     )
     ui_color = "#e8d8f0"
+    operator_extra_links = (ArtefactLink(),)
 
     def __init__(self, *, reference: Any, store: Any, name: str, target: str = "class",
                  classifier: str = "svm", n_search: int | str = 100, n_test: int | str = 250,
                  alpha: float | str = 0.05, random_state: int | str | None = None,
                  n_jobs: int = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
-                 adaptive: bool | str = False, **kwargs: Any) -> None:
+                 adaptive: bool | str = False, link_base_url: Any = None,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.reference = reference
@@ -118,6 +124,7 @@ class AstridLearnOperator(BaseOperator):
         self.gate_policy = gate_policy
         self.scheduler = scheduler
         self.adaptive = adaptive
+        self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._artefact import GroupingArtefact, fingerprint_table
@@ -154,8 +161,10 @@ class AstridLearnOperator(BaseOperator):
                     self.log.info("Reference table unchanged (%s rows, sha256 %s…): keeping "
                                   "%s@%s, not learning again.", fingerprint["rows"],
                                   fingerprint["sha256"][:12], name, latest)
-                    return self._payload(store, name, latest, previous, learned=False,
-                                         seed=previous.random_state, started=started)
+                    payload = self._payload(store, name, latest, previous, learned=False,
+                                            seed=previous.random_state, started=started)
+                    push_links(context, artefact=payload["path"])
+                    return payload
                 self.log.info("Reference table changed since %s@%s: learning again.",
                               name, latest)
             policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
@@ -177,6 +186,7 @@ class AstridLearnOperator(BaseOperator):
                       artefact.grouping, artefact.k, time.perf_counter() - started)
         payload = self._payload(store, name, version, artefact, learned=True, seed=seed,
                                 started=started)
+        push_links(context, artefact=payload["path"])
         emit_alias_events(self, context, root=root, name=name, extra={
             "artefact": payload["artefact"], "path": payload["path"]})
         return payload

@@ -52,6 +52,7 @@ from ._common import (
     translate_errors,
 )
 from .gate import gate_receipt_path
+from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
 from .shuffle import metrics_path
 from .sql import TableRef, as_table, database_source, sql_errors
 
@@ -118,6 +119,9 @@ class PublishSurrogateOperator(BaseOperator):
         File destinations: publish even a release older than the current one (a
         deliberate rollback), or re-publish the current release with a new Asset event
         (templated). An archived release is never overwritten with other bytes.
+    link_base_url : dict or str, optional
+        Storage prefix → public base URL for the extra links ("Data Docs", "Release
+        report", "Artefact") of the release (see ``astrid_airflow.operators.links``).
 
     Returns (XCom)
     --------------
@@ -140,10 +144,12 @@ class PublishSurrogateOperator(BaseOperator):
     template_fields: Sequence[str] = ("surrogate", "destination", "receipt", "release_id",
                                       "lock_timeout", "force")
     ui_color = "#cfe2ff"
+    operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
 
     def __init__(self, *, surrogate: Any, destination: Any, receipt: Any = None,
                  release_id: str | None = None, lock_timeout: float | str = 30.0,
-                 force: bool | str = False, **kwargs: Any) -> None:
+                 force: bool | str = False, link_base_url: Any = None,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.surrogate = surrogate
@@ -152,6 +158,7 @@ class PublishSurrogateOperator(BaseOperator):
         self.release_id = release_id
         self.lock_timeout = lock_timeout
         self.force = force
+        self.link_base_url = link_base_url
 
     def _read_receipt(self, surrogate: Any) -> tuple[Any, Any]:
         path = as_path(self.receipt, "receipt") if self.receipt else \
@@ -184,6 +191,9 @@ class PublishSurrogateOperator(BaseOperator):
             check_receipt(receipt, surrogate=str(surrogate), sha256=digest,
                           where=str(receipt_path))
             check_release_id(release_id)
+        # what the gate judged; a publication replaces these with the archived copies
+        push_links(context, data_docs=receipt.get("data_docs"), report=receipt.get("report"),
+                   artefact=receipt.get("artefact_path"))
         if isinstance(destination, TableRef):
             return self._publish_table(context, surrogate, destination, receipt, digest,
                                        release_id)
@@ -259,6 +269,8 @@ class PublishSurrogateOperator(BaseOperator):
             "published_at": now.isoformat(timespec="seconds"),
         }
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
+        push_links(context, data_docs=manifest["data_docs"], report=manifest["report"],
+                   artefact=receipt.get("artefact_path"))
         extra = {"release_id": release_id, "published": str(destination),
                  "archived": str(archived), "sha256": digest,
                  "artefact": receipt.get("artefact")}

@@ -201,6 +201,35 @@ def test_gating_only_dag_validates_and_releases_an_external_surrogate(demo, firs
     assert json.loads((incoming / "surrogate.gate.json").read_text())["success"] is True
 
 
+@pytest.mark.airflow
+def test_extra_links_resolve_for_a_run_as_the_ui_reads_them(demo, first_run, failed_run):
+    """The REST API's ``…/links``: the serialized task's links read the run's XComs."""
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    dag = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(demo.dags[PUBLISH]))
+
+    def links(dr, task_id):
+        task, ti = dag.get_task(task_id), dr.get_task_instance(task_id)
+        return {name: link.get_link(task, ti_key=ti.key)
+                for name, link in task.operator_extra_link_dict.items()}
+
+    def local(url):
+        assert url.startswith("file://"), url
+        return Path(url.removeprefix("file://"))
+
+    gate = links(first_run.dr, "gate")
+    assert set(gate) == {"Data Docs", "Release report", "Artefact"}
+    assert local(gate["Data Docs"]).name == "surrogate.validation.html"
+    publish = links(first_run.dr, "publish")
+    for name in ("Data Docs", "Release report"):  # the immutable archive's copies
+        assert "/releases/" in publish[name] and local(publish[name]).is_file()
+    artefact = links(first_run.dr, "learn_if_changed")["Artefact"]
+    assert local(artefact) == demo.root / "artefacts" / "synthetic" / "v0001" / "artefact.json"
+    assert local(artefact).is_file() and local(gate["Artefact"]) == local(artefact)
+    failed = links(failed_run.dr, "gate")  # a failed gate links its pages too
+    assert local(failed["Data Docs"]).is_file() and local(failed["Release report"]).is_file()
+
+
 def release_events() -> int:
     """How many Asset events the publish task of the publishing DAG has emitted."""
     from airflow.models.asset import AssetEvent

@@ -551,3 +551,83 @@ class TestReleaseProtocol:
         manifest_path.write_text(json.dumps(legacy))
         out, _ = self._run(staged.path, dest, "r0", self.DAY1)
         assert out["release_id"] == "r0"
+
+
+# ------------------------------------------------------------------- extra links
+
+class RecordingTI(types.SimpleNamespace):
+    """A task instance that keeps what the operator pushes to XCom."""
+
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+
+def linked_ctx(run_id="manual__1", task_id="t"):
+    ti = RecordingTI(dag_id="d", run_id=run_id, task_id=task_id, map_index=-1, pushed={})
+    return {**ctx(run_id=run_id, task_id=task_id), "ti": ti}, ti.pushed
+
+
+class TestLinks:
+    def test_a_failed_gate_records_and_logs_both_locations(self, learned, tmp_path, capfd):
+        from astrid_airflow.operators.links import LINKS_XCOM_KEY
+
+        fake = tmp_path / "surrogate.parquet"
+        pd.read_csv(BATCH).to_parquet(fake, index=False)
+        op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(fake),
+                                   store=str(learned.store), artefact="syn@latest",
+                                   random_state=0)
+        context, pushed = linked_ctx()
+        with pytest.raises(AirflowFailException):
+            op.execute(context)
+        links = pushed[LINKS_XCOM_KEY]
+        assert links["data_docs"].endswith("surrogate.validation.html")
+        assert links["report"].endswith("surrogate.report/index.html")
+        assert links["artefact"] == str(learned.store / "syn" / "v0001" / "artefact.json")
+        for key in ("data_docs", "report"):
+            assert Path(links[key].removeprefix("file://")).is_file()
+        text = "".join(capfd.readouterr())  # the task log (structlog writes to stdout)
+        assert "Data Docs: file://" in text and "surrogate.validation.html" in text
+        assert "release report: file://" in text and "surrogate.report/index.html" in text
+
+    def test_links_resolve_to_files_or_the_configured_base_url(self, staged, tmp_path,
+                                                               monkeypatch):
+        from airflow.sdk.execution_time import xcom as xcom_module
+        from astrid_airflow.operators.links import (
+            ArtefactLink,
+            DataDocsLink,
+            ReleaseReportLink,
+        )
+
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        context, pushed = linked_ctx(task_id="publish")
+        op = PublishSurrogateOperator(task_id="publish", surrogate=str(staged.path),
+                                      destination=str(dest))
+        op.execute(context)
+        # what the task runner does when the task ends: get_link reads the XCom
+        monkeypatch.setattr(xcom_module.XCom, "get_value",
+                            classmethod(lambda cls, *, ti_key, key: pushed.get(key)))
+        assert {type(link) for link in op.operator_extra_links} == {
+            DataDocsLink, ReleaseReportLink, ArtefactLink}
+        urls = {link.name: link.get_link(op, ti_key=context["ti"])
+                for link in op.operator_extra_links}
+        archive = tmp_path / "pub" / "releases" / "manual__1"
+        assert urls["Data Docs"] == f"file://{archive}/surrogate.validation.html"
+        assert urls["Release report"] == f"file://{archive}/surrogate.report/index.html"
+        assert urls["Artefact"].endswith("/syn/v0001/artefact.json")
+        # a static site serving the release directory
+        monkeypatch.setenv("AIRFLOW__ASTRID__LINK_BASE_URL",
+                           f"{tmp_path}/pub=https://files.example.com/pub")
+        assert DataDocsLink().get_link(op, ti_key=context["ti"]) == \
+            "https://files.example.com/pub/releases/manual__1/surrogate.validation.html"
+        op.link_base_url = {f"file://{archive}": "https://docs.example.com/r"}  # arg wins
+        assert ReleaseReportLink().get_link(op, ti_key=context["ti"]) == \
+            "https://docs.example.com/r/surrogate.report/index.html"
+
+    def test_learn_links_its_artefact(self, learned):
+        op = AstridLearnOperator(task_id="learn", reference=REFERENCE,
+                                 store=str(learned.store), name="syn", n_search=20,
+                                 n_test=50, random_state=0)
+        context, pushed = linked_ctx(task_id="learn")
+        out = op.execute(context)  # unchanged table: not learned again, still linked
+        assert out["learned"] is False
+        assert pushed["astrid_links"] == {"artefact": out["path"]}
