@@ -34,8 +34,9 @@ from ._common import (
     store_url,
     translate_errors,
 )
+from ._lineage import RecordsLineage, metric_name, numeric
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links, resolve_link
-from .shuffle import metrics_path, split_ref
+from .shuffle import artefact_dataset, metrics_path, split_ref
 from .sql import TableRef, as_table, local_table, sql_errors
 
 __all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
@@ -85,7 +86,7 @@ def _url(path: ObjectStoragePath) -> str:
     return path.path if is_local(path) else str(path)
 
 
-class SurrogateGateOperator(BaseOperator):
+class SurrogateGateOperator(RecordsLineage, BaseOperator):
     """Validate a staged surrogate against its original with the artefact's gate suite.
 
     Parameters
@@ -214,6 +215,14 @@ class SurrogateGateOperator(BaseOperator):
         atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
         # recorded before a failure is raised: the links of a failed gate work too
         push_links(context, data_docs=docs, report=release_report, artefact=artefact_path)
+        observed = numeric({metric_name(e["name"]): e["observed_value"]
+                            for e in receipt["expectations"]})
+        self._lineage = {  # OpenLineage: the expectations and figures on the surrogate
+            "inputs": [{"location": str(original)},
+                       {"location": str(surrogate), "rows": observed.get("row_count"),
+                        "assertions": receipt["expectations"], "metrics": observed},
+                       artefact_dataset(root, receipt["artefact"])],
+            "outputs": [{"location": str(validation)}, {"location": str(receipt_path)}]}
         where = (f"Data Docs: {resolve_link(self, str(docs))}; release report: "
                  f"{resolve_link(self, release_report) or 'none'}")
         if not result.success:

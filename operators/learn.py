@@ -26,6 +26,7 @@ from ._common import (
     to_int,
     translate_errors,
 )
+from ._lineage import RecordsLineage
 from .assets import emit_alias_events
 from .links import ArtefactLink, push_links
 from .sql import as_table, local_table, sql_errors
@@ -33,7 +34,7 @@ from .sql import as_table, local_table, sql_errors
 __all__ = ["AstridLearnOperator"]
 
 
-class AstridLearnOperator(BaseOperator):
+class AstridLearnOperator(RecordsLineage, BaseOperator):
     """Run ASTRID on a reference table and save the grouping as a new artefact version.
 
     Parameters
@@ -164,6 +165,7 @@ class AstridLearnOperator(BaseOperator):
                     payload = self._payload(store, name, latest, previous, learned=False,
                                             seed=previous.random_state, started=started)
                     push_links(context, artefact=payload["path"])
+                    self._lineage = {"inputs": [{"location": str(reference)}]}
                     return payload
                 self.log.info("Reference table changed since %s@%s: learning again.",
                               name, latest)
@@ -187,6 +189,9 @@ class AstridLearnOperator(BaseOperator):
         payload = self._payload(store, name, version, artefact, learned=True, seed=seed,
                                 started=started)
         push_links(context, artefact=payload["path"])
+        self._lineage = {"inputs": [{"location": str(reference), "rows": payload["rows"]}],
+                         "outputs": [{"location": f"{root.rstrip('/')}/{name}",
+                                      "version": version}]}
         emit_alias_events(self, context, root=root, name=name, extra={
             "artefact": payload["artefact"], "path": payload["path"]})
         return payload

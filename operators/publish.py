@@ -51,6 +51,7 @@ from ._common import (
     to_float,
     translate_errors,
 )
+from ._lineage import RecordsLineage
 from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
 from .shuffle import metrics_path
@@ -95,7 +96,7 @@ def release_id_from_run(run_id: object) -> str:
     return text[:200]
 
 
-class PublishSurrogateOperator(BaseOperator):
+class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     """Promote a staged, gated surrogate to its published location.
 
     Parameters
@@ -194,6 +195,7 @@ class PublishSurrogateOperator(BaseOperator):
         # what the gate judged; a publication replaces these with the archived copies
         push_links(context, data_docs=receipt.get("data_docs"), report=receipt.get("report"),
                    artefact=receipt.get("artefact_path"))
+        self._lineage = {"inputs": [{"location": str(surrogate)}]}  # outputs once written
         if isinstance(destination, TableRef):
             return self._publish_table(context, surrogate, destination, receipt, digest,
                                        release_id)
@@ -271,6 +273,8 @@ class PublishSurrogateOperator(BaseOperator):
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
         push_links(context, data_docs=manifest["data_docs"], report=manifest["report"],
                    artefact=receipt.get("artefact_path"))
+        self._lineage["outputs"] = [{"location": str(destination), "version": release_id},
+                                    {"location": str(archived), "version": release_id}]
         extra = {"release_id": release_id, "published": str(destination),
                  "archived": str(archived), "sha256": digest,
                  "artefact": receipt.get("artefact")}
@@ -317,6 +321,8 @@ class PublishSurrogateOperator(BaseOperator):
             "published_at": published_at,
         }
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
+        self._lineage["outputs"] = [{"location": str(destination), "version": release_id,
+                                     "rows": info["rows"]}]
         extra = {"release_id": release_id, "published": str(destination),
                  "archived": str(surrogate), "sha256": digest,
                  "artefact": receipt.get("artefact"), "table": info["table"],

@@ -57,7 +57,7 @@ def learned(tmp_path_factory):
                                           "max_singling_out_risk": 1,
                                           "max_inference_risk": "1.0"})
     out = op.execute(ctx(task_id="learn"))
-    return types.SimpleNamespace(root=root, store=store, xcom=out)
+    return types.SimpleNamespace(root=root, store=store, xcom=out, op=op)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def staged(learned):
                                  store=str(learned.store), artefact=s["artefact"],
                                  random_state=1)
     g = gate.execute(ctx(task_id="gate"))
-    return types.SimpleNamespace(path=out, shuffle=s, gate=g)
+    return types.SimpleNamespace(path=out, shuffle=s, gate=g, shuffle_op=shuffle, gate_op=gate)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -631,3 +631,92 @@ class TestLinks:
         out = op.execute(context)  # unchanged table: not learned again, still linked
         assert out["learned"] is False
         assert pushed["astrid_links"] == {"artefact": out["path"]}
+
+
+# ------------------------------------------------------------------- OpenLineage
+
+def datasets(group) -> dict:
+    return {(d.namespace, d.name): d for d in group}
+
+
+class TestOpenLineage:
+    """The facet methods the OpenLineage provider calls when a task ends."""
+
+    def test_gate_carries_every_expectation_and_its_figures_on_the_surrogate(self, staged):
+        from openlineage.client.serde import Serde
+
+        lineage = staged.gate_op.get_openlineage_facets_on_complete(None)
+        receipt = json.loads((staged.path.parent / "surrogate.gate.json").read_text())
+        inputs = datasets(lineage.inputs)
+        surrogate = inputs[("file", str(staged.path))]
+        assertions = surrogate.inputFacets["dataQualityAssertions"].assertions
+        assert [(a.assertion, a.success) for a in assertions] == [
+            (e["name"], e["success"]) for e in receipt["expectations"]]
+        assert len(assertions) >= 8 and all(a.success for a in assertions)
+        first = receipt["expectations"][0]
+        assert json.loads(assertions[0].actual) == first["observed_value"]
+        assert json.loads(assertions[0].expected) == first["threshold"]
+        metrics = surrogate.facets["astrid_metrics"].metrics
+        observed = staged.gate["observed"]
+        assert metrics["intact_row_proportion"] == \
+            observed["expect_surrogate_intact_row_proportion_to_be_at_most"]
+        assert metrics["accuracy_drop"] == \
+            observed["expect_surrogate_accuracy_drop_to_be_at_most"]
+        assert "largest_group_unique_share" in metrics
+        assert surrogate.inputFacets["dataQualityMetrics"].rowCount == 1000
+        assert ("file", BATCH) in inputs
+        (artefact,) = [d for d in lineage.inputs if d.name.endswith("/store/syn")]
+        assert artefact.facets["version"].datasetVersion == "v0001"
+        outputs = datasets(lineage.outputs)
+        assert ("file", str(staged.path.parent / "surrogate.validation.json")) in outputs
+        json.dumps(Serde.to_dict(surrogate))  # the custom facet serialises too
+
+    def test_a_failed_gate_reports_the_failed_assertion(self, learned, staged, tmp_path):
+        op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(staged.path),
+                                   store=str(learned.store), artefact="syn",
+                                   policy={"max_largest_group_unique_share": "0.0"},
+                                   out_dir=str(tmp_path), random_state=1)
+        with pytest.raises(AirflowFailException):
+            op.execute(ctx())
+        (surrogate,) = [d for d in op.get_openlineage_facets_on_complete(None).inputs
+                        if d.name == str(staged.path)]
+        failed = [a.assertion for a in surrogate.inputFacets["dataQualityAssertions"].assertions
+                  if not a.success]
+        assert failed == ["expect_surrogate_largest_group_unique_share_to_be_at_most"]
+
+    def test_learn_shuffle_and_publish_datasets(self, learned, staged, tmp_path):
+        learn = learned.op.get_openlineage_facets_on_complete(None)
+        assert [d.name for d in learn.inputs] == [REFERENCE]
+        (artefact,) = learn.outputs
+        assert artefact.name == str(learned.store / "syn")
+        assert artefact.facets["version"].datasetVersion == "v0001"
+        shuffle = staged.shuffle_op.get_openlineage_facets_on_complete(None)
+        assert {d.name for d in shuffle.inputs} == {BATCH, str(learned.store / "syn")}
+        (out,) = shuffle.outputs
+        assert out.name == str(staged.path) and out.outputFacets["outputStatistics"].rowCount
+        assert out.facets["astrid_metrics"].metrics["intact_row_proportion"] == \
+            staged.shuffle["metrics"]["intact_row_proportion"]
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        op = PublishSurrogateOperator(task_id="publish", surrogate=str(staged.path),
+                                      destination=str(dest))
+        op.execute(ctx(run_id="r1"))
+        publish = op.get_openlineage_facets_on_complete(None)
+        assert [d.name for d in publish.inputs] == [str(staged.path)]
+        assert [(d.name, d.facets["version"].datasetVersion) for d in publish.outputs] == [
+            (str(dest), "r1"), (str(tmp_path / "pub" / "releases" / "r1" / dest.name), "r1")]
+
+    def test_lineage_costs_nothing_without_openlineage(self):
+        code = """
+import sys
+sys.modules["openlineage"] = None  # as if the OpenLineage client were not installed
+from airflow.sdk import BaseOperator  # what Airflow itself loads (provider metadata)
+before = {m for m in sys.modules if "openlineage" in m}
+from astrid_airflow.operators.learn import AstridLearnOperator
+from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+from astrid_airflow.operators.gate import SurrogateGateOperator
+from astrid_airflow.operators.publish import PublishSurrogateOperator
+op = SurrogateGateOperator(task_id="g", original="o", surrogate="s", store="s", artefact="n")
+assert hasattr(op, "get_openlineage_facets_on_complete")
+assert {m for m in sys.modules if "openlineage" in m} == before
+"""
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
