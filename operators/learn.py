@@ -8,6 +8,7 @@ compared with the latest version's, and only a difference (or ``force``) learns 
 
 from __future__ import annotations
 
+import datetime as _dt
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,7 +32,13 @@ from .assets import emit_alias_events
 from .links import ArtefactLink, push_links
 from .sql import as_table, local_table, sql_errors
 
-__all__ = ["AstridLearnOperator"]
+__all__ = ["LEARN_EXECUTION_TIMEOUT", "AstridLearnOperator"]
+
+# Default ``execution_timeout`` of a learn task: a hung or runaway search is killed (and
+# retried) instead of holding its pool slots forever. Generous: the paper's setting
+# (2251 fits) takes 34 s on the 1000-row demo table. A constant until the library's
+# cost estimate can size it per table.
+LEARN_EXECUTION_TIMEOUT = _dt.timedelta(hours=6)
 
 
 class AstridLearnOperator(RecordsLineage, BaseOperator):
@@ -60,7 +67,10 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Seed of the search (templated). ``None`` derives one from the run, so a retry
         of the same task instance learns the same grouping.
     n_jobs : int, default 1
-        Parallel fits (-1: all cores).
+        Parallel fits (-1: all cores) (templated). A literal ``n_jobs >= 1`` is also the
+        default ``pool_slots``, so a pool counts the cores the task uses; with ``-1``, a
+        template or a Dask ``scheduler`` the default stays 1 slot (the scheduler assigns
+        slots before templates render): pass ``pool_slots`` then.
     scheduler : str, optional
         Address of a Dask scheduler (``tcp://host:8786``): the fits run on that cluster
         instead of in the worker, with the same result as a local run (templated).
@@ -92,11 +102,15 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
     Outlets that are ``AssetAlias`` objects receive an event for the artefact Asset
     (``artefact_asset(store, name)``) only when a new version was written; plain
     ``Asset`` outlets get Airflow's usual event on every success.
+
+    ``execution_timeout`` defaults to ``LEARN_EXECUTION_TIMEOUT`` (6 h); an explicit
+    value, or one from the DAG's ``default_args``, wins.
     """
 
     template_fields: Sequence[str] = (
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
+        "n_jobs",
     )
     ui_color = "#e8d8f0"
     operator_extra_links = (ArtefactLink(),)
@@ -104,11 +118,19 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
     def __init__(self, *, reference: Any, store: Any, name: str, target: str = "class",
                  classifier: str = "svm", n_search: int | str = 100, n_test: int | str = 250,
                  alpha: float | str = 0.05, random_state: int | str | None = None,
-                 n_jobs: int = 1, clean: bool | str = False, force: bool | str = False,
+                 n_jobs: int | str = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
                  adaptive: bool | str = False, link_base_url: Any = None,
                  **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
+        # our defaults yield to explicit arguments and to the DAG's default_args
+        defaults = {"execution_timeout": LEARN_EXECUTION_TIMEOUT}
+        if isinstance(n_jobs, int) and not isinstance(n_jobs, bool) and n_jobs >= 1 \
+                and not scheduler:
+            defaults["pool_slots"] = n_jobs  # one slot per core of the fits
+        for key, value in defaults.items():
+            if key not in (kwargs.get("default_args") or {}):
+                kwargs.setdefault(key, value)
         super().__init__(**kwargs)
         self.reference = reference
         self.store = store

@@ -720,3 +720,44 @@ assert hasattr(op, "get_openlineage_facets_on_complete")
 assert {m for m in sys.modules if "openlineage" in m} == before
 """
         subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# -------------------------------------------------------------- resource controls
+
+class TestLearnResources:
+    def test_pool_slots_follow_a_literal_n_jobs(self):
+        def slots(**kw):
+            return AstridLearnOperator(task_id="l", reference="r", store="s", name="n",
+                                       **kw).pool_slots
+
+        assert slots() == 1 and slots(n_jobs=4) == 4
+        assert slots(n_jobs=4, pool_slots=2) == 2  # explicit wins
+        # the scheduler assigns slots before templates render; -1 means "the worker's
+        # cores", unknown at parse time; on Dask the worker only waits
+        assert slots(n_jobs="{{ params.n_jobs }}") == slots(n_jobs=-1) == 1
+        assert slots(n_jobs=4, scheduler="tcp://dask:8786") == 1
+
+    def test_execution_timeout_defaults_to_the_documented_constant(self):
+        import datetime as dt
+
+        from airflow.sdk import DAG
+        from astrid_airflow.operators.learn import LEARN_EXECUTION_TIMEOUT
+
+        op = AstridLearnOperator(task_id="l", reference="r", store="s", name="n")
+        assert op.execution_timeout == LEARN_EXECUTION_TIMEOUT == dt.timedelta(hours=6)
+        assert AstridLearnOperator(task_id="l", reference="r", store="s", name="n",
+                                   execution_timeout=dt.timedelta(minutes=5)
+                                   ).execution_timeout == dt.timedelta(minutes=5)
+        with DAG("d", schedule=None, default_args={"execution_timeout": dt.timedelta(hours=1),
+                                                   "pool_slots": 3}):
+            op = AstridLearnOperator(task_id="l", reference="r", store="s", name="n",
+                                     n_jobs=2)
+        assert op.execution_timeout == dt.timedelta(hours=1) and op.pool_slots == 3
+
+    def test_n_jobs_is_templated_and_converted(self):
+        op = AstridLearnOperator(task_id="l", reference="r", store="s", name="n",
+                                 n_jobs="{{ params.n_jobs }}")
+        assert "n_jobs" in op.template_fields
+        assert op.n_jobs == "{{ params.n_jobs }}"  # stored unchanged
+        op.render_template_fields({"params": {"n_jobs": 2}})
+        assert _common.to_int(op.n_jobs, "n_jobs") == 2
