@@ -73,6 +73,18 @@ def _refused() -> Iterator[None]:
         raise AirflowFailException(str(exc)) from exc
 
 
+def _table_release(comment: str | None) -> dict[str, Any] | None:
+    """The release a published table's comment records (None: not an ASTRID release)."""
+    try:
+        recorded = json.loads(comment) if comment else None
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(recorded, dict) or "astrid_release" not in recorded:
+        return None
+    return {"release_id": recorded["astrid_release"], "sha256": recorded.get("sha256"),
+            "run_after": recorded.get("run_after")}
+
+
 def _read_manifest(path: Any) -> dict[str, Any] | None:
     """The current release's manifest, None before the first release."""
     if not path.exists():
@@ -117,7 +129,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         Database destinations: seconds to wait for readers of the old release before
         the swap gives up (a retryable failure; nothing changes) (templated).
     force : bool, default False
-        File destinations: publish even a release older than the current one (a
+        Publish even a release older than the current one (a
         deliberate rollback), or re-publish the current release with a new Asset event
         (templated). An archived release is never overwritten with other bytes.
     link_base_url : dict or str, optional
@@ -135,7 +147,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     Every ``Asset`` in ``outlets`` gets the event of this release with ``extra``
     ``{"release_id", "published", "archived", "sha256", "artefact"}``.
 
-    File destinations are monotonic and idempotent (``astrid_airflow._release``): a
+    Publication is monotonic and idempotent (``astrid_airflow._release``): a
     release whose run was due before the current release's (clearing an old run), or
     the current release again (same ``release_id`` and SHA-256), is not published; the
     task is **skipped** with the reason in its log, so nothing is rewritten and no
@@ -289,18 +301,34 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     def _publish_table(self, context: Any, surrogate: Any, destination: TableRef,
                        receipt: dict[str, Any], digest: str, release_id: str) -> dict[str, Any]:
         """Load the gated file into a staging table and swap it in, in one transaction."""
+        from astrid_airflow._release import decide_release, release_time
         from astrid_airflow._sql import publish_table
 
         lock_timeout = to_float(self.lock_timeout, "lock_timeout")
-        published_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        now = _dt.datetime.now(_dt.UTC)
+        published_at = now.isoformat(timespec="seconds")
+        run_after = release_time(run_timestamp(context) or now)
+        force = to_bool(self.force, "force")
         comment = {"astrid_release": release_id, "sha256": digest,
                    "artefact": receipt.get("artefact"), "run_id": context.get("run_id"),
-                   "published_at": published_at}
+                   "run_after": run_after, "published_at": published_at}
+
+        def guard(current: str | None) -> None:
+            # the table comment is the current release's manifest; decided under the
+            # publication lock, so two publishers cannot both pass
+            with _refused():
+                decision = decide_release(_table_release(current), release_id=release_id,
+                                          sha256=digest, run_after=run_after, force=force)
+            if not decision.publish:
+                self.log.warning("Not publishing: %s", decision.reason)
+                raise AirflowSkipException(f"Not publishing: {decision.reason}")
+            self.log.info("Publishing: %s", decision.reason)
+
         with translate_errors(f"Cannot publish {surrogate} to {destination}"), \
                 sql_errors(f"Cannot publish {surrogate} to {destination}"), \
                 local_input(surrogate) as local:
             info = publish_table(local, database_source(destination), comment=comment,
-                                 lock_timeout=lock_timeout)
+                                 lock_timeout=lock_timeout, guard=guard)
         manifest_path = surrogate.parent / f"{surrogate.stem}.release.json"
         manifest = {
             "release_id": release_id,
