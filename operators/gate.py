@@ -214,7 +214,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         receipt_path = gate_receipt_path(surrogate, out_dir)
         atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
         # recorded before a failure is raised: the links of a failed gate work too
-        push_links(context, data_docs=docs, report=release_report, artefact=artefact_path)
+        push_links(self, context, data_docs=docs, report=release_report, artefact=artefact_path)
         observed = numeric({metric_name(e["name"]): e["observed_value"]
                             for e in receipt["expectations"]})
         self._lineage = {  # OpenLineage: the expectations and figures on the surrogate

@@ -186,7 +186,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                                   fingerprint["sha256"][:12], name, latest)
                     payload = self._payload(store, name, latest, previous, learned=False,
                                             seed=previous.random_state, started=started)
-                    push_links(context, artefact=payload["path"])
+                    push_links(self, context, artefact=payload["path"])
                     self._lineage = {"inputs": [{"location": str(reference)}]}
                     return payload
                 self.log.info("Reference table changed since %s@%s: learning again.",
@@ -210,7 +210,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                       artefact.grouping, artefact.k, time.perf_counter() - started)
         payload = self._payload(store, name, version, artefact, learned=True, seed=seed,
                                 started=started)
-        push_links(context, artefact=payload["path"])
+        push_links(self, context, artefact=payload["path"])
         self._lineage = {"inputs": [{"location": str(reference), "rows": payload["rows"]}],
                          "outputs": [{"location": f"{root.rstrip('/')}/{name}",
                                       "version": version}]}

@@ -1,11 +1,13 @@
 """Operator extra links: a run's Data Docs, release report and artefact, from the UI.
 
-Each operator records where its files are (small JSON under the XCom key
-``astrid_links``) during ``execute``, before it can fail, so a failed gate links to its
-Data Docs too. When the task ends, Airflow's task runner calls every link's
-``get_link`` and stores the URL under the link's own XCom key (``_link_<Class>``), which
-the UI reads; links are therefore resolved where the task ran, with that worker's
-settings.
+Each operator records where its files are during ``execute``, before it can fail, so a
+failed gate links to its Data Docs too: on itself and as small JSON under the XCom key
+``astrid_links`` (for other readers). When the task ends, Airflow's task runner calls
+every link's ``get_link`` with that same operator object and stores the URL under the
+link's own XCom key (``_link_<Class>``), which the UI and REST API read; links are
+therefore resolved where the task ran, with that worker's settings. A task that failed
+before recording anything gets empty links (and no XCom look-up, which would log a
+not-found error).
 
 Where the files are served from is configurable: a mapping from a storage prefix to a
 public base URL (a static site, a bucket's HTTPS endpoint). It comes from the operator
@@ -104,9 +106,10 @@ def resolve_link(operator: Any, location: str | None) -> str:
     return public_url(location, link_base_urls(setting if setting else _configured()))
 
 
-def push_links(context: Mapping[str, Any], **locations: Any) -> dict[str, str]:
+def push_links(task: Any, context: Mapping[str, Any], **locations: Any) -> dict[str, str]:
     """Record where this task's files are, for its extra links (kept small: paths only)."""
     found = {key: str(value) for key, value in locations.items() if value}
+    task._astrid_links = found
     ti = context.get("ti") or context.get("task_instance")
     if found and hasattr(ti, "xcom_push"):  # unit tests pass a bare namespace
         ti.xcom_push(key=LINKS_XCOM_KEY, value=found)
@@ -119,9 +122,7 @@ class _AstridLink(BaseOperatorLink):
     location_key: ClassVar[str] = ""
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        from airflow.sdk.execution_time.xcom import XCom
-
-        locations = XCom.get_value(ti_key=ti_key, key=LINKS_XCOM_KEY) or {}
+        locations = getattr(operator, "_astrid_links", None) or {}
         return resolve_link(operator, locations.get(self.location_key))
 
 

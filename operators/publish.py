@@ -205,7 +205,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
                           where=str(receipt_path))
             check_release_id(release_id)
         # what the gate judged; a publication replaces these with the archived copies
-        push_links(context, data_docs=receipt.get("data_docs"), report=receipt.get("report"),
+        push_links(self, context, data_docs=receipt.get("data_docs"), report=receipt.get("report"),
                    artefact=receipt.get("artefact_path"))
         self._lineage = {"inputs": [{"location": str(surrogate)}]}  # outputs once written
         if isinstance(destination, TableRef):
@@ -283,7 +283,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             "published_at": now.isoformat(timespec="seconds"),
         }
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
-        push_links(context, data_docs=manifest["data_docs"], report=manifest["report"],
+        push_links(self, context, data_docs=manifest["data_docs"], report=manifest["report"],
                    artefact=receipt.get("artefact_path"))
         self._lineage["outputs"] = [{"location": str(destination), "version": release_id},
                                     {"location": str(archived), "version": release_id}]

@@ -591,7 +591,6 @@ class TestLinks:
 
     def test_links_resolve_to_files_or_the_configured_base_url(self, staged, tmp_path,
                                                                monkeypatch):
-        from airflow.sdk.execution_time import xcom as xcom_module
         from astrid_airflow.operators.links import (
             ArtefactLink,
             DataDocsLink,
@@ -603,9 +602,8 @@ class TestLinks:
         op = PublishSurrogateOperator(task_id="publish", surrogate=str(staged.path),
                                       destination=str(dest))
         op.execute(context)
-        # what the task runner does when the task ends: get_link reads the XCom
-        monkeypatch.setattr(xcom_module.XCom, "get_value",
-                            classmethod(lambda cls, *, ti_key, key: pushed.get(key)))
+        assert pushed["astrid_links"] == op._astrid_links  # also in XCom, for other readers
+        # what the task runner does when the task ends, with the operator that ran
         assert {type(link) for link in op.operator_extra_links} == {
             DataDocsLink, ReleaseReportLink, ArtefactLink}
         urls = {link.name: link.get_link(op, ti_key=context["ti"])
@@ -761,3 +759,11 @@ class TestLearnResources:
         assert op.n_jobs == "{{ params.n_jobs }}"  # stored unchanged
         op.render_template_fields({"params": {"n_jobs": 2}})
         assert _common.to_int(op.n_jobs, "n_jobs") == 2
+
+
+def test_links_of_a_task_that_recorded_nothing_are_empty():
+    from astrid_airflow.operators.links import DataDocsLink
+
+    op = SurrogateGateOperator(task_id="g", original="o", surrogate="s", store="s",
+                               artefact="a")
+    assert DataDocsLink().get_link(op, ti_key=None) == ""  # no XCom look-up either
