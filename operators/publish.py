@@ -87,11 +87,13 @@ def _table_release(comment: str | None) -> dict[str, Any] | None:
 
 def _read_manifest(path: Any) -> dict[str, Any] | None:
     """The current release's manifest, None before the first release."""
+    from astrid_airflow._jsonable import load_json
+
     if not path.exists():
         return None
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        manifest = load_json(path.read_bytes(), f"release manifest {path}")
+    except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
         raise AirflowFailException(f"Refusing to publish: the current release's manifest "
                                    f"{path} is corrupt ({exc}); repair or remove it.") from None
     if not isinstance(manifest, dict):

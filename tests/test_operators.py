@@ -541,6 +541,15 @@ class TestReleaseProtocol:
         assert json.loads(manifest_path.read_text())["release_id"] == "r2"
         assert self._state(archive) == archived_before
 
+    def test_a_corrupt_manifest_refuses_and_changes_nothing(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "r1", self.DAY1)
+        (tmp_path / "pub" / "surrogate.release.json").write_text("{not json")
+        before = self._state(tmp_path / "pub")
+        with pytest.raises(AirflowFailException, match=r"manifest .* is corrupt"):
+            self._run(staged.path, dest, "r2", self.DAY2)
+        assert self._state(tmp_path / "pub") == before
+
     def test_a_manifest_from_before_the_protocol_does_not_block_publishing(self, staged,
                                                                            tmp_path):
         dest = tmp_path / "pub" / "surrogate.parquet"
