@@ -431,7 +431,9 @@ def verify_suite(suite: Mapping[str, Any], raw: bytes, artefact: Any, *,
                  f"the file's policy sets {_short(changed) if changed else 'the defaults'}"]
     why = ("differs from the suite saved with the artefact version" if recorded else
            "is not the default suite (this artefact version records no suite digest)")
-    raise GateError(f"{shown} {why}: {_listed(found)}.")
+    hint = "" if recorded else (" Remove it to have the gate write the default suite "
+                                "again, or save a new version with its suite.")
+    raise GateError(f"{shown} {why}: {_listed(found)}.{hint}")
 
 
 def _differences(found: Any, expected: Any, where: str) -> list[str]:

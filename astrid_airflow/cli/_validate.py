@@ -2,8 +2,9 @@
 
 Exit status: 0 when every expectation passes, 1 when any fails, 2 on bad input
 (unreadable tables, an unknown artefact, a schema mismatch of the original, bad
-thresholds). The validation result JSON and the offline Data Docs page are written
-beside the surrogate (or in ``--out-dir``).
+thresholds, a suite.json that is not the one saved with the artefact version, a
+surrogate file carrying more than the artefact's columns). The validation result JSON
+and the offline Data Docs page are written beside the surrogate (or in ``--out-dir``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--original", required=True, metavar="DATA",
                    help="the table the surrogate was made from (CSV, Parquet, ARFF)")
     p.add_argument("--surrogate", required=True, metavar="FILE",
-                   help="the surrogate to release (CSV or Parquet)")
+                   help="the surrogate to release (CSV or Parquet, or a PostgreSQL table "
+                        "URL); refused (exit 2) if it carries more than the artefact's "
+                        "columns (docs/gate.md)")
     p.add_argument("--artefact", required=True, metavar="REF",
                    help="artefact.json, version directory or ROOT/NAME[@VERSION]")
     p.add_argument("--max-intact", type=float, default=None, metavar="P",
