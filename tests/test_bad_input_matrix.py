@@ -488,7 +488,10 @@ def _gate_integrity_cases() -> list[Case]:
         metrics(w)
         return ["validate", "--original", "hostile_ref.parquet", "--surrogate",
                 "hostile_surr.parquet", "--artefact", "hostile.json", "--metrics",
-                "metrics.json", "--seed", "0"]
+                "metrics.json", "--seed", "0",
+                # a raw surrogate: the per-group disclosure checks relaxed (still shown)
+                "--max-share-below-k", "1", "--max-class-disclosure-share", "1",
+                "--max-largest-group-unique-share", "1"]
 
     add(Case("cli-validate-hostile-column-name", "cli",
              "a column named `<img src=x onerror=...><script>...` (Data Docs escape it)",
