@@ -66,6 +66,13 @@ _EXPORTS: dict[str, str] = {
     "disclosure_risk": "_disclosure",
     "worst_group": "_disclosure",
     "worst_pair": "_disclosure",
+    # attack-based privacy risk (Giomi et al. 2023)
+    "measure_risk": "_risk",
+    "RiskReport": "_risk",
+    "AttackRisk": "_attacks",
+    "singling_out_risk": "_attacks",
+    "linkability_risk": "_attacks",
+    "inference_risk": "_attacks",
     # scale-out
     "dask_parallel": "_dask",
     "astrid_on_dask": "_dask",

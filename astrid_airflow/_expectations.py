@@ -11,6 +11,9 @@ expectation                                                     category   metri
 ``expect_surrogate_group_share_below_k_to_be_at_most``           privacy    worst group
 ``expect_surrogate_group_class_disclosure_share_to_be_at_most``  privacy    worst group
 ``expect_surrogate_cross_group_linkage_to_be_at_most_expected``  privacy    worst pair
+``expect_surrogate_singling_out_risk_to_be_at_most``             privacy    upper 95 % bound
+``expect_surrogate_linkability_risk_to_be_at_most``              privacy    upper 95 % bound
+``expect_surrogate_inference_risk_to_be_at_most``                privacy    upper 95 % bound
 ``expect_surrogate_accuracy_drop_to_be_at_most``                utility    acc_o - acc_s
 ``expect_surrogate_schema_to_match_original``                   integrity  differences
 ``expect_surrogate_row_count_to_match_original``                integrity  row count
@@ -33,9 +36,11 @@ its loggers are noisy): ``import astrid_airflow`` never imports it.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +53,7 @@ __all__ = [
     "bind_reference",
     "class_changes",
     "group_disclosure_values",
+    "judge_attack",
     "judge_group_disclosure",
     "judge_linkage",
     "linkage_values",
@@ -71,6 +77,12 @@ EXPECTATIONS: dict[str, tuple[str, str, str | None]] = {
         ("privacy", "astrid.group_disclosure", "max_class_disclosure_share"),
     "expect_surrogate_cross_group_linkage_to_be_at_most_expected":
         ("privacy", "astrid.cross_group_linkage", "max_linkage_excess"),
+    "expect_surrogate_singling_out_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_singling_out_risk"),
+    "expect_surrogate_linkability_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_linkability_risk"),
+    "expect_surrogate_inference_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_inference_risk"),
     "expect_surrogate_accuracy_drop_to_be_at_most":
         ("utility", "astrid.surrogate_utility", "max_accuracy_drop"),
     "expect_surrogate_schema_to_match_original":
@@ -100,7 +112,11 @@ def import_gx(*, verbose: bool = False) -> Any:
     after the import.
     """
     quiet_gx_logging(verbose=verbose)
-    import great_expectations as gx
+    with warnings.catch_warnings():
+        # GX imports PySpark when it is installed (its Spark datasource), and PySpark
+        # warns about pandas 3 on import: noise for a gate that never uses Spark.
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark(\.|$)")
+        import great_expectations as gx
 
     quiet_gx_logging(verbose=verbose)
     return gx
@@ -126,8 +142,19 @@ class _Reference:
     original: pd.DataFrame
     target: str
     utility: Callable[[], Mapping[str, Any]]
+    attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
     _utility_value: Mapping[str, Any] | None = field(default=None, repr=False)
+    _attack_values: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def attack_value(self, grouping: list, n_attacks: int) -> Mapping[str, Any] | None:
+        """The shadow attacks, computed once per run for the three attack checks."""
+        key = (json.dumps(grouping), int(n_attacks))
+        with self._lock:
+            if key not in self._attack_values:
+                self._attack_values[key] = None if self.attacks is None else \
+                    self.attacks(grouping, int(n_attacks))
+            return self._attack_values[key]
 
     def utility_value(self) -> Mapping[str, Any]:
         with self._lock:  # computed once per run, however many expectations ask
@@ -142,7 +169,9 @@ _REFERENCES_LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def bind_reference(original: pd.DataFrame, *, target: str,
-                   utility: Callable[[], Mapping[str, Any]]) -> Iterator[str]:
+                   utility: Callable[[], Mapping[str, Any]],
+                   attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
+                   ) -> Iterator[str]:
     """Make ``original`` available to the gate's metrics; yield its handle.
 
     Parameters
@@ -154,6 +183,9 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     utility : callable
         Returns ``{"accuracy_original", "accuracy_surrogate", ...}``; called at most once,
         when the utility expectation is evaluated.
+    attacks : callable, optional
+        ``attacks(grouping, n_attacks)`` returns the attack-based risks of a shadow
+        release (``_risk.shadow_attacks``) or None; called once per grouping and count.
 
     Yields
     ------
@@ -164,7 +196,8 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     """
     handle = f"original-{uuid.uuid4().hex[:12]}"
     with _REFERENCES_LOCK:
-        _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility)
+        _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility,
+                                         attacks=attacks)
     try:
         yield handle
     finally:
@@ -388,6 +421,38 @@ def judge_linkage(pairs: list[dict] | None, threshold: float
     return not failing, float(worst["excess"]), details
 
 
+def _attack_label(r: Mapping[str, Any]) -> str:
+    if r.get("secret") is not None:
+        known = r.get("aux_columns") or []
+        return (f"inference of {r['secret']} from "
+                + (",".join(known) if len(known) <= 3 else f"{len(known)} columns"))
+    return f"{r['attack'].replace('_', '-')}, {r.get('variant')}"
+
+
+def judge_attack(values: Mapping[str, Any] | None, attack: str, threshold: float
+                 ) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of an attack-based check (Giomi et al. 2023).
+
+    Every variant of ``attack`` (``singling_out``, ``linkability`` or ``inference``) must
+    have its upper 95 % bound at most ``threshold``; the observed value is the highest
+    upper bound, and the details name the attack (and secret) it belongs to.
+    """
+    if values is None or not values.get(attack):
+        return False, None, {"note": _UNMEASURED}
+    risks = list(values[attack])
+    worst = max(risks, key=lambda r: (r["ci"][1], r["risk"]))
+    failing = [r for r in risks if r["ci"][1] > threshold + _EPS]
+    details = {"attack": _attack_label(worst), "risk": worst["risk"], "ci": worst["ci"],
+               "n_attacks": worst["n_attacks"], "attack_n": values.get("n_attacks"),
+               "control": values.get("control"),
+               "shadow": values.get("shadow"), "random_state": values.get("random_state"),
+               "failing_attacks": [_attack_label(r) for r in failing][:_MAX_DETAILS],
+               "n_failing_attacks": len(failing), "risks": risks[:_MAX_DETAILS]}
+    if worst.get("note"):
+        details["note"] = worst["note"]
+    return not failing, float(worst["ci"][1]), details
+
+
 # ---------------------------------------------------------------- GX registration
 
 _REGISTERED: dict[str, type] = {}
@@ -494,6 +559,17 @@ def _define() -> dict[str, type]:  # one class per check, defined together
                                   table_of(execution_engine, metric_domain_kwargs),
                                   ref.target, metric_value_kwargs["grouping"])
 
+    class AttackRisks(TableMetricProvider):
+        metric_name = "astrid.attack_risks"
+        value_keys = ("reference", "grouping", "n")
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return ref.attack_value([list(g) for g in metric_value_kwargs["grouping"]],
+                                    int(metric_value_kwargs["n"]))
+
     class SurrogateUtility(TableMetricProvider):
         metric_name = "astrid.surrogate_utility"
         value_keys = ("reference",)
@@ -548,7 +624,7 @@ def _define() -> dict[str, type]:  # one class per check, defined together
                 None if groups is None else [list(g) for g in groups])
 
     _ = (IntactRowProportion, LargestGroupUniqueShare, GroupDisclosureMetric,
-         CrossGroupLinkage, SurrogateUtility, SchemaDifferences, ReferenceRowCount,
+         CrossGroupLinkage, AttackRisks, SurrogateUtility, SchemaDifferences, ReferenceRowCount,
          ClassChanges, MultisetDifferences)  # registered on definition
 
     # ------------------------------------------------------------ expectations
@@ -698,6 +774,72 @@ def _define() -> dict[str, type]:  # one class per check, defined together
             return {"success": ok, "result": {"observed_value": observed,
                                               "details": {"threshold": threshold, **details}}}
 
+
+    class _AttackAtMost:
+        """Every variant of one attack with its upper 95 % bound at most ``threshold``."""
+
+        attack: ClassVar[str] = ""
+
+        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+            threshold = float(self.configuration.kwargs["threshold"])
+            ok, observed, details = judge_attack(metrics["astrid.attack_risks"],
+                                                 self.attack, threshold)
+            return {"success": ok, "result": {"observed_value": observed,
+                                              "details": {"threshold": threshold, **details}}}
+
+    class ExpectSurrogateSinglingOutRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+        """Privacy: the singling-out risk of Giomi et al. (PETS 2023), univariate and
+        multivariate predicates, on a shadow release of the original (a GoldenEye
+        surrogate of a random half, the rest as control), has its upper 95 % bound at
+        most ``threshold``."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        n: Count = 500
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
+        attack: ClassVar[str] = "singling_out"
+        _prescriptive_renderer = prescriptive(
+            "Singling-out risk (Giomi et al. 2023; shadow release, $n attacks) must have "
+            "its upper 95 % bound at most $threshold.", ["threshold", "n"])
+
+    class ExpectSurrogateLinkabilityRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+        """Privacy: the linkability risk of Giomi et al. (the attacker's two column sets
+        cut the largest group, or split at random), on a shadow release, has its upper
+        95 % bound at most ``threshold``."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        n: Count = 500
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
+        attack: ClassVar[str] = "linkability"
+        _prescriptive_renderer = prescriptive(
+            "Linkability risk (Giomi et al. 2023; shadow release, $n attacks) must have "
+            "its upper 95 % bound at most $threshold.", ["threshold", "n"])
+
+    class ExpectSurrogateInferenceRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+        """Privacy: the inference risk of Giomi et al. for every secret (the class from
+        the attributes or from one column, each member of a multi-column group from its
+        group-mates), on a shadow release, has its upper 95 % bound at most
+        ``threshold``."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        n: Count = 500
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
+        attack: ClassVar[str] = "inference"
+        _prescriptive_renderer = prescriptive(
+            "Inference risk of every secret (Giomi et al. 2023; shadow release, $n "
+            "attacks) must have its upper 95 % bound at most $threshold.",
+            ["threshold", "n"])
     class ExpectSurrogateAccuracyDropToBeAtMost(_AtMost, BatchExpectation):
         """Utility: accuracy of the classifier trained on a surrogate is at least the
         accuracy of the one trained on the original minus ``threshold``, both scored on
@@ -799,6 +941,9 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         ExpectSurrogateGroupShareBelowKToBeAtMost,
         ExpectSurrogateGroupClassDisclosureShareToBeAtMost,
         ExpectSurrogateCrossGroupLinkageToBeAtMostExpected,
+        ExpectSurrogateSinglingOutRiskToBeAtMost,
+        ExpectSurrogateLinkabilityRiskToBeAtMost,
+        ExpectSurrogateInferenceRiskToBeAtMost,
         ExpectSurrogateAccuracyDropToBeAtMost,
         ExpectSurrogateSchemaToMatchOriginal,
         ExpectSurrogateRowCountToMatchOriginal,

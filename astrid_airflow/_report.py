@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import ArtefactError, DataError, ParameterError, StoreError
+from ._errors import ArtefactError, DataError, ParameterError, StoreError, short_list
 from ._html import safe_href, text
 from ._jsonable import plain as _plain
 
@@ -154,7 +154,7 @@ def distribution_checks(original: pd.DataFrame, surrogate: pd.DataFrame, target:
     for name, table in (("original", original), ("surrogate", surrogate)):
         missing = [c for c in [target, *columns] if c not in table.columns]
         if missing:
-            raise DataError(f"The {name} table lacks column(s) {missing}.")
+            raise DataError(f"The {name} table lacks column(s) {short_list(missing)}.")
     labels_o = original[target].astype(object)
     labels_s = surrogate[target].astype(object)
     labels = list(dict.fromkeys([_native(v) for v in pd.unique(labels_o.dropna())] +
@@ -248,11 +248,12 @@ def _load_metrics(metrics: Any, k: int) -> dict[str, Any] | None:
             raise DataError(f"Unreadable surrogate metrics {path!r}: no such file.") from None
         except OSError as exc:
             raise DataError(f"Unreadable surrogate metrics {path!r}: {exc}") from None
+        from ._jsonable import load_json
+
         try:
-            metrics = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"Surrogate metrics {path!r} are not JSON: {exc.msg} at line "
-                            f"{exc.lineno}.") from None
+            metrics = load_json(text, "JSON")
+        except DataError as exc:
+            raise DataError(f"Surrogate metrics {path!r} are not JSON: {exc}") from None
     elif hasattr(metrics, "to_dict"):
         metrics = metrics.to_dict()
     if not isinstance(metrics, Mapping):
@@ -579,8 +580,10 @@ def _is_report_dir(path: str) -> bool:
     if not entries:
         return True
     try:
-        with open(os.path.join(path, REPORT_JSON), encoding="utf-8") as fh:
-            return json.load(fh).get("kind") == "astrid-report"
+        from ._jsonable import load_json
+
+        with open(os.path.join(path, REPORT_JSON), "rb") as fh:
+            return load_json(fh.read(), REPORT_JSON).get("kind") == "astrid-report"
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -634,8 +637,10 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
 
 def _publish(out_dir: str | os.PathLike, files: dict[str, bytes], overwrite: bool) -> str:
     from ._atomic import atomic_write_bytes, split_url
+    from ._store import check_outside_store
 
     _fs, dest, local = split_url(out_dir)
+    check_outside_store(dest)  # versions are immutable: no report inside a store
     if local:
         _publish_local(dest, files, overwrite)
         return dest
@@ -681,6 +686,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         The directory, the index page, the files written and whether every
         distribution check passed (None without tables).
     """
+    from ._atomic import refuse_overwriting_inputs
     from ._plots import (
         accuracy_figure,
         disclosure_figure,
@@ -690,6 +696,8 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         release_figure,
     )
 
+    # the report directory is replaced whole: no input may live inside it
+    refuse_overwriting_inputs([out_dir], [artefact, original, surrogate, surrogate_metrics])
     result, art, ref = _resolve(artefact)
     if (original is None) != (surrogate is None):
         raise ParameterError("Pass both original and surrogate tables (or neither): the "

@@ -233,7 +233,9 @@ class SurrogateGateOperator(BaseOperator):
         target = out_dir / f"{surrogate.stem}.report"
         metrics_file = metrics_path(surrogate)
         # the shuffle operator's receipt nests the SurrogateMetrics under "metrics"
-        metrics = json.loads(metrics_file.read_text())["metrics"] \
+        from astrid_airflow._jsonable import load_json
+
+        metrics = load_json(metrics_file.read_bytes(), str(metrics_file))["metrics"] \
             if metrics_file.exists() else None
         try:
             written = write_report(

@@ -52,7 +52,10 @@ def learned(tmp_path_factory):
                              gate_policy={"max_intact": "0.01", "max_accuracy_drop": 0.03,
                                           # raw release: per-group checks reported only
                                           "max_share_below_k": 1, "max_class_disclosure_share": 1,
-                                          "max_largest_group_unique_share": "1.0"})
+                                          "max_largest_group_unique_share": "1.0",
+                                          # and the attack checks' views of raw values
+                                          "max_singling_out_risk": 1,
+                                          "max_inference_risk": "1.0"})
     out = op.execute(ctx(task_id="learn"))
     return types.SimpleNamespace(root=root, store=store, xcom=out)
 

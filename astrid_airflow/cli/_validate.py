@@ -44,6 +44,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-linkage-excess", type=float, default=None, metavar="E",
                    help="how far any pair of groups may stay linked above its expectation "
                         "(or 6 sd if larger; stored policy, default 0.03)")
+    p.add_argument("--attack-n", type=int, default=None, metavar="N",
+                   help="attacks per attack-based check, on a shadow release (stored "
+                        "policy, default 500)")
+    p.add_argument("--max-singling-out-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the singling-out risk (stored "
+                        "policy, default 0.2)")
+    p.add_argument("--max-linkability-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the linkability risk (stored policy, "
+                        "default 0.1)")
+    p.add_argument("--max-inference-risk", type=float, default=None, metavar="R",
+                   help="largest upper 95%% bound of the inference risk of any secret "
+                        "(stored policy, default 0.5)")
     p.add_argument("--classifier", default=None,
                    help="classifier of the utility check (default: the artefact's)")
     p.add_argument("--utility-repeats", type=int, default=None, metavar="N",
@@ -63,27 +75,32 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_metrics(path: str) -> dict:
-    import json
-
     import fsspec
 
     from .._errors import ParameterError
+    from .._io import check_regular_file
+    from .._jsonable import load_json
 
+    check_regular_file(path, "Invalid --metrics")
     try:
-        with fsspec.open(path, "r", encoding="utf-8") as fh:
-            data = json.load(fh)
+        with fsspec.open(path, "rb") as fh:
+            raw = fh.read()
     except FileNotFoundError:
         raise ParameterError(f"Invalid --metrics: no such file {path!r}.") from None
-    except json.JSONDecodeError as exc:
-        raise ParameterError(f"Invalid --metrics {path!r}: not JSON ({exc.msg}).") from None
+    data = load_json(raw, f"--metrics {path!r}", error=ParameterError)
     if not isinstance(data, dict):
         raise ParameterError(f"Invalid --metrics {path!r}: expected a JSON object.")
     return data
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._gate import validate_surrogate
+    from .._atomic import refuse_overwriting_inputs
+    from .._gate import result_paths, validate_surrogate
     from ._common import print_json
+
+    if args.metrics:  # checked before any work: the result never replaces --metrics
+        refuse_overwriting_inputs(list(result_paths(args.surrogate, args.out_dir) or ()),
+                                  [args.metrics])
 
     overrides = {"max_intact": args.max_intact,
                  "max_accuracy_drop": args.max_accuracy_drop,
@@ -92,6 +109,10 @@ def _run(args: argparse.Namespace) -> int:
                  "max_share_below_k": args.max_share_below_k,
                  "max_class_disclosure_share": args.max_class_disclosure_share,
                  "max_linkage_excess": args.max_linkage_excess,
+                 "attack_n": args.attack_n,
+                 "max_singling_out_risk": args.max_singling_out_risk,
+                 "max_linkability_risk": args.max_linkability_risk,
+                 "max_inference_risk": args.max_inference_risk,
                  "classifier": args.classifier,
                  "utility_repeats": args.utility_repeats}
     result = validate_surrogate(
