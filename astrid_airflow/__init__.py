@@ -95,6 +95,7 @@ _EXPORTS: dict[str, str] = {
     "report_dir_for": "_report",
     # gate
     "GatePolicy": "_gate",
+    "raw_release_demo_policy": "_presets",
     "GateResult": "_gate",
     "build_suite": "_gate",
     "gate_extra_files": "_gate",

@@ -230,13 +230,9 @@ class GatePolicy:
         >>> GatePolicy.raw_release_demo().max_class_disclosure_share
         1.0
         """
-        relaxed = {"max_share_below_k": 1.0, "max_class_disclosure_share": 1.0,
-                   "max_largest_group_unique_share": 1.0,
-                   # the attack checks: report only (a small demo table also gives too
-                   # few attacks to bound a risk below its default threshold)
-                   "max_singling_out_risk": 1.0, "max_linkability_risk": 1.0,
-                   "max_inference_risk": 1.0}
-        return cls(**{**relaxed, **overrides})
+        from ._presets import raw_release_demo_policy
+
+        return cls(**raw_release_demo_policy(**overrides))
 
 
 def _integral(value: object) -> object:
