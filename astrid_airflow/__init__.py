@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "SchemaMismatchError": "_errors",
     "StoreError": "_errors",
     "GateError": "_errors",
+    "BudgetError": "_errors",
     # tables and groupings
     "read_table": "_io",
     "check_table": "_io",

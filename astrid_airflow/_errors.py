@@ -16,6 +16,7 @@ __all__ = [
     "SchemaMismatchError",
     "StoreError",
     "GateError",
+    "BudgetError",
 ]
 
 
@@ -49,3 +50,7 @@ class StoreError(AstridError):
 
 class GateError(AstridError):
     """The quality gate cannot be evaluated (not: a gate that failed)."""
+
+
+class BudgetError(AstridError):
+    """A run's estimated time exceeds its budget (``max_seconds``); nothing was run."""

@@ -24,11 +24,13 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
 
-from ._classifiers import make_classifier, set_random_state
+from ._classifiers import make_classifier, set_categorical, set_random_state
 from ._forest import RandomForest
 from ._permutation import goldeneye_indices
+from ._progress import RunProgress
 from ._scoring import score
 
 __all__ = ["FitData", "Task", "prepare_fit_data", "run_tasks"]
@@ -72,11 +74,12 @@ def prepare_fit_data(classifier: object, X_train: pd.DataFrame, y_train: np.ndar
         pipeline = make_classifier(classifier, n_attributes=len(names), params=params)
         encoder = pipeline.steps[0][1].fit(X_train)
         model = pipeline.steps[-1][1]
-        if "categorical_mask" in model.get_params():
-            model.set_params(categorical_mask=tuple(s[0] == "cat" for s in encoder.specs_))
+        set_categorical(model, encoder)
         owner = encoder.attribute_of_column_
-        # Trees split on float32 values; converting once saves a copy per fit.
-        dtype = np.float32 if isinstance(model, RandomForest) else np.float64
+        # Trees split (and histograms bin) float32 values; converting once saves a copy
+        # per fit and half the memory.
+        dtype = np.float32 if isinstance(model, (RandomForest, HistGradientBoostingClassifier)) \
+            else np.float64
         return FitData(
             X_train=np.ascontiguousarray(encoder.transform(X_train), dtype=dtype),
             y_train=y_train,
@@ -133,8 +136,10 @@ def _run_batch(data: FitData, tasks: Sequence[Task]) -> tuple[list[float], float
 class _Progress:
     """A progress bar on a terminal, a log line every ~10 % otherwise."""
 
-    def __init__(self, total: int, desc: str, enabled: bool | None):
+    def __init__(self, total: int, desc: str, enabled: bool | None,
+                 tracker: RunProgress | None = None):
         self.total, self.desc, self.done = total, desc, 0
+        self.tracker = tracker
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self._bar = None
         self._next_log = 0.1
@@ -146,9 +151,12 @@ class _Progress:
 
     def update(self, n: int) -> None:
         self.done += n
+        if self.tracker is not None:
+            self.tracker.update(n)
         if self._bar is not None:
             self._bar.update(n)
-        elif self.total and self.done / self.total >= self._next_log:
+        elif (self.enabled and self.tracker is None and self.total
+              and self.done / self.total >= self._next_log):
             log.info("%s: %d/%d fits (%.0f s)", self.desc, self.done, self.total,
                      time.perf_counter() - self._start)
             self._next_log += 0.1
@@ -160,16 +168,22 @@ class _Progress:
 
 def run_tasks(data: FitData, tasks: Sequence[Task], *, n_jobs: int = 1,
               backend: str | None = None, progress: bool | None = None,
-              desc: str = "fits", stats: dict | None = None) -> np.ndarray:
+              desc: str = "fits", stats: dict | None = None,
+              tracker: RunProgress | None = None) -> np.ndarray:
     """Run ``tasks`` and return their scores in task order.
 
     ``stats["cpu_seconds"]`` (when a dict is given) accumulates the CPU time of the fits,
-    measured in the process that ran them.
+    measured in the process that ran them. ``tracker`` (a whole run's ``RunProgress``)
+    counts the fits done; with it, lines for logs come from its heartbeat and this call
+    only draws the terminal bar.
     """
     tasks = list(tasks)
     stats = {} if stats is None else stats
     stats.setdefault("cpu_seconds", 0.0)
-    bar = _Progress(len(tasks), desc, progress)
+    if tracker is not None:
+        tracker.update(0, desc)
+        progress = False if progress is False else None  # bar on a terminal only
+    bar = _Progress(len(tasks), desc, progress, tracker)
     try:
         if n_jobs == 1 and backend is None:
             scores = []

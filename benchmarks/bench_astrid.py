@@ -471,7 +471,7 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", nargs="+", default=list(ALL_DATASETS),
                    choices=ALL_DATASETS)
     p.add_argument("--classifiers", nargs="+", default=["svm", "rf"],
-                   choices=["svm", "rf", "nb"])
+                   choices=["svm", "rf", "nb", "hgb"])
     p.add_argument("--mode", nargs="+", default=["exact"], choices=["exact", "adaptive"])
     p.add_argument("--r-search", type=int, default=100)
     p.add_argument("--r-test", type=int, default=250)

@@ -71,6 +71,12 @@ class AstridLearnOperator(BaseOperator):
         Adaptive mode: racing in the search and sequential p-values, far fewer fits,
         the same decisions as the exact tests up to a reported risk (templated; see
         docs/performance.md). The artefact records the stopping record.
+    max_seconds : float or None, default 14400 (4 hours)
+        Budget of the search: a few fits are timed first and, when the estimated run
+        exceeds it, the task fails before the search with a message saying what would fit
+        (rows to sample, the ``hgb`` preset, ``adaptive``); ``None`` or ``""``: no
+        budget (templated). 4 hours: a daily schedule can retry twice and still publish
+        the same day, and learning only reruns when the reference table changed.
     gate_policy : dict, optional
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
         from them is saved as ``suite.json`` in the new version (templated).
@@ -92,6 +98,7 @@ class AstridLearnOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
+        "max_seconds",
     )
     ui_color = "#e8d8f0"
 
@@ -100,7 +107,8 @@ class AstridLearnOperator(BaseOperator):
                  alpha: float | str = 0.05, random_state: int | str | None = None,
                  n_jobs: int = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
-                 adaptive: bool | str = False, **kwargs: Any) -> None:
+                 adaptive: bool | str = False,
+                 max_seconds: float | str | None = 4 * 3600, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.reference = reference
@@ -118,6 +126,7 @@ class AstridLearnOperator(BaseOperator):
         self.gate_policy = gate_policy
         self.scheduler = scheduler
         self.adaptive = adaptive
+        self.max_seconds = max_seconds
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._artefact import GroupingArtefact, fingerprint_table
@@ -163,7 +172,10 @@ class AstridLearnOperator(BaseOperator):
                             n_search=to_int(self.n_search, "n_search", minimum=1),
                             n_test=to_int(self.n_test, "n_test", minimum=1),
                             alpha=to_float(self.alpha, "alpha"), random_state=seed,
-                            adaptive=to_bool(self.adaptive, "adaptive"), progress=False)
+                            adaptive=to_bool(self.adaptive, "adaptive"),
+                            max_seconds=_budget(self.max_seconds),
+                            # progress lines (estimate, fits, time left) in the task log
+                            progress=None)
             if self.scheduler:
                 from astrid_airflow._dask import astrid_on_dask
 
@@ -197,3 +209,10 @@ class AstridLearnOperator(BaseOperator):
             "seed": seed,
             "seconds": round(time.perf_counter() - started, 3),
         })
+
+
+def _budget(value: Any) -> float | None:
+    """``max_seconds`` from a number or a rendered template; None or "" for no budget."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "none")):
+        return None
+    return to_float(value, "max_seconds")

@@ -260,6 +260,7 @@ def _without_clock(text: str) -> str:
     d = json.loads(text)
     d.pop("created_at")
     d["result"].pop("seconds")
+    d["result"].pop("estimate", None)  # the cost estimate and its actual time
     return json.dumps(d, sort_keys=True)
 
 

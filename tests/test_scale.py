@@ -1,0 +1,107 @@
+"""Large tables: progress lines for logs, the cost estimate and budget, SIGTERM, the
+hgb preset, stratified samples (issue 19). Small and not timed against thresholds,
+except the estimate's 2x band over a run of a few seconds."""
+
+import json
+import logging
+
+import pytest
+
+import astrid_airflow._cost as cost
+import astrid_airflow._progress as progress
+import astrid_airflow._search as search
+from astrid_airflow import BudgetError, ParameterError, astrid, make_synthetic
+from astrid_airflow.cli import main
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    return make_synthetic(random_state=0)
+
+
+def test_progress_lines_without_a_terminal(synthetic, caplog, monkeypatch):
+    monkeypatch.setattr(progress, "INTERVAL", 0.05)
+    with caplog.at_level(logging.INFO, logger="astrid_airflow"):
+        r = astrid(synthetic, target="class", n_search=10, n_test=20, random_state=0)
+    lines = [m for m in caplog.messages if m.startswith("astrid progress:")]
+    assert lines, caplog.messages  # pytest's stderr is not a terminal
+    last = lines[-1]
+    assert f"/{r.n_fits:,} planned" in last and "time left" in last and "elapsed" in last
+    assert any(m.startswith("astrid estimate") for m in caplog.messages)
+
+
+def test_no_progress_lines_when_off(synthetic, caplog, monkeypatch):
+    monkeypatch.setattr(progress, "INTERVAL", 0.01)
+    with caplog.at_level(logging.INFO, logger="astrid_airflow"):
+        astrid(synthetic, target="class", n_search=3, n_test=5, random_state=0,
+               progress=False)
+    assert not [m for m in caplog.messages if m.startswith("astrid progress:")]
+
+
+def test_adaptive_progress_counts_against_the_worst_case(synthetic, caplog, monkeypatch):
+    monkeypatch.setattr(progress, "INTERVAL", 0.02)
+    with caplog.at_level(logging.INFO, logger="astrid_airflow"):
+        r = astrid(synthetic, target="class", n_search=10, n_test=40, random_state=0,
+                   adaptive=True)
+    e = r.estimate
+    assert e["fits_kind"] == "adaptive, expected" and e["fits_worst_case"] >= r.n_fits
+    assert any("worst case" in m for m in caplog.messages if m.startswith("astrid progress"))
+
+
+def test_estimate_is_within_2x_of_the_real_time(synthetic):
+    # ~700 svm fits: a run of a few seconds, so one slow fit does not decide the ratio
+    r = astrid(synthetic, target="class", n_search=30, n_test=60, random_state=1)
+    e = r.to_dict()["estimate"]
+    assert e["fits"] == e["fits_run"] == r.n_fits
+    assert e["calibration_fits"] >= 1 and e["workers"] == 1
+    assert 0.5 <= e["actual_seconds"] / e["seconds"] <= 2.0, e
+    json.dumps(e)
+
+
+def _fixed_fit_cost(monkeypatch, seconds_per_fit):
+    def fake(data, seed, n_attributes, **kw):
+        return seconds_per_fit, 1, seconds_per_fit
+    monkeypatch.setattr(search, "calibrate", fake)
+    monkeypatch.setattr(cost, "calibrate", fake)
+
+
+def test_budget_refuses_before_starting_and_says_what_would_fit(synthetic, monkeypatch):
+    _fixed_fit_cost(monkeypatch, 0.01)  # 451 fits: 4.5 s
+    with pytest.raises(BudgetError) as info:
+        astrid(synthetic, target="class", n_search=20, n_test=50, random_state=0,
+               max_seconds=1.0)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "4.5 s" in message and "max_seconds = 1" in message
+    assert "--sample 220" in message  # 1000 rows x (1 / 4.51) (linear cost), 2 digits
+    assert "--adaptive" in message and "--over-budget sample" in message
+
+
+def test_budget_adapts_by_sampling_when_asked(synthetic, monkeypatch):
+    _fixed_fit_cost(monkeypatch, 0.01)
+    r = astrid(synthetic, target="class", n_search=20, n_test=50, random_state=0,
+               max_seconds=1.0, over_budget="sample")
+    assert r.sample["rule"] == "budget" and r.sample["rows"] == 220
+    assert r.sample["table_rows"] == 1000 and r.sample["max_seconds"] == 1.0
+    assert sum(r.split.values()) == 220
+    assert r.estimate["max_seconds"] == 1.0
+
+
+def test_cli_budget_refusal_is_one_line_exit_2(tmp_path, capsys, synthetic, monkeypatch):
+    _fixed_fit_cost(monkeypatch, 0.01)
+    path = tmp_path / "t.csv"
+    synthetic.to_csv(path, index=False)
+    code = main(["learn", str(path), "--target", "class", "--r-search", "20", "--r-test",
+                 "50", "--seed", "0", "--max-seconds", "1", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Would fit" in err
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(max_seconds=0), "max_seconds"), (dict(max_seconds=True), "max_seconds"),
+    (dict(over_budget="adapt"), "over_budget"), (dict(sample=3), "sample"),
+    (dict(sample="most"), "sample"),
+])
+def test_bad_budget_and_sample_parameters(synthetic, kwargs, match):
+    with pytest.raises(ParameterError, match=match):
+        astrid(synthetic, target="class", n_search=2, n_test=2, **kwargs)
