@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._fits import FitData, Task, _run_one
+from ._fits import FitData, Task, _run_one, backend_kind
 from ._progress import format_seconds
 
 __all__ = ["ADAPTIVE_REDUCTION", "CostEstimate", "calibrate", "effective_workers",
@@ -94,7 +94,7 @@ def effective_workers(n_jobs: int, backend: str | None) -> int:
     """Fits that really run at once: n_jobs, capped by the cores of a local backend."""
     from joblib import cpu_count
 
-    if backend is None or backend in ("loky", "multiprocessing", "threading"):
+    if backend_kind(backend) is not None:
         cores = cpu_count()
         return max(1, min(cores, n_jobs) if n_jobs > 0 else cores)
     return max(1, n_jobs if n_jobs > 0 else os.cpu_count() or 1)  # e.g. a Dask cluster

@@ -14,10 +14,15 @@ cores used and workers never oversubscribe them. The forest preset gets float32 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +38,8 @@ from ._permutation import goldeneye_indices
 from ._progress import RunProgress
 from ._scoring import score
 
-__all__ = ["FitData", "Task", "prepare_fit_data", "run_tasks"]
+__all__ = ["FitData", "Task", "backend_kind", "prepare_fit_data", "run_tasks",
+           "shared_fit_data"]
 
 log = logging.getLogger("astrid_airflow")
 
@@ -108,7 +114,7 @@ def _permuted(data: FitData, groups: Groups, rng: np.random.Generator):
                 parts[c] = block[c].to_numpy()
         return pd.DataFrame({c: pd.Series(parts[c], dtype=X[c].dtype)
                              for c in data.attribute_names})
-    out = np.empty_like(data.X_train)
+    out = np.empty(data.X_train.shape, dtype=data.X_train.dtype)  # not a memmap subclass
     for g, attrs in enumerate(groups):
         cols = np.concatenate([data.columns_of_attribute[a] for a in attrs])
         if cols.size:
@@ -131,6 +137,57 @@ def _run_batch(data: FitData, tasks: Sequence[Task]) -> tuple[list[float], float
     with threadpool_limits(limits=1):
         scores = [_run_one(data, t) for t in tasks]
     return scores, time.process_time() - start
+
+
+def backend_kind(backend: str | None) -> str | None:
+    """``"processes"`` or ``"threads"`` for a local joblib backend, None otherwise (a
+    cluster such as Dask). ``backend=None`` looks at the active ``parallel_config``."""
+    if backend is None:
+        from joblib.parallel import get_active_backend
+
+        backend = type(get_active_backend()[0]).__name__.lower().replace("backend", "")
+    if backend in ("loky", "multiprocessing"):
+        return "processes"
+    if backend in ("threading", "sequential"):
+        return "threads"
+    return None
+
+
+@contextmanager
+def shared_fit_data(data: FitData, n_jobs: int, backend: str | None):
+    """``data`` with its large arrays memory-mapped from a folder this run owns.
+
+    joblib would memory-map large arrays itself, but anew for every ``Parallel`` call,
+    registering every file with loky's resource tracker; a worker killed mid-fit (a
+    task timeout's SIGTERM) never releases its references, which the tracker reports
+    as leaked at exit. Arrays already backed by a file are passed to workers by file
+    name (no copy, no registration), and the folder is removed here on any exit. Only
+    for local process workers: threads share memory, a cluster cannot see the files.
+    The folder is made in ``JOBLIB_TEMP_FOLDER`` (or the usual temporary directory).
+    """
+    if (n_jobs == 1 and backend is None) or backend_kind(backend) != "processes":
+        yield data
+        return
+    folder = tempfile.mkdtemp(prefix="astrid-fits-", dir=os.environ.get("JOBLIB_TEMP_FOLDER"))
+    counter = iter(range(1 << 30))
+
+    def mapped(a):
+        if not isinstance(a, np.ndarray) or a.nbytes < _MEMMAP_BYTES:
+            return a
+        path = os.path.join(folder, f"{next(counter)}.npy")
+        np.save(path, a)
+        return np.load(path, mmap_mode="r")
+
+    try:
+        yield dataclasses.replace(
+            data, X_train=mapped(data.X_train), y_train=mapped(data.y_train),
+            eval_sets={k: (mapped(X), mapped(y)) for k, (X, y) in data.eval_sets.items()})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# joblib's own threshold for memory-mapping an argument (max_nbytes="1M")
+_MEMMAP_BYTES = 1_000_000
 
 
 class _Progress:

@@ -46,7 +46,7 @@ from ._cost import (
     rows_that_fit,
 )
 from ._errors import BudgetError, DataError, ParameterError
-from ._fits import FitData, Task, prepare_fit_data, run_tasks
+from ._fits import FitData, Task, prepare_fit_data, run_tasks, shared_fit_data
 from ._grouping import Grouping, letters
 from ._progress import RunProgress, format_seconds
 from ._racing import race_argmax, race_ranking
@@ -282,7 +282,7 @@ def astrid(
                   random_state=random_state if isinstance(random_state, int) else None,
                   split=split)
     searched = time.perf_counter()
-    with tracker:
+    with tracker, shared_fit_data(fit_data, n_jobs, backend) as fit_data:
         if adaptive:
             result = _adaptive(
                 fit_data, attrs, run, start, common, n_fits_exact,

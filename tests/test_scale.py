@@ -105,3 +105,65 @@ def test_cli_budget_refusal_is_one_line_exit_2(tmp_path, capsys, synthetic, monk
 def test_bad_budget_and_sample_parameters(synthetic, kwargs, match):
     with pytest.raises(ParameterError, match=match):
         astrid(synthetic, target="class", n_search=2, n_test=2, **kwargs)
+
+
+def test_sigterm_stops_workers_cleans_up_and_saves_nothing(tmp_path):
+    """A scheduler's task timeout during `astrid learn --jobs 2`: one line, exit 143, no
+    leaked-resource warnings, no temporary files, nothing in the store."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40_000, 8))  # training split > 1 MB: memory-mapped for workers
+    table = pd.DataFrame(X, columns=[f"x{i}" for i in range(8)])
+    table["class"] = ((X[:, 0] * X[:, 1] > 0) ^ (X[:, 2] > 0.5)).astype(int)
+    path = tmp_path / "big.csv"
+    table.to_csv(path, index=False)
+    temp, store = tmp_path / "tmp", tmp_path / "store"
+    temp.mkdir()
+    env = dict(os.environ, TMPDIR=str(temp), JOBLIB_TEMP_FOLDER=str(temp))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "astrid_airflow.cli", "learn", str(path), "--target", "class",
+         "--classifier", "nb", "--jobs", "2", "--seed", "0", "--r-search", "20",
+         "--r-test", "50", "--quiet", "--store", str(store), "--name", "big"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(p.name.startswith("astrid-fits-") for p in temp.iterdir()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the search never started"
+            time.sleep(0.05)
+        time.sleep(1.5)  # workers busy with the sorting phase (~15 s in all)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines() == [
+        "astrid learn: terminated (SIGTERM): workers stopped, temporary files removed, "
+        "nothing saved"], err
+    assert "leaked" not in err and out == ""
+    assert list(temp.iterdir()) == []
+    assert not store.exists() or not any(store.rglob("*.json"))
+
+
+def test_memory_mapped_fit_data_gives_the_same_result(synthetic, monkeypatch, tmp_path):
+    import astrid_airflow._fits as fits
+
+    monkeypatch.setattr(fits, "_MEMMAP_BYTES", 0)  # map every array, even tiny ones
+    monkeypatch.setenv("JOBLIB_TEMP_FOLDER", str(tmp_path))
+    kw = dict(target="class", n_search=4, n_test=6, random_state=5)
+    a = astrid(synthetic, n_jobs=1, **kw).to_dict()
+    b = astrid(synthetic, n_jobs=2, **kw).to_dict()
+    for d in (a, b):
+        d.pop("seconds"), d.pop("estimate")
+    assert a == b
+    assert list(tmp_path.iterdir()) == []  # the run's folder is gone
