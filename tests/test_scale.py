@@ -167,3 +167,45 @@ def test_memory_mapped_fit_data_gives_the_same_result(synthetic, monkeypatch, tm
         d.pop("seconds"), d.pop("estimate")
     assert a == b
     assert list(tmp_path.iterdir()) == []  # the run's folder is gone
+
+
+def test_hgb_preset_is_deterministic_for_a_seed_and_n_jobs_invariant(synthetic):
+    from astrid_airflow import test_grouping
+
+    kw = dict(target="class", grouping="a1,a2;a3;a4", classifier="hgb", n_permutations=5,
+              random_state=7)
+    a = test_grouping(synthetic, n_jobs=1, **kw)
+    b = test_grouping(synthetic, n_jobs=1, **kw)
+    c = test_grouping(synthetic, n_jobs=2, backend="threading", **kw)
+    assert a.accuracy == b.accuracy == c.accuracy
+    assert list(a.null_accuracies) == list(b.null_accuracies) == list(c.null_accuracies)
+    assert a.accuracy > 0.8  # it learns the running example's interaction
+
+
+def test_hgb_preset_splits_categories_natively():
+    import numpy as np
+    import pandas as pd
+    from threadpoolctl import threadpool_limits
+
+    from astrid_airflow._fits import Task, _run_one, prepare_fit_data
+
+    rng = np.random.default_rng(0)
+    n = 400
+    table = pd.DataFrame({
+        "num": rng.normal(size=n),
+        "cat": rng.choice(["a", "b", "c", None], size=n),
+        "many": [f"id{i % 300}" for i in range(n)],  # > 255 categories: ordered codes
+    })
+    y = (table["cat"].isin(["a", "c"]).to_numpy() ^ (table["num"] > 0).to_numpy()).astype(int)
+    test = table.iloc[300:].copy()
+    test.loc[test.index[:5], "cat"] = "unseen"  # code -1: goes with missing values
+    data = prepare_fit_data("hgb", table.iloc[:300], y[:300], {"valid": (test, y[300:])},
+                            scoring="accuracy", n_classes=2)
+    assert list(data.model.get_params()["categorical_features"]) == [False, True, False]
+    assert data.X_train.dtype == np.float32
+    with threadpool_limits(limits=1):
+        from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+
+        assert _openmp_effective_n_threads() == 1  # one thread per fit, as every preset
+        acc = _run_one(data, Task("valid", None, np.random.SeedSequence(0)))
+    assert acc > 0.8
