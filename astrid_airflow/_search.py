@@ -51,7 +51,7 @@ from ._grouping import Grouping, letters
 from ._progress import RunProgress, format_seconds
 from ._racing import race_argmax, race_ranking
 from ._result import AstridResult, KRow
-from ._sample import MIN_PER_CLASS, check_sample, stratified_sample
+from ._sample import MIN_PER_CLASS, auto_sample_size, check_sample, stratified_sample
 from ._scoring import check_scoring
 from ._sequential import plan, run_sequential
 from ._split import Prepared, prepare, stratified_split
@@ -219,8 +219,15 @@ def astrid(
         sort_ss, halve_ss, k_ss = np.random.SeedSequence(int(_search_seed)).spawn(3)
     full = prep
     sample_record = None
-    if sample is not None:
-        prep, sample_record = _sampled(full, sample, sample_ss, rule="fixed")
+    draw_ss, curve_ss = sample_ss.spawn(2)
+    if sample == "auto":
+        rows, auto = auto_sample_size(
+            full.codes, full.table[attrs], classifier=classifier, params=classifier_params,
+            scoring=scoring, n_classes=len(full.classes), seed=curve_ss)
+        prep, sample_record = _sampled(full, rows, draw_ss, rule="auto")
+        sample_record.update(auto)
+    elif sample is not None:
+        prep, sample_record = _sampled(full, sample, draw_ss, rule="fixed")
 
     def setup(prep: Prepared, clf: object = classifier) -> tuple[FitData, dict]:
         train, rest = stratified_split(prep.codes, 0.5, split_ss)
@@ -254,7 +261,7 @@ def astrid(
             log.info("astrid: over the budget of %s; learning on a stratified sample of "
                      "%s rows (fit cost grows as rows^%.1f).", format_seconds(max_seconds),
                      f"{rows:,}", exponent)
-            prep, sample_record = _sampled(full, rows, sample_ss, rule="budget")
+            prep, sample_record = _sampled(full, rows, draw_ss, rule="budget")
             sample_record["max_seconds"] = float(max_seconds)
             fit_data, split = setup(prep)
             est = cost(fit_data)
@@ -304,7 +311,9 @@ def astrid(
     log.info("astrid: %s fits in %s (estimated %s).", f"{result.n_fits:,}",
              format_seconds(actual), format_seconds(est.seconds))
     if sample_record is not None:
-        sample_record["table_rows"] = int(full.codes.size)
+        # the root's entropy reproduces the sample even when random_state was None
+        sample_record.update(table_rows=int(full.codes.size), seed=common["random_state"],
+                             entropy=root.entropy)
     return dataclasses.replace(result, estimate=record, sample=sample_record)
 
 
@@ -312,10 +321,11 @@ def _sampled(full: Prepared, n: int, seed: np.random.SeedSequence, *, rule: str
              ) -> tuple[Prepared, dict]:
     """``full`` cut to a stratified sample of ``n`` rows, and its record."""
     idx = stratified_sample(full.codes, n, seed)
-    prep = Prepared(full.table.iloc[idx].reset_index(drop=True), full.target,
-                    full.attributes, full.codes[idx], full.classes)
+    prep = full if idx.size == full.codes.size else Prepared(
+        full.table.iloc[idx].reset_index(drop=True), full.target, full.attributes,
+        full.codes[idx], full.classes)
     return prep, {"rule": rule, "rows": int(idx.size), "requested": int(n),
-                  "stream": "root SeedSequence, child 7"}
+                  "stream": "random_state's SeedSequence: child 7, its child 0"}
 
 
 def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,

@@ -77,6 +77,12 @@ class AstridLearnOperator(BaseOperator):
         (rows to sample, the ``hgb`` preset, ``adaptive``); ``None`` or ``""``: no
         budget (templated). 4 hours: a daily schedule can retry twice and still publish
         the same day, and learning only reruns when the reference table changed.
+    sample : int, "auto" or None, default "auto"
+        Learn on a stratified sample of the reference table: N rows, ``"auto"`` (tables
+        above 20,000 rows: the size where the classifier's accuracy stops improving, see
+        docs/engine.md; smaller tables whole) or None (every row). Recorded in the
+        artefact's result (``sample``); the shuffle still applies to every row
+        (templated).
     gate_policy : dict, optional
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
         from them is saved as ``suite.json`` in the new version (templated).
@@ -98,7 +104,7 @@ class AstridLearnOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
-        "max_seconds",
+        "max_seconds", "sample",
     )
     ui_color = "#e8d8f0"
 
@@ -108,7 +114,8 @@ class AstridLearnOperator(BaseOperator):
                  n_jobs: int = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
                  adaptive: bool | str = False,
-                 max_seconds: float | str | None = 4 * 3600, **kwargs: Any) -> None:
+                 max_seconds: float | str | None = 4 * 3600,
+                 sample: int | str | None = "auto", **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.reference = reference
@@ -127,6 +134,7 @@ class AstridLearnOperator(BaseOperator):
         self.scheduler = scheduler
         self.adaptive = adaptive
         self.max_seconds = max_seconds
+        self.sample = sample
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._artefact import GroupingArtefact, fingerprint_table
@@ -173,7 +181,7 @@ class AstridLearnOperator(BaseOperator):
                             n_test=to_int(self.n_test, "n_test", minimum=1),
                             alpha=to_float(self.alpha, "alpha"), random_state=seed,
                             adaptive=to_bool(self.adaptive, "adaptive"),
-                            max_seconds=_budget(self.max_seconds),
+                            max_seconds=_budget(self.max_seconds), sample=self.sample,
                             # progress lines (estimate, fits, time left) in the task log
                             progress=None)
             if self.scheduler:

@@ -209,3 +209,99 @@ def test_hgb_preset_splits_categories_natively():
         assert _openmp_effective_n_threads() == 1  # one thread per fit, as every preset
         acc = _run_one(data, Task("valid", None, np.random.SeedSequence(0)))
     assert acc > 0.8
+
+
+@pytest.fixture(scope="module")
+def larger():
+    return make_synthetic(2_000, random_state=3)  # 4,000 rows
+
+
+def test_fixed_sample_is_stratified_recorded_and_reproducible(larger):
+    kw = dict(target="class", classifier="nb", n_search=3, n_test=5, sample=600)
+    a = astrid(larger, random_state=4, **kw)
+    b = astrid(larger, random_state=4, **kw)
+    c = astrid(larger, random_state=5, **kw)
+    assert a.sample["rule"] == "fixed" and a.sample["rows"] == 600
+    assert a.sample["table_rows"] == 4_000 and a.sample["seed"] == 4
+    assert sum(a.split.values()) == 600 and a.split["train"] == 300
+    da, db = a.to_dict(), b.to_dict()
+    for d in (da, db):
+        d.pop("seconds"), d.pop("estimate")
+    assert da == db  # the same sample and draws for a seed
+    assert c.to_dict()["table"] != da["table"]
+
+
+def test_sample_without_sampling_keeps_the_unsampled_draws(synthetic):
+    kw = dict(target="class", n_search=3, n_test=5, random_state=2)
+    a, b = astrid(synthetic, **kw).to_dict(), astrid(synthetic, sample=5_000, **kw).to_dict()
+    assert b["sample"]["rows"] == 1000 and a["sample"] is None
+    assert a["table"] == b["table"]  # a sample of every row is the table itself
+
+
+def test_auto_sample_follows_the_learning_curve_rule(larger, monkeypatch):
+    import astrid_airflow._sample as sampling
+
+    monkeypatch.setattr(sampling, "AUTO_MIN_ROWS", 1_000)
+    monkeypatch.setattr(sampling, "AUTO_START", 100)
+    monkeypatch.setattr(sampling, "AUTO_EVAL_ROWS", 1_000)
+    kw = dict(target="class", classifier="nb", n_search=2, n_test=3, sample="auto")
+    a = astrid(larger, random_state=0, **kw)
+    s = a.sample
+    assert s["rule"] == "auto" and s["eval_rows"] == 1_000 and s["table_rows"] == 4_000
+    curve = s["curve"]
+    assert [c["rows"] for c in curve] == [100 * 2 ** i for i in range(len(curve))] or \
+        curve[-1]["rows"] == 2 * 3_000  # the rest of the table used up
+    if s["stop"].startswith("doubling"):  # the rule: the last doubling gained <= tol
+        assert s["rows"] == curve[-2]["rows"]
+        assert curve[-1]["accuracy"] - curve[-2]["accuracy"] <= 0.005 + 0.1
+    assert sum(a.split.values()) == s["rows"]
+    b = astrid(larger, random_state=0, **kw)
+    assert b.sample["rows"] == s["rows"]
+    assert [c["accuracy"] for c in b.sample["curve"]] == [c["accuracy"] for c in curve]
+    assert b.to_dict()["table"] == a.to_dict()["table"]
+
+
+def test_auto_sample_keeps_small_tables_whole(synthetic):
+    r = astrid(synthetic, target="class", n_search=2, n_test=3, random_state=0,
+               sample="auto")
+    assert r.sample["rows"] == 1000 and "every row" in r.sample["reason"]
+
+
+def test_cli_sample_flag(tmp_path, capsys, larger):
+    path = tmp_path / "t.csv"
+    larger.to_csv(path, index=False)
+    assert main(["learn", str(path), "--target", "class", "--classifier", "nb",
+                 "--r-search", "2", "--r-test", "3", "--seed", "1", "--sample", "800",
+                 "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sample"]["rows"] == 800 and out["sample"]["rule"] == "fixed"
+    assert out["estimate"]["fits"] == out["n_fits"]
+
+
+def test_learn_operator_budget_sample_and_estimate_in_the_artefact(tmp_path, monkeypatch):
+    import types
+
+    from airflow.sdk.exceptions import AirflowFailException
+    from astrid_airflow.operators.demo import bundled_table
+    from astrid_airflow.operators.learn import AstridLearnOperator
+
+    from astrid_airflow import ArtefactStore
+
+    def ctx():
+        ti = types.SimpleNamespace(dag_id="d", run_id="r", task_id="learn", map_index=-1)
+        return {"ti": ti, "run_id": "r"}
+
+    kw = dict(task_id="learn", reference=bundled_table("synthetic.csv"),
+              store=str(tmp_path / "store"), name="syn", n_search=3, n_test=5,
+              random_state=0)
+    op = AstridLearnOperator(**kw)
+    assert op.max_seconds == 4 * 3600 and op.sample == "auto"
+    assert {"max_seconds", "sample"} <= set(op.template_fields)
+    op.execute(ctx())
+    result = ArtefactStore(tmp_path / "store").load("syn", "v0001").result
+    assert result["estimate"]["fits"] == result["n_fits"]
+    assert result["sample"]["rows"] == 1000  # "auto" keeps a small table whole
+    _fixed_fit_cost(monkeypatch, 10.0)  # a run of hours: refused, not retried
+    with pytest.raises(AirflowFailException, match="Would fit"):
+        AstridLearnOperator(**kw, max_seconds="60", force=True).execute(ctx())
+    assert sorted(p.name for p in (tmp_path / "store" / "syn").iterdir()) == ["v0001"]
