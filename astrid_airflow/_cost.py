@@ -33,15 +33,16 @@ from ._fits import FitData, Task, _run_one, backend_kind
 from ._progress import format_seconds
 
 __all__ = ["ADAPTIVE_REDUCTION", "CostEstimate", "calibrate", "effective_workers",
-           "estimate", "fits_planned", "growth_exponent"]
+           "calibrate_run", "estimate", "fits_planned", "growth_exponent",
+           "warm_up_workers"]
 
 # Adaptive mode's expected saving in fits: the smallest reduction measured on the
 # paper's datasets with m >= 8 was 5.6x (docs/performance.md); 5 leaves a margin.
 ADAPTIVE_REDUCTION = 5.0
 # Calibration: stop after this many fits or this many seconds (at least one fit): many
 # fits when they are cheap (the median is then stable), one when a fit takes long.
-CALIBRATION_FITS = 20
-CALIBRATION_SECONDS = 1.0
+CALIBRATION_FITS = 30
+CALIBRATION_SECONDS = 1.5
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,29 @@ def effective_workers(n_jobs: int, backend: str | None) -> int:
     return max(1, n_jobs if n_jobs > 0 else os.cpu_count() or 1)  # e.g. a Dask cluster
 
 
+def _imported() -> bool:
+    from . import _fits  # noqa: F401  (scikit-learn and the engine, as a fit needs them)
+
+    return True
+
+
+def warm_up_workers(n_jobs: int, backend: str | None) -> float:
+    """Start local worker processes before the search; returns the seconds it took.
+
+    joblib keeps its loky workers for the next call, so starting them (a process and
+    the scikit-learn imports each) here keeps that one-off cost out of the search's
+    time and of the estimate's error. Nothing to do for one job, threads or a cluster.
+    """
+    from joblib import Parallel, delayed
+
+    if n_jobs == 1 or backend_kind(backend) != "processes":
+        return 0.0
+    start = time.perf_counter()
+    Parallel(n_jobs=n_jobs, backend=backend)(delayed(_imported)() for _ in range(
+        2 * effective_workers(n_jobs, backend)))
+    return time.perf_counter() - start
+
+
 def calibrate(data: FitData, seed: np.random.SeedSequence, n_attributes: int, *,
               max_fits: int = CALIBRATION_FITS,
               max_seconds: float = CALIBRATION_SECONDS) -> tuple[float, int, float]:
@@ -121,6 +145,39 @@ def calibrate(data: FitData, seed: np.random.SeedSequence, n_attributes: int, *,
                 break
     kept = times[1:] if len(times) >= 3 else times
     return float(np.median(kept)), len(times), time.perf_counter() - start
+
+
+def calibrate_run(data: FitData, seed: np.random.SeedSequence, n_attributes: int, *,
+                  n_jobs: int, backend: str | None, workers: int,
+                  max_seconds: float = CALIBRATION_SECONDS) -> tuple[float, int, float]:
+    """Seconds per fit per worker as the search will see them; fits and seconds spent.
+
+    Calls of the fit runner itself with as many workers as the search, the number of
+    fits growing until a call lasts 0.5 s (or ``max_seconds`` are spent), so the figure
+    includes what the search pays besides fitting (per-call thread limits, dispatch,
+    shipping the data, cores shared with other processes): ``wall seconds / fits x
+    workers`` of the last call. A fit of half a second or more is timed alone. Worker
+    processes are started first (:func:`warm_up_workers`), outside the timing: joblib
+    keeps them for the search.
+    """
+    from ._fits import run_tasks, shared_fit_data
+
+    warm_up_workers(n_jobs, backend)
+    singles = tuple((i,) for i in range(n_attributes))
+    seeds = iter(seed.spawn(4096))
+    count, done, start = workers, 0, time.perf_counter()
+    with shared_fit_data(data, n_jobs, backend) as shared:
+        while True:
+            tasks = [Task("search", singles, next(seeds)) for _ in range(count)]
+            t0 = time.perf_counter()
+            run_tasks(shared, tasks, n_jobs=n_jobs, backend=backend, progress=False)
+            wall = time.perf_counter() - t0
+            done += count
+            spent = time.perf_counter() - start
+            if wall >= 0.5 or spent >= max_seconds or done + 4 * count > 4096:
+                break
+            count = int(count * min(8.0, 0.5 / max(wall, 1e-3))) + 1
+    return wall / count * workers, done, time.perf_counter() - start
 
 
 def estimate(seconds_per_fit: float, n_fits: tuple[int, int, str], workers: int,

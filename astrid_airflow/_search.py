@@ -39,6 +39,7 @@ from ._clustering import best_cuts, sort_attributes, split_scores
 from ._cost import (
     CostEstimate,
     calibrate,
+    calibrate_run,
     effective_workers,
     estimate,
     fits_planned,
@@ -248,7 +249,8 @@ def astrid(
     counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k, adaptive=adaptive)
 
     def cost(fit_data: FitData) -> CostEstimate:
-        spf, n_cal, s_cal = calibrate(fit_data, calib_ss, m)
+        spf, n_cal, s_cal = calibrate_run(fit_data, calib_ss, m, n_jobs=n_jobs,
+                                          backend=backend, workers=workers)
         est = estimate(spf, counts, workers, (n_cal, s_cal))
         log.info("astrid estimate (%s rows): %s", f"{prep.codes.size:,}", est.describe())
         return est

@@ -61,8 +61,9 @@ def test_estimate_is_within_2x_of_the_real_time(synthetic):
 def _fixed_fit_cost(monkeypatch, seconds_per_fit):
     def fake(data, seed, n_attributes, **kw):
         return seconds_per_fit, 1, seconds_per_fit
-    monkeypatch.setattr(search, "calibrate", fake)
-    monkeypatch.setattr(cost, "calibrate", fake)
+    monkeypatch.setattr(search, "calibrate", fake)  # the hgb advice
+    monkeypatch.setattr(cost, "calibrate", fake)  # the growth exponent
+    monkeypatch.setattr(search, "calibrate_run", lambda *a, **k: fake(*a))  # the estimate
 
 
 def test_budget_refuses_before_starting_and_says_what_would_fit(synthetic, monkeypatch):
