@@ -107,6 +107,8 @@ class AstridResult:
     estimate: dict[str, Any] | None = field(default=None, compare=False)
     # the stratified sample the search ran on (None: every row)
     sample: dict[str, Any] | None = None
+    # the pair screen before the sorting (None: not screened)
+    screen: dict[str, Any] | None = None
     # CPU seconds of all fits (parent and workers); not serialised, machine-dependent
     cpu_seconds: float | None = field(default=None, compare=False)
 
@@ -125,7 +127,7 @@ class AstridResult:
             "n_test": self.n_test, "random_state": self.random_state, "split": self.split,
             "search_scores": self.search_scores,
             "n_fits_exact": self.n_fits_exact, "adaptive": self.adaptive,
-            "estimate": self.estimate, "sample": self.sample,
+            "estimate": self.estimate, "sample": self.sample, "screen": self.screen,
         }
 
     @classmethod
@@ -141,7 +143,8 @@ class AstridResult:
                    n_test=int(d["n_test"]), random_state=d.get("random_state"),
                    split=dict(d["split"]), search_scores=dict(d.get("search_scores", {})),
                    n_fits_exact=d.get("n_fits_exact"), adaptive=d.get("adaptive"),
-                   estimate=d.get("estimate"), sample=d.get("sample"))
+                   estimate=d.get("estimate"), sample=d.get("sample"),
+                   screen=d.get("screen"))
 
     def format_table(self) -> str:
         """The paper's table: k, accuracy summary, p, and letters in detach order."""

@@ -54,6 +54,10 @@ from ._racing import race_argmax, race_ranking
 from ._result import AstridResult, KRow
 from ._sample import MIN_PER_CLASS, auto_sample_size, check_sample, stratified_sample
 from ._scoring import check_scoring
+from ._screen import ALPHA as SCREEN_ALPHA
+from ._screen import MAX_ROWS as SCREEN_MAX_ROWS
+from ._screen import MIN_ATTRIBUTES as SCREEN_MIN_ATTRIBUTES
+from ._screen import blocks_of, screen_pairs
 from ._sequential import plan, run_sequential
 from ._split import Prepared, prepare, stratified_split
 from ._test import empirical_p_value
@@ -90,6 +94,7 @@ def astrid(
     max_seconds: float | None = None,
     over_budget: str = "refuse",
     sample: int | str | None = None,
+    screen: bool | str = "auto",
     _search_seed: int | None = None,
 ) -> AstridResult:
     """Find the highest-cardinality grouping not rejected at level ``alpha``.
@@ -166,6 +171,13 @@ def astrid(
         uses every row. The sample is drawn from the run's seed (reproducible) and
         recorded in the result (``sample``). See docs/engine.md for what the p-values
         then mean.
+    screen : {"auto", True, False}, default="auto"
+        Before the sorting, test every pair of attributes for dependence given the class
+        (no classifier fits); attributes dependent on none are detached first without
+        evaluation, so the sorting's O(m²) fits run on the others only (see
+        ``_screen``). "auto": only for more than 40 attributes (the paper's tables have
+        at most 36). Recorded in the result (``screen``). The p-values stay valid: the
+        screen never sees the test split.
 
     Returns
     -------
@@ -206,6 +218,8 @@ def astrid(
         raise ParameterError(f"Invalid over_budget: {over_budget!r}. Must be 'refuse' or "
                              "'sample'.")
     sample = check_sample(sample)
+    if screen not in ("auto", True, False):
+        raise ParameterError(f"Invalid screen: {screen!r}. Must be 'auto', True or False.")
     prep = prepare(data, target, min_rows_per_class=4)
     attrs, m = prep.attributes, len(prep.attributes)
     if m < 2:
@@ -213,7 +227,7 @@ def astrid(
 
     split_ss, split2_ss, base_ss, sort_ss, halve_ss, k_ss, p_ss = root.spawn(7)
     # Spawned after the seven above, so runs without sampling keep their draws.
-    sample_ss, calib_ss = root.spawn(2)
+    sample_ss, calib_ss, screen_ss = root.spawn(3)
     if _search_seed is not None:
         # Benchmark hook: other search draws on the same split and p-value draws, to
         # measure how much the chosen k depends on the search's Monte Carlo noise alone.
@@ -230,7 +244,7 @@ def astrid(
     elif sample is not None:
         prep, sample_record = _sampled(full, sample, draw_ss, rule="fixed")
 
-    def setup(prep: Prepared, clf: object = classifier) -> tuple[FitData, dict]:
+    def setup(prep: Prepared, clf: object = classifier) -> tuple[FitData, dict, np.ndarray]:
         train, rest = stratified_split(prep.codes, 0.5, split_ss)
         search_pos, valid_pos = stratified_split(prep.codes[rest], 0.5, split2_ss)
         search, valid = rest[search_pos], rest[valid_pos]
@@ -242,11 +256,39 @@ def astrid(
             scoring=scoring, n_classes=len(prep.classes),
             params=classifier_params if clf is classifier else None)
         return fit_data, {"train": int(train.size), "search": int(search.size),
-                          "test": int(valid.size)}
+                          "test": int(valid.size)}, np.concatenate([train, search])
 
-    fit_data, split = setup(prep)
+    screening = screen is True or (screen == "auto" and m > SCREEN_MIN_ATTRIBUTES)
+
+    def screened(prep: Prepared, rows: np.ndarray) -> tuple[list[int], dict | None]:
+        # Free attributes (dependent on none given the class) skip the sorting's
+        # evaluations; only the training and search rows are looked at.
+        if not screening:
+            return [], None
+        if rows.size > SCREEN_MAX_ROWS:
+            rows = rows[stratified_sample(prep.codes[rows], SCREEN_MAX_ROWS, screen_ss)]
+        t0 = time.perf_counter()
+        p = screen_pairs(prep.table[attrs].iloc[rows], prep.codes[rows])
+        blocks = blocks_of(p)
+        first = [b[0] for b in blocks if len(b) == 1]
+        pairs = sorted(((float(p[i, j]), attrs[i], attrs[j]) for i, j in
+                        zip(*np.nonzero(np.triu(p < SCREEN_ALPHA, 1)))))
+        record = {"rule": "pairwise G-test of dependence given the class", "rows": int(
+            rows.size), "alpha": SCREEN_ALPHA, "free": [attrs[i] for i in first],
+            "blocks": [[attrs[i] for i in b] for b in blocks if len(b) > 1],
+            "dependent_pairs": [[a, b, q] for q, a, b in pairs[:200]],
+            "n_dependent_pairs": len(pairs),
+            "seconds": round(time.perf_counter() - t0, 3)}
+        log.info("astrid screen: %d of %d attributes depend on none given the class; the "
+                 "sorting evaluates the other %d (blocks: %s)", len(first), m, m - len(first),
+                 record["blocks"])
+        return first, record
+
+    fit_data, split, rows = setup(prep)
+    first, screen_record = screened(prep, rows)
     workers = effective_workers(n_jobs, backend)
-    counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k, adaptive=adaptive)
+    counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k, adaptive=adaptive,
+                          m_sorted=m - len(first))
 
     def cost(fit_data: FitData) -> CostEstimate:
         spf, n_cal, s_cal = calibrate_run(fit_data, calib_ss, m, n_jobs=n_jobs,
@@ -265,7 +307,10 @@ def astrid(
                      f"{rows:,}", exponent)
             prep, sample_record = _sampled(full, rows, draw_ss, rule="budget")
             sample_record["max_seconds"] = float(max_seconds)
-            fit_data, split = setup(prep)
+            fit_data, split, rows = setup(prep)
+            first, screen_record = screened(prep, rows)
+            counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
+                                  adaptive=adaptive, m_sorted=m - len(first))
             est = cost(fit_data)
         else:
             fast = None
@@ -274,7 +319,8 @@ def astrid(
                                               max_fits=3, max_seconds=1.0)
                 fast = estimate(spf, counts, workers, (n_cal, s_cal))
             expected = None if adaptive else fits_planned(
-                m, n_search, n_test, score_each_k=score_each_k, adaptive=True)[0]
+                m, n_search, n_test, score_each_k=score_each_k, adaptive=True,
+                m_sorted=m - len(first))[0]
             raise BudgetError(_advice(est, max_seconds, rows, exponent, fast, expected,
                                       min_rows=MIN_PER_CLASS * len(prep.classes)))
     stats: dict = {"cpu_seconds": 0.0}
@@ -284,7 +330,7 @@ def astrid(
     run = dict(n_jobs=n_jobs, backend=backend, progress=progress, stats=stats,
                tracker=tracker)
     n_fits_exact = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
-                                adaptive=False)[0]
+                                adaptive=False, m_sorted=m - len(first))[0]
     common = dict(target=target, classes=prep.classes, columns=tuple(attrs),
                   classifier=classifier_spec(classifier, classifier_params),
                   scoring=scoring, alpha=alpha, n_search=n_search, n_test=n_test,
@@ -300,12 +346,12 @@ def astrid(
                 delta=float(adaptive_delta),
                 delta_sd=None if adaptive_delta_sd is None else float(adaptive_delta_sd),
                 batch=adaptive_batch, race_risk=adaptive_race_risk,
-                race_batch=adaptive_race_batch, verify=bool(adaptive_verify))
+                race_batch=adaptive_race_batch, verify=bool(adaptive_verify), first=first)
         else:
             result = _exact(fit_data, attrs, run, start, common, n_fits_exact,
                             seeds=(base_ss, sort_ss, halve_ss, k_ss, p_ss),
                             n_search=n_search, n_test=n_test, alpha=alpha,
-                            score_each_k=score_each_k)
+                            score_each_k=score_each_k, first=first)
     actual = time.perf_counter() - searched
     record = {**est.to_dict(), "max_seconds": None if max_seconds is None else
               float(max_seconds), "fits_run": result.n_fits, "actual_seconds": actual,
@@ -316,7 +362,8 @@ def astrid(
         # the root's entropy reproduces the sample even when random_state was None
         sample_record.update(table_rows=int(full.codes.size), seed=common["random_state"],
                              entropy=root.entropy)
-    return dataclasses.replace(result, estimate=record, sample=sample_record)
+    return dataclasses.replace(result, estimate=record, sample=sample_record,
+                               screen=screen_record)
 
 
 def _sampled(full: Prepared, n: int, seed: np.random.SeedSequence, *, rule: str
@@ -353,7 +400,7 @@ def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
 
 
 def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search, n_test,
-           alpha, score_each_k) -> AstridResult:
+           alpha, score_each_k, first=()) -> AstridResult:
     """Alg. 1 with every reward a mean over R' permutations and R per p-value."""
     base_ss, sort_ss, halve_ss, k_ss, p_ss = seeds
     m = len(attrs)
@@ -379,7 +426,7 @@ def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search
 
     detached = sort_attributes(
         m, lambda parts: reward(parts, next(sort_seeds).spawn(len(parts)), "sorting"),
-        on_step=log_step)
+        on_step=log_step, first=first)
     order = [attrs[i] for i in detached]
 
     # 2. Scores of every 2-split of the order (line 7), groupings for every k (8-11).
@@ -430,7 +477,7 @@ def _bad(name: str, value: object):
 
 def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search,
               n_test, alpha, risk, delta, delta_sd, batch, race_risk, race_batch,
-              verify=False) -> AstridResult:
+              verify=False, first=()) -> AstridResult:
     """Alg. 1 with racing and sequential p-values (see the module docstring)."""
     base_ss, sort_ss, halve_ss, p_ss = seeds
     m = len(attrs)
@@ -473,7 +520,7 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
                  m - 1, record["sorting"][-1]["detached"], max(record["sorting"][-1]["rounds"]),
                  record["sorting"][-1]["stop"])
 
-    detached = sort_attributes(m, reward, on_step=log_step)
+    detached = sort_attributes(m, reward, on_step=log_step, first=first)
     order = [attrs[i] for i in detached]
 
     # 2. 2-split scores, raced as a ranking with common random numbers.

@@ -306,3 +306,33 @@ def test_learn_operator_budget_sample_and_estimate_in_the_artefact(tmp_path, mon
     with pytest.raises(AirflowFailException, match="Would fit"):
         AstridLearnOperator(**kw, max_seconds="60", force=True).execute(ctx())
     assert sorted(p.name for p in (tmp_path / "store" / "syn").iterdir()) == ["v0001"]
+
+
+def test_screen_finds_the_planted_blocks_and_only_them():
+    from astrid_airflow._screen import blocks_of, screen_pairs
+    from astrid_airflow._synthetic import make_planted
+
+    table, planted = make_planted(4_000, 20, random_state=0)
+    X = table.drop(columns="class")
+    blocks = [[X.columns[i] for i in b] for b in blocks_of(
+        screen_pairs(X, table["class"].to_numpy()))]
+    assert [b for b in blocks if len(b) > 1] == planted  # 3 pairs (one categorical), a triple
+    assert all(len(b) == 1 for b in blocks if b[0][0] in "sn")  # signals and noise: free
+
+
+def test_astrid_with_the_screen_sorts_only_the_dependent_attributes():
+    from astrid_airflow._synthetic import make_planted
+
+    table, planted = make_planted(1_000, 12, n_pairs=2, random_state=1)
+    r = astrid(table, target="class", n_search=3, n_test=4, random_state=0, screen=True)
+    s = r.screen
+    assert s["blocks"] == planted and s["rows"] == 750  # training + search rows only
+    assert list(r.order[:len(s["free"])]) == s["free"]  # detached first, column order
+    m, m_sorted = 12, 12 - len(s["free"])
+    assert r.n_fits == r.n_fits_exact == (3 * (m_sorted * (m_sorted + 1) // 2 - 1)
+                                          + 3 * (m - 1) * 2 + 4 * (m - 1) + 1)
+    assert len(r.search_scores["sorting"]) == m_sorted - 1  # evaluated steps only
+    off = astrid(table, target="class", n_search=3, n_test=4, random_state=0, screen=False)
+    assert off.screen is None and off.n_fits > r.n_fits
+    auto = astrid(table, target="class", n_search=3, n_test=4, random_state=0)
+    assert auto.screen is None  # "auto": only above 40 attributes
