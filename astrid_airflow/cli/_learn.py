@@ -50,6 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="learn on a stratified sample of the table: N rows, 'auto' (the "
                    "size where the classifier's accuracy stops improving, see "
                    "docs/engine.md) or 'none' (every row, the default)")
+    p.add_argument("--screen", choices=["auto", "on", "off"], default="auto",
+                   help="before the sorting, test every pair of attributes for dependence "
+                   "given the class and detach those dependent on none without fits "
+                   "(auto: more than 40 attributes; docs/engine.md)")
     p.add_argument("--scoring", default="accuracy",
                    choices=["accuracy", "balanced_accuracy", "f1_macro"])
     p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
@@ -96,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
                   adaptive_verify=args.adaptive_verify,
                   max_seconds=args.max_seconds, over_budget=args.over_budget,
                   sample=args.sample,
+                  screen={"auto": "auto", "on": True, "off": False}[args.screen],
                   progress=None if not args.quiet else False)
     if args.scheduler:
         from .._dask import astrid_on_dask
