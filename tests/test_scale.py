@@ -49,13 +49,18 @@ def test_adaptive_progress_counts_against_the_worst_case(synthetic, caplog, monk
 
 
 def test_estimate_is_within_2x_of_the_real_time(synthetic):
-    # ~700 svm fits: a run of a few seconds, so one slow fit does not decide the ratio
-    r = astrid(synthetic, target="class", n_search=30, n_test=60, random_state=1)
-    e = r.to_dict()["estimate"]
-    assert e["fits"] == e["fits_run"] == r.n_fits
-    assert e["calibration_fits"] >= 1 and e["workers"] == 1
-    assert 0.5 <= e["actual_seconds"] / e["seconds"] <= 2.0, e
-    json.dumps(e)
+    # ~700 svm fits: a run of a few seconds, so one slow fit does not decide the ratio.
+    # The machine may be shared: a second try absorbs a load burst that hit only the
+    # calibration or only the search.
+    for _attempt in range(2):
+        r = astrid(synthetic, target="class", n_search=30, n_test=60, random_state=1)
+        e = r.to_dict()["estimate"]
+        assert e["fits"] == e["fits_run"] == r.n_fits
+        assert e["calibration_fits"] >= 1 and e["workers"] == 1
+        json.dumps(e)
+        if 0.5 <= e["actual_seconds"] / e["seconds"] <= 2.0:
+            return
+    pytest.fail(f"estimate {e['seconds']:.1f} s, actual {e['actual_seconds']:.1f} s")
 
 
 def _fixed_fit_cost(monkeypatch, seconds_per_fit):
