@@ -209,17 +209,19 @@ def subsample_fit_data(data: FitData, fraction: float,
                                eval_sets={k: part(*v) for k, v in data.eval_sets.items()})
 
 
-def growth_exponent(data: FitData, seed: np.random.SeedSequence, n_attributes: int,
-                    seconds_per_fit: float) -> float:
-    """a in ``cost ∝ rows^a``, from fits on a quarter of the rows; clamped to [1, 2.5].
+def growth_exponent(data: FitData, seed: np.random.SeedSequence, n_attributes: int
+                    ) -> float:
+    """a in ``cost ∝ rows^a``, from fits on all and on a quarter of the rows (one
+    process, one thread each); clamped to [1, 2.5].
 
     1 is linear (naive Bayes, histogram boosting), about 2 an RBF SVM (kernel matrix).
     """
     small = subsample_fit_data(data, 0.25, seed)
+    t_full, _, _ = calibrate(data, seed, n_attributes, max_fits=3, max_seconds=1.0)
     t_small, _, _ = calibrate(small, seed, n_attributes, max_fits=3, max_seconds=1.0)
-    if t_small <= 0 or seconds_per_fit <= 0:
+    if t_small <= 0 or t_full <= 0:
         return 1.0
-    return float(np.clip(math.log(seconds_per_fit / t_small) / math.log(4.0), 1.0, 2.5))
+    return float(np.clip(math.log(t_full / t_small) / math.log(4.0), 1.0, 2.5))
 
 
 def rows_that_fit(n_rows: int, estimated: float, budget: float, exponent: float) -> int:

@@ -299,7 +299,7 @@ def astrid(
 
     est = cost(fit_data)
     if max_seconds is not None and est.seconds > max_seconds:
-        exponent = growth_exponent(fit_data, calib_ss, m, est.seconds_per_fit)
+        exponent = growth_exponent(fit_data, calib_ss, m)
         rows = rows_that_fit(prep.codes.size, est.seconds, max_seconds, exponent)
         if over_budget == "sample" and rows >= MIN_PER_CLASS * len(prep.classes):
             log.info("astrid: over the budget of %s; learning on a stratified sample of "
