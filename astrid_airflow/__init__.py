@@ -58,6 +58,22 @@ _EXPORTS: dict[str, str] = {
     "expected_intact_row_proportion": "_metrics",
     "largest_group_unique_share": "_metrics",
     "surrogate_utility": "_metrics",
+    # disclosure risk
+    "GroupDisclosure": "_disclosure",
+    "PairLinkage": "_disclosure",
+    "DisclosureRisk": "_disclosure",
+    "group_disclosure": "_disclosure",
+    "cross_group_linkage": "_disclosure",
+    "disclosure_risk": "_disclosure",
+    "worst_group": "_disclosure",
+    "worst_pair": "_disclosure",
+    # attack-based privacy risk (Giomi et al. 2023)
+    "measure_risk": "_risk",
+    "RiskReport": "_risk",
+    "AttackRisk": "_attacks",
+    "singling_out_risk": "_attacks",
+    "linkability_risk": "_attacks",
+    "inference_risk": "_attacks",
     # scale-out
     "dask_parallel": "_dask",
     "astrid_on_dask": "_dask",

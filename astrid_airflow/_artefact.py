@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import ArtefactError, GroupingError, ParameterError, SchemaMismatchError
+from ._errors import (
+    ArtefactError,
+    GroupingError,
+    ParameterError,
+    SchemaMismatchError,
+    short_list,
+)
 from ._grouping import Grouping
 
 __all__ = [
@@ -43,6 +49,10 @@ _KEYS = (
     "classifier", "scoring", "alpha", "n_search", "n_test", "random_state",
     "library_version", "created_at",
 )
+# Optional keys (written after the others, only when set): ``files`` maps each file the
+# store saved with the version (e.g. the gate's suite.json) to its SHA-256, so a file
+# edited, replaced or deleted afterwards is detected (see ``_gate``).
+_OPTIONAL_KEYS = ("files",)
 # Keys a result's ``to_dict()`` must provide (docs/architecture.md).
 _RESULT_KEYS = ("grouping", "k", "table", "target", "classifier", "scoring", "alpha",
                 "n_search", "n_test", "random_state")
@@ -234,11 +244,11 @@ class SchemaCheck:
         out = []
         if self.unseen_classes:
             out.append(f"{len(self.unseen_classes)} class label(s) not seen at learning "
-                       f"time: {self.unseen_classes[:10]!r}; their rows are shuffled "
+                       f"time: {short_list(self.unseen_classes)}; their rows are shuffled "
                        "within their own class.")
         for col, vals in self.unseen_categories.items():
             out.append(f"Column {col!r} has {len(vals)} value(s) outside its recorded "
-                       f"categories: {vals[:10]!r}.")
+                       f"categories: {short_list(vals)}.")
         if self.reordered:
             out.append("Columns are in a different order than at learning time.")
         return out
@@ -311,6 +321,11 @@ class GroupingArtefact:
         ``astrid_airflow.__version__`` and the UTC creation time (ISO 8601).
     schema_version : int
         Always 1 for this class.
+    files : dict or None
+        ``{file name: sha256}`` of the files saved with this version (set by
+        ``ArtefactStore.save``; ``None`` for an artefact not read from a store or saved
+        without extra files). Not part of equality: it records where the artefact was
+        saved, not what was learned.
     """
 
     grouping: Grouping
@@ -328,12 +343,15 @@ class GroupingArtefact:
     library_version: str
     created_at: str
     schema_version: int = SCHEMA_VERSION
+    files: dict | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # Normalise containers so that equality and JSON round trips are exact.
         object.__setattr__(self, "classes", tuple(self.classes))
         object.__setattr__(self, "schema", tuple(dict(e) for e in self.schema))
         object.__setattr__(self, "fingerprint", dict(self.fingerprint))
+        if self.files is not None:
+            object.__setattr__(self, "files", dict(self.files))
         object.__setattr__(self, "result", _jsonable(self.result))
         object.__setattr__(self, "classifier", _jsonable(self.classifier))
         if isinstance(self.alpha, numbers.Real) and not isinstance(self.alpha, bool):
@@ -403,12 +421,14 @@ class GroupingArtefact:
         missing_cols = [c for c in grouping.columns if c not in columns]
         if missing_cols:
             raise ArtefactError(f"The reference table lacks grouped column(s) "
-                                f"{missing_cols}; pass the table the grouping was learned on.")
+                                f"{short_list(missing_cols)}; pass the table the grouping "
+                                "was learned on.")
         extra = [c for c in columns if c not in used]
         if extra:
             raise ArtefactError(
-                f"The reference table has column(s) {extra} in no group of the grouping "
-                f"{grouping}; pass the table the grouping was learned on (after cleaning).")
+                f"The reference table has column(s) {short_list(extra)} in no group of the "
+                f"grouping {grouping}; pass the table the grouping was learned on (after "
+                "cleaning).")
         classes = d.get("classes")
         if classes is None:
             classes = _unique_values(reference_table, target)
@@ -432,7 +452,7 @@ class GroupingArtefact:
     # ------------------------------------------------------------------ (de)serialise
     def to_dict(self) -> dict[str, Any]:
         """JSON-native dict with the keys of schema version 1, in order."""
-        return {
+        out = {
             "schema_version": self.schema_version,
             "grouping": self.grouping.to_list(),
             "target": self.target,
@@ -449,6 +469,9 @@ class GroupingArtefact:
             "library_version": self.library_version,
             "created_at": self.created_at,
         }
+        if self.files is not None:
+            out["files"] = dict(self.files)
+        return out
 
     def to_json(self) -> str:
         """The artefact as JSON text (UTF-8, strict: no NaN)."""
@@ -480,25 +503,17 @@ class GroupingArtefact:
             library_version=data["library_version"],
             created_at=data["created_at"],
             schema_version=data["schema_version"],
+            files=data.get("files"),
         )
 
     @classmethod
     def from_json(cls, text: str | bytes) -> GroupingArtefact:
         """Parse and validate artefact JSON; ``ArtefactError`` if corrupt or truncated."""
-        if isinstance(text, (bytes, bytearray)):
-            try:
-                text = bytes(text).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ArtefactError(f"Corrupt artefact: not UTF-8 text ({exc}).") from None
-        if not isinstance(text, str):
+        from ._jsonable import load_json
+
+        if not isinstance(text, (str, bytes, bytearray)):
             raise ParameterError(f"Expected artefact JSON text, got {type(text).__name__}.")
-        if not text.strip():
-            raise ArtefactError("Corrupt artefact: the file is empty.")
-        try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise ArtefactError(f"Corrupt or truncated artefact JSON: {exc.msg} at line "
-                                f"{exc.lineno} column {exc.colno}.") from None
+        data = load_json(text, "artefact JSON", error=ArtefactError)
         return cls.from_dict(data)
 
     # ------------------------------------------------------------------- table check
@@ -531,13 +546,13 @@ class GroupingArtefact:
         problems = []
         dup = sorted({c for c in names if names.count(c) > 1})
         if dup:
-            problems.append(f"duplicated column(s) {dup}")
+            problems.append(f"duplicated column(s) {short_list(dup)}")
         missing = [c for c in expected if c not in names]
         if missing:
-            problems.append(f"missing column(s) {missing}")
+            problems.append(f"missing column(s) {short_list(missing)}")
         extra = [c for c in names if c not in set(self.columns)]
         if extra:
-            problems.append(f"unexpected column(s) {extra}")
+            problems.append(f"unexpected column(s) {short_list(extra)}")
         for name in expected:
             if name not in kinds:
                 continue
@@ -546,8 +561,10 @@ class GroupingArtefact:
                 problems.append(f"column {name!r} should be {entry['kind']} "
                                 f"({entry['dtype']}) but is {kinds[name]} ({dtypes[name]})")
         if problems:
+            shown = problems[:10] + ([f"… and {len(problems) - 10} more"]
+                                     if len(problems) > 10 else [])
             raise SchemaMismatchError("The table does not match the artefact's schema: " +
-                                      "; ".join(problems) + ".")
+                                      "; ".join(shown) + ".")
         unseen_classes: list = []
         unseen_categories: dict = {}
         if has_data:
@@ -570,10 +587,6 @@ class GroupingArtefact:
 
 
 # ---------------------------------------------------------------------------- validation
-
-def _reject_constant(name: str) -> None:
-    raise ArtefactError(f"Corrupt artefact JSON: {name} is not valid JSON.")
-
 
 def _utc_iso(value: str | _dt.datetime | None) -> str:
     if value is None:
@@ -665,7 +678,7 @@ def _validate(d: Any) -> None:
         raise ArtefactError(f"Unknown artefact schema_version {version}; "
                             f"supported: {SCHEMA_VERSION}.")
     missing = [k for k in _KEYS if k not in d]
-    unknown = sorted(str(k) for k in d if k not in _KEYS)
+    unknown = sorted(str(k) for k in d if k not in _KEYS + _OPTIONAL_KEYS)
     if missing or unknown:
         parts = []
         if missing:
@@ -682,6 +695,12 @@ def _validate(d: Any) -> None:
             or not isinstance(fp.get("sha256"), str) or not _SHA256.match(fp["sha256"]):
         raise ArtefactError(f"Invalid artefact fingerprint {fp!r}: expected "
                             "{'rows': int >= 0, 'sha256': 64 lowercase hex digits}.")
+    files = d.get("files")
+    if files is not None and (not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and _SHA256.match(v)
+            for k, v in files.items())):
+        raise ArtefactError(f"Invalid artefact files {str(files)[:200]}: expected "
+                            "{file name: 64 lowercase hex digits}.")
     names = _validate_schema(d["schema"])
     for i, c in enumerate(d["classes"]):
         if c is None or not isinstance(c, (str, int, float, bool)):

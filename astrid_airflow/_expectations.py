@@ -8,6 +8,12 @@ expectation                                                     category   metri
 ==============================================================  =========  ==============
 ``expect_surrogate_intact_row_proportion_to_be_at_most``        privacy    P_anon
 ``expect_surrogate_largest_group_unique_share_to_be_at_most``   privacy    linkage share
+``expect_surrogate_group_share_below_k_to_be_at_most``           privacy    worst group
+``expect_surrogate_group_class_disclosure_share_to_be_at_most``  privacy    worst group
+``expect_surrogate_cross_group_linkage_to_be_at_most_expected``  privacy    worst pair
+``expect_surrogate_singling_out_risk_to_be_at_most``             privacy    upper 95 % bound
+``expect_surrogate_linkability_risk_to_be_at_most``              privacy    upper 95 % bound
+``expect_surrogate_inference_risk_to_be_at_most``                privacy    upper 95 % bound
 ``expect_surrogate_accuracy_drop_to_be_at_most``                utility    acc_o - acc_s
 ``expect_surrogate_schema_to_match_original``                   integrity  differences
 ``expect_surrogate_row_count_to_match_original``                integrity  row count
@@ -30,9 +36,11 @@ its loggers are noisy): ``import astrid_airflow`` never imports it.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +52,11 @@ __all__ = [
     "EXPECTATIONS",
     "bind_reference",
     "class_changes",
+    "group_disclosure_values",
+    "judge_attack",
+    "judge_group_disclosure",
+    "judge_linkage",
+    "linkage_values",
     "import_gx",
     "quiet_gx_logging",
     "multiset_differences",
@@ -58,6 +71,18 @@ EXPECTATIONS: dict[str, tuple[str, str, str | None]] = {
         ("privacy", "astrid.intact_row_proportion", "max_intact"),
     "expect_surrogate_largest_group_unique_share_to_be_at_most":
         ("privacy", "astrid.largest_group_unique_share", "max_largest_group_unique_share"),
+    "expect_surrogate_group_share_below_k_to_be_at_most":
+        ("privacy", "astrid.group_disclosure", "max_share_below_k"),
+    "expect_surrogate_group_class_disclosure_share_to_be_at_most":
+        ("privacy", "astrid.group_disclosure", "max_class_disclosure_share"),
+    "expect_surrogate_cross_group_linkage_to_be_at_most_expected":
+        ("privacy", "astrid.cross_group_linkage", "max_linkage_excess"),
+    "expect_surrogate_singling_out_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_singling_out_risk"),
+    "expect_surrogate_linkability_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_linkability_risk"),
+    "expect_surrogate_inference_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_inference_risk"),
     "expect_surrogate_accuracy_drop_to_be_at_most":
         ("utility", "astrid.surrogate_utility", "max_accuracy_drop"),
     "expect_surrogate_schema_to_match_original":
@@ -87,7 +112,11 @@ def import_gx(*, verbose: bool = False) -> Any:
     after the import.
     """
     quiet_gx_logging(verbose=verbose)
-    import great_expectations as gx
+    with warnings.catch_warnings():
+        # GX imports PySpark when it is installed (its Spark datasource), and PySpark
+        # warns about pandas 3 on import: noise for a gate that never uses Spark.
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark(\.|$)")
+        import great_expectations as gx
 
     quiet_gx_logging(verbose=verbose)
     return gx
@@ -113,8 +142,19 @@ class _Reference:
     original: pd.DataFrame
     target: str
     utility: Callable[[], Mapping[str, Any]]
+    attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
     _utility_value: Mapping[str, Any] | None = field(default=None, repr=False)
+    _attack_values: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def attack_value(self, grouping: list, n_attacks: int) -> Mapping[str, Any] | None:
+        """The shadow attacks, computed once per run for the three attack checks."""
+        key = (json.dumps(grouping), int(n_attacks))
+        with self._lock:
+            if key not in self._attack_values:
+                self._attack_values[key] = None if self.attacks is None else \
+                    self.attacks(grouping, int(n_attacks))
+            return self._attack_values[key]
 
     def utility_value(self) -> Mapping[str, Any]:
         with self._lock:  # computed once per run, however many expectations ask
@@ -129,7 +169,9 @@ _REFERENCES_LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def bind_reference(original: pd.DataFrame, *, target: str,
-                   utility: Callable[[], Mapping[str, Any]]) -> Iterator[str]:
+                   utility: Callable[[], Mapping[str, Any]],
+                   attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
+                   ) -> Iterator[str]:
     """Make ``original`` available to the gate's metrics; yield its handle.
 
     Parameters
@@ -141,6 +183,9 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     utility : callable
         Returns ``{"accuracy_original", "accuracy_surrogate", ...}``; called at most once,
         when the utility expectation is evaluated.
+    attacks : callable, optional
+        ``attacks(grouping, n_attacks)`` returns the attack-based risks of a shadow
+        release (``_risk.shadow_attacks``) or None; called once per grouping and count.
 
     Yields
     ------
@@ -151,7 +196,8 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     """
     handle = f"original-{uuid.uuid4().hex[:12]}"
     with _REFERENCES_LOCK:
-        _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility)
+        _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility,
+                                         attacks=attacks)
     try:
         yield handle
     finally:
@@ -290,6 +336,123 @@ def _utility_observation(u: Mapping[str, Any]) -> tuple[float, dict]:
     return acc_o - acc_s, details
 
 
+# ------------------------------------------------------------ disclosure metrics
+
+def _present_groups(grouping: Sequence[Sequence[str]], *tables: pd.DataFrame
+                    ) -> list[list[str]]:
+    """The grouping restricted to the columns every table has (a missing column is an
+    integrity failure of its own; privacy is measured on what is there)."""
+    groups = [[str(c) for c in g if all(str(c) in t.columns for t in tables)]
+              for g in grouping]
+    return [g for g in groups if g]
+
+
+def group_disclosure_values(surrogate: pd.DataFrame, target: str,
+                            grouping: Sequence[Sequence[str]], k: int) -> list[dict] | None:
+    """``GroupDisclosure.to_dict()`` of every group of ``surrogate``, or None when it
+    cannot be measured (no class column, no rows, none of the grouping's columns)."""
+    from ._disclosure import group_disclosure
+
+    groups = _present_groups(grouping, surrogate)
+    if target not in surrogate.columns or len(surrogate) == 0 or not groups:
+        return None
+    return [d.to_dict() for d in group_disclosure(surrogate, target=target,
+                                                  grouping=groups, k=int(k))]
+
+
+def linkage_values(original: pd.DataFrame, surrogate: pd.DataFrame, target: str,
+                   grouping: Sequence[Sequence[str]]) -> list[dict] | None:
+    """``PairLinkage.to_dict()`` of every pair of groups, or None when it cannot be
+    measured (no class column or no rows on either side)."""
+    from ._disclosure import cross_group_linkage
+
+    groups = _present_groups(grouping, original, surrogate)
+    if target not in surrogate.columns or target not in original.columns \
+            or len(surrogate) == 0 or len(original) == 0 or not groups:
+        return None
+    return [p.to_dict() for p in cross_group_linkage(original, surrogate, target=target,
+                                                     grouping=groups)]
+
+
+_UNMEASURED = ("cannot be measured: the surrogate or the original lacks the class column, "
+               "rows or the grouping's columns (see the integrity checks); failed to be safe")
+
+
+def judge_group_disclosure(groups: list[dict] | None, measure: str, threshold: float
+                           ) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of a per-group check: the worst group's ``measure``
+    (``share_below_k`` or ``class_disclosure_share``) must be at most ``threshold``."""
+    if groups is None:
+        return False, None, {"note": _UNMEASURED}
+    worst = max(groups, key=lambda g: g[measure])  # first such in the grouping's order
+    failing = [g for g in groups if g[measure] > threshold + _EPS]
+    details = {"group": worst["columns"], "k": worst["k"], "k_min": worst["k_min"],
+               "share_below_k": worst["share_below_k"],
+               "class_disclosure_share": worst["class_disclosure_share"],
+               "failing_groups": [g["columns"] for g in failing][:_MAX_DETAILS],
+               "n_failing_groups": len(failing), "groups": groups}
+    return not failing, float(worst[measure]), details
+
+
+def judge_linkage(pairs: list[dict] | None, threshold: float
+                  ) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of the cross-group linkage check.
+
+    Every pair's ``excess = linked_share - expected_linked_share`` must be at most its
+    tolerance ``max(threshold, LINKAGE_Z * sd_linked_share)``; the observed value is
+    the excess of the pair closest to (or furthest over) its tolerance.
+    """
+    from ._disclosure import LINKAGE_Z
+
+    if pairs is None:
+        return False, None, {"note": _UNMEASURED}
+    if not pairs:
+        return True, 0.0, {"note": "one group: no pairs to link", "pairs": []}
+    judged = [{**p, "tolerance": max(threshold, LINKAGE_Z * p["sd_linked_share"])}
+              for p in pairs]
+    worst = max(judged, key=lambda p: p["excess"] - p["tolerance"])
+    failing = [p for p in judged if p["excess"] > p["tolerance"] + _EPS]
+    details = {"pair": worst["groups"], "linked_share": worst["linked_share"],
+               "expected_linked_share": worst["expected_linked_share"],
+               "sd_linked_share": worst["sd_linked_share"], "tolerance": worst["tolerance"],
+               "z": LINKAGE_Z,
+               "failing_pairs": [p["groups"] for p in failing][:_MAX_DETAILS],
+               "n_failing_pairs": len(failing), "pairs": judged[:200]}
+    return not failing, float(worst["excess"]), details
+
+
+def _attack_label(r: Mapping[str, Any]) -> str:
+    if r.get("secret") is not None:
+        known = r.get("aux_columns") or []
+        return (f"inference of {r['secret']} from "
+                + (",".join(known) if len(known) <= 3 else f"{len(known)} columns"))
+    return f"{r['attack'].replace('_', '-')}, {r.get('variant')}"
+
+
+def judge_attack(values: Mapping[str, Any] | None, attack: str, threshold: float
+                 ) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of an attack-based check (Giomi et al. 2023).
+
+    Every variant of ``attack`` (``singling_out``, ``linkability`` or ``inference``) must
+    have its upper 95 % bound at most ``threshold``; the observed value is the highest
+    upper bound, and the details name the attack (and secret) it belongs to.
+    """
+    if values is None or not values.get(attack):
+        return False, None, {"note": _UNMEASURED}
+    risks = list(values[attack])
+    worst = max(risks, key=lambda r: (r["ci"][1], r["risk"]))
+    failing = [r for r in risks if r["ci"][1] > threshold + _EPS]
+    details = {"attack": _attack_label(worst), "risk": worst["risk"], "ci": worst["ci"],
+               "n_attacks": worst["n_attacks"], "attack_n": values.get("n_attacks"),
+               "control": values.get("control"),
+               "shadow": values.get("shadow"), "random_state": values.get("random_state"),
+               "failing_attacks": [_attack_label(r) for r in failing][:_MAX_DETAILS],
+               "n_failing_attacks": len(failing), "risks": risks[:_MAX_DETAILS]}
+    if worst.get("note"):
+        details["note"] = worst["note"]
+    return not failing, float(worst["ci"][1]), details
+
+
 # ---------------------------------------------------------------- GX registration
 
 _REGISTERED: dict[str, type] = {}
@@ -372,6 +535,41 @@ def _define() -> dict[str, type]:  # one class per check, defined together
                 return 0.0
             return _share_value(largest_group_unique_share(table, Grouping(groups)))
 
+    class GroupDisclosureMetric(TableMetricProvider):
+        metric_name = "astrid.group_disclosure"
+        value_keys = ("reference", "grouping", "k")
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return group_disclosure_values(
+                table_of(execution_engine, metric_domain_kwargs), ref.target,
+                metric_value_kwargs["grouping"], int(metric_value_kwargs["k"]))
+
+    class CrossGroupLinkage(TableMetricProvider):
+        metric_name = "astrid.cross_group_linkage"
+        value_keys = ("reference", "grouping")
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return linkage_values(ref.original,
+                                  table_of(execution_engine, metric_domain_kwargs),
+                                  ref.target, metric_value_kwargs["grouping"])
+
+    class AttackRisks(TableMetricProvider):
+        metric_name = "astrid.attack_risks"
+        value_keys = ("reference", "grouping", "n")
+
+        @metric_value(engine=PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return ref.attack_value([list(g) for g in metric_value_kwargs["grouping"]],
+                                    int(metric_value_kwargs["n"]))
+
     class SurrogateUtility(TableMetricProvider):
         metric_name = "astrid.surrogate_utility"
         value_keys = ("reference",)
@@ -425,8 +623,9 @@ def _define() -> dict[str, type]:  # one class per check, defined together
                 ref.original, table_of(execution_engine, metric_domain_kwargs), ref.target,
                 None if groups is None else [list(g) for g in groups])
 
-    _ = (IntactRowProportion, LargestGroupUniqueShare, SurrogateUtility, SchemaDifferences,
-         ReferenceRowCount, ClassChanges, MultisetDifferences)  # registered on definition
+    _ = (IntactRowProportion, LargestGroupUniqueShare, GroupDisclosureMetric,
+         CrossGroupLinkage, AttackRisks, SurrogateUtility, SchemaDifferences, ReferenceRowCount,
+         ClassChanges, MultisetDifferences)  # registered on definition
 
     # ------------------------------------------------------------ expectations
     def prescriptive(template: str, params: Sequence[str]):
@@ -439,8 +638,13 @@ def _define() -> dict[str, type]:  # one class per check, defined together
                                    runtime_configuration=None):
             if configuration is None and result is not None:
                 configuration = result.expectation_config
+            from ._html import text
+
             kwargs = dict(configuration.kwargs) if configuration is not None else {}
-            values = {p: kwargs.get(p) for p in params}
+            # GX substitutes params into the page unescaped: a column named
+            # "<script>..." must reach it as text (numbers and $PARAMETERs pass as is)
+            values = {p: kwargs.get(p) if isinstance(kwargs.get(p), (int, float, dict))
+                      else text(kwargs.get(p)) for p in params}
             return [RenderedStringTemplateContent(
                 content_block_type="string_template",
                 string_template={"template": template, "params": values,
@@ -451,6 +655,7 @@ def _define() -> dict[str, type]:  # one class per check, defined together
 
     Threshold = Union[float, SuiteParameterDict]  # noqa: UP007 - pydantic v1 field type
     Reference = Union[str, SuiteParameterDict]  # noqa: UP007
+    Count = Union[int, SuiteParameterDict]  # noqa: UP007
 
     # Plain mixins (not Expectation subclasses, which GX would register by name).
     class _AtMost:
@@ -495,6 +700,146 @@ def _define() -> dict[str, type]:  # one class per check, defined together
             "Share of rows unique on the largest group's columns (linkage risk) must be "
             "at most $threshold.", ["threshold"])
 
+    class _WorstGroup:
+        """The worst group's ``measure`` at most ``threshold`` (the failing groups named)."""
+
+        measure: ClassVar[str] = ""
+
+        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+            threshold = float(self.configuration.kwargs["threshold"])
+            ok, observed, details = judge_group_disclosure(
+                metrics["astrid.group_disclosure"], self.measure, threshold)
+            details = {"threshold": threshold, **details}
+            if "k" not in details and "k" in self.configuration.kwargs:  # not measured
+                details["k"] = int(self.configuration.kwargs["k"])
+            return {"success": ok, "result": {"observed_value": observed,
+                                              "details": details}}
+
+    class ExpectSurrogateGroupShareBelowKToBeAtMost(_WorstGroup, BatchExpectation):
+        """Privacy: for every group of the grouping, the share of rows whose (group
+        values, class) combination is shared by fewer than ``k`` rows is at most
+        ``threshold`` (k-anonymity of each group's projection with a suppression
+        budget; Hundepool et al. 2012)."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        k: Count = 5
+        measure: ClassVar[str] = "share_below_k"
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "k")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.group_disclosure",)
+        _prescriptive_renderer = prescriptive(
+            "In every group, the share of rows whose group values and class are shared "
+            "by fewer than $k rows must be at most $threshold.", ["threshold", "k"])
+
+    class ExpectSurrogateGroupClassDisclosureShareToBeAtMost(_WorstGroup, BatchExpectation):
+        """Privacy: for every group, the share of rows whose group values occur in one
+        class only (so they disclose the class: distinct l-diversity with l = 2 fails)
+        is at most ``threshold``."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        k: Count = 5
+        measure: ClassVar[str] = "class_disclosure_share"
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "k")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.group_disclosure",)
+        _prescriptive_renderer = prescriptive(
+            "In every group, the share of rows whose group values occur in one class only "
+            "(class disclosure) must be at most $threshold.", ["threshold"])
+
+    class ExpectSurrogateCrossGroupLinkageToBeAtMostExpected(BatchExpectation):
+        """Privacy: for every pair of groups, the share of rows whose two group tuples
+        still sit together as in an original row of the same class exceeds its
+        expectation under independent within-class shuffles by at most
+        ``max(threshold, 6 sd)``: the groups really were shuffled independently."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.cross_group_linkage",)
+        _prescriptive_renderer = prescriptive(
+            "For every pair of groups, the share of rows still linked as in the original "
+            "must exceed its expectation under independent shuffles by at most "
+            "$threshold (or 6 standard deviations, if larger).", ["threshold"])
+
+        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+            threshold = float(self.configuration.kwargs["threshold"])
+            ok, observed, details = judge_linkage(metrics["astrid.cross_group_linkage"],
+                                                  threshold)
+            return {"success": ok, "result": {"observed_value": observed,
+                                              "details": {"threshold": threshold, **details}}}
+
+
+    class _AttackAtMost:
+        """Every variant of one attack with its upper 95 % bound at most ``threshold``."""
+
+        attack: ClassVar[str] = ""
+
+        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+            threshold = float(self.configuration.kwargs["threshold"])
+            ok, observed, details = judge_attack(metrics["astrid.attack_risks"],
+                                                 self.attack, threshold)
+            return {"success": ok, "result": {"observed_value": observed,
+                                              "details": {"threshold": threshold, **details}}}
+
+    class ExpectSurrogateSinglingOutRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+        """Privacy: the singling-out risk of Giomi et al. (PETS 2023), univariate and
+        multivariate predicates, on a shadow release of the original (a GoldenEye
+        surrogate of a random half, the rest as control), has its upper 95 % bound at
+        most ``threshold``."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        n: Count = 500
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
+        attack: ClassVar[str] = "singling_out"
+        _prescriptive_renderer = prescriptive(
+            "Singling-out risk (Giomi et al. 2023; shadow release, $n attacks) must have "
+            "its upper 95 % bound at most $threshold.", ["threshold", "n"])
+
+    class ExpectSurrogateLinkabilityRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+        """Privacy: the linkability risk of Giomi et al. (the attacker's two column sets
+        cut the largest group, or split at random), on a shadow release, has its upper
+        95 % bound at most ``threshold``."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        n: Count = 500
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
+        attack: ClassVar[str] = "linkability"
+        _prescriptive_renderer = prescriptive(
+            "Linkability risk (Giomi et al. 2023; shadow release, $n attacks) must have "
+            "its upper 95 % bound at most $threshold.", ["threshold", "n"])
+
+    class ExpectSurrogateInferenceRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+        """Privacy: the inference risk of Giomi et al. for every secret (the class from
+        the attributes or from one column, each member of a multi-column group from its
+        group-mates), on a shadow release, has its upper 95 % bound at most
+        ``threshold``."""
+
+        threshold: Threshold
+        reference: Reference = ""
+        grouping: list
+        n: Count = 500
+        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
+        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
+        attack: ClassVar[str] = "inference"
+        _prescriptive_renderer = prescriptive(
+            "Inference risk of every secret (Giomi et al. 2023; shadow release, $n "
+            "attacks) must have its upper 95 % bound at most $threshold.",
+            ["threshold", "n"])
     class ExpectSurrogateAccuracyDropToBeAtMost(_AtMost, BatchExpectation):
         """Utility: accuracy of the classifier trained on a surrogate is at least the
         accuracy of the one trained on the original minus ``threshold``, both scored on
@@ -593,6 +938,12 @@ def _define() -> dict[str, type]:  # one class per check, defined together
     classes = [
         ExpectSurrogateIntactRowProportionToBeAtMost,
         ExpectSurrogateLargestGroupUniqueShareToBeAtMost,
+        ExpectSurrogateGroupShareBelowKToBeAtMost,
+        ExpectSurrogateGroupClassDisclosureShareToBeAtMost,
+        ExpectSurrogateCrossGroupLinkageToBeAtMostExpected,
+        ExpectSurrogateSinglingOutRiskToBeAtMost,
+        ExpectSurrogateLinkabilityRiskToBeAtMost,
+        ExpectSurrogateInferenceRiskToBeAtMost,
         ExpectSurrogateAccuracyDropToBeAtMost,
         ExpectSurrogateSchemaToMatchOriginal,
         ExpectSurrogateRowCountToMatchOriginal,
@@ -601,7 +952,7 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         ExpectSurrogateGroupsToMatchOriginalPerClass,
     ]
     for cls in classes:  # annotations are strings here (PEP 563); pydantic resolves them
-        cls.update_forward_refs(Threshold=Threshold, Reference=Reference)
+        cls.update_forward_refs(Threshold=Threshold, Reference=Reference, Count=Count)
     out = {cls.expectation_type: cls for cls in classes}
     assert list(out) == list(EXPECTATIONS), "EXPECTATIONS and the classes disagree"
     return out

@@ -585,11 +585,13 @@ def _arrow_to_sql(name: str, typ: Any) -> SqlColumn:
 
 
 def _recorded_columns(schema: Any) -> dict[str, SqlColumn]:
+    from ._jsonable import load_json
+
     raw = (schema.metadata or {}).get(SQL_METADATA_KEY)
     if not raw:
         return {}
     try:
-        meta = json.loads(raw)
+        meta = load_json(raw, "SQL type metadata")
         return {c["name"]: SqlColumn(c["name"], c["type"], c["kind"], tuple(c.get("labels", ())))
                 for c in meta["columns"]}
     except (ValueError, KeyError, TypeError) as exc:

@@ -31,13 +31,20 @@ from astrid_airflow.operators.learn import AstridLearnOperator
 from astrid_airflow.operators.publish import PublishSurrogateOperator
 from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 
+from astrid_airflow import GatePolicy
+
 NAME = "synthetic"
 LAYOUT = demo_layout(NAME)
 RELEASE = release_asset(LAYOUT.published, NAME)
 # Stored with every learned version as its gate suite. The utility check scores 250
 # held-out rows of the 1000-row batch: accuracy moves in steps of 0.004 with a paired SD
 # of about 0.011, so the library default 0.02 failed 2 of 150 good runs by chance.
-GATE_POLICY = {"max_intact": 0.01, "max_accuracy_drop": 0.03}
+# RAW RELEASE, NOT PROTECTED AGAINST CLASS DISCLOSURE: the demo publishes a raw GoldenEye
+# surrogate, whose exact continuous values sit next to their class, so the default
+# per-group disclosure checks fail it (docs/privacy.md). This explicit policy reports
+# those figures without enforcing them; intact rows and cross-group linkage stay
+# enforced. Coarsen the values before shuffling (issue 17) to drop it.
+GATE_POLICY = GatePolicy.raw_release_demo(max_intact=0.01, max_accuracy_drop=0.03).to_dict()
 
 with DAG(
     dag_id="astrid_publish_synthetic",

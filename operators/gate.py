@@ -173,6 +173,11 @@ class SurrogateGateOperator(BaseOperator):
                 release_report = self._write_report(
                     ref, orig if isinstance(original, TableRef) else original, surrogate,
                     out_dir)
+        # The receipt names the bytes the gate judged: the library hashed the file it
+        # read (before and after judging it); the staged file must still be those bytes.
+        if result.surrogate_sha256 != digest or sha256_of(surrogate) != digest:
+            raise AirflowFailException(f"Cannot gate {surrogate}: the staged surrogate "
+                                       "changed while it was judged; nothing was decided.")
         report = result.to_dict()
         validation = out_dir / Path(report["validation_json"]).name
         docs = out_dir / Path(report["data_docs"]).name
@@ -228,7 +233,9 @@ class SurrogateGateOperator(BaseOperator):
         target = out_dir / f"{surrogate.stem}.report"
         metrics_file = metrics_path(surrogate)
         # the shuffle operator's receipt nests the SurrogateMetrics under "metrics"
-        metrics = json.loads(metrics_file.read_text())["metrics"] \
+        from astrid_airflow._jsonable import load_json
+
+        metrics = load_json(metrics_file.read_bytes(), str(metrics_file))["metrics"] \
             if metrics_file.exists() else None
         try:
             written = write_report(

@@ -115,8 +115,10 @@ class PublishSurrogateOperator(BaseOperator):
             raise AirflowFailException(f"Refusing to publish {surrogate}: no gate receipt at "
                                        f"{path} (was the surrogate gated?).")
         try:
-            receipt = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            from astrid_airflow._jsonable import load_json
+
+            receipt = load_json(path.read_bytes(), f"gate receipt {path}")
+        except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
             raise AirflowFailException(f"Refusing to publish {surrogate}: the gate receipt "
                                        f"{path} is corrupt ({exc}).") from None
         if not isinstance(receipt, dict):

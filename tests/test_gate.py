@@ -88,7 +88,11 @@ def outcome(result, name):
 # ----------------------------------------------------------------- the must-show
 
 def test_real_surrogate_from_learned_grouping_passes_everything(data, learned, surrogate):
-    r = validate_surrogate(data, surrogate, learned, random_state=0)
+    # A raw surrogate publishes exact continuous values: the default per-group
+    # disclosure checks fail it (tests/test_gate_privacy.py); the explicit raw-release
+    # policy relaxes only those, so every other check must still pass.
+    r = validate_surrogate(data, surrogate, learned, random_state=0,
+                           policy=GatePolicy.raw_release_demo())
     assert r.success, r.failed
     assert [e.name for e in r.expectations] == list(EXPECTATIONS)
     assert outcome(r, INTACT).observed_value <= 0.01
@@ -111,7 +115,8 @@ def test_original_passed_off_as_surrogate_fails_privacy(data, learned):
 def test_all_singletons_surrogate_fails_utility(data):
     singletons = artefact_for(data, "a1;a2;a3;a4")  # breaks the a1-a2 interaction
     s = make_surrogate(data, singletons, random_state=1)
-    r = validate_surrogate(data, s, singletons, random_state=0)
+    r = validate_surrogate(data, s, singletons, random_state=0,
+                           policy=GatePolicy.raw_release_demo())
     u = outcome(r, UTILITY)
     assert not u.success and not r.success
     assert u.observed_value > 0.1  # the class lives in the a1-a2 correlation sign
@@ -215,7 +220,8 @@ def test_policy_round_trip_and_validation():
 
 def test_thresholds_are_overridable_at_run_time(data, learned):
     r = validate_surrogate(data, data, learned, policy={"max_intact": 1.0}, random_state=0)
-    assert r.success and outcome(r, INTACT).threshold == 1.0
+    assert outcome(r, INTACT).success and outcome(r, INTACT).threshold == 1.0
+    assert outcome(r, INTACT).observed_value == 1.0
     assert r.policy.max_accuracy_drop == 0.02  # the rest stays as stored
     strict = validate_surrogate(data, data, learned, random_state=0,
                                 policy=GatePolicy(max_intact=1.0, max_accuracy_drop=0.0,
@@ -289,7 +295,8 @@ def test_results_written_beside_the_surrogate(tmp_path, data, learned, surrogate
     path = tmp_path / "out" / "release.parquet"
     path.parent.mkdir()
     surrogate.to_parquet(path)
-    r = validate_surrogate(data, path, learned, random_state=0)
+    r = validate_surrogate(data, path, learned, random_state=0,
+                           policy=GatePolicy.raw_release_demo())
     assert r.validation_json == str(tmp_path / "out" / "release.validation.json")
     assert (r.validation_json, r.data_docs) == result_paths(path, None)
     saved = json.loads(open(r.validation_json).read())
@@ -341,3 +348,124 @@ def test_surrogate_values_not_reordered_by_gate(data, learned, surrogate):
     validate_surrogate(data, surrogate, learned, random_state=0)
     pd.testing.assert_frame_equal(surrogate, before)
     assert np.isfinite(before[["a1", "a2", "a3", "a4"]].to_numpy()).all()
+
+
+# ------------------------------------------------- suite binding: one place for thresholds
+
+def _edit_suite(path, change):
+    path.chmod(0o644)  # versions are read-only on disk; a tamperer need only chmod
+    suite = json.loads(path.read_text())
+    change(suite)
+    path.write_text(json.dumps(suite, indent=2))
+
+
+def _expectation(suite, name):
+    (found,) = [e for e in suite["expectations"] if e["type"] == name]
+    return found
+
+
+def _other_fingerprint(suite):
+    suite["meta"]["astrid"]["artefact"]["fingerprint"] = {"rows": 3, "sha256": "0" * 64}
+
+
+TAMPERINGS = {
+    "literal-threshold": (lambda s: _expectation(s, INTACT)["kwargs"].update(threshold=1.0),
+                          r"kwargs\.threshold is 1\.0"),
+    "weakened-policy": (lambda s: s["meta"]["astrid"]["policy"].update(max_intact=1.0),
+                        r"policy"),
+    "other-table-fingerprint": (_other_fingerprint, r"fingerprint"),
+    "extra-expectation": (lambda s: s["expectations"].append(
+        {"type": "expect_table_row_count_to_be_between", "kwargs": {"min_value": 0}}),
+        r"expect_table_row_count_to_be_between.* not part of the gate"),
+    "missing-expectation": (lambda s: s["expectations"].pop(), rf"{GROUPS} is missing"),
+    "duplicated-expectation": (lambda s: s["expectations"].append(s["expectations"][0]),
+                               rf"{INTACT} appears 2 times"),
+    "changed-groups": (lambda s: _expectation(s, GROUPS)["kwargs"].update(
+        groups=[["a1"], ["a2"], ["a3"], ["a4"]]), r"kwargs\.groups"),
+    "dropped-threshold-parameter": (lambda s: _expectation(s, UTILITY)["kwargs"].pop(
+        "threshold"), r"kwargs\.threshold is missing"),
+}
+
+
+@pytest.mark.parametrize("policy", [GatePolicy(max_intact=0.005), None],
+                         ids=["recorded-digest", "legacy-default"])
+@pytest.mark.parametrize("kind", list(TAMPERINGS))
+def test_a_tampered_suite_is_refused_naming_what_differs(tmp_path, data, learned,
+                                                         surrogate, kind, policy):
+    change, match = TAMPERINGS[kind]
+    store = ArtefactStore(tmp_path / "store")
+    if policy is None:  # saved without a suite: the gate writes the default one
+        version = store.save("synth", learned)
+        validate_surrogate(data, surrogate, f"{store.root}/synth", random_state=0,
+                           metrics={"accuracy_original": 1.0, "accuracy_surrogate": 1.0})
+    else:
+        version = store.save("synth", learned, extra_files=gate_extra_files(learned, policy))
+    path = tmp_path / "store" / "synth" / version / SUITE_FILE
+    _edit_suite(path, change)
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(GateError, match=match) as err:
+        validate_surrogate(data, surrogate, f"{store.root}/synth", random_state=0,
+                           out_dir=tmp_path / "out")
+    assert len(str(err.value).splitlines()) == 1 and "suite.json" in str(err.value)
+    assert sorted(os.listdir(tmp_path)) == before  # nothing written
+
+
+def test_a_suite_that_is_only_reformatted_still_differs_from_the_recorded_digest(
+        tmp_path, data, learned, surrogate):
+    store = ArtefactStore(tmp_path / "store")
+    version = store.save("synth", learned, extra_files=gate_extra_files(learned))
+    path = tmp_path / "store" / "synth" / version / SUITE_FILE
+    _edit_suite(path, lambda s: None)  # same content, other layout
+    with pytest.raises(GateError, match=r"policy or layout is not what was saved with the version"):
+        validate_surrogate(data, surrogate, f"{store.root}/synth", random_state=0)
+
+
+def test_a_deleted_suite_of_a_version_that_recorded_one_is_refused(tmp_path, data, learned,
+                                                                   surrogate):
+    store = ArtefactStore(tmp_path / "store")
+    version = store.save("synth", learned,
+                         extra_files=gate_extra_files(learned, GatePolicy(max_intact=0.0)))
+    (tmp_path / "store" / "synth" / version / SUITE_FILE).unlink()
+    with pytest.raises(GateError, match=r"suite saved with .* is missing"):
+        validate_surrogate(data, surrogate, f"{store.root}/synth", random_state=0)
+    # (a default suite written back would silently weaken max_intact 0.0 -> 0.01)
+    assert not (tmp_path / "store" / "synth" / version / SUITE_FILE).exists()
+
+
+def test_the_store_records_the_suite_digest_in_the_artefact(tmp_path, learned):
+    store = ArtefactStore(tmp_path / "store")
+    files = gate_extra_files(learned, GatePolicy(max_intact=0.3))
+    version = store.save("synth", learned, extra_files=files)
+    loaded = store.load("synth", version)
+    import hashlib
+
+    assert loaded.files == {SUITE_FILE: hashlib.sha256(files[SUITE_FILE]).hexdigest()}
+    assert loaded == learned  # the record of where it was saved is not part of equality
+    assert GroupingArtefact.from_json(loaded.to_json()).files == loaded.files
+    assert "files" not in learned.to_dict()  # artefacts saved without files: unchanged
+
+
+def test_thresholds_applied_are_the_policy_and_are_reported(tmp_path, data, learned,
+                                                           surrogate):
+    store = ArtefactStore(tmp_path / "store")
+    store.save("synth", learned, extra_files=gate_extra_files(
+        learned, GatePolicy(max_intact=0.25, max_accuracy_drop=0.5)))
+    path = tmp_path / "s.parquet"
+    surrogate.to_parquet(path, index=False)
+    r = validate_surrogate(data, path, f"{store.root}/synth", random_state=0,
+                           policy={"max_accuracy_drop": 0.125})
+    assert r.thresholds == {"max_intact": 0.25, "max_largest_group_unique_share": 0.05,
+                            "max_share_below_k": 0.05, "max_class_disclosure_share": 0.05,
+                            "max_linkage_excess": 0.03, "max_accuracy_drop": 0.125,
+                            "disclosure_k": 5, "max_singling_out_risk": 0.2,
+                            "max_linkability_risk": 0.1, "max_inference_risk": 0.5,
+                            "attack_n": 500}
+    assert outcome(r, INTACT).threshold == 0.25 == r.policy.max_intact
+    assert r.suite["binding"] == "recorded" and r.suite["source"] == "stored"
+    assert r.suite["overrides"] == {"max_accuracy_drop": 0.125}
+    assert r.suite["stored_policy"]["max_accuracy_drop"] == 0.5
+    saved = json.loads(open(r.validation_json).read())
+    assert saved["gate"]["thresholds"] == r.thresholds
+    assert saved["gate"]["suite"]["sha256"] == r.suite["sha256"]
+    page = open(r.data_docs).read()
+    assert "max_intact = 0.25" in page and "max_accuracy_drop = 0.125" in page

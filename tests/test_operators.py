@@ -49,7 +49,13 @@ def learned(tmp_path_factory):
     store = root / "store"
     op = AstridLearnOperator(task_id="learn", reference=REFERENCE, store=str(store),
                              name="syn", n_search=20, n_test=50, random_state=0,
-                             gate_policy={"max_intact": "0.01", "max_accuracy_drop": 0.03})
+                             gate_policy={"max_intact": "0.01", "max_accuracy_drop": 0.03,
+                                          # raw release: per-group checks reported only
+                                          "max_share_below_k": 1, "max_class_disclosure_share": 1,
+                                          "max_largest_group_unique_share": "1.0",
+                                          # and the attack checks' views of raw values
+                                          "max_singling_out_risk": 1,
+                                          "max_inference_risk": "1.0"})
     out = op.execute(ctx(task_id="learn"))
     return types.SimpleNamespace(root=root, store=store, xcom=out)
 
@@ -352,6 +358,27 @@ class TestGate:
                            match="expect_surrogate_largest_group_unique_share_to_be_at_most"):
             op.execute(ctx())
         assert json.loads((tmp_path / "surrogate.gate.json").read_text())["success"] is False
+
+
+    def test_receipt_names_the_bytes_judged_and_a_file_swapped_meanwhile_fails(
+            self, learned, staged, tmp_path, monkeypatch):
+        import astrid_airflow._gate as gate
+
+        path = tmp_path / "surrogate.parquet"
+        path.write_bytes(staged.path.read_bytes())
+        real = gate.validate_surrogate
+
+        def judge_then_swap(*args, **kwargs):
+            result = real(*args, **kwargs)
+            pd.read_csv(BATCH).to_parquet(path, index=False)  # the original, after judging
+            return result
+
+        monkeypatch.setattr(gate, "validate_surrogate", judge_then_swap)
+        op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(path),
+                                   store=str(learned.store), artefact="syn", random_state=1)
+        with pytest.raises(AirflowFailException, match="changed while it was judged"):
+            op.execute(ctx())
+        assert not (tmp_path / "surrogate.gate.json").exists()  # nothing to publish from
 
 
 # ---------------------------------------------------------------------- publish

@@ -23,7 +23,10 @@ def files(tmp_path_factory):
     data = make_synthetic(500, random_state=0)
     artefact = artefact_for(data, "a1,a2;a3;a4")
     store = ArtefactStore(root / "store")
-    store.save("synth", artefact, extra_files=gate_extra_files(artefact, GatePolicy()))
+    # "good" is a raw surrogate (exact continuous values): it passes only the explicit
+    # raw-release policy, which reports the per-group disclosure checks without enforcing
+    store.save("synth", artefact,
+               extra_files=gate_extra_files(artefact, GatePolicy.raw_release_demo()))
     data.to_csv(root / "original.csv", index=False)
     make_surrogate(data, artefact, random_state=1).to_parquet(root / "good.parquet")
     data.to_csv(root / "leaky.csv", index=False)
@@ -58,14 +61,17 @@ def test_failing_surrogate_exits_1_and_names_the_failure(files, capsys):
     assert run(files, files["leaky"]) == 1
     text = capsys.readouterr().out
     assert "FAIL  privacy   expect_surrogate_intact_row_proportion_to_be_at_most" in text
-    assert "observed=1 threshold=0.01" in text and "gate FAILED (1 failed)" in text
+    assert "observed=1 threshold=0.01" in text and "gate FAILED (2 failed)" in text
+    # every pair of groups is still aligned as in the original
+    assert "FAIL  privacy   expect_surrogate_cross_group_linkage_to_be_at_most_expected" in text
+    assert "3 pair(s) of groups still linked, worst: a1, a2 + a3" in text
 
 
 def test_thresholds_are_overridden_on_the_command_line(files, capsys, tmp_path):
     # raising the privacy threshold lets the original through; a zero tolerance on
     # accuracy (with a drop of at least one held-out row) does not
-    assert run(files, files["leaky"], "--max-intact", "1", "--json",
-               "--out-dir", str(tmp_path)) == 0
+    assert run(files, files["leaky"], "--max-intact", "1", "--max-linkage-excess", "1",
+               "--json", "--out-dir", str(tmp_path)) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["policy"]["max_intact"] == 1.0 and out["expectations"][0]["threshold"] == 1.0
     assert (tmp_path / "leaky.validation.json").is_file()

@@ -15,6 +15,7 @@ import argparse
 import importlib
 import signal
 import sys
+import warnings
 from collections.abc import Sequence
 
 # subcommand -> module in this package
@@ -28,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "report": "_report",
     "fuse": "_fuse",
     "plan-collection": "_plan",
+    "risk": "_risk",
 }
 
 
@@ -65,7 +67,7 @@ def _stop_workers() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``astrid`` console script; returns the exit code."""
-    from .._errors import AstridError
+    from .._errors import AstridError, one_line, os_error_message
 
     args = build_parser().parse_args(argv)
     previous = signal.getsignal(signal.SIGTERM)
@@ -74,7 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:  # not the main thread (e.g. called from a test's thread)
         previous = None
     try:
-        return int(args.handler(args) or 0)
+        with warnings.catch_warnings():
+            # Deprecation notices of the libraries we import (PySpark, GX, pandas...) are
+            # not the user's business and would break "one line on stderr"; astrid's own
+            # warnings (UserWarning subclasses) still show.
+            for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning):
+                warnings.filterwarnings("ignore", category=category,
+                                        module=r"(?!astrid_airflow)")
+            return int(args.handler(args) or 0)
     except Terminated:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM: finish cleanup
         _stop_workers()
@@ -82,10 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               "files removed, nothing saved", file=sys.stderr)
         return 143
     except AstridError as exc:
-        print(f"astrid {args.command}: error: {exc}", file=sys.stderr)
+        print(f"astrid {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:
-        print(f"astrid {args.command}: error: {exc}", file=sys.stderr)
+    except OSError as exc:  # disk full, symlink loop, permission... never a traceback
+        print(f"astrid {args.command}: error: {os_error_message(exc)}", file=sys.stderr)
+        return 2
+    except RecursionError:  # a structure nested too deep for Python, from any input
+        print(f"astrid {args.command}: error: input nested too deeply to process.",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"astrid {args.command}: interrupted", file=sys.stderr)

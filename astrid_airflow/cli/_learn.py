@@ -79,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.store) != bool(args.name):
         raise ParameterError("--store and --name go together.")
+    if args.name is not None:  # refuse a bad name before the (long) learning run
+        from .._store import check_artefact_name
+
+        check_artefact_name(args.name)
     if not args.quiet:
         logging.basicConfig(level=logging.INFO, format="%(message)s")
     table = read_table(args.data)

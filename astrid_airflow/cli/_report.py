@@ -62,6 +62,12 @@ def _run(args: argparse.Namespace) -> int:
         print_json(written.to_dict())
         return 0
     print(f"wrote {written.index}")
+    if args.data_docs:
+        from .._html import safe_href
+
+        if safe_href(args.data_docs) is None:
+            print(f"note: --data-docs {args.data_docs!r} is not an http(s), file or relative "
+                  "link: the page shows it as text, not as a link.")
     if written.distributions_passed is False:
         print("WARNING: the distribution checks FAILED: the surrogate is not a within-class "
               "shuffle of the original (see the report).")

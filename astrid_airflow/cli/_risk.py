@@ -1,0 +1,120 @@
+"""``astrid risk``: privacy risk of a surrogate (per group, cross-group, attacks).
+
+Thin over :func:`~astrid_airflow.measure_risk`. ``--json`` prints one object whose keys
+``groups``, ``pairs``, ``singling_out``, ``linkability`` and ``inference`` (each attack
+with ``risk``, ``ci`` as ``[low, high]`` and ``n_attacks``; ``inference`` a list with a
+``secret`` per entry) are a contract. Exit 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "risk", help="measure the privacy risk of a surrogate (disclosure and attacks)",
+        description="Per-group disclosure and cross-group linkage of the surrogate, and "
+                    "the singling-out, linkability and inference attacks of Giomi et al. "
+                    "(PETS 2023) with 95 %% intervals. The attacks use --control rows "
+                    "(not released) when given, else a shadow release of half the "
+                    "original.")
+    p.add_argument("--original", required=True, metavar="DATA",
+                   help="the table the surrogate was made from (CSV, Parquet, ARFF)")
+    p.add_argument("--surrogate", required=True, metavar="FILE",
+                   help="the released surrogate (CSV or Parquet)")
+    p.add_argument("--artefact", required=True, metavar="REF",
+                   help="artefact.json, version directory or ROOT/NAME[@VERSION]")
+    p.add_argument("--control", default=None, metavar="DATA",
+                   help="rows of the same population that did NOT go into the surrogate "
+                        "(default: attack a shadow release of half the original)")
+    p.add_argument("--n-attacks", type=int, default=200, metavar="N",
+                   help="attacks per measure and side (default 200)")
+    p.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="random seed (default: drawn and reported)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .._errors import AstridError, DataError, ParameterError
+    from .._io import read_table
+    from .._risk import measure_risk
+    from .._store import load_artefact
+    from ._common import print_json
+
+    if args.seed is not None and args.seed < 0:
+        raise ParameterError(f"Invalid --seed: {args.seed}. Must be >= 0.")
+    if args.n_attacks < 1:
+        raise ParameterError(f"Invalid --n-attacks: {args.n_attacks}. Must be >= 1.")
+    artefact = load_artefact(args.artefact).artefact
+    original = read_table(args.original)
+    surrogate = read_table(args.surrogate)
+    control = read_table(args.control) if args.control else None
+    columns = list(artefact.columns)
+    for what, table in (("original", original), ("surrogate", surrogate),
+                        ("control", control)):
+        if table is not None:
+            try:
+                artefact.check_table(table)
+            except AstridError as exc:
+                raise type(exc)(f"--{what}: {exc}") from None
+    if len(surrogate) != len(original):
+        raise DataError(f"--surrogate has {len(surrogate)} rows but --original has "
+                        f"{len(original)}: it is not a surrogate of that table.")
+    target = artefact.target
+    counts = (original[target].astype(str).value_counts(),
+              surrogate[target].astype(str).value_counts())
+    if not counts[0].sort_index().equals(counts[1].sort_index()):
+        raise DataError(f"--surrogate's class counts differ from --original's: it is not "
+                        f"a GoldenEye surrogate of that table (class {target!r}).")
+    report = measure_risk(
+        original[columns], surrogate[columns], target=target, grouping=artefact.grouping,
+        control=None if control is None else control[columns], n_attacks=args.n_attacks,
+        random_state=args.seed)
+    out = report.to_dict()
+    if args.json:
+        print_json(out)
+        return 0
+    _print_text(out)
+    return 0
+
+
+_MAX_PAIRS = 10
+
+
+def _ci(d: dict) -> str:
+    return f"{d['risk']:.3f} [{d['ci'][0]:.3f}, {d['ci'][1]:.3f}] (n={d['n_attacks']})"
+
+
+def _print_text(out: dict) -> None:
+    print("per group (released values, with the class):")
+    for g in out["groups"]:
+        print(f"  k_min={g['k_min']:<6} below-k={g['share_below_k']:.3f}  "
+              f"class-disclosing={g['class_disclosure_share']:.3f}  {','.join(g['columns'])}")
+    if out["pairs"]:
+        # Most excess first: a pair far above its expectation is kept together.
+        pairs = sorted(out["pairs"], key=lambda p: p["expected_linked_share"] -
+                       p["linked_share"])
+        print(f"cross-group linkage ({len(pairs)} pairs, most above expectation first; "
+              "share of rows whose two group tuples stay together):")
+        for p in pairs[:_MAX_PAIRS]:
+            names = " | ".join(",".join(g) for g in p["groups"])
+            print(f"  {p['linked_share']:.4f} (expected {p['expected_linked_share']:.4f})  "
+                  f"{names}")
+        if len(pairs) > _MAX_PAIRS:
+            print(f"  ... {len(pairs) - _MAX_PAIRS} more (--json lists every pair)")
+    where = "control rows given" if out["control"] == "given" else \
+        "a shadow release of half the original, the other half as control"
+    print(f"attacks (Giomi et al. 2023; risk [95 % interval]; {where}; "
+          f"seed {out['random_state']}):")
+    lines = [(f"singling-out, {v['variant']}", v) for v in out["singling_out"]["variants"]]
+    lines += [(f"linkability, {v.get('variant') or 'split'}", v)
+              for v in out["linkability"]["variants"]]
+    for v in out["inference"]:
+        known = v.get("aux_columns", [])
+        shown = ",".join(known) if len(known) <= 2 else f"{len(known)} columns"
+        lines.append((f"inference of {v['secret']} from {shown}", v))
+    width = max(len(label) for label, _ in lines)
+    for label, v in lines:
+        print(f"  {label:<{width}}  {_ci(v)}")
