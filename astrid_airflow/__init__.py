@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "_errors",
     "GateError": "_errors",
     "ReleaseError": "_errors",
+    "BudgetError": "_errors",
     # tables and groupings
     "read_table": "_io",
     "check_table": "_io",

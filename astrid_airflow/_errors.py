@@ -19,6 +19,9 @@ __all__ = [
     "StoreError",
     "GateError",
     "ReleaseError",
+
+
+    "BudgetError",
     "short_list",
     "one_line",
     "os_error_message",
@@ -59,6 +62,10 @@ class GateError(AstridError):
 
 class ReleaseError(AstridError):
     """A release is refused: failed or stale gate receipt, or an archive it would change."""
+
+
+class BudgetError(AstridError):
+    """A run's estimated time exceeds its budget (``max_seconds``); nothing was run."""
 
 
 # ------------------------------------------------------------------ message helpers

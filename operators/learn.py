@@ -83,6 +83,18 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Adaptive mode: racing in the search and sequential p-values, far fewer fits,
         the same decisions as the exact tests up to a reported risk (templated; see
         docs/performance.md). The artefact records the stopping record.
+    max_seconds : float or None, default 14400 (4 hours)
+        Budget of the search: a few fits are timed first and, when the estimated run
+        exceeds it, the task fails before the search with a message saying what would fit
+        (rows to sample, the ``hgb`` preset, ``adaptive``); ``None`` or ``""``: no
+        budget (templated). 4 hours: a daily schedule can retry twice and still publish
+        the same day, and learning only reruns when the reference table changed.
+    sample : int, "auto" or None, default "auto"
+        Learn on a stratified sample of the reference table: N rows, ``"auto"`` (tables
+        above 20,000 rows: the size where the classifier's accuracy stops improving, see
+        docs/engine.md; smaller tables whole) or None (every row). Recorded in the
+        artefact's result (``sample``); the shuffle still applies to every row
+        (templated).
     gate_policy : dict, optional
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
         from them is saved as ``suite.json`` in the new version (templated).
@@ -110,7 +122,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
     template_fields: Sequence[str] = (
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
-        "n_jobs",
+        "n_jobs", "max_seconds", "sample",
     )
     ui_color = "#e8d8f0"
     operator_extra_links = (ArtefactLink(),)
@@ -121,7 +133,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                  n_jobs: int | str = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
                  adaptive: bool | str = False, link_base_url: Any = None,
-                 **kwargs: Any) -> None:
+                 max_seconds: float | str | None = 4 * 3600,
+                 sample: int | str | None = "auto", **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         # our defaults yield to explicit arguments and to the DAG's default_args
         defaults = {"execution_timeout": LEARN_EXECUTION_TIMEOUT}
@@ -148,6 +161,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.scheduler = scheduler
         self.adaptive = adaptive
         self.link_base_url = link_base_url
+        self.max_seconds = max_seconds
+        self.sample = sample
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._artefact import GroupingArtefact, fingerprint_table
@@ -196,7 +211,10 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                             n_search=to_int(self.n_search, "n_search", minimum=1),
                             n_test=to_int(self.n_test, "n_test", minimum=1),
                             alpha=to_float(self.alpha, "alpha"), random_state=seed,
-                            adaptive=to_bool(self.adaptive, "adaptive"), progress=False)
+                            adaptive=to_bool(self.adaptive, "adaptive"),
+                            max_seconds=_budget(self.max_seconds), sample=self.sample,
+                            # progress lines (estimate, fits, time left) in the task log
+                            progress=None)
             if self.scheduler:
                 from astrid_airflow._dask import astrid_on_dask
 
@@ -234,3 +252,10 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             "seed": seed,
             "seconds": round(time.perf_counter() - started, 3),
         })
+
+
+def _budget(value: Any) -> float | None:
+    """``max_seconds`` from a number or a rendered template; None or "" for no budget."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "none")):
+        return None
+    return to_float(value, "max_seconds")
