@@ -102,3 +102,23 @@ def _outputs(src, tmp_path, monkeypatch) -> dict:
 def test_shuffle_output_is_pinned(src, tmp_path, monkeypatch):
     got = _outputs(src, tmp_path, monkeypatch)
     assert got == PINNED
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_output_does_not_depend_on_the_thread_count(src, tmp_path, monkeypatch, threads):
+    monkeypatch.setattr(_surrogate, "THREADS", threads)
+    assert _outputs(src, tmp_path, monkeypatch) == PINNED
+
+
+def test_within_class_permutation_is_goldeneye_indices():
+    from astrid_airflow import goldeneye_indices
+    from astrid_airflow._permutation import class_blocks, within_class_permutation
+
+    codes = np.random.default_rng(0).integers(0, 5, 999)
+    order, bounds = class_blocks(codes)
+    for seed in range(5):
+        expected = goldeneye_indices(codes, 1, np.random.default_rng(seed))[0]
+        got = within_class_permutation(order.astype(np.int32), bounds,
+                                       np.random.default_rng(seed),
+                                       np.empty(999, np.int32))
+        np.testing.assert_array_equal(got, expected)
