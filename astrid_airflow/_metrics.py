@@ -239,21 +239,72 @@ def row_hashes(table: Any, columns: Sequence[str]) -> np.ndarray:
 
 # ------------------------------------------------------------- sort-free counting
 
-def _key_counts(keys: np.ndarray) -> np.ndarray:
-    """For every row, how many rows share its key (uint32; a hash table, no sort)."""
-    codes, uniques = pd.factorize(keys)
-    counts = np.bincount(codes, minlength=len(uniques)).astype(np.uint32)
-    return counts[codes]
+#: Rows sampled to guess a key's cardinality (only the speed depends on the guess).
+_SAMPLE = 20_000
+
+
+def _few_distinct(keys: np.ndarray) -> bool:
+    # Few distinct keys: a hash table stays in cache and beats sorting; many: sort.
+    step = max(1, keys.shape[0] // _SAMPLE)
+    return len(pd.unique(keys[::step])) <= _SAMPLE // 20
+
+
+def _repeats(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys occurring more than once, their counts)``, from one (SIMD) sort."""
+    s = np.sort(keys)
+    new = np.empty(s.shape[0], dtype=bool)
+    new[:1] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    runs = np.diff(starts, append=s.shape[0])
+    rep = runs > 1
+    return s[starts[rep]], runs[rep]
+
+
+def _key_counts(keys: np.ndarray, ones_as_none: bool = False) -> np.ndarray | None:
+    """For every row, how many rows share its key (uint32), without sorting rows.
+
+    With ``ones_as_none``, None when every key is distinct (a continuous group: the
+    common case on big tables, and 4 bytes a row saved).
+    """
+    if _few_distinct(keys):
+        codes, uniques = pd.factorize(keys)
+        counts = np.bincount(codes, minlength=len(uniques)).astype(np.uint32)
+        out = counts[codes]
+        return None if ones_as_none and len(uniques) == keys.shape[0] else out
+    dkeys, dcounts = _repeats(keys)
+    if ones_as_none and dkeys.shape[0] == 0:
+        return None
+    out = np.ones(keys.shape[0], dtype=np.uint32)
+    if dkeys.shape[0]:
+        pos = pd.Index(dkeys).get_indexer(keys)  # hash table of the repeated keys only
+        hit = pos >= 0
+        out[hit] = dcounts[pos[hit]]
+    return out
 
 
 def _first_rows(keys: np.ndarray) -> np.ndarray:
-    """Ascending indices of the first row of every distinct key (a hash table, no sort)."""
-    if keys.shape[0] == 0:
+    """Ascending indices of the first row of every distinct key (hash tables, one sort)."""
+    n = keys.shape[0]
+    if n == 0:
         return np.zeros(0, dtype=np.intp)
-    codes, _ = pd.factorize(keys)  # codes numbered in order of first appearance
+    if _few_distinct(keys):
+        return _first_of_codes(pd.factorize(keys)[0])
+    dkeys, _ = _repeats(keys)
+    if dkeys.shape[0] == 0:
+        return np.arange(n)
+    rows = np.flatnonzero(pd.Index(dkeys).get_indexer(keys) >= 0)  # rows of repeated keys
+    keep = np.ones(n, dtype=bool)
+    keep[rows] = False
+    keep[rows[_first_of_codes(pd.factorize(keys[rows])[0])]] = True
+    return np.flatnonzero(keep)
+
+
+def _first_of_codes(codes: np.ndarray) -> np.ndarray:
+    # Codes numbered in order of first appearance: a row is first iff it raises the max.
     seen = np.maximum.accumulate(codes)
     new = np.empty(codes.shape[0], dtype=bool)
-    new[0] = True
+    new[:1] = True
     np.greater(seen[1:], seen[:-1], out=new[1:])
     return np.flatnonzero(new)
 
@@ -316,6 +367,13 @@ def _log_comb(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aa, bb = np.broadcast_arrays(a, b)
     out[ok] = gammaln(aa[ok] + 1) - gammaln(bb[ok] + 1) - gammaln(aa[ok] - bb[ok] + 1)
     return out
+
+
+def _all_ones(sizes: np.ndarray, n_groups: int) -> np.ndarray:
+    """The probability of an all-ones row per class size, computed exactly as the
+    general path computes it for such a row (same operations, same order)."""
+    m = np.ones((sizes.shape[0], n_groups), dtype=np.int64)
+    return np.prod((m / sizes[:, None])[:, 1:], axis=1)
 
 
 def _p_match_chain(m: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -385,19 +443,34 @@ def _match_probabilities(rows_of: Callable[[int, int], np.ndarray], shape: tuple
     chain_rows, chain_m = [], []
     for lo in range(0, n_rows, _PROB_ROWS):
         hi = min(n_rows, lo + _PROB_ROWS)
-        m = np.sort(np.asarray(rows_of(lo, hi), dtype=np.int64), axis=1)
+        raw = rows_of(lo, hi)
         nb, ob = n[lo:hi], out[lo:hi]
+        ones = raw.max(axis=1) == 1
+        if ones.any():  # every group value unique in its class: n_c^-(G-1), once per n_c
+            sizes, where = np.unique(nb[ones], return_inverse=True)
+            ob[ones] = _all_ones(sizes, n_groups)[where]
+            if ones.all():
+                continue
+        m = np.sort(np.asarray(raw, dtype=np.int64), axis=1)
+        if ones.any():
+            m, nb, sub = m[~ones], nb[~ones], np.flatnonzero(~ones)
+        else:
+            sub = None
+        ob = np.empty(m.shape[0]) if sub is not None else ob
         frac = m / nb[:, None]
         single = m[:, 0] == 1
         ob[single] = np.prod(frac[single, 1:], axis=1)
         chain = ~single & (m[:, 0] <= EXACT_CAP)
         if chain.any():
-            chain_rows.append(lo + np.flatnonzero(chain))
+            chain_at = np.flatnonzero(chain)
+            chain_rows.append(lo + (chain_at if sub is None else sub[chain_at]))
             chain_m.append(m[chain])
         big = ~single & ~chain
         if big.any():
             mu = nb[big] * np.prod(frac[big], axis=1)
             ob[big] = -np.expm1(-mu)
+        if sub is not None:
+            out[lo + sub[~chain]] = ob[~chain]
     if chain_rows:
         rows = np.concatenate(chain_rows)
         out[rows] = _p_match_chain(np.concatenate(chain_m), n[rows])
@@ -508,6 +581,70 @@ def largest_group_unique_share(table: Any, grouping: Any, target: str | None = N
         src, resolved, _, _ = _prepare(table, grouping, target)
     largest = max(resolved.groups, key=len)
     return float(np.mean(_key_counts(row_hashes(src, largest)) == 1))
+
+
+def _privacy_metrics(src: _Source, surrogate: Any, grouping: Grouping, target: str
+                     ) -> tuple[float, float, float]:
+    """``(intact, expected, unique share)`` as the three public functions give them.
+
+    One pass over the columns instead of one per metric: each column of either table is
+    read and hashed once, and everything is counted with hash tables. Groups are handled
+    on :func:`~astrid_airflow._surrogate._n_threads` threads (Arrow reads, numpy and
+    pandas' hash tables free the GIL), a few at a time to bound memory. Row keys here
+    chain the group hashes rather than the column hashes (both sides alike), which
+    changes no count; the per-row group counts are kept as uint32 (4 bytes a cell).
+    """
+    from ._surrogate import _n_threads, _run_threaded
+
+    surr = _source(surrogate, "surrogate")
+    cols = [*grouping.columns, target]
+    surr.require(cols, "surrogate")
+    n = src.num_rows
+    h_class = row_hashes(src, [target])
+    class_hash, sizes = _class_hash_and_sizes_of(h_class)
+    largest = grouping.groups.index(max(grouping.groups, key=len))
+    counts: list[np.ndarray | None] = [None] * grouping.k
+    share = 0.0
+    key = np.full(n, _U64(0x243F6A8885A308D3), dtype=_U64)
+    key_s = np.full(surr.num_rows, _U64(0x243F6A8885A308D3), dtype=_U64)
+
+    def group(g: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+        h = row_hashes(src, grouping.groups[g])
+        g_share = None
+        if g == largest:
+            c = _key_counts(h, ones_as_none=True)
+            g_share = 1.0 if c is None else float(np.mean(c == 1))
+        if grouping.k > 1:
+            k = h ^ class_hash
+            counts[g] = _key_counts(_splitmix(k, out=k), ones_as_none=True)
+        return h, row_hashes(surr, grouping.groups[g]), g_share
+
+    step = _n_threads()
+    for lo in range(0, grouping.k, step):
+        for h, h_s, g_share in _run_threaded(group, range(lo, min(grouping.k, lo + step))):
+            share = g_share if g_share is not None else share
+            key ^= h
+            _splitmix(key, out=key)
+            key_s ^= h_s
+            _splitmix(key_s, out=key_s)
+    for k, h in ((key, h_class), (key_s, row_hashes(surr, [target]))):
+        k ^= h
+        _splitmix(k, out=k)
+    first = _first_rows(key)
+    intact = float(_share_found(key[first], key_s))
+    del key, key_s
+    if grouping.k == 1:
+        return intact, 1.0, share
+
+    def rows_of(lo: int, hi: int) -> np.ndarray:
+        m = np.ones((hi - lo, grouping.k), dtype=np.uint32)
+        for g, c in enumerate(counts):
+            if c is not None:
+                m[:, g] = c[first[lo:hi]]
+        return m
+
+    probs = _match_probabilities(rows_of, (first.shape[0], grouping.k), sizes[first])
+    return intact, float(probs.mean()), share
 
 
 # ----------------------------------------------------------------------------- utility
@@ -693,9 +830,7 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
         so.
     """
     src, grouping, target_name, artefact = _prepare(original, grouping_or_artefact, target)
-    intact = intact_row_proportion(src, surrogate, columns=[*grouping.columns, target_name])
-    expected = expected_intact_row_proportion(src, grouping, target_name)
-    unique_share = largest_group_unique_share(src, grouping)
+    intact, expected, unique_share = _privacy_metrics(src, surrogate, grouping, target_name)
     acc_o = acc_s = diff = None
     utility_rows = note = None
     if utility:

@@ -113,3 +113,41 @@ def test_same_values_as_the_sort_based_implementation(seed, container, tmp_path)
     # The surrogate against itself: every row intact (catches a side hashed differently).
     assert surrogate_metrics(t, t, grouping, target="y",
                              utility=False).intact_row_proportion == 1.0
+
+
+def reference_match(m, n):
+    from astrid_airflow._metrics import EXACT_CAP, _p_match_chain
+
+    m = np.sort(np.asarray(m, dtype=np.int64), axis=1)
+    n = np.asarray(n, dtype=np.int64)
+    out = np.empty(m.shape[0])
+    if m.shape[1] == 1:
+        out[:] = 1.0
+        return out
+    frac = m / n[:, None]
+    single = m[:, 0] == 1
+    out[single] = np.prod(frac[single, 1:], axis=1)
+    chain = ~single & (m[:, 0] <= EXACT_CAP)
+    if chain.any():
+        out[chain] = _p_match_chain(m[chain], n[chain])
+    big = ~single & ~chain
+    if big.any():
+        mu = n[big] * np.prod(frac[big], axis=1)
+        out[big] = -np.expm1(-mu)
+    return out
+
+
+@pytest.mark.parametrize("block", [7, 1 << 18])
+def test_blocked_match_probabilities_are_bit_identical(block, monkeypatch):
+    from astrid_airflow import _metrics
+
+    monkeypatch.setattr(_metrics, "_PROB_ROWS", block)
+    rng = np.random.default_rng(3)
+    n = rng.choice([50, 120, 400], 300)
+    kind = rng.integers(0, 4, 300)  # all ones, one 1, chain (2..64), big (> 64)
+    m = np.where(kind[:, None] == 0, 1, rng.integers(1, 40, (300, 4)))
+    m[kind == 1, 0] = 1
+    m[kind == 2] = rng.integers(2, 60, ((kind == 2).sum(), 4))
+    m[kind == 3] = rng.integers(65, 100, ((kind == 3).sum(), 4))
+    m = np.minimum(m, n[:, None])
+    np.testing.assert_array_equal(match_probabilities(m, n), reference_match(m, n))
