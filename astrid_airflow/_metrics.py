@@ -181,10 +181,11 @@ def _hash_array(arr: Any) -> np.ndarray:
         typ = arr.type
     if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ):
         vals = arr.cast(pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
-        vals = vals + 0.0  # -0.0 -> 0.0
-        missing = np.isnan(vals)
-        out = _splitmix(vals.view(_U64))
-        out[missing] = _NULL_HASH
+        vals = vals + 0.0  # -0.0 -> 0.0 (and a private copy, hashed in place)
+        missing = np.isnan(vals) if arr.null_count or pa.types.is_floating(typ) else None
+        out = _splitmix(vals.view(_U64), out=vals.view(_U64))
+        if missing is not None and missing.any():
+            out[missing] = _NULL_HASH
         return out
     if pa.types.is_null(typ):
         return np.full(len(arr), _NULL_HASH, dtype=_U64)
@@ -615,6 +616,8 @@ def _privacy_metrics(src: _Source, surrogate: Any, grouping: Grouping, target: s
         if g == largest:
             c = _key_counts(h, ones_as_none=True)
             g_share = 1.0 if c is None else float(np.mean(c == 1))
+            if c is None:  # distinct values stay distinct with their class
+                return h, row_hashes(surr, grouping.groups[g]), g_share
         if grouping.k > 1:
             k = h ^ class_hash
             counts[g] = _key_counts(_splitmix(k, out=k), ones_as_none=True)

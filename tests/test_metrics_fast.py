@@ -151,3 +151,16 @@ def test_blocked_match_probabilities_are_bit_identical(block, monkeypatch):
     m[kind == 3] = rng.integers(65, 100, ((kind == 3).sum(), 4))
     m = np.minimum(m, n[:, None])
     np.testing.assert_array_equal(match_probabilities(m, n), reference_match(m, n))
+
+
+def test_metrics_do_not_depend_on_the_thread_count(monkeypatch):
+    from astrid_airflow import _surrogate
+
+    t = random_table(800, 9)
+    grouping = Grouping.parse("a;f;s,c;b;u")
+    s = make_surrogate(t, grouping, target="y", random_state=1)
+    got = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(_surrogate, "THREADS", threads)
+        got.append(surrogate_metrics(t, s, grouping, target="y", utility=False).to_dict())
+    assert got[0] == got[1] == got[2]
