@@ -451,11 +451,13 @@ def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
                           seed: np.random.SeedSequence) -> tuple[Any, np.ndarray]:
     """``(table, group_permutations(codes, k, seed))``, the read overlapping the draws."""
     if table is not None:
-        return table, group_permutations(codes, k, seed)
+        return table.combine_chunks(), group_permutations(codes, k, seed)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1) as pool:
-        reading = pool.submit(read_arrow, src)
+        # One chunk per column: Arrow's take on a many-chunk column resolves every index's
+        # chunk (and concatenates string chunks on every call), several times slower.
+        reading = pool.submit(lambda: read_arrow(src).combine_chunks())
         try:
             perms = group_permutations(codes, k, seed)
         finally:

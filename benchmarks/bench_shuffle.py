@@ -215,6 +215,10 @@ def main() -> None:
     if args.phase:
         d = PHASES[args.phase](args.src, args.out)
         d["peak_mib"] = peak_mib()
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        # CPU seconds of all the phase's threads: far less sensitive to a loaded
+        # machine than wall time (includes imports, ~1 s, for every phase alike).
+        d["cpu_seconds"] = use.ru_utime + use.ru_stime
         print(json.dumps(d))
         return
 
@@ -259,6 +263,7 @@ def main() -> None:
         "ratio_seconds": shuffle["seconds"] / floor["seconds"],
         "ratio_peak_memory": shuffle["peak_mib"] / floor["peak_mib"],
         "ratio_seconds_to_take_limit": shuffle["seconds"] / limit["seconds"],
+        "ratio_cpu_seconds": shuffle["cpu_seconds"] / floor["cpu_seconds"],
         "metrics": {**metrics, "rows_per_second": rows / metrics["seconds"],
                     "peak_over_table": metrics["peak_mib"] / limit["table_mib"]},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -310,6 +315,8 @@ ratios measured in the same run are meaningful). Peak memory is the phase's own 
 
 **Ratio to the floor: {r['ratio_seconds']:.2f}x the time, {r['ratio_peak_memory']:.2f}x the
 peak memory** (to the old single-`take` limit: {r['ratio_seconds_to_take_limit']:.2f}x).
+CPU seconds (all threads; robust to the load): shuffle {s['cpu_seconds']:.1f}, floor
+{fl['cpu_seconds']:.1f}, ratio {r['ratio_cpu_seconds']:.2f}x.
 Floor breakdown ({fl['threads']} threads): read {fl['read_seconds']:.1f} s, {r['attributes']}
 within-class permutations {fl['permutation_seconds']:.1f} s, gathers
 {fl['take_seconds']:.1f} s, write {fl['write_seconds']:.1f} s.
