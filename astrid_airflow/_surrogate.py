@@ -12,9 +12,11 @@ seed, the class column and the grouping (not on the input's container type), and
 of ``n_copies=k`` equals the single copy of ``n_copies=1``.
 
 Scale: :func:`shuffle_file` never materialises the table in pandas. It reads the class
-column, computes the per-group index arrays (int32 when they fit), reads the table once in
-Arrow and writes the output in row chunks, each gathered with Arrow ``take``; the peak
-memory is the Arrow table plus the index arrays plus one output chunk.
+column, computes the per-group index arrays (int32 when they fit; groups on one thread
+per core) while reading the table once in Arrow, and writes the output in row chunks,
+each gathered with Arrow ``take`` on both cores while the previous chunk is written; the
+peak memory is the Arrow table plus the index arrays plus two output chunks. Output
+bytes never depend on the thread count (:data:`THREADS`).
 """
 
 from __future__ import annotations
