@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -120,12 +120,19 @@ class _Source:
 
 # ------------------------------------------------------------------------- row hashes
 
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser: a bijective, well-mixed map of uint64 (wraps by design)."""
-    z = x + _U64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
-    return z ^ (z >> _U64(31))
+def _splitmix(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """SplitMix64 finaliser: a bijective, well-mixed map of uint64 (wraps by design).
+
+    In place when ``out`` is given (``out=x`` overwrites ``x``): one 8-byte-per-row
+    temporary instead of six on 10M-row columns.
+    """
+    z = np.add(x, _U64(0x9E3779B97F4A7C15), out=out)
+    z ^= z >> _U64(30)
+    z *= _U64(0xBF58476D1CE4E5B9)
+    z ^= z >> _U64(27)
+    z *= _U64(0x94D049BB133111EB)
+    z ^= z >> _U64(31)
+    return z
 
 
 def _hash_strings(values: Any) -> np.ndarray:
@@ -174,10 +181,11 @@ def _hash_array(arr: Any) -> np.ndarray:
         typ = arr.type
     if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ):
         vals = arr.cast(pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
-        vals = vals + 0.0  # -0.0 -> 0.0
-        missing = np.isnan(vals)
-        out = _splitmix(vals.view(_U64))
-        out[missing] = _NULL_HASH
+        vals = vals + 0.0  # -0.0 -> 0.0 (and a private copy, hashed in place)
+        missing = np.isnan(vals) if arr.null_count or pa.types.is_floating(typ) else None
+        out = _splitmix(vals.view(_U64), out=vals.view(_U64))
+        if missing is not None and missing.any():
+            out[missing] = _NULL_HASH
         return out
     if pa.types.is_null(typ):
         return np.full(len(arr), _NULL_HASH, dtype=_U64)
@@ -225,8 +233,87 @@ def row_hashes(table: Any, columns: Sequence[str]) -> np.ndarray:
         hc = _column_hash(src.column(c))
         if hc.shape[0] != h.shape[0]:
             raise DataError(f"Column {c!r} has {hc.shape[0]} values for {h.shape[0]} rows.")
-        h = _splitmix(h ^ hc)
+        h ^= hc
+        _splitmix(h, out=h)
     return h
+
+
+# ------------------------------------------------------------- sort-free counting
+
+#: Rows sampled to guess a key's cardinality (only the speed depends on the guess).
+_SAMPLE = 20_000
+
+
+def _few_distinct(keys: np.ndarray) -> bool:
+    # Few distinct keys: a hash table stays in cache and beats sorting; many: sort.
+    step = max(1, keys.shape[0] // _SAMPLE)
+    return len(pd.unique(keys[::step])) <= _SAMPLE // 20
+
+
+def _repeats(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys occurring more than once, their counts)``, from one (SIMD) sort."""
+    s = np.sort(keys)
+    new = np.empty(s.shape[0], dtype=bool)
+    new[:1] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    runs = np.diff(starts, append=s.shape[0])
+    rep = runs > 1
+    return s[starts[rep]], runs[rep]
+
+
+def _key_counts(keys: np.ndarray, ones_as_none: bool = False) -> np.ndarray | None:
+    """For every row, how many rows share its key (uint32), without sorting rows.
+
+    With ``ones_as_none``, None when every key is distinct (a continuous group: the
+    common case on big tables, and 4 bytes a row saved).
+    """
+    if _few_distinct(keys):
+        codes, uniques = pd.factorize(keys)
+        counts = np.bincount(codes, minlength=len(uniques)).astype(np.uint32)
+        out = counts[codes]
+        return None if ones_as_none and len(uniques) == keys.shape[0] else out
+    dkeys, dcounts = _repeats(keys)
+    if ones_as_none and dkeys.shape[0] == 0:
+        return None
+    out = np.ones(keys.shape[0], dtype=np.uint32)
+    if dkeys.shape[0]:
+        pos = pd.Index(dkeys).get_indexer(keys)  # hash table of the repeated keys only
+        hit = pos >= 0
+        out[hit] = dcounts[pos[hit]]
+    return out
+
+
+def _first_rows(keys: np.ndarray) -> np.ndarray:
+    """Ascending indices of the first row of every distinct key (hash tables, one sort)."""
+    n = keys.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    if _few_distinct(keys):
+        return _first_of_codes(pd.factorize(keys)[0])
+    dkeys, _ = _repeats(keys)
+    if dkeys.shape[0] == 0:
+        return np.arange(n)
+    rows = np.flatnonzero(pd.Index(dkeys).get_indexer(keys) >= 0)  # rows of repeated keys
+    keep = np.ones(n, dtype=bool)
+    keep[rows] = False
+    keep[rows[_first_of_codes(pd.factorize(keys[rows])[0])]] = True
+    return np.flatnonzero(keep)
+
+
+def _first_of_codes(codes: np.ndarray) -> np.ndarray:
+    # Codes numbered in order of first appearance: a row is first iff it raises the max.
+    seen = np.maximum.accumulate(codes)
+    new = np.empty(codes.shape[0], dtype=bool)
+    new[:1] = True
+    np.greater(seen[1:], seen[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
+def _share_found(unique_keys: np.ndarray, keys: np.ndarray) -> float:
+    """Share of ``unique_keys`` occurring in ``keys`` (pandas' hash-table ``isin``)."""
+    found = pd.Series(unique_keys, copy=False).isin(keys).to_numpy()
+    return np.count_nonzero(found) / unique_keys.shape[0]
 
 
 # -------------------------------------------------------------------------- P_anon
@@ -265,8 +352,8 @@ def intact_row_proportion(original: Any, surrogate: Any, *,
     surr.require(cols, "surrogate")
     if orig.num_rows == 0:
         raise DataError("The original table is empty (0 rows).")
-    unique = np.unique(row_hashes(orig, cols))
-    return float(np.isin(unique, row_hashes(surr, cols)).mean())
+    h = row_hashes(orig, cols)
+    return float(_share_found(h[_first_rows(h)], row_hashes(surr, cols)))
 
 
 # --------------------------------------------------------------- expected P_anon
@@ -281,6 +368,13 @@ def _log_comb(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aa, bb = np.broadcast_arrays(a, b)
     out[ok] = gammaln(aa[ok] + 1) - gammaln(bb[ok] + 1) - gammaln(aa[ok] - bb[ok] + 1)
     return out
+
+
+def _all_ones(sizes: np.ndarray, n_groups: int) -> np.ndarray:
+    """The probability of an all-ones row per class size, computed exactly as the
+    general path computes it for such a row (same operations, same order)."""
+    m = np.ones((sizes.shape[0], n_groups), dtype=np.int64)
+    return np.prod((m / sizes[:, None])[:, 1:], axis=1)
 
 
 def _p_match_chain(m: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -325,22 +419,63 @@ def match_probabilities(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     n_c^-(G-1)). Beyond the cap the Poisson approximation 1 - exp(-mu) with
     mu = n_c * prod_g(m_g / n_c) is used.
     """
-    m = np.sort(np.asarray(m, dtype=np.int64), axis=1)
+    m = np.asarray(m)
+    return _match_probabilities(lambda lo, hi: m[lo:hi], m.shape, n)
+
+
+#: Rows per block in :func:`_match_probabilities` (bounds its int64/float temporaries).
+_PROB_ROWS = 1 << 18
+
+
+def _match_probabilities(rows_of: Callable[[int, int], np.ndarray], shape: tuple[int, int],
+                         n: np.ndarray, presorted: bool = False) -> np.ndarray:
+    """:func:`match_probabilities` of the ``shape`` matrix whose rows ``lo:hi`` are
+    ``rows_of(lo, hi)``, in blocks of :data:`_PROB_ROWS` rows (``presorted``: each row
+    comes sorted ascending as int64, so the sort is skipped).
+
+    Every value is computed as by one call on the whole matrix (row-wise products; the
+    exact chain gets all its rows in one call, in order), so blocking changes no bit.
+    """
+    n_rows, n_groups = shape
     n = np.asarray(n, dtype=np.int64)
-    out = np.empty(m.shape[0])
-    if m.shape[1] == 1:
+    out = np.empty(n_rows)
+    if n_groups == 1:
         out[:] = 1.0
         return out
-    frac = m / n[:, None]
-    single = m[:, 0] == 1
-    out[single] = np.prod(frac[single, 1:], axis=1)
-    chain = ~single & (m[:, 0] <= EXACT_CAP)
-    if chain.any():
-        out[chain] = _p_match_chain(m[chain], n[chain])
-    big = ~single & ~chain
-    if big.any():
-        mu = n[big] * np.prod(frac[big], axis=1)
-        out[big] = -np.expm1(-mu)
+    chain_rows, chain_m = [], []
+    for lo in range(0, n_rows, _PROB_ROWS):
+        hi = min(n_rows, lo + _PROB_ROWS)
+        raw = rows_of(lo, hi)
+        nb, ob = n[lo:hi], out[lo:hi]
+        ones = raw.max(axis=1) == 1
+        if ones.any():  # every group value unique in its class: n_c^-(G-1), once per n_c
+            sizes, where = np.unique(nb[ones], return_inverse=True)
+            ob[ones] = _all_ones(sizes, n_groups)[where]
+            if ones.all():
+                continue
+        m = raw if presorted else np.sort(np.asarray(raw, dtype=np.int64), axis=1)
+        if ones.any():
+            m, nb, sub = m[~ones], nb[~ones], np.flatnonzero(~ones)
+        else:
+            sub = None
+        ob = np.empty(m.shape[0]) if sub is not None else ob
+        frac = m / nb[:, None]
+        single = m[:, 0] == 1
+        ob[single] = np.prod(frac[single, 1:], axis=1)
+        chain = ~single & (m[:, 0] <= EXACT_CAP)
+        if chain.any():
+            chain_at = np.flatnonzero(chain)
+            chain_rows.append(lo + (chain_at if sub is None else sub[chain_at]))
+            chain_m.append(m[chain])
+        big = ~single & ~chain
+        if big.any():
+            mu = nb[big] * np.prod(frac[big], axis=1)
+            ob[big] = -np.expm1(-mu)
+        if sub is not None:
+            out[lo + sub[~chain]] = ob[~chain]
+    if chain_rows:
+        rows = np.concatenate(chain_rows)
+        out[rows] = _p_match_chain(np.concatenate(chain_m), n[rows])
     return out
 
 
@@ -352,16 +487,20 @@ def _group_counts(src: _Source, grouping: Grouping, class_hash: np.ndarray,
     """
     out = np.empty((rows.shape[0], grouping.k), dtype=np.uint32)
     for g, cols in enumerate(grouping.groups):
-        key = _splitmix(row_hashes(src, cols) ^ class_hash)
-        _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-        out[:, g] = counts[inverse[rows]]
+        key = row_hashes(src, cols)
+        key ^= class_hash
+        out[:, g] = _key_counts(_splitmix(key, out=key))[rows]
     return out
 
 
 def _class_hash_and_sizes(src: _Source, target: str) -> tuple[np.ndarray, np.ndarray]:
     h = row_hashes(src, [target])
-    _, inverse, counts = np.unique(h, return_inverse=True, return_counts=True)
-    return _splitmix(h + _U64(1)), counts[inverse]
+    return _class_hash_and_sizes_of(h)
+
+
+def _class_hash_and_sizes_of(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    # h: row hashes of the class column; returns a salted class key and class sizes.
+    return _splitmix(h + _U64(1)), _key_counts(h)
 
 
 def _prepare(table: Any, grouping_or_artefact: Any, target: str | None
@@ -408,7 +547,7 @@ def expected_intact_row_proportion(table: Any, grouping: Any, target: str | None
     if grouping.k == 1:
         return 1.0
     class_hash, sizes = _class_hash_and_sizes(src, target)
-    _, first = np.unique(row_hashes(src, [*grouping.columns, target]), return_index=True)
+    first = _first_rows(row_hashes(src, [*grouping.columns, target]))
     counts = _group_counts(src, grouping, class_hash, first)
     return float(match_probabilities(counts, sizes[first]).mean())
 
@@ -443,9 +582,81 @@ def largest_group_unique_share(table: Any, grouping: Any, target: str | None = N
     else:
         src, resolved, _, _ = _prepare(table, grouping, target)
     largest = max(resolved.groups, key=len)
-    _, inverse, counts = np.unique(row_hashes(src, largest), return_inverse=True,
-                                   return_counts=True)
-    return float(np.mean(counts[inverse] == 1))
+    return float(np.mean(_key_counts(row_hashes(src, largest)) == 1))
+
+
+def _privacy_metrics(src: _Source, surrogate: Any, grouping: Grouping, target: str
+                     ) -> tuple[float, float, float]:
+    """``(intact, expected, unique share)`` as the three public functions give them.
+
+    One pass over the columns instead of one per metric: each column of either table is
+    read and hashed once, and everything is counted with hash tables. Groups are handled
+    on :func:`~astrid_airflow._surrogate._n_threads` threads (Arrow reads, numpy and
+    pandas' hash tables free the GIL), a few at a time to bound memory. Row keys here
+    chain the group hashes rather than the column hashes (both sides alike), which
+    changes no count; the per-row group counts are kept as uint32 (4 bytes a cell).
+    """
+    from ._surrogate import _n_threads, _run_threaded
+
+    surr = _source(surrogate, "surrogate")
+    cols = [*grouping.columns, target]
+    surr.require(cols, "surrogate")
+    n = src.num_rows
+    h_class = row_hashes(src, [target])
+    class_hash, sizes = _class_hash_and_sizes_of(h_class)
+    largest = grouping.groups.index(max(grouping.groups, key=len))
+    counts: list[np.ndarray | None] = [None] * grouping.k
+    share = 0.0
+    key = np.full(n, _U64(0x243F6A8885A308D3), dtype=_U64)
+    key_s = np.full(surr.num_rows, _U64(0x243F6A8885A308D3), dtype=_U64)
+
+    def group(g: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+        h = row_hashes(src, grouping.groups[g])
+        g_share = None
+        if g == largest:
+            c = _key_counts(h, ones_as_none=True)
+            g_share = 1.0 if c is None else float(np.mean(c == 1))
+            if c is None:  # distinct values stay distinct with their class
+                return h, row_hashes(surr, grouping.groups[g]), g_share
+        if grouping.k > 1:
+            k = h ^ class_hash
+            counts[g] = _key_counts(_splitmix(k, out=k), ones_as_none=True)
+        return h, row_hashes(surr, grouping.groups[g]), g_share
+
+    step = _n_threads()
+    for lo in range(0, grouping.k, step):
+        for h, h_s, g_share in _run_threaded(group, range(lo, min(grouping.k, lo + step))):
+            share = g_share if g_share is not None else share
+            key ^= h
+            _splitmix(key, out=key)
+            key_s ^= h_s
+            _splitmix(key_s, out=key_s)
+    for k, h in ((key, h_class), (key_s, row_hashes(surr, [target]))):
+        k ^= h
+        _splitmix(k, out=k)
+    first = _first_rows(key)
+    intact = float(_share_found(key[first], key_s))
+    del key, key_s
+    if grouping.k == 1:
+        return intact, 1.0, share
+
+    kept = [c for c in counts if c is not None]
+
+    def rows_of(lo: int, hi: int) -> np.ndarray:
+        # Sorted rows built cheaply: all-distinct groups give leading ones, and only the
+        # other groups' counts need sorting (the same rows the general path sorts).
+        m = np.ones((hi - lo, grouping.k), dtype=np.int64)
+        if kept:
+            rest = np.empty((hi - lo, len(kept)), dtype=np.int64)
+            for j, c in enumerate(kept):
+                rest[:, j] = c[first[lo:hi]]
+            rest.sort(axis=1)
+            m[:, grouping.k - len(kept):] = rest
+        return m
+
+    probs = _match_probabilities(rows_of, (first.shape[0], grouping.k), sizes[first],
+                                 presorted=True)
+    return intact, float(probs.mean()), share
 
 
 # ----------------------------------------------------------------------------- utility
@@ -631,9 +842,7 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
         so.
     """
     src, grouping, target_name, artefact = _prepare(original, grouping_or_artefact, target)
-    intact = intact_row_proportion(src, surrogate, columns=[*grouping.columns, target_name])
-    expected = expected_intact_row_proportion(src, grouping, target_name)
-    unique_share = largest_group_unique_share(src, grouping)
+    intact, expected, unique_share = _privacy_metrics(src, surrogate, grouping, target_name)
     acc_o = acc_s = diff = None
     utility_rows = note = None
     if utility:

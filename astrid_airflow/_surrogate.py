@@ -12,9 +12,11 @@ seed, the class column and the grouping (not on the input's container type), and
 of ``n_copies=k`` equals the single copy of ``n_copies=1``.
 
 Scale: :func:`shuffle_file` never materialises the table in pandas. It reads the class
-column, computes the per-group index arrays (int32 when they fit), reads the table once in
-Arrow and writes the output in row chunks, each gathered with Arrow ``take``; the peak
-memory is the Arrow table plus the index arrays plus one output chunk.
+column, computes the per-group index arrays (int32 when they fit; groups on one thread
+per core) while reading the table once in Arrow, and writes the output in row chunks,
+each gathered with Arrow ``take`` on both cores while the previous chunk is written; the
+peak memory is the Arrow table plus the index arrays plus two output chunks. Output
+bytes never depend on the thread count (:data:`THREADS`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pandas as pd
 
 from ._errors import DataError, ParameterError
 from ._grouping import Grouping
-from ._permutation import goldeneye_indices
+from ._permutation import class_blocks, within_class_permutation
 from ._validation import check_positive_int, check_seed_sequence
 
 __all__ = [
@@ -147,16 +149,51 @@ def arrow_class_codes(column: Any, target: str) -> np.ndarray:
 def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence) -> np.ndarray:
     """Source rows of one surrogate: ``(k, n)``, row ``g`` for group ``g``.
 
-    One independent within-class permutation per group, each from
+    One independent within-class permutation per group, each equal to
     :func:`~astrid_airflow.goldeneye_indices` with its own spawned stream; int32 when
-    the row count allows (halves the memory of a 10M-row table's index arrays).
+    the row count allows (halves the memory of a 10M-row table's index arrays). The
+    groups are permuted on :data:`THREADS` threads (each with its own generator, so the
+    result does not depend on the thread count).
     """
     n = codes.shape[0]
     dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
     out = np.empty((k, n), dtype=dtype)
-    for g, child in enumerate(seed.spawn(k)):
-        out[g] = goldeneye_indices(codes, 1, np.random.default_rng(child))[0]
+    if n == 0:
+        return out
+    order, bounds = class_blocks(codes)
+    order = order.astype(dtype, copy=False)
+
+    def one(g_child: tuple[int, np.random.SeedSequence]) -> None:
+        g, child = g_child
+        within_class_permutation(order, bounds, np.random.default_rng(child), out[g])
+
+    _run_threaded(one, list(enumerate(seed.spawn(k))))
     return out
+
+
+#: Threads for the file shuffle's permutations, gathers and write (None: Arrow's CPU
+#: count). Output never depends on it: each group has its own generator and every
+#: chunk is written in order.
+THREADS: int | None = None
+
+
+def _n_threads() -> int:
+    if THREADS is not None:
+        return max(1, int(THREADS))
+    import pyarrow as pa
+
+    return max(1, pa.cpu_count())
+
+
+def _run_threaded(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """``[fn(x) for x in items]`` on :func:`_n_threads` threads (numpy/Arrow free the GIL)."""
+    workers = min(_n_threads(), len(items))
+    if workers <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
 
 
 def _copy_seeds(random_state: object, n_copies: int) -> list[np.random.SeedSequence]:
@@ -362,25 +399,72 @@ def _csv_schema(schema: Any) -> Any:
 
 def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: str,
                     kind: str, path: str) -> None:
+    """Write ``table`` with its columns gathered by ``perms``, in chunks of CHUNK_ROWS rows.
+
+    A pipeline on :func:`_n_threads` threads: the columns of chunk i+1 are gathered in
+    parallel (Arrow ``take`` frees the GIL) while a writer thread encodes chunk i, so the
+    single-threaded Parquet/CSV encoder overlaps the gathers; at most two output chunks
+    are alive. Chunks are written in order: the bytes are those of a sequential write.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     import pyarrow as pa
 
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
     schema = table.schema if kind == "parquet" else _csv_schema(table.schema)
     n = table.num_rows
-    with contextlib.closing(_writer(kind, path, table.schema)) as writer:
-        for start in range(0, max(n, 1), CHUNK_ROWS):
-            stop = min(n, start + CHUNK_ROWS)
-            arrays = []
-            for c in table.column_names:
-                column = table.column(c)
-                if c == target:
-                    piece = column.slice(start, stop - start)
-                else:
-                    piece = column.take(pa.array(perms[group_of[c], start:stop]))
-                if kind == "csv" and pa.types.is_dictionary(piece.type):
-                    piece = piece.cast(piece.type.value_type)
-                arrays.append(piece)
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+    chunk = CHUNK_ROWS
+
+    def piece(item: tuple[str, int]) -> Any:
+        c, start = item
+        column = table.column(c)
+        stop = min(n, start + chunk)
+        if c == target:
+            out = column.slice(start, stop - start)
+        else:
+            out = column.take(pa.array(perms[group_of[c], start:stop]))
+        if kind == "csv" and pa.types.is_dictionary(out.type):
+            out = out.cast(out.type.value_type)
+        return out
+
+    if _n_threads() == 1:
+        with contextlib.closing(_writer(kind, path, table.schema)) as writer:
+            for start in range(0, max(n, 1), chunk):
+                writer.write_table(pa.Table.from_arrays(
+                    [piece((c, start)) for c in table.column_names], schema=schema))
+        return
+    with contextlib.closing(_writer(kind, path, table.schema)) as writer, \
+            ThreadPoolExecutor(1) as write_pool:
+        pending = None
+        try:
+            for start in range(0, max(n, 1), chunk):
+                batch = pa.Table.from_arrays(
+                    _run_threaded(piece, [(c, start) for c in table.column_names]),
+                    schema=schema)
+                if pending is not None:
+                    pending.result()  # chunk i-1 written: two chunks alive at most
+                pending = write_pool.submit(writer.write_table, batch)
+        finally:
+            if pending is not None:
+                pending.result()  # never close the writer under a running write
+
+
+def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
+                          seed: np.random.SeedSequence) -> tuple[Any, np.ndarray]:
+    """``(table, group_permutations(codes, k, seed))``, the read overlapping the draws."""
+    if table is not None:
+        return table.combine_chunks(), group_permutations(codes, k, seed)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        # One chunk per column: Arrow's take on a many-chunk column resolves every index's
+        # chunk (and concatenates string chunks on every call), several times slower.
+        reading = pool.submit(lambda: read_arrow(src).combine_chunks())
+        try:
+            perms = group_permutations(codes, k, seed)
+        finally:
+            table = reading.result()  # a read error wins; never leave the read running
+    return table, perms
 
 
 def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
@@ -454,10 +538,11 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         codes = arrow_class_codes(labels, target)
         del labels
         seeds = _copy_seeds(random_state, n_copies)
-        if table is None:
-            table = read_arrow(src)
-        for seed, kind, tmp in zip(seeds, kinds, tmps):
-            perms = group_permutations(codes, grouping.k, seed)
+        # The first copy's permutations are drawn while Arrow reads the table.
+        table, perms = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
+        for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
+            if i:
+                perms = group_permutations(codes, grouping.k, seed)
             _write_shuffled(table, grouping, perms, target, kind, tmp)
             del perms
         del table, codes
