@@ -1144,6 +1144,12 @@ def _rest_cases() -> list[Case]:
              lambda w: (lambda url: lambda: __import__("astrid_airflow").ArtefactStore(
                  url + "/m/v0001").save("n", w["artefact"]))(_remote_store(w)), StoreError,
              r"inside the artefact store version directory"))
+    # a planted non-ASCII version directory is not a version: the next learn saves v0002
+    add(Case("cli-learn-beside-planted-version", "cli",
+             "`learn --store nastore --name m` beside a planted `v٠٠٠٩` (saves v0002, "
+             "not v0010)", lambda w: _learn("ref.csv", "--store", _planted(
+                 w, "nastore", "v٠٠٠٩", b"{corrupt"), "--name", "m"), "note",
+             r"saved artefact m@v0002 in nastore"))
     # a release coarser than the artefact's grouping fails the gate
     add(Case("lib-validate-coarser-release", "library",
              "release coarser than the grouping: only a1 shuffled within class, the other "
