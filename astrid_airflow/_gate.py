@@ -690,7 +690,8 @@ def validate_surrogate(
     artefact : GroupingArtefact, or a reference for ``load_artefact``
         (``artefact.json`` path, version directory, ``ROOT/NAME[@VERSION]``). With a
         stored artefact the suite is read from ``suite.json`` beside it (and written
-        there, once, if missing).
+        there, once, if missing, after every input was checked: bad input writes
+        nothing).
     policy : GatePolicy or dict, optional
         A ``GatePolicy`` replaces the stored thresholds; a dict overrides some of them
         (e.g. ``{"max_intact": 0.005}``). Default: the policy stored with the suite.
@@ -774,6 +775,7 @@ def validate_surrogate(
             raise DataError(f"The {what} table is empty (0 rows): nothing to validate.")
     artefact.check_table(original_df)
     utility, source = _utility_function(original_df, artefact, effective, seed, metrics)
+    _keep_default_suite(artefact, location, suite_info)  # every input is checked by now
 
     gx_result = _run_suite(suite, original_df, surrogate_df, artefact.target, effective,
                            utility, verbose=verbose,
@@ -853,21 +855,34 @@ def _stored_policy(artefact: Any, location: Any) -> tuple[GatePolicy, dict[str, 
             raise GateError(f"The gate suite saved with {location.path} is missing: no "
                             f"{path} (artefact.json records sha256 {recorded[:12]}…)."
                             ) from None
+        # The default suite is kept with the version (so reviewers see the rules), but
+        # only once every input has been checked: :func:`_keep_default_suite`, called by
+        # ``validate_surrogate`` just before the suite runs. Bad input writes nothing.
         suite, shown, source = build_suite(artefact), path, "written"
         raw = _suite_bytes(suite)
-        try:  # keep the default suite with the version, so reviewers see the rules
-            save_suite(location, suite)
-        except StoreError:
-            # A concurrent gate saved one first, or the store is read-only: verify the
-            # stored one if it is there, else use the one just built.
-            with contextlib.suppress(StoreError):
-                suite, raw, shown = _read_suite(path)
-                source = "stored"
     policy = verify_suite(suite, raw, artefact, shown=shown)
     return policy, {"source": source, "path": path,
                     "sha256": hashlib.sha256(raw).hexdigest(),
                     "binding": "recorded" if recorded else "default",
                     "stored_policy": policy.to_dict()}
+
+
+def _keep_default_suite(artefact: Any, location: Any, suite_info: dict[str, Any]) -> None:
+    """Save the default suite beside a version that has none (``source == "written"``).
+
+    Called after the gate's inputs were all checked, so a refused call leaves the store
+    as it was. A concurrent gate may have saved one first, or the store may be
+    read-only: then the stored one, if there, is verified and recorded instead.
+    """
+    if suite_info.get("source") != "written":
+        return
+    try:
+        save_suite(location, build_suite(artefact))
+    except StoreError:
+        with contextlib.suppress(StoreError):
+            suite, raw, shown = _read_suite(suite_info["path"])
+            verify_suite(suite, raw, artefact, shown=shown)
+            suite_info.update(source="stored", sha256=hashlib.sha256(raw).hexdigest())
 
 
 def _check_seed(random_state: object) -> int:

@@ -365,8 +365,9 @@ class ArtefactStore:
         none behind. Concurrent savers to one name get distinct versions.
         """
         check_artefact_name(name)
-        if self._local:  # a store nested inside another store's version is a write there
-            check_outside_store(os.path.join(self._root, name))
+        # a store nested inside another store's version is a write there
+        target = self._join(self._root, name)
+        _refuse_inside_store(self._fs, target, self._local, self._url(target))
         if not isinstance(artefact, GroupingArtefact):
             raise ParameterError(f"Expected a GroupingArtefact, got {type(artefact).__name__}.")
         files: dict[str, bytes] = {}
@@ -554,24 +555,55 @@ def check_outside_store(path: str | os.PathLike) -> None:
     Versions are immutable: nothing but :class:`ArtefactStore` itself writes there.
     Every atomic write (:func:`~astrid_airflow._atomic.atomic_path`, hence every
     command's outputs) calls this. Links are resolved, so a directory linking into a
-    store is caught. Local paths only (object-store prefixes are not walked).
+    store is caught. Object-store URLs (``s3://``, ``gs://``, ``memory://``...) are
+    checked the same way through their fsspec filesystem, one prefix at a time up to
+    the bucket (a listing and an existence check per prefix).
     """
     from ._atomic import split_url
 
-    _fs, dest, local = split_url(path)
-    if not local:
-        return
-    directory = os.path.realpath(os.path.dirname(dest))
-    while True:
-        kind = _store_directory_kind(directory)
+    fs, dest, local = split_url(path)
+    _refuse_inside_store(fs, dest, local, os.fspath(path))
+
+
+def _refuse_inside_store(fs: Any, dest: str, local: bool, shown_path: str) -> None:
+    """:func:`check_outside_store` on a path ``dest`` inside filesystem ``fs``."""
+    if local:
+        directory, kind_of, parent_of = (os.path.realpath(os.path.dirname(dest)),
+                                         _store_directory_kind, os.path.dirname)
+    else:
+        directory = dest.rstrip("/").rpartition("/")[0]
+        kind_of = (lambda d: _remote_store_directory_kind(fs, d))  # noqa: E731
+        parent_of = (lambda d: d.rstrip("/").rpartition("/")[0])  # noqa: E731
+    while directory and directory.strip("/"):
+        kind = kind_of(directory)
         if kind is not None:
-            raise StoreError(f"Refusing to write {os.fspath(path)!r}: it is inside the "
-                             f"artefact store {kind} directory {directory!r}; store "
+            shown = directory if local else fs.unstrip_protocol(directory)
+            raise StoreError(f"Refusing to write {shown_path!r}: it is inside the "
+                             f"artefact store {kind} directory {shown!r}; store "
                              "versions are immutable, write outputs elsewhere.")
-        parent = os.path.dirname(directory)
+        parent = parent_of(directory)
         if parent == directory:
             return
         directory = parent
+
+
+def _remote_store_directory_kind(fs: Any, directory: str) -> str | None:
+    """:func:`_store_directory_kind` for a prefix of an fsspec filesystem."""
+    base = directory.rstrip("/").rpartition("/")[2]
+    parent = directory.rstrip("/").rpartition("/")[0].rpartition("/")[2]
+    try:
+        if _VERSION_DIR.fullmatch(base) and _NAME.fullmatch(parent) and fs.exists(
+                f"{directory}/{ARTEFACT_FILE}"):
+            return "version"
+        if _NAME.fullmatch(base) and fs.isdir(directory):
+            for entry in fs.ls(directory, detail=False):
+                child = entry.rstrip("/").rpartition("/")[2]
+                if _VERSION_DIR.fullmatch(child) and fs.exists(
+                        f"{entry.rstrip('/')}/{ARTEFACT_FILE}"):
+                    return "name"
+    except Exception:
+        return None     # provably a store directory
+    return None
 
 
 def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:

@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._errors import ParameterError
 from ._validation import check_positive_int, check_seed_sequence
 
-__all__ = ["make_synthetic"]
+__all__ = ["make_synthetic", "MAX_N_PER_CLASS"]
+
+# The running example is a demo table: two classes of at most a million rows (2,000,000
+# rows, ~80 MB in memory, ~190 MB as CSV). A typo like ``--n-per-class 500000000`` would
+# otherwise fill a disk; large benchmark tables come from ``make_planted``.
+MAX_N_PER_CLASS = 1_000_000
 
 
 def make_synthetic(n_per_class: int = 500, *, mean_gap: float = 0.6, correlation: float = 0.95,
@@ -23,9 +29,13 @@ def make_synthetic(n_per_class: int = 500, *, mean_gap: float = 0.6, correlation
     * ``a4`` ~ U(0, 1), independent of the class.
 
     The true grouping is {a1, a2}, {a3}, {a4}. Values match the R code in
-    distribution only (different generators).
+    distribution only (different generators). ``n_per_class`` is at most
+    :data:`MAX_N_PER_CLASS` (1,000,000; ``ParameterError`` above it).
     """
     n = check_positive_int(n_per_class, "n_per_class")
+    if n > MAX_N_PER_CLASS:
+        raise ParameterError(f"Invalid n_per_class: {n}. At most {MAX_N_PER_CLASS:,} rows "
+                             "per class (the running example is a demo table).")
     rng = np.random.default_rng(check_seed_sequence(random_state))
     cov = np.array([[1.0, correlation], [correlation, 1.0]])
     a12 = rng.multivariate_normal([0.0, 0.0], cov, size=2 * n)

@@ -8,8 +8,16 @@ Each case is one input at one layer, with the behaviour it must get:
 * ``operator``: ``AirflowFailException`` (no retries), one-line message;
 
 and in every case **no output is written**: the working directory (hidden temporary
-files included) is identical, file by file, before and after. A few cases are accepted
-on purpose and must *say* something (``warning``/``note`` rows).
+files included) and the in-memory object store (``memory://``) are identical, file by
+file, before and after. A few cases are accepted on purpose and must *say* something
+(``warning``/``note`` rows); a gate that must *fail* (``gate FAILED`` rows) is judged on
+DataFrames, so that it writes no result files either.
+
+One case is not bad input but a terminated task: ``astrid learn`` killed with SIGTERM
+(a scheduler's task timeout) while its joblib workers run, in a subprocess. It must
+exit 143 (128 + SIGTERM, so the scheduler reports "terminated", not "bad input", which
+is exit 2) with one line, no leaked-resource warning, nothing saved and no temporary
+file left.
 
 Cases that expose a bug or a missing check are marked ``xfail(strict=True)`` with the
 reason; they fail without the fix and turn into an XPASS (a failure, because strict)
@@ -28,6 +36,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 import types
 import warnings
 from collections.abc import Callable
@@ -118,12 +128,18 @@ def make_workdir(root: Path) -> dict[str, Any]:
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``root`` (hidden ones too) with size and mtime.
+    """Every file under ``root`` (hidden ones too) with size and mtime, and every file of
+    the in-memory object store (``memory://...``, with size and a hash of its bytes).
 
     Empty directories (e.g. a staging directory an operator creates before it fails)
     are not outputs; a directory with anything in it shows through its files.
     """
+    from fsspec.implementations.memory import MemoryFileSystem
+
     out = {}
+    for key, f in list(MemoryFileSystem.store.items()):
+        data = f.getvalue()
+        out[f"memory://{key}"] = (len(data), hash(data))
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         for name in filenames:
@@ -141,8 +157,10 @@ class Case:
 
     ``prepare(work)`` writes what the case needs into the working dir and returns the
     argv (``cli``) or a thunk (``library``/``operator``). ``expect`` is an exception class,
-    ``"exit 2"``, ``"warning"`` or ``"note"`` (accepted, but reported); ``match`` is a
-    regex the message must contain.
+    ``"exit 2"``, ``"warning"`` or ``"note"`` (accepted, but reported), ``"gate FAILED"``
+    (a library call returning a failed :class:`GateResult`) or ``"exit 143"`` (a CLI
+    command run in a subprocess and sent SIGTERM once its joblib workers run); ``match``
+    is a regex the message must contain.
     """
 
     id: str
@@ -153,6 +171,9 @@ class Case:
     match: str
     bug: str | None = None
     needs_readonly: bool = False
+    # for accepted cases: ``verify(root, new_files)`` inspects the outputs before they are
+    # removed and returns what is wrong with them ("" when nothing is)
+    verify: Callable[[Path, tuple], str] | None = None
 
 
 def _csv(work, name, frame):
@@ -297,9 +318,6 @@ BUG_UNSEEN_NOTE = ("astrid shuffle drops the artefact check's notes: unseen cate
                    "a new batch are not reported (expected a note naming column and values)")
 BUG_EMPTY_SURROGATE = ("make_surrogate accepts an empty table and returns an empty "
                        "surrogate (the CLI and operators reject it: 'The table is empty')")
-BUG_GATE_SIDE_EFFECT = ("validate_surrogate writes the default suite.json into the artefact's "
-                        "store version before checking the policy: a rejected call still "
-                        "modifies the store")
 BUG_NUMPY_REPR = ("check_table's single-class message shows the label as 'np.int64(1)' "
                   "(a NumPy repr; counts.index[0] is a NumPy scalar again after .tolist())")
 BUG_GATE_MISSING = ("SurrogateGateOperator hashes the surrogate before checking it exists: "
@@ -495,15 +513,35 @@ def _gate_integrity_cases() -> list[Case]:
                 "--max-largest-group-unique-share", "1", "--max-singling-out-risk", "1",
                 "--max-linkability-risk", "1", "--max-inference-risk", "1"]
 
+    def html_of(root, files):
+        return {f: (root / f).read_text(errors="replace") for f in files
+                if f.endswith(".html")}
+
+    def escaped(root, files):
+        pages = html_of(root, files)
+        if not pages:
+            return f"no HTML page written: {files}"
+        raw = [f for f, text in pages.items() if "<script>alert(2)" in text
+               or "<img src=x" in text]
+        return f"the column name is raw HTML in {raw}" if raw else ""
+
+    def no_javascript_link(root, files):
+        pages = html_of(root, files)
+        if not pages:
+            return f"no HTML page written: {files}"
+        bad = [f for f, text in pages.items()
+               if re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", text, re.I)]
+        return f"a javascript: link in {bad}" if bad else ""
+
     add(Case("cli-validate-hostile-column-name", "cli",
              "a column named `<img src=x onerror=...><script>...` (Data Docs escape it)",
-             hostile_files, "note", r"gate PASSED"))
+             hostile_files, "note", r"gate PASSED", verify=escaped))
     add(Case("cli-report-javascript-link", "cli",
              "`astrid report --data-docs 'javascript:alert(1)'`",
              lambda w: ["report", "store/m", "--out", "jsreport", "--data-docs",
                         "javascript:alert(1)"], "note",
              r"note: --data-docs 'javascript:alert\(1\)' is not an http\(s\), file or "
-             r"relative link"))
+             r"relative link", verify=no_javascript_link))
     return c
 
 
@@ -1009,7 +1047,121 @@ def _cases() -> list[Case]:
     return c
 
 
-CASES = _cases() + _gate_integrity_cases()
+def _remote_store(work) -> str:
+    """``memory://badinput-store`` holding ``m`` (v0001), the work artefact with its suite."""
+    from astrid_airflow._gate import gate_extra_files
+    from astrid_airflow._store import ArtefactStore
+
+    url = "memory://badinput-store"
+    store = ArtefactStore(url)
+    if not store._fs.exists("/badinput-store/m/v0001/artefact.json"):
+        store.save("m", work["artefact"], extra_files=gate_extra_files(work["artefact"]))
+    return url
+
+
+def _coarser_release(work) -> pd.DataFrame:
+    """The original with a1 shuffled within class and every other column still aligned:
+    coarser than the artefact's grouping (rows of the other groups stay linked)."""
+    t = _t(work)
+    rng = np.random.default_rng(0)
+    for label in t[TARGET].unique():
+        rows = np.flatnonzero(t[TARGET].to_numpy() == label)
+        t.loc[t.index[rows], "a1"] = t["a1"].to_numpy()[rng.permutation(rows)]
+    return t
+
+
+def _terminated_learn(work) -> list[str]:
+    """A table large enough for memory-mapped worker arrays (training split > 1 MB)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40_000, 8))
+    table = pd.DataFrame(X, columns=[f"x{i}" for i in range(8)])
+    table[TARGET] = ((X[:, 0] * X[:, 1] > 0) ^ (X[:, 2] > 0.5)).astype(int)
+    if not (work["root"] / "big.parquet").exists():
+        _pq(work, "big.parquet", table)
+    return ["learn", "big.parquet", "--target", TARGET, "--classifier", "nb", "--jobs", "2",
+            "--seed", "0", "--r-search", "20", "--r-test", "50", "--quiet", "--store",
+            "store", "--name", "big"]
+
+
+def _legacy(work, name) -> str:
+    """``store/<name>``: the work artefact saved without a suite (as before the gate)."""
+    from astrid_airflow._store import ArtefactStore
+
+    store = ArtefactStore(work["root"] / "store")
+    if name not in store.names():
+        store.save(name, work["artefact"])
+    return f"store/{name}"
+
+
+def _rest_cases() -> list[Case]:
+    """The rest of issue 18: a terminated learn, validation that refuses before writing,
+    bounded sizes, the store's immutability on object stores, a coarser release."""
+    c: list[Case] = []
+    add = c.append
+    add(Case("cli-learn-sigterm", "cli",
+             "`astrid learn --jobs 2` sent SIGTERM while its joblib workers fit (a "
+             "scheduler's task timeout)", _terminated_learn, "exit 143",
+             r"^astrid learn: terminated \(SIGTERM\): workers stopped, temporary files "
+             r"removed, nothing saved$"))
+    # validation refuses bad input before writing anything, even the default suite.json
+    # of a version saved without one (store/legacy)
+    add(Case("cli-validate-legacy-bad-original", "cli",
+             "`validate` of a version saved without suite.json, original without a4",
+             lambda w: _validate_files(_pq(w, "noa4.parquet", _t(w).drop(columns="a4")),
+                                       "surr.parquet", _legacy(w, "legacy1")), "exit 2",
+             r"missing column\(s\) \['a4'\]"))
+    add(Case("lib-validate-legacy-bad-seed", "library",
+             "`validate_surrogate(..., random_state=-1)`, a version without suite.json",
+             lambda w: (lambda ref: lambda: __import__("astrid_airflow").validate_surrogate(
+                 "ref.parquet", "surr.parquet", ref, random_state=-1))(_legacy(w, "legacy2")),
+             ParameterError, r"Invalid random_state: -1"))
+    add(Case("lib-validate-legacy-bad-metrics", "library",
+             "`validate_surrogate(..., metrics={'accuracy': 1})`, a version without suite.json",
+             lambda w: (lambda ref: lambda: __import__("astrid_airflow").validate_surrogate(
+                 "ref.parquet", "surr.parquet", ref, random_state=0,
+                 metrics={"accuracy": 1}))(_legacy(w, "legacy3")), ParameterError,
+             r"Invalid metrics"))
+    # sizes: bounded like fuse --rows and shuffle --n-copies
+    # (just above the bound: should the bound go, the case fails without filling memory)
+    add(Case("cli-synth-n-per-class-huge", "cli", "`astrid synth --n-per-class 2000000`",
+             lambda w: ["synth", "--out", "huge.parquet", "--n-per-class", "2000000"],
+             "exit 2", r"Invalid n_per_class: 2000000\. At most 1,000,000 rows per class"))
+    add(Case("lib-synth-n-per-class-huge", "library", "`make_synthetic(1_000_001)`",
+             lambda w: (lambda: __import__("astrid_airflow").make_synthetic(1_000_001)),
+             ParameterError, r"Invalid n_per_class: 1000001"))
+    # nothing is written into a store except through it: object stores too
+    add(Case("cli-shuffle-out-into-remote-version", "cli",
+             "`shuffle --out memory://badinput-store/m/v0001/s.parquet` (a store on an "
+             "object store)", lambda w: _shuffle("ref.parquet", _remote_store(w) +
+                                                 "/m/v0001/s.parquet"), "exit 2",
+             r"inside the artefact store version directory 'memory://.*/m/v0001'"))
+    add(Case("cli-synth-out-into-remote-name-dir", "cli",
+             "`synth --out memory://badinput-store/m/x.csv`",
+             lambda w: ["synth", "--out", _remote_store(w) + "/m/x.csv"], "exit 2",
+             r"inside the artefact store name directory 'memory://.*/m'"))
+    add(Case("lib-store-inside-remote-version", "library",
+             "`ArtefactStore('memory://badinput-store/m/v0001').save('n', ...)`",
+             lambda w: (lambda url: lambda: __import__("astrid_airflow").ArtefactStore(
+                 url + "/m/v0001").save("n", w["artefact"]))(_remote_store(w)), StoreError,
+             r"inside the artefact store version directory"))
+    # a planted non-ASCII version directory is not a version: the next learn saves v0002
+    add(Case("cli-learn-beside-planted-version", "cli",
+             "`learn --store nastore --name m` beside a planted `v٠٠٠٩` (saves v0002, "
+             "not v0010)", lambda w: _learn("ref.csv", "--store", _planted(
+                 w, "nastore", "v٠٠٠٩", b"{corrupt"), "--name", "m"), "note",
+             r"saved artefact m@v0002 in nastore"))
+    # a release coarser than the artefact's grouping fails the gate
+    add(Case("lib-validate-coarser-release", "library",
+             "release coarser than the grouping: only a1 shuffled within class, the other "
+             "columns still aligned (DataFrames)",
+             lambda w: (lambda: __import__("astrid_airflow").validate_surrogate(
+                 _t(w), _coarser_release(w), w["artefact"], random_state=0,
+                 metrics={"accuracy_original": 0.9, "accuracy_surrogate": 0.9})),
+             "gate FAILED", r"gate FAILED: .*expect_surrogate_cross_group_linkage"))
+    return c
+
+
+CASES = _cases() + _gate_integrity_cases() + _rest_cases()
 
 
 # ------------------------------------------------------------------------- running
@@ -1027,6 +1179,7 @@ class Outcome:
     changed_files: tuple = ()
     accepted_outputs: tuple = ()
     exc: Any = None
+    verify_error: str = ""
 
 
 def run_case(case: Case, work: dict) -> Outcome:
@@ -1037,7 +1190,9 @@ def run_case(case: Case, work: dict) -> Outcome:
         before = snapshot(root)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            if case.layer == "cli":
+            if case.layer == "cli" and case.expect == "exit 143":
+                out = _run_cli_terminated(action, root)
+            elif case.layer == "cli":
                 out = _run_cli(action)
             else:
                 try:
@@ -1049,6 +1204,9 @@ def run_case(case: Case, work: dict) -> Outcome:
                 else:
                     notes = getattr(value, "notes", None)
                     out = Outcome("ok", message="; ".join(notes) if notes else "")
+                    if hasattr(value, "success") and hasattr(value, "failed"):  # GateResult
+                        out.message = ("gate PASSED" if value.success else
+                                       f"gate FAILED: {', '.join(value.failed)}")
         after = snapshot(root)
     out.warnings = tuple(str(w.message) for w in caught
                          if not _ignorable_warning(str(w.message)))
@@ -1057,6 +1215,8 @@ def run_case(case: Case, work: dict) -> Outcome:
     if out.kind in ("ok", "exit") and out.rc in (None, 0) and \
             ({"note", "warning"} & set(expect)):
         # accepted on purpose: its outputs are fine, but must not leak into other cases
+        if case.verify is not None:
+            out.verify_error = case.verify(root, out.new_files)
         for rel in sorted(out.new_files, reverse=True):
             (root / rel).unlink()
         out.accepted_outputs, out.new_files = out.new_files, ()
@@ -1083,11 +1243,55 @@ def _run_cli(argv: list[str]) -> Outcome:
                    stdout=out.getvalue())
 
 
+def _run_cli_terminated(argv: list[str], root: Path) -> Outcome:
+    """Run ``astrid ARGV`` in a subprocess and send SIGTERM once its joblib workers run.
+
+    The child's temporary directory (``TMPDIR``, ``JOBLIB_TEMP_FOLDER``) is under
+    ``root``, so a memory-mapped folder or file left behind shows as an output.
+    """
+    import signal
+
+    temp = root / ".sigterm-tmp"
+    temp.mkdir(exist_ok=True)
+    env = dict(os.environ, TMPDIR=str(temp), JOBLIB_TEMP_FOLDER=str(temp))
+    proc = subprocess.Popen([sys.executable, "-m", "astrid_airflow.cli", *argv], cwd=root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(p.name.startswith("astrid-fits-") for p in temp.iterdir()):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                break  # finished (or never started) before its workers: check() says so
+            time.sleep(0.05)
+        else:
+            time.sleep(1.5)  # the workers are fitting, their arrays memory-mapped
+            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return Outcome("exit", rc=proc.returncode, message=err.strip(),
+                   lines=len(err.splitlines()), stdout=out)
+
+
 def check(case: Case, out: Outcome) -> None:
     """Assert ``out`` is the behaviour ``case`` requires."""
     assert not out.new_files, f"output written: {out.new_files}"
     assert not out.changed_files, f"files changed: {out.changed_files}"
+    assert not out.verify_error, out.verify_error
     expect = case.expect if isinstance(case.expect, tuple) else (case.expect,)
+    if expect == ("exit 143",):  # terminated, not bad input: 128 + SIGTERM
+        assert out.rc == 143, (out.rc, out.message)
+        assert out.lines == 1, f"expected one line on stderr, got {out.lines}: {out.message}"
+        assert "leaked" not in out.message and "Traceback" not in out.message, out.message
+        assert out.stdout == "", out.stdout
+        assert re.search(case.match, out.message), out.message
+        return
+    if expect == ("gate FAILED",):
+        assert out.kind == "ok", (out.type, out.message)
+        assert re.search(case.match, out.message), out.message
+        return
     if case.layer == "cli" and "note" in expect:
         assert out.rc == 0, (out.rc, out.message)
         assert re.search(case.match, out.message + "\n" + out.stdout), (out.message,
@@ -1183,6 +1387,10 @@ def _expected_text(case: Case) -> str:
             parts.append("exit 2, one line")
         elif e == "note":
             parts.append("accepted, with a note")
+        elif e == "gate FAILED":
+            parts.append("the gate FAILS (nothing written)")
+        elif e == "exit 143":
+            parts.append("exit 143, one line (terminated, not bad input)")
         else:
             parts.append("a warning")
     return " or ".join(parts)
@@ -1203,6 +1411,8 @@ def _actual_text(out: Outcome | None, root: Path) -> str:
         return f"exit {out.rc}: {_cell(out.message, root)}"
     if out.kind == "raise":
         return f"`{out.type}`: {_cell(out.message, root)}"
+    if out.message.startswith("gate FAILED"):
+        return f"{_cell(out.message, root)} (nothing written)"
     said = "; ".join(out.warnings) or out.message
     return "accepted" + (f"; says: {_cell(said, root)}" if said else " silently")
 
@@ -1219,9 +1429,14 @@ def render_doc(cases: list[Case], outcomes: dict[str, Outcome], root: Path) -> s
         "after). The CLI must exit 2 with one line on stderr; the library must raise a",
         "typed `AstridError` subclass",
         "with a one-line message; the operators must raise `AirflowFailException` (no",
-        "retries). Rows marked **BUG** are `xfail(strict=True)` tests for defects found",
-        f"here and reported to the lead ({n_bugs} rows); their *message* column shows",
-        "today's behaviour. `<tmp>` stands for the test's working directory.",
+        "retries). The in-memory object store (`memory://`) is checked the same way.",
+        "A gate that must fail is judged on DataFrames, so it writes no result files.",
+        "`astrid learn` killed with SIGTERM while its workers run is a terminated task,",
+        "not bad input: exit 143 (128 + SIGTERM, what a scheduler reports as",
+        "\"terminated\"), one line, no leaked-resource warning, nothing saved and no",
+        "temporary file left. Rows marked **BUG** are `xfail(strict=True)` tests for",
+        f"defects found here and reported to the lead ({n_bugs} rows); their *message*",
+        "column shows today's behaviour. `<tmp>` stands for the test's working directory.",
         "",
         f"{len(cases)} cases: {sum(c.layer == 'cli' for c in cases)} CLI, "
         f"{sum(c.layer == 'library' for c in cases)} library, "

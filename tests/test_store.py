@@ -512,6 +512,28 @@ def test_writes_into_a_store_are_refused_except_through_it(tmp_path):
     assert store.add_file("n", 1, "extra.json", b"{}").endswith("extra.json")
 
 
+def test_writes_into_a_store_on_an_object_store_are_refused_except_through_it():
+    import uuid
+
+    from astrid_airflow._atomic import atomic_write_bytes
+    from astrid_airflow._store import check_outside_store
+
+    url = f"memory://outside-{uuid.uuid4().hex[:8]}/s"
+    store = ArtefactStore(url)
+    store.save("n", make_artefact())
+    for inside in ("n/v0001/x.csv", "n/v0001/sub/x.csv", "n/x.csv"):
+        with pytest.raises(StoreError, match="inside the artefact store"):
+            check_outside_store(f"{url}/{inside}")
+        with pytest.raises(StoreError, match="inside the artefact store"):
+            atomic_write_bytes(f"{url}/{inside}", b"x")
+    with pytest.raises(StoreError, match="version directory"):  # a store inside a version
+        ArtefactStore(f"{url}/n/v0001").save("m", make_artefact())
+    check_outside_store(f"{url}/x.csv")  # beside the names: not a version
+    check_outside_store(f"{url}-other/v0001/x.csv")  # a look-alike, not a store
+    assert store.add_file("n", 1, "extra.json", b"{}").endswith("extra.json")
+    assert [r["version"] for r in store.list()] == ["v0001"]
+
+
 def test_list_survives_odd_names_and_unreadable_name_dirs(tmp_path, monkeypatch):
     store = ArtefactStore(tmp_path)
     store.save("n", make_artefact(1))

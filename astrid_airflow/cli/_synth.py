@@ -8,7 +8,8 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("synth", help="write the paper's synthetic dataset")
     p.add_argument("--out", required=True, help="output .csv or .parquet")
-    p.add_argument("--n-per-class", type=int, default=500)
+    p.add_argument("--n-per-class", type=int, default=500,
+                   help="rows per class (default 500; at most 1,000,000, exit 2 above)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(handler=run)
