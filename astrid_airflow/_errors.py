@@ -16,6 +16,7 @@ __all__ = [
     "SchemaMismatchError",
     "StoreError",
     "GateError",
+    "RecipeError",
 ]
 
 
@@ -49,3 +50,7 @@ class StoreError(AstridError):
 
 class GateError(AstridError):
     """The quality gate cannot be evaluated (not: a gate that failed)."""
+
+
+class RecipeError(ParameterError):
+    """A release recipe is malformed or does not fit the table it is applied to."""

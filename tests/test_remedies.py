@@ -1,0 +1,160 @@
+"""Release remedies (issue 17): the recipe, its application, its fit and its safety."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from astrid_airflow import (
+    AstridError,
+    RecipeError,
+    ReleaseRecipe,
+    apply_recipe,
+    fit_recipe,
+    group_disclosure,
+    make_synthetic,
+)
+from astrid_airflow._remedies import mdav_clusters
+
+BINS = {"method": "bins", "column": "a", "edges": [2.0, 5.0], "values": [1.0, 3.0, 7.0],
+        "labels": ["< 2", "[2, 5)", ">= 5"], "published_type": "integer"}
+
+
+def _table(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "a": rng.integers(0, 100, n),
+        "b": rng.normal(size=n),
+        "c": pd.Categorical(rng.choice(list("pqrstuvw"), n, p=[.3, .3, .2, .1, .05, .03,
+                                                                .01, .01])),
+        "y": rng.choice(["u", "v", "w"], n),
+    })
+
+
+# ----------------------------------------------------------------------------- recipe
+
+def test_recipe_json_round_trip_and_frozen():
+    r = ReleaseRecipe(k=5, steps=(BINS, {"method": "suppress", "column": "c", "keep": ["p"],
+                                         "published_type": "category"}),
+                      target="y", notes=("n",))
+    assert ReleaseRecipe.from_json(r.to_json()) == r
+    assert ReleaseRecipe.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+    assert r.columns == ("a", "c")
+    with pytest.raises(AttributeError):
+        r.k = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"k": 0, "steps": []}, "k"),
+    ({"k": 5}, "required"),
+    ({"k": 5, "steps": [], "colour": 1}, "unknown"),
+    ({"k": 5, "steps": [{"method": "blur", "column": "a"}]}, "method"),
+    ({"k": 5, "steps": [{**BINS, "edges": [5.0, 2.0]}]}, "increase"),
+    ({"k": 5, "steps": [{**BINS, "values": [1.0, 3.0]}]}, "values"),
+    ({"k": 5, "steps": [{**BINS, "values": [1.0, 6.0, 7.0]}]}, "invent"),
+    ({"k": 5, "steps": [{**BINS, "edges": [2.0, float("nan")]}]}, "finite"),
+    ({"k": 5, "steps": [BINS, BINS]}, "twice"),
+    ({"k": 5, "steps": [{**BINS, "published_type": "blob"}]}, "published_type"),
+    ({"k": 5, "steps": [{"method": "round", "column": "a", "step": 0, "low": None,
+                         "high": None, "published_type": "float"}]}, "step"),
+    ({"k": 5, "steps": [{"method": "mdav", "columns": ["a", "b"], "k": 0,
+                         "published_types": ["float", "float"]}]}, "k must"),
+    ({"k": 5, "target": "a", "steps": [BINS]}, "class column"),
+    ([1, 2], "object"),
+])
+def test_bad_recipes_refused(bad, words):
+    with pytest.raises(RecipeError, match=words) as info:
+        ReleaseRecipe.from_dict(bad)
+    assert isinstance(info.value, AstridError)
+
+
+def test_bad_recipe_json_and_unknown_column():
+    with pytest.raises(RecipeError, match="JSON"):
+        ReleaseRecipe.from_json("{")
+    r = ReleaseRecipe(k=5, steps=({**BINS, "column": "zz"},))
+    with pytest.raises(RecipeError, match="zz"):
+        apply_recipe(_table(), r)
+
+
+# ------------------------------------------------------------------------------ apply
+
+def test_apply_bins_round_suppress_keep_types_and_new_batch():
+    t = pd.DataFrame({"a": [0, 2, 4, 5, 99, -3], "b": [0.4, 1.6, 2.5, 9.0, -9.0, np.nan],
+                      "c": pd.Categorical(["p", "q", "r", "p", None, "q"]),
+                      "y": list("xxyyxy")})
+    r = ReleaseRecipe(k=1, target="y", steps=(
+        BINS,
+        {"method": "round", "column": "b", "step": 1.0, "low": -1.0, "high": 3.0,
+         "published_type": "float"},
+        {"method": "suppress", "column": "c", "keep": ["p"], "published_type": "category"}))
+    out = apply_recipe(t, r)
+    assert out["a"].tolist() == [1, 3, 3, 7, 7, 1]  # outside values: end bins
+    assert out["a"].dtype == t["a"].dtype
+    assert out["b"].tolist()[:5] == [0.0, 2.0, 2.0, 3.0, -1.0] and np.isnan(out["b"][5])
+    assert out["c"].tolist()[0] == "p" and out["c"].isna().tolist() == [False, True, True,
+                                                                          False, True, True]
+    assert out["c"].dtype == t["c"].dtype and out["y"].equals(t["y"])
+    # the Arrow path gives the same values and keeps the Arrow types
+    arrow = apply_recipe(pa.Table.from_pandas(t, preserve_index=False), r)
+    assert arrow.schema == pa.Table.from_pandas(t, preserve_index=False).schema
+    pd.testing.assert_frame_equal(arrow.to_pandas(), out, check_categorical=False)
+
+
+def test_fit_then_apply_to_a_new_batch_uses_stored_edges():
+    ref, batch = _table(400, 1), _table(200, 2)
+    r, report = fit_recipe(ref, target="y", grouping="a;b;c", k=5)
+    assert all(g["passed"] for g in report)
+    again = ReleaseRecipe.from_json(r.to_json())
+    pd.testing.assert_frame_equal(apply_recipe(batch, again), apply_recipe(batch, r))
+    bins = {s["column"]: s for s in r.steps if s["method"] == "bins"}
+    # every published value is one of the recorded representatives
+    assert set(apply_recipe(batch, r)["a"]) <= set(bins["a"]["values"])
+
+
+def test_mdav_clusters_have_k_rows_and_are_deterministic():
+    x = np.random.default_rng(3).normal(size=(103, 3))
+    labels = mdav_clusters(x, 5)
+    assert np.bincount(labels).min() >= 5
+    assert np.array_equal(labels, mdav_clusters(x, 5))
+
+
+def test_mdav_step_aggregates_within_class():
+    t = _table(200, 4)
+    r, _ = fit_recipe(t, target="y", grouping="a,b;c", k=5, method="mdav")
+    out = apply_recipe(t, r)
+    assert out["a"].dtype == t["a"].dtype  # rounded means keep the integer type
+    for _, part in out.groupby("y", observed=True):
+        assert part.groupby(["a", "b"]).size().min() >= 5
+
+
+# --------------------------------------------------------------------------- property
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(30, 200), st.integers(2, 8),
+       st.sampled_from(["a;b;c", "a,b;c", "a,b,c"]))
+def test_remedies_never_increase_group_disclosure(seed, n, k, grouping):
+    t = _table(n, seed)
+    r, _ = fit_recipe(t, target="y", grouping=grouping, k=k)
+    out = apply_recipe(t, r)
+    before = group_disclosure(t, target="y", grouping=grouping, k=k)
+    after = group_disclosure(out, target="y", grouping=grouping, k=k)
+    for b, a in zip(before, after):
+        assert a.share_below_k <= b.share_below_k + 1e-12
+        assert a.class_disclosure_share <= b.class_disclosure_share + 1e-12
+        assert a.k_min >= b.k_min
+
+
+def test_fit_on_synthetic_passes_the_per_group_thresholds():
+    t = make_synthetic(200, random_state=0)
+    target = t.columns[-1]
+    grouping = ";".join(c for c in t.columns if c != target)
+    r, _report = fit_recipe(t, target=target, grouping=grouping, k=5)
+    out = apply_recipe(t, r)
+    for d in group_disclosure(out, target=target, grouping=grouping, k=5):
+        assert d.share_below_k <= 0.05 and d.class_disclosure_share <= 0.05
