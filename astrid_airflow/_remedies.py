@@ -48,6 +48,7 @@ __all__ = [
     "ReleaseRecipe",
     "apply_recipe",
     "fit_recipe",
+    "generalise_file",
     "group_risk",
     "mdav_clusters",
 ]
@@ -316,7 +317,8 @@ def _apply_round(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
 
 def _apply_suppress(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
     keep = series.isin(s["keep"]) | series.isna()
-    return series.where(keep)  # categorical dtype and categories stay as they are
+    # categorical dtype and categories stay as they are; strings get None (Arrow: null)
+    return series.where(keep, None) if series.dtype == object else series.where(keep)
 
 
 def mdav_clusters(x: np.ndarray, k: int) -> np.ndarray:
@@ -468,6 +470,37 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
         if out[c].dtype != table[c].dtype and _published_type(table[c]) != "integer":
             out[c] = out[c].astype(table[c].dtype)
     return out
+
+
+def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = False
+                    ) -> dict[str, Any]:
+    """Write ``src`` (Parquet/CSV) with the artefact's recipe applied, atomically.
+
+    The file's schema is checked against the artefact first; the output keeps the
+    input's column types and row order. Returns ``{"out", "rows"}``.
+    """
+    import contextlib
+    import os
+
+    from ._atomic import atomic_path
+    from ._surrogate import _writer, file_format, read_arrow, release_recipe
+
+    recipe = release_recipe(artefact, True)
+    if recipe is None:
+        raise RecipeError("The artefact records no release recipe: nothing to apply.")
+    src, out = os.fspath(src), os.fspath(out)
+    kind = file_format(out)
+    table = read_arrow(src)
+    artefact.check_table(table.schema)
+    table = apply_recipe(table, recipe, target=artefact.target)
+    with atomic_path(out, overwrite=overwrite) as tmp, \
+            contextlib.closing(_writer(kind, tmp, table.schema)) as writer:
+        if kind == "csv":
+            from ._surrogate import _csv_schema
+
+            table = table.cast(_csv_schema(table.schema))
+        writer.write_table(table)
+    return {"out": out, "rows": table.num_rows}
 
 
 # -------------------------------------------------------------------------------- fit

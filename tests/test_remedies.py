@@ -158,3 +158,106 @@ def test_fit_on_synthetic_passes_the_per_group_thresholds():
     out = apply_recipe(t, r)
     for d in group_disclosure(out, target=target, grouping=grouping, k=5):
         assert d.share_below_k <= 0.05 and d.class_disclosure_share <= 0.05
+
+
+# --------------------------------------------------------------- artefact and release
+
+def _artefact(table: pd.DataFrame, groups: str, target: str = "y", release=None):
+    import dataclasses
+
+    from astrid_airflow import Grouping, GroupingArtefact
+
+    g = Grouping.parse(groups)
+    result = {"grouping": g.to_list(), "k": g.k, "table": [], "target": target,
+              "classifier": "nb", "scoring": "accuracy", "alpha": 0.05, "n_search": 20,
+              "n_test": 40, "random_state": 0}
+    art = GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z")
+    return art if release is None else dataclasses.replace(art, release=release)
+
+
+def _remedied_artefact(table, groups="a;b;c"):
+    r, _ = fit_recipe(table, target="y", grouping=groups, k=5)
+    return _artefact(table, groups, release={"status": "given", "recipe": r.to_dict()}), r
+
+
+def test_recipe_round_trips_through_the_store_and_gives_the_same_bytes(tmp_path):
+    from astrid_airflow import ArtefactStore, load_artefact, make_surrogate, shuffle_file
+
+    t = _table(300, 5)
+    art, recipe = _remedied_artefact(t)
+    ArtefactStore(tmp_path / "store").save("t", art)
+    loaded = load_artefact(str(tmp_path / "store" / "t")).artefact
+    assert loaded == art and loaded.recipe == recipe
+    src = tmp_path / "t.parquet"
+    t.to_parquet(src, index=False)
+    a = shuffle_file(src, loaded, tmp_path / "a.parquet", random_state=7)
+    b = shuffle_file(src, art, tmp_path / "b.parquet", random_state=7)
+    assert open(a, "rb").read() == open(b, "rb").read()
+    published = pd.read_parquet(a)
+    # the file is the remedied table shuffled, and equals the in-memory surrogate
+    pd.testing.assert_frame_equal(published, make_surrogate(t, art, random_state=7),
+                                  check_categorical=False)
+    assert set(published["a"]) <= set(next(s for s in recipe.steps
+                                           if s["column"] == "a")["values"])
+    raw = pd.read_parquet(shuffle_file(src, art, tmp_path / "raw.parquet", random_state=7,
+                                       remedies=False))
+    assert sorted(raw["a"]) == sorted(t["a"])
+
+
+def test_old_artefacts_without_release_stay_readable_and_bad_releases_are_refused():
+    from astrid_airflow import ArtefactError, GroupingArtefact
+
+    t = _table(100, 6)
+    plain = _artefact(t, "a;b;c")
+    d = json.loads(plain.to_json())
+    assert "release" not in d and GroupingArtefact.from_dict(d).recipe is None
+    for bad, words in [({"status": "chosen", "recipe": {"k": 0, "steps": []}}, "k"),
+                       ({"status": "chosen", "recipe": {"k": 5, "steps": [
+                           {**BINS, "column": "zz"}]}}, "zz"),
+                       ({"status": "maybe"}, "status"),
+                       ("yes", "object"),
+                       ({"status": "chosen", "recipe": None}, "needs a recipe")]:
+        with pytest.raises(ArtefactError, match=words):
+            GroupingArtefact.from_dict({**d, "release": bad})
+
+
+def test_a_refused_release_publishes_nothing_unless_raw_is_asked():
+    from astrid_airflow import make_surrogate
+
+    t = _table(100, 7)
+    art = _artefact(t, "a,b;c", release={"status": "refused", "recipe": None,
+                                         "reason": "utility: best 0.10 below bound"})
+    with pytest.raises(RecipeError, match="utility: best"):
+        make_surrogate(t, art, random_state=0)
+    assert len(make_surrogate(t, art, random_state=0, remedies=False)) == 100
+
+
+def test_cli_shuffle_no_remedies_and_generalise(tmp_path, capsys):
+    from astrid_airflow import ArtefactStore
+    from astrid_airflow.cli import main
+
+    t = _table(300, 8)
+    art, recipe = _remedied_artefact(t)
+    ArtefactStore(tmp_path / "s").save("t", art)
+    src = tmp_path / "t.parquet"
+    t.to_parquet(src, index=False)
+    ref = str(tmp_path / "s" / "t")
+    assert main(["shuffle", str(src), "--artefact", ref, "--out", str(tmp_path / "r.parquet"),
+                 "--seed", "1", "--no-utility", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["remedies"] == recipe.to_dict()
+    assert main(["shuffle", str(src), "--artefact", ref, "--out",
+                 str(tmp_path / "raw.parquet"), "--seed", "1", "--no-utility",
+                 "--no-remedies", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["remedies"] is None
+    assert sorted(pd.read_parquet(tmp_path / "raw.parquet")["b"]) == sorted(t["b"])
+    assert main(["generalise", str(src), "--artefact", ref, "--out",
+                 str(tmp_path / "g.csv"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 300
+    g = pd.read_csv(tmp_path / "g.csv")
+    assert g["a"].tolist() == apply_recipe(t, recipe)["a"].tolist()  # rows in place
+    # an artefact without a recipe: one line, exit 2
+    ArtefactStore(tmp_path / "s").save("plain", _artefact(t, "a;b;c"))
+    assert main(["generalise", str(src), "--artefact", str(tmp_path / "s" / "plain"),
+                 "--out", str(tmp_path / "h.csv")]) == 2
+    assert "no release recipe" in capsys.readouterr().err

@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, str] = {
     "fuse": "_fuse",
     "plan-collection": "_plan",
     "risk": "_risk",
+    "generalise": "_generalise",
 }
 
 
