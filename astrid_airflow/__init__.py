@@ -78,6 +78,7 @@ _EXPORTS: dict[str, str] = {
     "ReleaseRecipe": "_remedies",
     "apply_recipe": "_remedies",
     "fit_recipe": "_remedies",
+    "choose_release": "_release",
     # scale-out
     "dask_parallel": "_dask",
     "astrid_on_dask": "_dask",

@@ -57,7 +57,7 @@ RECIPE_VERSION = 1
 _METHODS = ("bins", "round", "suppress", "mdav")
 _TYPES = ("integer", "float", "string", "category", "boolean")
 #: Bin counts tried per group, most detailed first (the first that passes is kept).
-BIN_LADDER = (20, 12, 8, 6, 5, 4, 3, 2)
+BIN_LADDER = (64, 32, 20, 12, 8, 6, 5, 4, 3, 2)
 
 
 # ----------------------------------------------------------------------------- recipe
@@ -659,7 +659,7 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     per-group ``share_below_k`` and ``class_disclosure_share`` (on the reference
     ``table``) stay within ``margin`` times the thresholds (the slack absorbs a new
     batch): unchanged; else rare categories suppressed and numeric columns cut into
-    20, 12, 8, ... 2 quantile bins of at least ``k`` rows (all of a group's numeric
+    64, 32, 20, 12, ... 2 quantile bins of at least ``k`` rows (all of a group's numeric
     columns with the same count); ``method="mdav"`` microaggregates multi-column groups
     within class instead (Domingo-Ferrer & Mateo-Sanz 2002).
 

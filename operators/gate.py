@@ -32,6 +32,7 @@ from ._common import (
     resolve_seed,
     sha256_of,
     store_url,
+    to_bool,
     translate_errors,
 )
 from .shuffle import metrics_path, split_ref
@@ -108,6 +109,9 @@ class SurrogateGateOperator(BaseOperator):
         Where results go; default beside the surrogate (templated).
     random_state : int or None
         Seed of the utility check (templated); ``None`` derives it from the run.
+    remedies : bool, default True
+        The staged surrogate is the artefact's remedied release (as the shuffle
+        operator stages by default); ``False`` judges a raw release (templated).
 
     Returns (XCom)
     --------------
@@ -119,7 +123,7 @@ class SurrogateGateOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "original", "surrogate", "store", "artefact", "name", "policy", "out_dir",
-        "random_state",
+        "random_state", "remedies",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"policy": "json"}
     ui_color = "#d4edda"
@@ -127,7 +131,7 @@ class SurrogateGateOperator(BaseOperator):
     def __init__(self, *, original: Any, surrogate: Any, store: Any, artefact: str,
                  name: str | None = None, policy: dict[str, Any] | str | None = None,
                  out_dir: Any = None, random_state: int | str | None = None,
-                 **kwargs: Any) -> None:
+                 remedies: bool | str = True, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.original = original
@@ -138,6 +142,7 @@ class SurrogateGateOperator(BaseOperator):
         self.policy = policy
         self.out_dir = out_dir
         self.random_state = random_state
+        self.remedies = remedies
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._errors import ParameterError
@@ -168,7 +173,8 @@ class SurrogateGateOperator(BaseOperator):
             with local_table(original) as orig, local_input(surrogate) as surr, \
                     _local_dir(out_dir) as outputs:
                 result = validate_surrogate(orig, surr, ref, policy=overrides,
-                                            out_dir=outputs, random_state=seed)
+                                            out_dir=outputs, random_state=seed,
+                                            remedies=to_bool(self.remedies, "remedies"))
                 # a database original exists only as this temporary dump
                 release_report = self._write_report(
                     ref, orig if isinstance(original, TableRef) else original, surrogate,

@@ -261,3 +261,82 @@ def test_cli_shuffle_no_remedies_and_generalise(tmp_path, capsys):
     assert main(["generalise", str(src), "--artefact", str(tmp_path / "s" / "plain"),
                  "--out", str(tmp_path / "h.csv")]) == 2
     assert "no release recipe" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- privacy-aware choice
+
+def _result(groups: list, target: str = "y") -> dict:
+    table = [{"k": len(g), "grouping": g} for g in groups]
+    return {"grouping": groups[0], "k": len(groups[0]), "table": table, "target": target,
+            "classifier": {"preset": "nb"}, "scoring": "accuracy", "alpha": 0.05,
+            "n_search": 20, "n_test": 40, "random_state": 0}
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+def test_choose_release_records_candidates_and_never_loosens_the_policy():
+    from astrid_airflow import GatePolicy, choose_release
+
+    rng = np.random.default_rng(0)
+    n = 1200
+    y = rng.integers(0, 2, n)
+    t = pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
+                      "c": rng.integers(0, 1000, n), "y": y})
+    result = _result([[["a", "b"], ["c"]], [["a"], ["b"], ["c"]]])
+    policy = GatePolicy(max_accuracy_drop=0.1, attack_n=200)
+    art = choose_release(t, result, policy=policy, random_state=1)
+    rel = art.release
+    assert rel["status"] == "chosen", rel["reason"]
+    assert rel["learned_grouping"] == [["a", "b"], ["c"]]
+    assert len(rel["candidates"]) >= 2 and rel["policy"] == policy.to_dict()
+    chosen = rel["candidates"][rel["chosen"]]
+    assert chosen["passed"] and chosen["grouping"] == art.grouping.to_list()
+    assert chosen["accuracy_drop"] <= 0.1 and chosen["risks"]["share_below_k"] <= 0.05
+    assert chosen["risks"]["inference_upper"] <= policy.max_inference_risk
+    for key in ("accuracy_original", "accuracy_raw_release", "accuracy_remedied_release",
+                "remedy_cost"):
+        assert key in rel["utility"]
+    # deterministic for a seed, and the artefact round-trips with its release
+    from astrid_airflow import GroupingArtefact
+
+    assert GroupingArtefact.from_json(art.to_json()) == art
+    assert choose_release(t, result, policy=policy, random_state=1).release == rel
+    # a policy no release can meet: refused, naming the trade-off; nothing loosened
+    strict = GatePolicy(max_accuracy_drop=0.0, max_share_below_k=0.0, attack_n=200)
+    refused = choose_release(t, result, policy=strict, random_state=1)
+    assert refused.release["status"] == "refused" and refused.recipe is None
+    assert refused.release["policy"] == strict.to_dict()
+    assert "privacy" in refused.release_refused
+    # remedies off: the learned grouping, no release
+    assert choose_release(t, result, remedies=False).release is None
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+def test_cli_learn_records_the_release_by_default_and_not_with_no_remedies(tmp_path, capsys):
+    from astrid_airflow import GatePolicy, load_artefact
+    from astrid_airflow.cli import main
+
+    rng = np.random.default_rng(2)
+    n = 2000
+    y = rng.integers(0, 2, n)
+    t = pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
+                      "c": rng.integers(0, 1000, n), "d": rng.normal(size=n).round(3),
+                      "e": rng.normal(size=n).round(3), "y": y})
+    src = tmp_path / "t.csv"
+    t.to_csv(src, index=False)
+    policy = tmp_path / "policy.json"
+    policy.write_text(GatePolicy(max_accuracy_drop=0.1).to_json())
+    common = ["learn", str(src), "--target", "y", "--classifier", "nb", "--r-search", "5",
+              "--r-test", "10", "--seed", "0", "--quiet", "--store", str(tmp_path / "s"),
+              "--json"]
+    assert main([*common, "--name", "r", "--policy", str(policy)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["release"]["status"] == "chosen", out["release"]
+    art = load_artefact(str(tmp_path / "s" / "r")).artefact
+    assert art.recipe is not None and art.release["policy"]["max_accuracy_drop"] == 0.1
+    assert main([*common, "--name", "raw", "--no-remedies"]) == 0
+    assert json.loads(capsys.readouterr().out)["release"] is None
+    assert load_artefact(str(tmp_path / "s" / "raw")).artefact.release is None
+    # a bad policy file: one line, exit 2
+    policy.write_text('{"max_intact": 2}')
+    assert main([*common, "--name", "bad", "--policy", str(policy)]) == 2
+    assert "max_intact" in capsys.readouterr().err
