@@ -258,7 +258,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                            "remedy_cost": raw.accuracy_surrogate
                            - chosen["accuracy_surrogate"],
                            "accuracy_drop": chosen["accuracy_drop"]})
-        artefact_dict = {**d, "grouping": chosen["grouping"]}
+        # the artefact records the released grouping (what the gate ties the file to);
+        # the learned one stays in release["learned_grouping"] and the per-k table
+        artefact_dict = {**d, "grouping": chosen["grouping"], "k": len(chosen["grouping"])}
     art = GroupingArtefact.from_result(artefact_dict, table, created_at=created_at)
     return dataclasses.replace(art, release=release)
 

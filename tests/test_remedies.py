@@ -340,3 +340,31 @@ def test_cli_learn_records_the_release_by_default_and_not_with_no_remedies(tmp_p
     policy.write_text('{"max_intact": 2}')
     assert main([*common, "--name", "bad", "--policy", str(policy)]) == 2
     assert "max_intact" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+def test_report_shows_the_tradeoff_table_and_picture_escaped(tmp_path):
+    import dataclasses
+
+    from astrid_airflow import GroupingArtefact, astrid, write_report
+
+    t = _table(200, 9)
+    hostile = "<script>alert(1)</script>"
+    result = astrid(t, target="y", classifier="nb", n_search=5, n_test=10, random_state=0,
+                    progress=False)
+    art = GroupingArtefact.from_result(result, t, created_at="2026-01-01T00:00:00Z")
+    release = {"status": "refused", "recipe": None, "chosen": None,
+               "reason": f"privacy vs utility {hostile}",
+               "policy": {"max_accuracy_drop": 0.02},
+               "candidates": [{"label": hostile, "grouping": [["a"], ["b"], ["c"]],
+                               "remedies": [{"columns": ["a"], "remedy": hostile}],
+                               "risks": {"share_below_k": 0.01,
+                                         "class_disclosure_share": 0.0},
+                               "accuracy_original": 0.6, "accuracy_surrogate": 0.5,
+                               "accuracy_drop": 0.1, "failed": ["utility"],
+                               "passed": False}]}
+    art = dataclasses.replace(art, release=release)
+    written = write_report(art, tmp_path / "r")
+    page = open(written.index, encoding="utf-8").read()
+    assert "Release: privacy-aware choice" in page and "tradeoff.png" in written.files
+    assert hostile not in page and "&lt;script&gt;" in page
