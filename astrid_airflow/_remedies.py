@@ -685,9 +685,12 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     labels = table[target].to_numpy()
     steps: list[dict] = []
     report: list[dict] = []
+    # a threshold of 1 is "report only" (GatePolicy.raw_release_demo): nothing to remedy
+    below = math.inf if max_share_below_k >= 1 else max_share_below_k * margin
+    disclosure = math.inf if max_class_disclosure_share >= 1 else \
+        max_class_disclosure_share * margin
     for cols in grouping.groups:
-        fit = _fit_group(table, list(cols), labels, k, max_share_below_k * margin,
-                         max_class_disclosure_share * margin, method)
+        fit = _fit_group(table, list(cols), labels, k, below, disclosure, method)
         steps.extend(fit.steps)
         report.append({"columns": list(cols), "passed": fit.passed,
                        "share_below_k": fit.share_below_k,
