@@ -368,3 +368,28 @@ def test_report_shows_the_tradeoff_table_and_picture_escaped(tmp_path):
     page = open(written.index, encoding="utf-8").read()
     assert "Release: privacy-aware choice" in page and "tradeoff.png" in written.files
     assert hostile not in page and "&lt;script&gt;" in page
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+def test_remedied_release_passes_the_default_gate_on_privacy_and_raw_fails(tmp_path):
+    from astrid_airflow import make_surrogate, validate_surrogate
+
+    rng = np.random.default_rng(4)
+    n = 2000
+    y = rng.integers(0, 2, n)
+    cols = {f"x{i}": rng.normal(y * 0.5, 1.0, n).round(4) for i in range(6)}
+    t = pd.DataFrame({**cols, "y": y})
+    groups = ";".join(cols)
+    r, _ = fit_recipe(t, target="y", grouping=groups, k=5)
+    art = _artefact(t, groups, release={"status": "given", "recipe": r.to_dict()})
+    same = {"accuracy_original": 0.8, "accuracy_surrogate": 0.8}  # privacy is judged here
+    remedied = make_surrogate(t, art, random_state=1)
+    ok = validate_surrogate(t, remedied, art, random_state=0, metrics=same)
+    assert ok.success, ok.failed
+    assert ok.artefact["remedies"] == r.to_dict()
+    raw = make_surrogate(t, art, random_state=1, remedies=False)
+    bad = validate_surrogate(t, raw, art, random_state=0, metrics=same, remedies=False)
+    assert "expect_surrogate_group_class_disclosure_share_to_be_at_most" in bad.failed
+    # a raw file judged as the remedied release fails integrity (not what was published)
+    wrong = validate_surrogate(t, raw, art, random_state=0, metrics=same)
+    assert "expect_surrogate_column_values_to_match_original_per_class" in wrong.failed
