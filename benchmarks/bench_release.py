@@ -180,18 +180,44 @@ def anonymeter_on(name, ori, rel, ctl, target, grouping, tmp: Path) -> dict:
             "infer_member": worst(lambda a: a.endswith("group-mates"))}
 
 
+def _split(name: str):
+    from sklearn.model_selection import train_test_split
+
+    table, target = uci.load(name)
+    part, ctl = train_test_split(table, test_size=0.5, stratify=table[target], random_state=0)
+    return table, target, part.reset_index(drop=True), ctl.reset_index(drop=True)
+
+
+def sdv_row(name: str, part, ctl, target: str, tmp: Path) -> dict:
+    from astrid_airflow import Grouping
+
+    try:
+        src, out = tmp / f"{name}-sdv-in.csv", tmp / f"{name}-sdv-out.csv"
+        part.to_csv(src, index=False)
+        started = time.perf_counter()
+        subprocess.run([str(sdv_python()), "-c", SDV_RUNNER, str(src), str(out), "0"],
+                       check=True, capture_output=True)
+        seconds = time.perf_counter() - started
+        syn = _like(pd.read_csv(out), part)
+        syn[target] = syn[target].astype(part[target].dtype) \
+            if not isinstance(part[target].dtype, pd.CategoricalDtype) else syn[target]
+        singles = Grouping.singletons([c for c in part.columns if c != target])
+        return {"release": "SDV GaussianCopula", "accuracy": accuracy(syn, ctl, target),
+                "risks": our_risks(part, syn, ctl, target, singles),
+                "fit_sample_seconds": round(seconds, 1)}
+    except Exception as exc:
+        return {"release": "SDV GaussianCopula", "error": f"{type(exc).__name__}: "
+                f"{str(exc)[:300]}"}
+
+
 def run_table(name: str, tmp: Path, sdv: bool = True) -> dict:
     from astrid_airflow import GatePolicy, Grouping, apply_recipe, choose_release, make_surrogate
     from astrid_airflow._surrogate import ProtectsNothingWarning
 
     warnings.simplefilter("ignore", ProtectsNothingWarning)
-    table, target = uci.load(name)
+    table, target, part, ctl = _split(name)
     run = json.loads((RESULTS / "astrid_runs" / f"adaptive_{name}_svm_j1.json").read_text())
     result = run["result"]
-    from sklearn.model_selection import train_test_split
-
-    part, ctl = train_test_split(table, test_size=0.5, stratify=table[target], random_state=0)
-    part, ctl = part.reset_index(drop=True), ctl.reset_index(drop=True)
     learned = Grouping(result["grouping"])
     rows = []
     t0 = time.perf_counter()
@@ -239,22 +265,8 @@ def run_table(name: str, tmp: Path, sdv: bool = True) -> dict:
         except Exception as exc:  # the throw-away venv may be unavailable offline
             row["anonymeter"] = {"error": f"{type(exc).__name__}: {exc}"}
         rows.append(row)
-    try:
-        if not sdv:
-            raise RuntimeError("skipped (--no-sdv)")
-        src, out = tmp / f"{name}-sdv-in.csv", tmp / f"{name}-sdv-out.csv"
-        part.to_csv(src, index=False)
-        subprocess.run([str(sdv_python()), "-c", SDV_RUNNER, str(src), str(out), "0"],
-                       check=True, capture_output=True)
-        syn = _like(pd.read_csv(out), part)
-        syn[target] = syn[target].astype(part[target].dtype) \
-            if not isinstance(part[target].dtype, pd.CategoricalDtype) else syn[target]
-        singles = Grouping.singletons([c for c in part.columns if c != target])
-        rows.append({"release": "SDV GaussianCopula", "accuracy": accuracy(syn, ctl, target),
-                     "risks": our_risks(part, syn, ctl, target, singles)})
-    except Exception as exc:
-        rows.append({"release": "SDV GaussianCopula", "error": f"{type(exc).__name__}: "
-                     f"{str(exc)[:300]}"})
+    rows.append(sdv_row(name, part, ctl, target, tmp) if sdv else
+                {"release": "SDV GaussianCopula", "error": "skipped (--no-sdv)"})
     return {"table": name, "rows": len(table), "seconds": round(time.perf_counter() - t0, 1),
             "releases": rows}
 
@@ -319,11 +331,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", default=",".join(TABLES))
     ap.add_argument("--no-sdv", action="store_true", help="skip the SDV peer")
+    ap.add_argument("--sdv-only", action="store_true",
+                    help="recompute only the SDV rows of an existing results file")
     args = ap.parse_args()
     results = []
     started = time.perf_counter()
+    if args.sdv_only:
+        old = json.loads((RESULTS / "release_comparison.json").read_text())
+        with tempfile.TemporaryDirectory(prefix="astrid_release_") as tmp:
+            for t in old["tables"]:
+                _, target, part, ctl = _split(t["table"])
+                t["releases"] = [r for r in t["releases"] if r["release"] !=
+                                 "SDV GaussianCopula"] + [sdv_row(t["table"], part, ctl,
+                                                                  target, Path(tmp))]
+        results = old["tables"]
     with tempfile.TemporaryDirectory(prefix="astrid_release_") as tmp:
-        for name in args.tables.split(","):
+        for name in ([] if args.sdv_only else args.tables.split(",")):
             print(f"{name} ...", flush=True)
             results.append(run_table(name, Path(tmp), sdv=not args.no_sdv))
             print(f"  {results[-1]['seconds']} s", flush=True)

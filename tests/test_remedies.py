@@ -393,3 +393,25 @@ def test_remedied_release_passes_the_default_gate_on_privacy_and_raw_fails(tmp_p
     # a raw file judged as the remedied release fails integrity (not what was published)
     wrong = validate_surrogate(t, raw, art, random_state=0, metrics=same)
     assert "expect_surrogate_column_values_to_match_original_per_class" in wrong.failed
+
+
+def test_cli_risk_puts_the_original_into_the_release_domain(tmp_path, capsys):
+    from astrid_airflow import ArtefactStore, shuffle_file
+    from astrid_airflow.cli import main
+
+    t = _table(400, 10)
+    art, recipe = _remedied_artefact(t)
+    ArtefactStore(tmp_path / "s").save("t", art)
+    src = tmp_path / "t.parquet"
+    t.to_parquet(src, index=False)
+    rel = shuffle_file(src, art, tmp_path / "r.parquet", random_state=3)
+    args = ["risk", "--original", str(src), "--surrogate", rel, "--artefact",
+            str(tmp_path / "s" / "t"), "--n-attacks", "50", "--seed", "0", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["remedies"] == recipe.to_dict()
+    assert max(g["share_below_k"] for g in out["groups"]) <= 0.05
+    # linkage against the remedied original: the release is a genuine shuffle of it
+    assert all(p["linked_share"] - p["expected_linked_share"] < 0.1 for p in out["pairs"])
+    assert main([*args, "--no-remedies"]) == 0
+    assert json.loads(capsys.readouterr().out)["remedies"] is None
