@@ -77,10 +77,11 @@ from sdv.single_table import GaussianCopulaSynthesizer
 src, out, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 np.random.seed(seed)
 df = pd.read_csv(src)
-md = Metadata.detect_from_dataframe(df)
+md = Metadata.detect_from_dataframes({"table": df})
 s = GaussianCopulaSynthesizer(md)
-s.fit(df)
-s.sample(len(df)).to_csv(out, index=False)
+s.fit({"table": df})  # SDV 2.0: data as {table name: DataFrame}
+syn = s.sample(len(df))
+(syn["table"] if isinstance(syn, dict) else syn).to_csv(out, index=False)
 '''
 
 
