@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "_errors",
     "GateError": "_errors",
     "RecipeError": "_errors",
+    "ReleaseError": "_errors",
+    "BudgetError": "_errors",
     # tables and groupings
     "read_table": "_io",
     "check_table": "_io",
@@ -78,7 +80,7 @@ _EXPORTS: dict[str, str] = {
     "ReleaseRecipe": "_remedies",
     "apply_recipe": "_remedies",
     "fit_recipe": "_remedies",
-    "choose_release": "_release",
+    "choose_release": "_choice",
     # scale-out
     "dask_parallel": "_dask",
     "astrid_on_dask": "_dask",
@@ -100,6 +102,7 @@ _EXPORTS: dict[str, str] = {
     "report_dir_for": "_report",
     # gate
     "GatePolicy": "_gate",
+    "raw_release_demo_policy": "_presets",
     "GateResult": "_gate",
     "build_suite": "_gate",
     "gate_extra_files": "_gate",

@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import ArtefactError, GroupingError, ParameterError, SchemaMismatchError
+from ._errors import (
+    ArtefactError,
+    GroupingError,
+    ParameterError,
+    SchemaMismatchError,
+    short_list,
+)
 from ._grouping import Grouping
 
 __all__ = [
@@ -238,11 +244,11 @@ class SchemaCheck:
         out = []
         if self.unseen_classes:
             out.append(f"{len(self.unseen_classes)} class label(s) not seen at learning "
-                       f"time: {self.unseen_classes[:10]!r}; their rows are shuffled "
+                       f"time: {short_list(self.unseen_classes)}; their rows are shuffled "
                        "within their own class.")
         for col, vals in self.unseen_categories.items():
             out.append(f"Column {col!r} has {len(vals)} value(s) outside its recorded "
-                       f"categories: {vals[:10]!r}.")
+                       f"categories: {short_list(vals)}.")
         if self.reordered:
             out.append("Columns are in a different order than at learning time.")
         return out
@@ -440,12 +446,14 @@ class GroupingArtefact:
         missing_cols = [c for c in grouping.columns if c not in columns]
         if missing_cols:
             raise ArtefactError(f"The reference table lacks grouped column(s) "
-                                f"{missing_cols}; pass the table the grouping was learned on.")
+                                f"{short_list(missing_cols)}; pass the table the grouping "
+                                "was learned on.")
         extra = [c for c in columns if c not in used]
         if extra:
             raise ArtefactError(
-                f"The reference table has column(s) {extra} in no group of the grouping "
-                f"{grouping}; pass the table the grouping was learned on (after cleaning).")
+                f"The reference table has column(s) {short_list(extra)} in no group of the "
+                f"grouping {grouping}; pass the table the grouping was learned on (after "
+                "cleaning).")
         classes = d.get("classes")
         if classes is None:
             classes = _unique_values(reference_table, target)
@@ -529,20 +537,11 @@ class GroupingArtefact:
     @classmethod
     def from_json(cls, text: str | bytes) -> GroupingArtefact:
         """Parse and validate artefact JSON; ``ArtefactError`` if corrupt or truncated."""
-        if isinstance(text, (bytes, bytearray)):
-            try:
-                text = bytes(text).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ArtefactError(f"Corrupt artefact: not UTF-8 text ({exc}).") from None
-        if not isinstance(text, str):
+        from ._jsonable import load_json
+
+        if not isinstance(text, (str, bytes, bytearray)):
             raise ParameterError(f"Expected artefact JSON text, got {type(text).__name__}.")
-        if not text.strip():
-            raise ArtefactError("Corrupt artefact: the file is empty.")
-        try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise ArtefactError(f"Corrupt or truncated artefact JSON: {exc.msg} at line "
-                                f"{exc.lineno} column {exc.colno}.") from None
+        data = load_json(text, "artefact JSON", error=ArtefactError)
         return cls.from_dict(data)
 
     # ------------------------------------------------------------------- table check
@@ -575,13 +574,13 @@ class GroupingArtefact:
         problems = []
         dup = sorted({c for c in names if names.count(c) > 1})
         if dup:
-            problems.append(f"duplicated column(s) {dup}")
+            problems.append(f"duplicated column(s) {short_list(dup)}")
         missing = [c for c in expected if c not in names]
         if missing:
-            problems.append(f"missing column(s) {missing}")
+            problems.append(f"missing column(s) {short_list(missing)}")
         extra = [c for c in names if c not in set(self.columns)]
         if extra:
-            problems.append(f"unexpected column(s) {extra}")
+            problems.append(f"unexpected column(s) {short_list(extra)}")
         for name in expected:
             if name not in kinds:
                 continue
@@ -590,8 +589,10 @@ class GroupingArtefact:
                 problems.append(f"column {name!r} should be {entry['kind']} "
                                 f"({entry['dtype']}) but is {kinds[name]} ({dtypes[name]})")
         if problems:
+            shown = problems[:10] + ([f"… and {len(problems) - 10} more"]
+                                     if len(problems) > 10 else [])
             raise SchemaMismatchError("The table does not match the artefact's schema: " +
-                                      "; ".join(problems) + ".")
+                                      "; ".join(shown) + ".")
         unseen_classes: list = []
         unseen_categories: dict = {}
         if has_data:
@@ -614,10 +615,6 @@ class GroupingArtefact:
 
 
 # ---------------------------------------------------------------------------- validation
-
-def _reject_constant(name: str) -> None:
-    raise ArtefactError(f"Corrupt artefact JSON: {name} is not valid JSON.")
-
 
 def _utc_iso(value: str | _dt.datetime | None) -> str:
     if value is None:

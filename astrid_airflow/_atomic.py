@@ -33,6 +33,7 @@ __all__ = [
     "atomic_write_text",
     "fs_write_bytes",
     "is_local",
+    "refuse_overwriting_inputs",
     "split_url",
 ]
 
@@ -125,7 +126,7 @@ def _remove_quietly(path: str) -> None:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *,
-                       overwrite: bool = False) -> str:
+                       overwrite: bool = False, into_store: bool = False) -> str:
     """Write ``data`` to ``path`` atomically and return the path written.
 
     Parameters
@@ -137,10 +138,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *,
     overwrite : bool, default False
         Replace an existing file. Without it an existing destination raises
         ``StoreError`` and is left untouched.
+    into_store : bool, default False
+        Only for :class:`~astrid_airflow._store.ArtefactStore`: allow a destination
+        inside an artefact store (see :func:`atomic_path`).
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes, got {type(data).__name__}")
-    with atomic_path(path, overwrite=overwrite) as tmp:
+    with atomic_path(path, overwrite=overwrite, into_store=into_store) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(data)
     return os.fspath(path)
@@ -155,14 +159,20 @@ def atomic_write_text(path: str | os.PathLike, text: str, *, encoding: str = "ut
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[str]:
+def atomic_path(path: str | os.PathLike, *, overwrite: bool = False,
+                into_store: bool = False) -> Iterator[str]:
     """Yield a temporary local filename; on success move it to ``path`` atomically.
 
     For writers that want a filename (``pyarrow.parquet.write_table``,
     ``DataFrame.to_csv``). The temporary file is in the destination's directory for a
     local ``path`` (so the final move is a rename) and in the system temp directory for
     a remote URL (it is uploaded to a temporary key, then moved). If the body raises,
-    the temporary file is removed and ``path`` is untouched.
+    the temporary file is removed and ``path`` is untouched; an ``OSError`` of the body
+    (disk full while writing) becomes a one-line ``StoreError``.
+
+    A destination inside an artefact store's name or version directory is refused
+    (``StoreError``) unless ``into_store`` (the store's own writes): versions are
+    immutable.
 
     Examples
     --------
@@ -174,6 +184,10 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
     'done'
     """
     fs, dest, local = split_url(path)
+    if not into_store:
+        from ._store import check_outside_store
+
+        check_outside_store(path)
     if local:
         parent = os.path.dirname(dest)
         if os.path.isdir(dest):
@@ -189,6 +203,9 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
             raise _os_error(exc, dest) from None
         try:
             yield tmp
+        except OSError as exc:  # e.g. ENOSPC while writing: nothing left, one line
+            _remove_quietly(tmp)
+            raise _os_error(exc, dest) from None
         except BaseException:  # the writer failed: leave nothing behind
             _remove_quietly(tmp)
             raise
@@ -209,13 +226,17 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
         raise _exists_error(path)
     with tempfile.TemporaryDirectory(prefix="astrid-atomic-") as scratch:
         tmp = os.path.join(scratch, Path(dest).name or "data")
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:  # e.g. the local scratch disk is full: one line
+            raise _os_error(exc, os.fspath(path)) from None
         if not os.path.isfile(tmp):
             raise StoreError(f"Nothing was written to the temporary file for {path!r}.")
         _put_remote(fs, tmp, dest, overwrite, path)
 
 
-def fs_write_bytes(fs: object, path: str, data: bytes, *, overwrite: bool = False) -> None:
+def fs_write_bytes(fs: object, path: str, data: bytes, *, overwrite: bool = False,
+                   into_store: bool = False) -> None:
     """Atomically write ``data`` to ``path`` inside an fsspec filesystem ``fs``.
 
     For stores opened with storage options (credentials, endpoints): the caller keeps
@@ -224,7 +245,7 @@ def fs_write_bytes(fs: object, path: str, data: bytes, *, overwrite: bool = Fals
     from fsspec.implementations.local import LocalFileSystem
 
     if isinstance(fs, LocalFileSystem):
-        atomic_write_bytes(path, data, overwrite=overwrite)
+        atomic_write_bytes(path, data, overwrite=overwrite, into_store=into_store)
         return
     if not overwrite and fs.exists(path):
         raise _exists_error(fs.unstrip_protocol(path))
@@ -260,6 +281,51 @@ def _rm_remote(fs, key: str) -> None:
     with contextlib.suppress(Exception):
         if fs.exists(key):
             fs.rm(key, recursive=True)
+
+
+def refuse_overwriting_inputs(outputs: list[str | os.PathLike],
+                              inputs: list[str | os.PathLike]) -> None:
+    """Raise ``StoreError`` if an output is one of the inputs, or holds one.
+
+    Compared after resolving links, and by device and inode for existing local files,
+    so ``--out`` through a symlink or a hard link to the input is caught too; an input
+    inside an output directory (a report directory, replaced whole) counts as well.
+    Called before any work, so an input is never replaced by its own output. Entries
+    that are not paths (DataFrames, database URLs) are skipped.
+    """
+    def where(path: object) -> tuple[object, str, bool] | None:
+        if not isinstance(path, (str, os.PathLike)):
+            return None
+        try:
+            return split_url(path)
+        except StoreError:  # e.g. postgresql://: not a file
+            return None
+
+    for out in outputs:
+        if (o := where(out)) is None:
+            continue
+        _fs, dest, local = o
+        for src in inputs:
+            if (i := where(src)) is None:
+                continue
+            sfs, source, slocal = i
+            if local != slocal:
+                continue
+            inside = False
+            if local:
+                real, real_src = os.path.realpath(dest), os.path.realpath(source)
+                inside = real_src.startswith(real.rstrip(os.sep) + os.sep)
+                same = real == real_src
+                if not same and os.path.exists(dest) and os.path.exists(source):
+                    with contextlib.suppress(OSError):
+                        same = os.path.samefile(dest, source)
+            else:
+                same = type(_fs) is type(sfs) and dest.rstrip("/") == source.rstrip("/")
+            if same or inside:
+                raise StoreError(f"Refusing to write {os.fspath(out)!r}: it "
+                                 f"{'holds' if inside else 'is'} the input "
+                                 f"{os.fspath(src)!r} (an output never replaces an input; "
+                                 "choose another path).")
 
 
 @contextlib.contextmanager

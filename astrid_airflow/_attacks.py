@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
@@ -195,8 +195,7 @@ class _Tables:
     train: np.ndarray
     released: np.ndarray
     control: np.ndarray
-    raw_released: pd.DataFrame = field(repr=False)
-    has_missing: np.ndarray | None = None  # per column, in any table
+    has_missing: np.ndarray  # per column: a missing value in any of the tables
 
     @classmethod
     def encode(cls, original: pd.DataFrame, released: pd.DataFrame,
@@ -244,8 +243,7 @@ class _Tables:
         has_missing = np.array([any(np.isnan(e[:, j]).any() if numeric[j] else
                                     (e[:, j] < 0).any() for e in encoded)
                                 for j in range(len(columns))], dtype=bool)
-        return cls(columns, numeric, ranges, *encoded, raw_released=released,
-                   has_missing=has_missing)
+        return cls(columns, numeric, ranges, *encoded, has_missing)
 
     def index(self, names: Sequence[str]) -> np.ndarray:
         pos = {c: i for i, c in enumerate(self.columns)}

@@ -122,6 +122,9 @@ pre{white-space:pre-wrap;word-break:break-word}
 footer{display:none}
 .astrid-gate .verdict{font-size:1.2rem;font-weight:700}
 .astrid-gate td.num{font-variant-numeric:tabular-nums;white-space:nowrap}
+.astrid-gate .bar{display:inline-block;height:.7rem;background:#6c757d;vertical-align:middle}
+.astrid-gate .bar.over{background:#dc3545}
+.astrid-gate .track{display:inline-block;width:8rem;background:#e9ecef;margin-right:.4rem}
 """
 
 _CSS = "\n".join([_BASE_CSS, _grid_rules(), _spacing_rules()])
@@ -277,7 +280,60 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
         '<table class="table table-sm"><thead><tr><th>Status</th><th>Category</th>'
         "<th>Expectation</th><th>Observed</th><th>Threshold</th></tr></thead><tbody>"
         + "".join(rows) + "</tbody></table>"
-        f'<table class="table table-sm">{fact_rows}</table></div></div>')
+        f'<table class="table table-sm">{fact_rows}</table>'
+        + _disclosure_html(gate) + "</div></div>")
+
+
+_BELOW_K = "expect_surrogate_group_share_below_k_to_be_at_most"
+_CLASS_DISCLOSURE = "expect_surrogate_group_class_disclosure_share_to_be_at_most"
+_LINKAGE = "expect_surrogate_cross_group_linkage_to_be_at_most_expected"
+
+
+def _bar(value: Any, threshold: Any) -> str:
+    """A share as a small bar (red above its threshold) and its value."""
+    if not isinstance(value, (int, float)):
+        return ""
+    over = isinstance(threshold, (int, float)) and value > threshold + 1e-9
+    width = max(0.0, min(1.0, float(value))) * 100
+    return (f'<span class="track"><span class="bar{" over" if over else ""}" '
+            f'style="width:{width:.1f}%"></span></span>{text(_fmt(float(value)))}')
+
+
+def _disclosure_html(gate: Mapping[str, Any]) -> str:
+    """Risk per group beside the grouping (issue 16): k_min, share below k and class
+    disclosure for every group, and the pairs of groups that stayed linked."""
+    by_name = {e.get("name"): e for e in gate.get("expectations", [])}
+    below, disc = by_name.get(_BELOW_K) or {}, by_name.get(_CLASS_DISCLOSURE) or {}
+    groups = (below.get("details") or {}).get("groups")
+    out = ""
+    if groups:
+        k = (below.get("details") or {}).get("k")
+        rows = "".join(
+            f"<tr><td>{text(', '.join(map(str, g.get('columns', []))))}</td>"
+            f"<td class='num'>{text(_fmt(g.get('k_min')))}</td>"
+            f"<td>{_bar(g.get('share_below_k'), below.get('threshold'))}</td>"
+            f"<td>{_bar(g.get('class_disclosure_share'), disc.get('threshold'))}</td></tr>"
+            for g in groups)
+        out += ("<h5>Disclosure per group (values as published; red: above the "
+                "threshold)</h5><table class='table table-sm'><thead><tr><th>group</th>"
+                f"<th>k_min</th><th>share in classes below k = {text(_fmt(k))}</th>"
+                "<th>class disclosure share</th></tr></thead><tbody>" + rows
+                + "</tbody></table>")
+    link = by_name.get(_LINKAGE) or {}
+    pairs = [p for p in (link.get("details") or {}).get("pairs") or []
+             if p.get("excess", 0) > p.get("tolerance", 1)]
+    if pairs:
+        rows = "".join(
+            f"<tr><td>{text(' + '.join(', '.join(map(str, g)) for g in p['groups']))}</td>"
+            f"<td class='num'>{text(_fmt(p.get('linked_share')))}</td>"
+            f"<td class='num'>{text(_fmt(p.get('expected_linked_share')))}</td>"
+            f"<td class='num'>{text(_fmt(p.get('tolerance')))}</td></tr>"
+            for p in pairs[:20])
+        out += ("<h5>Pairs of groups still linked as in the original</h5>"
+                "<table class='table table-sm'><thead><tr><th>pair</th><th>linked share"
+                "</th><th>expected</th><th>allowed excess</th></tr></thead><tbody>" + rows
+                + "</tbody></table>")
+    return out
 
 
 def _suite_fact(suite: Mapping[str, Any]) -> str:

@@ -57,8 +57,9 @@ _U64 = np.uint64
 #: A pair fails linkage when its excess over the expectation exceeds both the policy's
 #: absolute margin and this many of its standard deviations. ``sd_linked_share`` ignores
 #: covariances and is up to ~2x too small for strongly associated binary columns
-#: (simulated: kr-vs-kp, soybean); 6 of them kept every one of ~200 000 simulated
-#: genuine shuffles of seven UCI tables (60 rows to full size) below the tolerance.
+#: (simulated: kr-vs-kp, soybean); 6 of them kept every one of ~140 000 simulated
+#: genuine pair shuffles of seven UCI tables (30 shuffles at 60 rows, 200 rows and
+#: full size) below the tolerance.
 LINKAGE_Z = 6.0
 # A pair's (a, b) keys are counted with bincount when there are at most this many
 # possible keys (factor x rows + slack), else by sorting.
@@ -188,7 +189,7 @@ class _Coded:
     """One group's (value, class) equivalence classes over one or two tables."""
 
     codes: list[np.ndarray]   # per table: row -> code in [0, n_codes)
-    counts: list[np.ndarray]  # per table: rows per code
+    counts: list[np.ndarray | None]  # per table: rows per code (dropped once unused)
     value_of: np.ndarray | None  # code -> id of the group value (class ignored)
     class_of: np.ndarray      # code -> class code
 
@@ -355,7 +356,8 @@ class _Linkable:
     row arrays are not stored (None): memory is what bounds a 10M-row run.
     """
 
-    coded: _Coded
+    coded: _Coded | None        # None when ``slim``: ``partner`` says everything
+    n_codes: int
     on: np.ndarray | None       # release row's code occurs exactly once in each table
     rows: np.ndarray | None     # those release rows (None: all) ...
     partner: np.ndarray         # ... and the one original row holding the same code
@@ -366,6 +368,12 @@ class _Linkable:
     all_one: bool               # every original row has K = 1
     sum_q: float                # sums of q_o and q_o^2 (the pair expectation when the
     sum_q2: float               # other group has K = 1 everywhere)
+
+    @property
+    def slim(self) -> bool:
+        """Every code occurs once in each table (e.g. a continuous column): a release
+        row's partner is its one original row, and nothing else is needed."""
+        return self.all_on and self.all_one
 
     @classmethod
     def of(cls, coded: _Coded, inv_class_size: np.ndarray) -> _Linkable:
@@ -385,7 +393,11 @@ class _Linkable:
         q = k_o * inv_class_size
         one = k_o == 1
         all_one = bool(one.all())
-        return cls(coded=coded, on=None if all_on else on, rows=rows, partner=partner,
+        slim = all_on and all_one
+        # only the original's counts of groups with K > 1 somewhere are read later
+        coded.counts = [None if all_one else co, None]
+        return cls(coded=None if slim else coded, n_codes=int(co.shape[0]),
+                   on=None if all_on else on, rows=rows, partner=partner,
                    unique_o=None if bool(unique_o.all()) else unique_o,
                    one_o=None if all_one else one,
                    q_o=None if all_one else q.astype(np.float32), all_on=all_on,
@@ -396,25 +408,33 @@ class _Linkable:
         return codes if self.rows is None else codes[self.rows]
 
 
+def _one_row_moments(a: _Linkable, b: _Linkable) -> tuple[float, float]:
+    """Expectation and variance of the linked count when one group has K = 1 on every
+    row: every key is one row, matched with probability p = the other group's K / n_c."""
+    other = b if a.all_one else a
+    return other.sum_q, other.sum_q - other.sum_q2
+
+
 def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
           ) -> tuple[int, float, float]:
     """(linked release rows, their expectation, their variance) for groups a and b."""
-    oa, ra = a.coded.codes
-    ob, rb = b.coded.codes
     # Release rows whose A-code occurs exactly once in each table: their (a, b) key
     # occurs at most once on each side, so the match is one comparison with the one
     # original row holding that A-code. Likewise for B; the rest is counted as a
     # multiset. The three key sets are disjoint, so the counts add up.
-    width = b.coded.counts[0].shape[0]
-    dense = a.coded.counts[0].shape[0] * width <= _DENSE_FACTOR * n + _DENSE_SLACK
-    if b.all_on and not a.all_on:  # one gather and one comparison per row
+    width = b.n_codes
+    dense = a.n_codes * width <= _DENSE_FACTOR * n + _DENSE_SLACK
+    rest_r = np.zeros(0, dtype=np.intp)
+    if a.all_on and b.all_on:  # linked iff both point at the same original row
+        linked = int(np.count_nonzero(a.partner == b.partner))
+    elif b.all_on:  # one gather and one comparison per row
+        oa, ra = a.coded.codes
         linked = int(np.count_nonzero(oa[b.partner] == ra))
-        rest_r = np.zeros(0, dtype=np.intp)
     else:
+        ob, rb = b.coded.codes
         linked = int(np.count_nonzero(ob[a.partner] == a.release_codes(rb)))
-        if a.all_on:
-            rest_r = np.zeros(0, dtype=np.intp)
-        else:  # b is not all_on either: every array below is stored
+        if not a.all_on:  # neither is: every array below is stored
+            oa, ra = a.coded.codes
             keep = ~a.on[b.rows]
             linked += int(np.count_nonzero(oa[b.partner[keep]] == ra[b.rows[keep]]))
             rest_r = np.flatnonzero(~(a.on | b.on))
@@ -426,7 +446,7 @@ def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
         ko = oa[rest_o].astype(np.int64) * width + ob[rest_o]
         kr = ra[rest_r].astype(np.int64) * width + rb[rest_r]
         if dense:  # few distinct values: count by table, not by sorting
-            size = a.coded.counts[0].shape[0] * width
+            size = a.n_codes * width
             linked += int(np.minimum(np.bincount(ko, minlength=size),
                                      np.bincount(kr, minlength=size)).sum())
         else:
@@ -435,16 +455,16 @@ def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
     # Expectation from the original alone: for each distinct (a, b, class) key of the
     # original, E[min(H, m_ab)] with H ~ Hypergeometric(n_c, K_a, K_b). A key with
     # K_a = 1 or K_b = 1 is one row, matched with probability p = K_a K_b / n_c.
-    if a.all_one or b.all_one:  # every key is one row: p = the other group's K / n_c
-        other = b if a.all_one else a
-        return linked, other.sum_q, other.sum_q - other.sum_q2
+    if a.all_one or b.all_one:
+        return (linked, *_one_row_moments(a, b))
+    oa, ob = a.coded.codes[0], b.coded.codes[0]
     p = np.concatenate([b.q_o[a.one_o], a.q_o[~a.one_o & b.one_o]]).astype(np.float64)
     expected, variance = float(p.sum()), float(p.sum() - np.dot(p, p))
     multi = np.flatnonzero(~(a.one_o | b.one_o))
     if multi.size:
         key = oa[multi].astype(np.int64) * width + ob[multi]
         if dense:
-            m = np.bincount(key, minlength=a.coded.counts[0].shape[0] * width)
+            m = np.bincount(key, minlength=a.n_codes * width)
             key = np.flatnonzero(m)
             m = m[key]
         else:

@@ -7,6 +7,8 @@ non-retryable Airflow failure.
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "AstridError",
     "DataError",
@@ -17,6 +19,11 @@ __all__ = [
     "StoreError",
     "GateError",
     "RecipeError",
+    "ReleaseError",
+    "BudgetError",
+    "short_list",
+    "one_line",
+    "os_error_message",
 ]
 
 
@@ -54,3 +61,46 @@ class GateError(AstridError):
 
 class RecipeError(ParameterError):
     """A release recipe is malformed or does not fit the table it is applied to."""
+class ReleaseError(AstridError):
+    """A release is refused: failed or stale gate receipt, or an archive it would change."""
+
+
+class BudgetError(AstridError):
+    """A run's estimated time exceeds its budget (``max_seconds``); nothing was run."""
+
+
+# ------------------------------------------------------------------ message helpers
+
+#: Longest message the CLI prints (a readable line; the rest is counted, not shown).
+MAX_MESSAGE_CHARS = 1000
+
+
+def short_list(values: object, limit: int = 10) -> str:
+    """``repr`` of a list of values for a message, the tail counted instead of shown.
+
+    Every message that lists values (labels, columns, categories) uses this, so a float
+    target with 1,000 distinct values still gives one readable line.
+
+    >>> short_list(list(range(12)), limit=3)
+    '[0, 1, 2] … and 9 more'
+    """
+    items = list(values)  # type: ignore[call-overload]
+    if len(items) <= limit:
+        return repr(items)
+    return f"{items[:limit]!r} … and {len(items) - limit} more"
+
+
+def one_line(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` on one line (line breaks folded) of at most about ``limit`` characters."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[:limit].rstrip()} … ({len(flat) - limit} more characters)"
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for an ``OSError`` (disk full, symlink loop, permission...)."""
+    what = exc.strerror or type(exc).__name__
+    names = [repr(os.fspath(f)) for f in (exc.filename, exc.filename2) if f is not None]
+    detail = str(exc) if not exc.strerror else ""
+    return one_line(" ".join([what + (":" if names or detail else ""), *names, detail]).strip())

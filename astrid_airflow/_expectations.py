@@ -40,6 +40,7 @@ import json
 import logging
 import threading
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,7 +112,11 @@ def import_gx(*, verbose: bool = False) -> Any:
     after the import.
     """
     quiet_gx_logging(verbose=verbose)
-    import great_expectations as gx
+    with warnings.catch_warnings():
+        # GX imports PySpark when it is installed (its Spark datasource), and PySpark
+        # warns about pandas 3 on import: noise for a gate that never uses Spark.
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark(\.|$)")
+        import great_expectations as gx
 
     quiet_gx_logging(verbose=verbose)
     return gx

@@ -19,7 +19,15 @@ columns, with:
   records: one entry per column; enum labels only the artefact's categories); nothing else;
 * column chunks that tile the file from its magic bytes to its footer (no unreferenced
   bytes), stored in the file itself, without page indexes;
+* a footer whose every Thrift field is one a Parquet reader knows (readers skip unknown
+  fields, so they could hide anything), decoded to its last byte;
+* column chunks filled exactly by their pages (no bytes after the last page), holding
+  the values they declare, with dictionaries no larger than the values used (plus the
+  artefact's categories) and statistics that are values of the column;
 * dictionaries holding only values some row uses or the artefact's recorded categories.
+
+Not inspected: bytes inside a page's compressed payload beyond what its decoder reads
+(that needs decoding every page).
 
 A publishable **CSV** file has a header of exactly the artefact's columns (no unnamed or
 duplicated column) and every row has as many fields as the header. A publishable
@@ -43,9 +51,9 @@ __all__ = ["check_publishable", "publishability_problems"]
 _ALLOWED_KEYS = (b"ARROW:schema", b"pandas", b"astrid.sql")
 _INDEX_NAME = re.compile(r"^__index_level_\d+__$")
 _SHORT = re.compile(r"^[\w .:/()\[\],+-]{0,64}$")  # a type name, version, encoding...
-# "parquet-cpp-arrow version 26.0.1", "parquet-mr version 1.13.1 (build abc)"
-_CREATED_BY = re.compile(r"^[\w.+-]+(?: [\w.+-]+){0,3} version v?[\w.+-]{1,32}"
-                         r"(?: \(build [\w.+-]{1,64}\))?$")
+# "parquet-cpp-arrow version 26.0.1", "parquet-mr version 1.13.1 (build abc)", "Polars"
+_CREATED_BY = re.compile(r"^(?:[\w.+-]+(?: [\w.+-]+){0,3} version v?[\w.+-]{1,32}"
+                         r"(?: \(build [\w.+-]{1,64}\))?|[\w.+-]{1,32})$")
 _PANDAS_KEYS = {"index_columns", "column_indexes", "columns", "creator", "pandas_version",
                 "attributes"}
 _PANDAS_COLUMN_KEYS = {"name", "field_name", "pandas_type", "numpy_type", "metadata"}
@@ -81,10 +89,8 @@ def check_publishable(source: Any, artefact: Any) -> None:
 
 def publishability_problems(source: Any, artefact: Any) -> list[str]:
     """Every reason ``source`` is not publishable (empty when it is); see the module."""
-    import pandas as pd
-
-    if isinstance(source, pd.DataFrame):
-        return []
+    if not isinstance(source, (str, os.PathLike)):  # a DataFrame: no container
+        return []  # (anything else is refused by the reader with its own message)
     from ._io import _is_sql_url
 
     text = os.fspath(source)
@@ -139,6 +145,7 @@ def _column_problems(names: Sequence[str], artefact: Any, index: Sequence[str] =
 
 def _parquet_problems(text: str, artefact: Any) -> list[str]:
     import fsspec
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     fs, inner = fsspec.core.url_to_fs(text)
@@ -156,17 +163,21 @@ def _parquet_problems(text: str, artefact: Any) -> list[str]:
         out = _column_problems(schema.names, artefact, index)
         out += _metadata_problems(raw, schema, meta.num_rows, artefact)
         out += _layout_problems(meta, size, head, tail, len(schema.names))
-        if not out:  # only then is it worth reading the values
-            out += _dictionary_problems(pf.read(), artefact)
-    return out
+        if out:  # the values are worth reading only for a file of the right shape
+            return out
+        dictionaries = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+        if dictionaries:
+            out += _dictionary_problems(pf.read(columns=dictionaries), artefact)
+        return out or _byte_problems(fh, size, pf, artefact)
 
 
 def _json(raw: bytes | None) -> Any:
+    """Decoded JSON; ``None`` if absent; ``ValueError`` (the class) if not JSON."""
     if raw is None:
         return None
     try:
         return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         return ValueError
 
 
@@ -341,6 +352,142 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+# ------------------------------------------------ Parquet: every byte accounted for
+
+# Thrift fields a Parquet reader understands, per struct (parquet.thrift); readers skip
+# unknown ones, so any other field is a place to hide bytes. "bin": a binary whose
+# content is checked where it is used; "name": a schema name.
+_I, _B, _BIN, _NAME = "int", "bool", "bin", "name"
+_STATS = {1: _BIN, 2: _BIN, 3: _I, 4: _I, 5: _BIN, 6: _BIN, 7: _B, 8: _B}
+_UNIT = {1: {}, 2: {}, 3: {}}
+_LOGICAL = {1: {}, 2: {}, 3: {}, 4: {}, 5: {1: _I, 2: _I}, 6: {}, 7: {1: _B, 2: _UNIT},
+            8: {1: _B, 2: _UNIT}, 10: {1: _I, 2: _B}, 11: {}, 12: {}, 13: {}, 14: {}, 15: {}}
+_SCHEMA_ELEMENT = {1: _I, 2: _I, 3: _I, 4: _NAME, 5: _I, 6: _I, 7: _I, 8: _I, 9: _I,
+                   10: _LOGICAL}
+_COLUMN_META = {1: _I, 2: [_I], 3: [_NAME], 4: _I, 5: _I, 6: _I, 7: _I, 9: _I, 10: _I,
+                11: _I, 12: _STATS, 13: [{1: _I, 2: _I, 3: _I}], 14: _I, 15: _I,
+                16: {1: _I, 2: [_I], 3: [_I]}}
+_FILE = {1: _I, 2: [_SCHEMA_ELEMENT], 3: _I, 5: [{1: _BIN, 2: _BIN}], 6: _BIN, 7: [{1: {}}],
+         4: [{1: [{1: _BIN, 2: _I, 3: _COLUMN_META, 4: _I, 5: _I, 6: _I, 7: _I}],
+              2: _I, 3: _I, 4: [{1: _I, 2: _B, 3: _B}], 5: _I, 6: _I, 7: _I}]}
+_PAGE = {1: _I, 2: _I, 3: _I, 4: _I, 5: {1: _I, 2: _I, 3: _I, 4: _I, 5: _STATS},
+         7: {1: _I, 2: _I, 3: _B}, 8: {1: _I, 2: _I, 3: _I, 4: _I, 5: _I, 6: _I, 7: _B,
+                                       8: _STATS}}
+_BYTE_ARRAY = (6, 7)  # physical types whose statistics are values of any length
+
+
+def _byte_problems(fh: Any, size: int, pf: Any, artefact: Any) -> list[str]:
+    """The footer decoded field by field, and every column chunk walked page by page."""
+    from ._thrift import ThriftError, read_struct
+
+    length = int.from_bytes(_read_at(fh, size - 8, 4), "little")
+    footer = _read_at(fh, size - 8 - length, length)
+    try:
+        meta, end = read_struct(footer)
+    except ThriftError as exc:
+        return [f"a footer that does not decode ({exc})"]
+    out = [] if end == length else [f"{length - end} bytes in the footer after its metadata"]
+    names = {n.encode() for n in pf.schema_arrow.names}
+    _allowed(meta, _FILE, "footer", out, names)
+    if out:
+        return out
+    for r, group in enumerate(meta.get(4, [])):
+        table = pf.read_row_group(r)
+        for i, chunk in enumerate(group.get(1, [])):
+            column = chunk[3]
+            values = table.column(i)
+            out += _chunk_problems(fh, column, values, read_struct, ThriftError,
+                                   _categories(artefact, pf.schema_arrow.names[i]))
+    return sorted(set(out), key=out.index)
+
+
+def _read_at(fh: Any, offset: int, size: int) -> bytes:
+    fh.seek(offset)
+    return fh.read(size)
+
+
+def _allowed(value: Any, spec: Any, where: str, out: list[str], names: set) -> None:
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            out.append(f"a malformed footer field {where}")
+            return
+        for field, item in value.items():
+            if field not in spec:
+                out.append(f"an unknown footer field {where}.{field}")
+            else:
+                _allowed(item, spec[field], f"{where}.{field}", out, names)
+    elif isinstance(spec, list):
+        if not isinstance(value, list):
+            out.append(f"a malformed footer field {where}")
+            return
+        for item in value:
+            _allowed(item, spec[0], where, out, names)
+    elif spec == _NAME:
+        if not isinstance(value, bytes) or (value not in names and not _SHORT.match(
+                value.decode("utf-8", "replace"))):
+            out.append(f"a schema name in the footer that is no column ({len(value)} bytes)")
+    elif (spec == _BIN) != isinstance(value, bytes) or (spec == _B) != isinstance(value, bool):
+        out.append(f"a malformed footer field {where}")
+
+
+def _chunk_problems(fh: Any, column: dict, values: Any, read_struct, error,
+                    categories: set[str]) -> list[str]:
+    """Pages of one column chunk: they must fill it exactly and hold what it declares."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    name = b".".join(column.get(3, [])).decode("utf-8", "replace")
+    start = column.get(11) or column[9]
+    data = _read_at(fh, start, column[7])
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    distinct = pc.unique(values.drop_null()) if values.null_count else pc.unique(values)
+    t, texts = distinct.type, None
+    if column[1] in _BYTE_ARRAY and (pa.types.is_string(t) or pa.types.is_large_string(t)
+                                     or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        texts = {v.encode() if isinstance(v, str) else bytes(v) for v in distinct.to_pylist()}
+    out, stats = [], [column.get(12, {})]
+    pos, counted, dictionary = 0, 0, None
+    while pos < len(data):
+        try:
+            header, body = read_struct(data, pos)
+        except error as exc:
+            return [f"a page header in column {name!r} that does not decode ({exc})"]
+        bad: list[str] = []
+        _allowed(header, _PAGE, f"page header of {name!r}", bad, set())
+        if bad or not isinstance(header.get(3), int) or header[3] < 0:
+            return bad or [f"a malformed page header in column {name!r}"]
+        kind = header.get(1)
+        if kind == 2:
+            dictionary = header.get(7, {}).get(1, 0)
+        elif kind in (0, 3):
+            page = header.get(5 if kind == 0 else 8, {})
+            counted += page.get(1, 0)
+            stats.append(page.get(5 if kind == 0 else 8, {}))
+        else:
+            out.append(f"a page of type {kind} in column {name!r}")
+        pos = body + header[3]
+    if pos != len(data):
+        out.append(f"a column chunk {name!r} whose pages do not fill it")
+    if counted != column[5]:
+        out.append(f"column {name!r} declaring {column[5]} values and holding {counted}")
+    if dictionary is not None and dictionary > len(distinct) + len(categories):
+        out.append(f"{dictionary - len(distinct)} dictionary entries in column {name!r} "
+                   "that no row uses")
+    for s in stats:
+        for field in (1, 2, 5, 6):
+            v = s.get(field)
+            if v is None:
+                continue
+            exact = s.get(7 if field == 5 else 8, True) if field in (5, 6) else True
+            if texts is None:
+                if len(v) > 32:
+                    out.append(f"statistics of column {name!r} longer than a value")
+            elif v not in texts and (exact or not any(t.startswith(v) for t in texts)):
+                out.append(f"statistics of column {name!r} that are no value of it")
+    return out
+
+
 # -------------------------------------------------------------------------------- CSV
 
 def _csv_problems(text: str, artefact: Any) -> list[str]:
@@ -348,7 +495,7 @@ def _csv_problems(text: str, artefact: Any) -> list[str]:
 
     import fsspec
 
-    with fsspec.open(text, "rt", encoding="utf-8", newline="") as fh:
+    with fsspec.open(text, "rt", encoding="utf-8-sig", newline="") as fh:  # BOM as pandas
         reader = csv.reader(fh)
         header = next(reader, [])
         out = _column_problems(header, artefact)
@@ -385,7 +532,28 @@ def _sql_problems(url: str, artefact: Any) -> list[str]:
             elif not _is_release_comment(description):
                 out.append(f"a table comment that is not astrid's release record "
                            f"({len(description)} characters)")
+        for what, query in _SQL_OBJECTS:  # publish_table creates none of these
+            cur.execute(query, {"t": name})
+            found = [r[0] for r in cur.fetchall()]
+            if found:
+                out.append(f"{what} {found[:5]}")
     return out
+
+
+# Objects attached to a table that can hold values besides its rows (names only shown).
+_SQL_OBJECTS = (
+    ("column default(s) on", "SELECT a.attname FROM pg_attrdef d JOIN pg_attribute a ON "
+     "a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = to_regclass(%(t)s)"),
+    ("constraint(s)", "SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(%(t)s)"),
+    ("trigger(s)", "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%(t)s) "
+     "AND NOT tgisinternal"),
+    ("rule(s)", "SELECT rulename FROM pg_rewrite WHERE ev_class = to_regclass(%(t)s) "
+     "AND rulename <> '_RETURN'"),
+    ("inheriting table(s)", "SELECT inhrelid::regclass::text FROM pg_inherits "
+     "WHERE inhparent = to_regclass(%(t)s)"),
+    ("comment(s) on its indexes", "SELECT i.indexrelid::regclass::text FROM pg_index i "
+     "JOIN pg_description d ON d.objoid = i.indexrelid WHERE i.indrelid = to_regclass(%(t)s)"),
+)
 
 
 def _is_release_comment(text: str) -> bool:

@@ -27,12 +27,16 @@ import numpy as np
 import pandas as pd
 
 from ._artefact import _compatible, column_kind
-from ._errors import DataError, ParameterError, SchemaMismatchError
+from ._errors import DataError, ParameterError, SchemaMismatchError, short_list
 from ._grouping import Grouping, letters
 from ._validation import check_positive_int, check_seed_sequence
 
 __all__ = ["CollectionPlan", "FusionReport", "FusionResult", "collection_plan",
-           "fuse_parts", "fused_class_sizes"]
+           "fuse_parts", "fused_class_sizes", "MAX_ROWS_FACTOR"]
+
+#: ``n_rows`` may be at most this many times the rows of the largest part: a bootstrap
+#: well beyond the data collected, yet a mistyped ``--rows`` cannot write gigabytes.
+MAX_ROWS_FACTOR = 10
 
 
 # --------------------------------------------------------------------------- results
@@ -154,15 +158,15 @@ def _match_groups(parts: list[_Part], fixed: dict[int, int], grouping: Grouping,
         cols = [str(c) for c in part.table.columns]
         dup = sorted({c for c in cols if cols.count(c) > 1})
         if dup:
-            raise DataError(f"{part.name} has duplicated column(s) {dup}.")
+            raise DataError(f"{part.name} has duplicated column(s) {short_list(dup)}.")
         if target not in cols:
             raise DataError(f"{part.name} has no class column {target!r}: every part must "
                             "carry the class of each row.")
         attrs = [c for c in cols if c != target]
         unknown = [c for c in attrs if c not in schema_names]
         if unknown:
-            raise SchemaMismatchError(f"{part.name} has column(s) {unknown} that are not in "
-                                      "the artefact's schema.")
+            raise SchemaMismatchError(f"{part.name} has column(s) {short_list(unknown)} "
+                                      "that are not in the artefact's schema.")
         if not attrs:
             raise DataError(f"{part.name} has only the class column; it must hold the "
                             "columns of one group.")
@@ -185,8 +189,8 @@ def _match_groups(parts: list[_Part], fixed: dict[int, int], grouping: Grouping,
             g = groups[0]
         missing = [c for c in grouping.groups[g] if c not in attrs]
         if missing:
-            raise DataError(f"{part.name} (group {g + 1}) misses column(s) {missing} of "
-                            f"group {g + 1} {list(grouping.groups[g])}.")
+            raise DataError(f"{part.name} (group {g + 1}) misses column(s) "
+                            f"{short_list(missing)} of group {g + 1} {list(grouping.groups[g])}.")
         part.group = g
     by_group: dict[int, list[str]] = {}
     for part in parts:
@@ -344,7 +348,8 @@ def fuse_parts(
     n_rows : int or None
         Rows of the fused table, split over classes by their pooled share. None: the
         largest table with those shares that repeats no row (see
-        :func:`fused_class_sizes`).
+        :func:`fused_class_sizes`). At most :data:`MAX_ROWS_FACTOR` times the rows of
+        the largest part (``ParameterError`` above).
     replace : bool or None
         None: for each part and class, sample without replacement when the part has
         enough rows of the class and with replacement otherwise. True: always with
@@ -394,6 +399,12 @@ def fuse_parts(
         y = part.table[target].to_numpy(dtype=object)
         where.append([np.flatnonzero(y == c) for c in classes])
     counts = [[len(ix) for ix in w] for w in where]
+    largest = max(len(part.table) for part in items)
+    if n_rows is not None and n_rows > MAX_ROWS_FACTOR * largest:
+        # a typo (an extra digit or three) must not write gigabytes of resampled rows
+        raise ParameterError(f"Invalid n_rows: {n_rows}. At most {MAX_ROWS_FACTOR} times "
+                             f"the largest part's {largest} rows "
+                             f"({MAX_ROWS_FACTOR * largest}) can be fused.")
     sizes = fused_class_sizes(counts, n_rows)
     empty = [c for c, n in zip(classes, sizes) if n == 0]
     if empty:

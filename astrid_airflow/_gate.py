@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import AstridError, DataError, GateError, ParameterError, StoreError
+from ._jsonable import load_json
 from ._jsonable import plain as _plain
 from ._validation import check_positive_int
 
@@ -120,8 +121,9 @@ class GatePolicy:
     is (docs/privacy.md): k = 5 with a 5 % budget is the usual k-anonymity rule with a
     suppression limit (Hundepool et al., *Statistical Disclosure Control*, 2012), the
     same 5 % bounds class disclosure, and the linkage tolerance (0.03, or 6 sd) let
-    none of ~200 000 simulated genuine pair shuffles of seven UCI tables fail, while a
-    release with one column shuffled and the rest aligned exceeds it by ~1. A raw GoldenEye
+    none of ~140 000 simulated genuine pair shuffles of seven UCI tables fail, while a
+    release with one column shuffled and the rest aligned exceeds its expectation by
+    0.7-1.0 (docs/privacy.md). A raw GoldenEye
     surrogate of a table with continuous columns fails the per-group checks (every
     exact value is its own equivalence class); :meth:`raw_release_demo` is the explicit
     policy for demonstrating such releases.
@@ -191,10 +193,7 @@ class GatePolicy:
 
     @classmethod
     def from_json(cls, text: str) -> GatePolicy:
-        try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as exc:
-            raise ParameterError(f"Invalid gate policy JSON: {exc.msg}.") from None
+        return cls.from_dict(load_json(text, "gate policy JSON", error=ParameterError))
 
     def with_overrides(self, **overrides: Any) -> GatePolicy:
         """A copy with the given fields replaced (``None`` values are ignored)."""
@@ -231,13 +230,9 @@ class GatePolicy:
         >>> GatePolicy.raw_release_demo().max_class_disclosure_share
         1.0
         """
-        relaxed = {"max_share_below_k": 1.0, "max_class_disclosure_share": 1.0,
-                   "max_largest_group_unique_share": 1.0,
-                   # the attack checks: report only (a small demo table also gives too
-                   # few attacks to bound a risk below its default threshold)
-                   "max_singling_out_risk": 1.0, "max_linkability_risk": 1.0,
-                   "max_inference_risk": 1.0}
-        return cls(**{**relaxed, **overrides})
+        from ._presets import raw_release_demo_policy
+
+        return cls(**raw_release_demo_policy(**overrides))
 
 
 def _integral(value: object) -> object:
@@ -399,13 +394,12 @@ def _read_suite(path: str | os.PathLike) -> tuple[dict[str, Any], bytes, str]:
             text, inner = _join(text, SUITE_FILE), _join(inner, SUITE_FILE)
         with fs.open(inner, "rb") as fh:
             raw = fh.read()
-        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise StoreError(f"No gate suite at {text!r}.") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GateError(f"Corrupt gate suite {text!r}: {exc}.") from None
-    except RecursionError:
-        raise GateError(f"Corrupt gate suite {text!r}: nested too deeply.") from None
+    except OSError as exc:  # permission, symlink loop, I/O error: never "no suite yet"
+        raise GateError(f"Cannot read the gate suite {text!r}: "
+                        f"{exc.strerror or exc}.") from None
+    data = load_json(raw, f"gate suite {text!r}", error=GateError)
     _check_suite(data, text)
     return data, raw, text
 
@@ -447,7 +441,7 @@ def verify_suite(suite: Mapping[str, Any], raw: bytes, artefact: Any, *,
     recorded = (getattr(artefact, "files", None) or {}).get(SUITE_FILE)
     policy = GatePolicy.from_dict(suite["meta"]["astrid"]["policy"])
     default = build_suite(artefact)
-    expected = recorded or hashlib.sha256(_suite_bytes(default)).hexdigest()
+    expected = recorded or suite_digest(default)
     if hashlib.sha256(raw).hexdigest() == expected:
         binding = suite["meta"]["astrid"].get("artefact")
         found = _differences(binding, _artefact_binding(artefact), "artefact")
@@ -467,7 +461,9 @@ def verify_suite(suite: Mapping[str, Any], raw: bytes, artefact: Any, *,
                  f"the file's policy sets {_short(changed) if changed else 'the defaults'}"]
     why = ("differs from the suite saved with the artefact version" if recorded else
            "is not the default suite (this artefact version records no suite digest)")
-    raise GateError(f"{shown} {why}: {_listed(found)}.")
+    hint = "" if recorded else (" Remove it to have the gate write the default suite "
+                                "again, or save a new version with its suite.")
+    raise GateError(f"{shown} {why}: {_listed(found)}.{hint}")
 
 
 def _differences(found: Any, expected: Any, where: str) -> list[str]:
@@ -751,6 +747,11 @@ def validate_surrogate(
     artefact, location = _resolve_artefact(artefact)
     if isinstance(policy, Mapping):  # reject bad overrides before touching the store
         GatePolicy().with_overrides(**dict(policy))
+    # The gate judges what will be published: a file (or database table) carrying more
+    # than the artefact's columns is refused before anything is read or written
+    # (``_file_shape``); the digest is of the bytes then judged.
+    check_publishable(surrogate, artefact)
+    digest = _file_digest(surrogate)
     stored, suite_info = _stored_policy(artefact, location)
     if isinstance(policy, GatePolicy):
         effective = policy
@@ -763,6 +764,11 @@ def validate_surrogate(
         effective = effective.with_overrides(classifier=classifier)
     seed = _check_seed(random_state)
     paths = result_paths(surrogate, out_dir)
+    if paths:  # the result files never replace an input (the artefact file included)
+        from ._atomic import refuse_overwriting_inputs
+
+        refuse_overwriting_inputs(list(paths), [original, surrogate,
+                                                getattr(location, "path", None)])
     # The suite that runs is always rebuilt here: its thresholds are $PARAMETERs filled
     # from ``effective`` alone, so the policy is the one place they come from.
     suite = build_suite(artefact, effective)
@@ -770,11 +776,10 @@ def validate_surrogate(
                                if stored.to_dict().get(k) != v}
 
     original_df = read_table(original)
-    # The gate judges what will be published: a file (or database table) carrying more
-    # than the artefact's columns is refused before it is judged (``_file_shape``).
-    check_publishable(surrogate, artefact)
-    digest = _file_digest(surrogate)
     surrogate_df = read_table(surrogate)
+    for what, frame in (("original", original_df), ("surrogate", surrogate_df)):
+        if len(frame) == 0:  # no row to measure: bad input, not a failed expectation
+            raise DataError(f"The {what} table is empty (0 rows): nothing to validate.")
     artefact.check_table(original_df)
     utility, source = _utility_function(original_df, artefact, effective, seed, metrics,
                                         remedies)
@@ -850,6 +855,11 @@ def _stored_policy(artefact: Any, location: Any) -> tuple[GatePolicy, dict[str, 
     if location is None:
         return GatePolicy(), {"source": "built", "path": None, "sha256": None,
                               "binding": None, "stored_policy": GatePolicy().to_dict()}
+    if getattr(location, "root", None) is not None:  # never read a suite through a link
+        from ._store import ArtefactStore
+
+        ArtefactStore(location.root).refuse_links(location.name, location.version,
+                                                  SUITE_FILE)
     path = _join(location.directory, SUITE_FILE)
     recorded = (getattr(artefact, "files", None) or {}).get(SUITE_FILE)
     source = "stored"

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import DataError, ParameterError
+from ._errors import DataError, ParameterError, short_list
 from ._grouping import Grouping
 from ._surrogate import (
     ProtectsNothingWarning,
@@ -82,11 +82,11 @@ class _Source:
         elif isinstance(table, (str, os.PathLike, TableFile)):
             import pyarrow.parquet as pq
 
-            from ._surrogate import _filesystem, file_format
+            from ._io import _filesystem, input_format
 
             self.path = table if isinstance(table, TableFile) else os.fspath(table)
-            kind = table.kind if isinstance(table, TableFile) else file_format(self.path)
-            if kind == "csv":
+            kind = table.kind if isinstance(table, TableFile) else input_format(self.path)
+            if kind != "parquet":  # CSV, ARFF: parsed whole, once
                 table = read_arrow(self.path)
                 self.columns, self.num_rows = list(table.column_names), table.num_rows
             else:
@@ -117,7 +117,7 @@ class _Source:
     def require(self, columns: Sequence[str], what: str) -> None:
         missing = [c for c in columns if c not in self.columns]
         if missing:
-            raise DataError(f"The {what} lacks column(s) {missing}.")
+            raise DataError(f"The {what} lacks column(s) {short_list(missing)}.")
 
 
 # ------------------------------------------------------------------------- row hashes

@@ -33,6 +33,7 @@ __all__ = [
     "DPI",
     "GROUP_COLOURS",
     "accuracy_figure",
+    "disclosure_figure",
     "distribution_figure",
     "grouping_matrix_figure",
     "png_bytes",
@@ -365,6 +366,40 @@ def tradeoff_figure(candidates: Sequence[Mapping[str, Any]], chosen: int | None,
                  fontsize=11)
     ax.legend(handles=[_handle(_PASS, "o", "passes privacy"),
                        _handle(_FAIL, "o", "fails privacy")], fontsize=8, loc="lower right")
+    return fig
+
+
+def disclosure_figure(groups: Sequence[Mapping[str, Any]], *, max_share_below_k: float,
+                      max_class_disclosure_share: float) -> Any:
+    """Risk per group (issue 16): one row per group, lettered as in the grouping table.
+
+    Left: share of rows in (group values, class) equivalence classes smaller than k;
+    right: share of rows whose group values occur in one class only. Red bars exceed the
+    gate's default thresholds (dashed), green ones do not.
+    """
+    n = len(groups)
+    fig = _figure(10.0, 1.2 + 0.38 * n)
+    axes = fig.subplots(1, 2, sharey=True)
+    labels = [f"{_letter(i)}: " + (short(g["columns"][0], 24) if len(g["columns"]) == 1
+                                       else f"{len(g['columns'])} columns")
+              for i, g in enumerate(groups)]
+    y = np.arange(n)[::-1]
+    k = groups[0].get("k") if groups else None
+    for ax, key, limit, title in (
+            (axes[0], "share_below_k", max_share_below_k,
+             f"Rows in equivalence classes below k = {k}"),
+            (axes[1], "class_disclosure_share", max_class_disclosure_share,
+             "Rows whose group values disclose the class")):
+        values = [float(g[key]) for g in groups]
+        colours = [_FAIL if v > limit + 1e-9 else _PASS for v in values]
+        ax.barh(y, values, color=colours, height=0.6)
+        ax.axvline(limit, color="#333333", linestyle="--", linewidth=1)
+        for yi, v in zip(y, values):
+            ax.text(min(v, 1.0) + 0.01, yi, f"{v:.3f}", va="center", fontsize=8)
+        ax.set_xlim(0, 1.12)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("share of rows")
+    axes[0].set_yticks(y, labels, fontsize=9)
     return fig
 
 

@@ -1,281 +1,217 @@
-"""The privacy-aware choice of a release: grouping plus remedies, least utility loss.
+"""The release protocol: may this gated file replace the current release, and how?
 
-ASTRID's per-k table gives, for every k, a grouping (and its accuracy); a GoldenEye
-release only needs each group's projection (its columns plus the class) to be safe, so
-the remedies (:mod:`._remedies`) are fitted per group. :func:`choose_release` tries the
-groupings of the table, the learned one with its unsafe groups split, and all
-singletons, each with its fitted recipe; measures what the release gate will measure
-(per-group disclosure, largest-group unique share, expected intact rows, the attacks of
-Giomi et al. 2023 on a shadow release, and the accuracy of a classifier trained on the
-remedied surrogate and tested on held-out real rows); and keeps the candidate with the
-highest accuracy that passes every expectation of the gate's policy. When none does it
-refuses, saying which trade-off could not be made; it never loosens the policy.
+Pure decisions over two small JSON documents, the gate receipt of the candidate and
+the manifest of the current release, so the Airflow publish operator and a command-line
+publisher apply the same rules. No I/O and no Airflow here: the caller reads the files
+(through whatever storage layer it uses), hashes the candidate and acts on the answer.
 
-References: Hundepool et al., *Statistical Disclosure Control*, Wiley 2012 (the
-remedies and the disclosure-risk/information-loss trade-off); Domingo-Ferrer and
-Mateo-Sanz, IEEE TKDE 14(1), 2002 (MDAV).
+The rules:
+
+* **Receipt.** Only a file whose receipt says the gate passed, names this file and
+  carries the SHA-256 of its current bytes is released (:func:`check_receipt`).
+* **Monotonic.** Releases are ordered by ``run_after``: when the run that made them was
+  due (Airflow's ``run_after``, else its logical date, else the publication time). A
+  candidate older than the current release is not published unless forced, so clearing
+  an old run cannot roll a newer release back.
+* **Idempotent.** The same ``release_id`` with the same SHA-256 as the current release
+  is already done: nothing is rewritten and no new event is announced (unless forced).
+* **Immutable archive.** A ``release_id`` whose archive already holds *other* bytes is
+  refused, forced or not: an archived release never changes.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import warnings
+import datetime as _dt
+import re
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-import pandas as pd
+from ._errors import ReleaseError
 
-from ._errors import ParameterError
-from ._grouping import Grouping
+__all__ = [
+    "ReleaseDecision",
+    "check_receipt",
+    "check_release_id",
+    "decide_release",
+    "release_time",
+]
 
-__all__ = ["choose_release"]
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
-#: Largest table on which the MDAV alternative is also tried (O(n^2 / k) per class).
-MDAV_MAX_ROWS = 5_000
-#: Rows the candidates' utility and attacks are measured on (a stratified subsample of
-#: larger tables, as the gate's utility check).
-CHOICE_MAX_ROWS = 20_000
-
-
-def _candidates(result: Mapping[str, Any], attrs: list[str]) -> list[tuple[str, Grouping]]:
-    seen: dict[Grouping, str] = {}
-    learned = Grouping(result["grouping"])
-    seen[learned] = f"learned (k={learned.k})"
-    for row in result.get("table") or []:
-        g = row.get("grouping")
-        if g and len(g) > 1:
-            gg = Grouping(g)
-            seen.setdefault(gg, f"per-k table, k={gg.k}")
-    seen.setdefault(Grouping.singletons(attrs), "all singletons")
-    return [(label, g) for g, label in seen.items()]
+Action = Literal["publish", "same", "older"]
 
 
-def _split(grouping: Grouping, failing: list[tuple[str, ...]]) -> Grouping:
-    groups: list[list[str]] = []
-    for g in grouping.groups:
-        groups.extend([[c] for c in g] if tuple(g) in failing else [list(g)])
-    return Grouping(groups)
+@dataclass(frozen=True)
+class ReleaseDecision:
+    """What to do with a candidate release.
+
+    Attributes
+    ----------
+    action : {"publish", "same", "older"}
+        ``publish``: make it the current release (and announce it). ``same``: it is
+        already the current release, nothing to do. ``older``: a newer release is
+        current, leave it.
+    reason : str
+        One sentence for the log, naming both releases.
+    write_archive : bool
+        False when the archive of this ``release_id`` already holds these bytes (a
+        retry after a partial publication, or a forced re-publication): it is kept as
+        it is.
+    """
+
+    action: Action
+    reason: str
+    write_archive: bool = True
+
+    @property
+    def publish(self) -> bool:
+        return self.action == "publish"
 
 
-def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any
-                  ) -> tuple[dict[str, Any], list[str]]:
-    from ._disclosure import group_disclosure
-    from ._metrics import expected_intact_row_proportion, largest_group_unique_share
+def release_time(value: Any) -> str | None:
+    """A release's position in time as an ISO 8601 UTC string, or None.
 
-    groups = group_disclosure(remedied, target=target, grouping=grouping,
-                              k=policy.disclosure_k)
-    below = max(d.share_below_k for d in groups)
-    disc = max(d.class_disclosure_share for d in groups)
-    unique = largest_group_unique_share(remedied, grouping)
-    intact = expected_intact_row_proportion(remedied, grouping, target)
-    risks = {"share_below_k": below, "class_disclosure_share": disc,
-             "largest_group_unique_share": unique,
-             "expected_intact_row_proportion": intact}
-    failed = []
-    if below > policy.max_share_below_k:
-        failed.append("share_below_k")
-    if disc > policy.max_class_disclosure_share:
-        failed.append("class_disclosure")
-    if unique > policy.max_largest_group_unique_share:
-        failed.append("largest_group_unique_share")
-    if intact > policy.max_intact:
-        failed.append("intact_rows")
-    return risks, failed
+    Accepts a ``datetime`` (naive ones are taken as UTC), an ISO string or None. All
+    values are normalised to UTC with microseconds, so plain string comparison orders
+    them.
 
-
-def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
-                   seed: int) -> tuple[dict[str, Any], list[str]]:
-    from ._risk import shadow_attacks
-
-    found = shadow_attacks(remedied, target=target, grouping=grouping,
-                           n_attacks=policy.attack_n, random_state=seed)
-    upper = {kind: max((r["ci"][1] for r in found[kind]), default=0.0)
-             for kind in ("singling_out", "linkability", "inference")}
-    limits = {"singling_out": policy.max_singling_out_risk,
-              "linkability": policy.max_linkability_risk,
-              "inference": policy.max_inference_risk}
-    failed = [kind for kind in upper if upper[kind] > limits[kind]]
-    return {f"{k}_upper": v for k, v in upper.items()}, failed
+    >>> release_time("2026-01-02T01:00:00+01:00")
+    '2026-01-02T00:00:00.000000+00:00'
+    >>> release_time(None) is None
+    True
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ReleaseError(f"Invalid release time {value!r}: expected ISO 8601.") from None
+    if not isinstance(value, _dt.datetime):
+        raise ReleaseError(f"Invalid release time {value!r}: expected a datetime or ISO "
+                           "8601 text.")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.UTC)
+    return value.astimezone(_dt.UTC).isoformat(timespec="microseconds")
 
 
-def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
-                   remedies: bool = True, random_state: object = None,
-                   classifier: Any = None, created_at: Any = None) -> Any:
-    """Learned result -> artefact with the release of least utility loss within policy.
+def check_release_id(release_id: str) -> str:
+    """``release_id`` if it is a safe directory name, else :class:`ReleaseError`."""
+    if not release_id or _UNSAFE.search(release_id) or release_id.startswith("."):
+        raise ReleaseError(f"Invalid release_id {release_id!r}: use letters, digits, '.', "
+                           "'_' and '-'.")
+    return release_id
+
+
+def check_receipt(receipt: Any, *, surrogate: str, sha256: str, where: str = "") -> None:
+    """Refuse a candidate whose gate receipt does not vouch for exactly these bytes.
 
     Parameters
     ----------
-    table : DataFrame
-        The reference table the result was learned on (after cleaning).
-    result : AstridResult or its dict
-        ASTRID's result, with its per-k table of groupings.
-    policy : GatePolicy or dict, optional
-        The gate's policy the release must pass (default: ``GatePolicy()``, the
-        default gate). Never loosened.
-    remedies : bool, default True
-        ``False``: record no release (the artefact of the learned grouping, as before).
-    random_state : None or int
-        Seeds the candidates' shadow attacks and utility splits (spawned per candidate).
-    classifier : str or dict, optional
-        Classifier of the utility measure (default: the policy's, else the result's).
-    created_at : str or datetime, optional
+    receipt : dict
+        The parsed ``<stem>.gate.json``.
+    surrogate : str
+        The candidate file as the gate named it (``receipt["surrogate"]``).
+    sha256 : str
+        Hex SHA-256 of the candidate's bytes now.
+    where : str, optional
+        Where the receipt was read, for the message.
+
+    Raises
+    ------
+    ReleaseError
+        The receipt is not an object, says the gate failed, or is for other bytes.
+    """
+    where = where or "the gate receipt"
+    if not isinstance(receipt, Mapping):
+        raise ReleaseError(f"Refusing to publish {surrogate}: the gate receipt {where} is "
+                           "not a JSON object.")
+    if receipt.get("success") is not True:
+        raise ReleaseError(f"Refusing to publish {surrogate}: it FAILED the release gate "
+                           f"(failed: {receipt.get('failed')}); the last release stays in "
+                           "place.")
+    if receipt.get("sha256") != sha256 or receipt.get("surrogate") != surrogate:
+        raise ReleaseError(
+            f"Refusing to publish {surrogate}: it is not the file the gate passed (receipt "
+            f"{where} is for {receipt.get('surrogate')} with sha256 "
+            f"{str(receipt.get('sha256'))[:12]}…, the file now hashes to {sha256[:12]}…).")
+
+
+def decide_release(current: Mapping[str, Any] | None, *, release_id: str, sha256: str,
+                   run_after: Any, archived_sha256: str | None = None,
+                   force: bool = False) -> ReleaseDecision:
+    """Compare a candidate release with the current one.
+
+    Parameters
+    ----------
+    current : dict or None
+        The current release's manifest (``release_id``, ``sha256``, ``run_after``), or
+        None when nothing was released yet.
+    release_id : str
+        The candidate's release id.
+    sha256 : str
+        The candidate's SHA-256.
+    run_after : datetime or str or None
+        When the candidate's run was due (see :func:`release_time`). None: unknown,
+        the candidate is not ordered against the current release.
+    archived_sha256 : str, optional
+        SHA-256 of the file already archived under ``release_id``, if there is one.
+    force : bool, default False
+        Publish an older release (a deliberate rollback), or re-publish the current
+        one (a new event for it); never overwrites an archive with other bytes.
 
     Returns
     -------
-    GroupingArtefact
-        With ``release``: ``status`` (``"chosen"`` or ``"refused"``), ``recipe``,
-        ``reason`` (refused: the trade-off that could not be made), ``policy``,
-        ``learned_grouping``, ``candidates`` (each: ``label``, ``grouping``,
-        ``remedies`` per group, ``risks``, ``accuracy_original``,
-        ``accuracy_surrogate``, ``accuracy_drop``, ``passed``, ``failed``), ``chosen``
-        (index) and ``utility`` (accuracies of the original, the raw release and the
-        remedied release of the chosen grouping; ``remedy_cost`` = raw - remedied).
-        The artefact's grouping is the chosen one (the learned one when refused).
+    ReleaseDecision
 
-    Notes
-    -----
-    Candidates are measured as the gate measures a release: per-group disclosure on
-    the remedied table, the largest group's unique share, the *expected* intact-row
-    proportion, and the accuracy drop (classifier trained on a surrogate of the
-    remedied training part, tested on held-out real rows put into the release's domain
-    with the recipe). Candidates are then attacked in order of accuracy (shadow
-    release, ``policy.attack_n`` attacks) until one passes everything: that is the
-    release; later candidates are recorded as not attacked.
+    Raises
+    ------
+    ReleaseError
+        ``release_id`` is already archived (or current) with other bytes.
+
+    Examples
+    --------
+    >>> cur = {"release_id": "b", "sha256": "22", "run_after": "2026-01-02T10:00:00+00:00"}
+    >>> decide_release(cur, release_id="a", sha256="11",
+    ...                run_after="2026-01-02T00:00:00+00:00").action
+    'older'
+    >>> decide_release(cur, release_id="b", sha256="22", run_after=None).action
+    'same'
     """
-    from ._artefact import GroupingArtefact
-    from ._gate import GatePolicy
-    from ._metrics import stratified_subsample, surrogate_utility
-    from ._remedies import apply_recipe, fit_recipe
-    from ._surrogate import ProtectsNothingWarning, pandas_class_codes
-    from ._validation import check_seed_sequence
-
-    d = result.to_dict() if hasattr(result, "to_dict") else dict(result)
-    if not isinstance(remedies, bool):
-        raise ParameterError(f"Invalid remedies: {remedies!r}. Must be True or False.")
-    if not remedies:
-        return GroupingArtefact.from_result(d, table, created_at=created_at)
-    if policy is None:
-        policy = GatePolicy()
-    elif isinstance(policy, Mapping):
-        policy = GatePolicy.from_dict(policy)
-    elif not isinstance(policy, GatePolicy):
-        raise ParameterError(f"Invalid policy: {policy!r}. Must be a GatePolicy or a dict.")
-    target = d["target"]
-    attrs = [c for c in table.columns if c != target]
-    # an int seed is used as given; anything else is drawn once and recorded
-    seed_int = random_state if isinstance(random_state, int) else int(
-        check_seed_sequence(random_state).generate_state(1)[0] >> 1)
-    root = check_seed_sequence(seed_int)
-    s_sub, s_util, s_attack = root.spawn(3)
-    work = table
-    if len(table) > CHOICE_MAX_ROWS:
-        codes = pandas_class_codes(table[target], target)
-        work = table.iloc[stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)]
-        work = work.reset_index(drop=True)
-    from ._metrics import _classifier_preset
-
-    # as the gate: the policy's classifier, else the preset the grouping was learned with
-    classifier = classifier if classifier is not None else policy.classifier
-    if classifier is None:
-        classifier = _classifier_preset(None, type("R", (), {"classifier":
-                                                            d.get("classifier")})())
-
-    cands: list[dict[str, Any]] = []
-    queue = _candidates(d, attrs)
-    learned = Grouping(d["grouping"])
-    if len(table) <= MDAV_MAX_ROWS and any(len(g) > 1 for g in learned.groups):
-        queue.append(("learned, MDAV", learned))
-    done: set = set()
-    i = 0
-    while i < len(queue):
-        label, grouping = queue[i]
-        i += 1
-        method = "mdav" if label.endswith("MDAV") else "bins"
-        if (grouping, method) in done:
-            continue
-        done.add((grouping, method))
-        recipe, report = fit_recipe(table, target=target, grouping=grouping,
-                                    k=policy.disclosure_k,
-                                    max_share_below_k=policy.max_share_below_k,
-                                    max_class_disclosure_share=policy.
-                                    max_class_disclosure_share, method=method)
-        failing = [tuple(g["columns"]) for g in report if not g["passed"]
-                   and len(g["columns"]) > 1]
-        if failing and method == "bins":
-            split = _split(grouping, failing)
-            queue.append((f"{label}, unsafe group(s) split", split))
-        remedied = apply_recipe(work, recipe, target=target)
-        risks, failed = _cheap_checks(remedied, grouping, target, policy)
-        cands.append({"label": label, "grouping": grouping.to_list(), "method": method,
-                      "recipe": recipe, "remedies": report, "risks": risks,
-                      "failed": failed, "remedied": remedied})
-    # utility of every candidate (the same splits for all: comparable figures)
-    util_seed = int(s_util.generate_state(1)[0] >> 1)
-    for c in cands:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ProtectsNothingWarning)
-            u = surrogate_utility(work, Grouping(c["grouping"]), target=target,
-                                  classifier=classifier, random_state=util_seed,
-                                  n_repeats=policy.utility_repeats, recipe=c["recipe"])
-        c.update(accuracy_original=u.accuracy_original, accuracy_surrogate=u.accuracy_surrogate,
-                 accuracy_drop=u.accuracy_original - u.accuracy_surrogate)
-        if c["accuracy_drop"] > policy.max_accuracy_drop:
-            c["failed"] = [*c["failed"], "utility"]
-    chosen = None
-    attack_seed = int(s_attack.generate_state(1)[0] >> 1)
-    for c in sorted(cands, key=lambda c: -c["accuracy_surrogate"]):
-        if c["failed"]:
-            continue
-        risks, failed = _attack_checks(c["remedied"], Grouping(c["grouping"]), target,
-                                       policy, attack_seed)
-        c["risks"].update(risks)
-        c["failed"] = failed
-        if not failed:
-            chosen = c
-            break
-    for c in cands:
-        c["passed"] = c is chosen
-        c["attacked"] = "singling_out_upper" in c["risks"]
-    release: dict[str, Any] = {
-        "policy": policy.to_dict(), "learned_grouping": learned.to_list(),
-        "random_state": random_state if isinstance(random_state, int) else seed_int,
-        "rows_measured": len(work),
-        "candidates": [{k: v for k, v in c.items() if k not in ("remedied", "recipe")}
-                       for c in cands]}
-    if chosen is None:
-        release.update(status="refused", recipe=None, chosen=None,
-                       reason=_refusal(cands, policy))
-        artefact_dict = d
-    else:
-        raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
-                                classifier=classifier, random_state=util_seed,
-                                n_repeats=policy.utility_repeats, remedies=False)
-        release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
-                       chosen=cands.index(chosen), reason=None, utility={
-                           "accuracy_original": chosen["accuracy_original"],
-                           "accuracy_raw_release": raw.accuracy_surrogate,
-                           "accuracy_remedied_release": chosen["accuracy_surrogate"],
-                           "remedy_cost": raw.accuracy_surrogate
-                           - chosen["accuracy_surrogate"],
-                           "accuracy_drop": chosen["accuracy_drop"]})
-        # the artefact records the released grouping (what the gate ties the file to);
-        # the learned one stays in release["learned_grouping"] and the per-k table
-        artefact_dict = {**d, "grouping": chosen["grouping"], "k": len(chosen["grouping"])}
-    art = GroupingArtefact.from_result(artefact_dict, table, created_at=created_at)
-    return dataclasses.replace(art, release=release)
-
-
-def _refusal(cands: list[dict[str, Any]], policy: Any) -> str:
-    private = [c for c in cands if not (set(c["failed"]) - {"utility"})]
-    useful = [c for c in cands if "utility" not in c["failed"]]
-    if private:
-        best = max(private, key=lambda c: c["accuracy_surrogate"])
-        return (f"privacy vs utility: the most accurate release passing every privacy "
-                f"expectation ({best['label']}) loses {best['accuracy_drop']:.3f} accuracy "
-                f"on held-out real rows, above max_accuracy_drop {policy.max_accuracy_drop}"
-                + (f"; the {len(useful)} release(s) within it fail privacy ("
-                   + "; ".join(f"{c['label']}: {', '.join(c['failed'])}" for c in useful[:3])
-                   + ")" if useful else ""))
-    worst = sorted({f for c in cands for f in c["failed"]})
-    return ("privacy: no candidate grouping with remedies passes every privacy expectation "
-            f"of the policy (failing: {', '.join(worst)})")
+    check_release_id(release_id)
+    for other, what in ((archived_sha256, "archived"),
+                        ((current or {}).get("sha256")
+                         if (current or {}).get("release_id") == release_id else None,
+                         "current")):
+        if other is not None and other != sha256:
+            raise ReleaseError(
+                f"Refusing to publish release {release_id!r}: it is already {what} with "
+                f"other bytes (sha256 {str(other)[:12]}…, this file {sha256[:12]}…); "
+                "archived releases are immutable, give a new release_id.")
+    write_archive = archived_sha256 is None
+    if not current:
+        return ReleaseDecision("publish", f"first release {release_id!r}.", write_archive)
+    cur_id = current.get("release_id")
+    if cur_id == release_id:
+        if force:
+            return ReleaseDecision("publish", f"forced: re-publishing the current release "
+                                   f"{release_id!r} (same sha256).", write_archive)
+        return ReleaseDecision("same", f"release {release_id!r} is already current with "
+                               f"the same sha256 {sha256[:12]}…; nothing to do.", False)
+    candidate, now = release_time(run_after), release_time(current.get("run_after"))
+    if candidate is None or now is None:
+        # manifests from before this protocol carry no run time: behave as before
+        return ReleaseDecision("publish", f"release {release_id!r} replaces {cur_id!r} "
+                               "(no run time to order them by).", write_archive)
+    if candidate < now:
+        if force:
+            return ReleaseDecision("publish", f"forced rollback: release {release_id!r} "
+                                   f"(run due {candidate}) replaces the newer {cur_id!r} "
+                                   f"(run due {now}).", write_archive)
+        return ReleaseDecision("older", f"release {release_id!r} (run due {candidate}) is "
+                               f"older than the current release {cur_id!r} (run due {now}); "
+                               "keeping the current one (force=True publishes it anyway).",
+                               False)
+    return ReleaseDecision("publish", f"release {release_id!r} (run due {candidate}) "
+                           f"replaces {cur_id!r} (run due {now}).", write_archive)

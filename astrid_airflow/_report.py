@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._errors import ArtefactError, DataError, ParameterError, StoreError
+from ._errors import ArtefactError, DataError, ParameterError, StoreError, short_list
 from ._html import safe_href, text
 from ._jsonable import plain as _plain
 
@@ -154,7 +154,7 @@ def distribution_checks(original: pd.DataFrame, surrogate: pd.DataFrame, target:
     for name, table in (("original", original), ("surrogate", surrogate)):
         missing = [c for c in [target, *columns] if c not in table.columns]
         if missing:
-            raise DataError(f"The {name} table lacks column(s) {missing}.")
+            raise DataError(f"The {name} table lacks column(s) {short_list(missing)}.")
     labels_o = original[target].astype(object)
     labels_s = surrogate[target].astype(object)
     labels = list(dict.fromkeys([_native(v) for v in pd.unique(labels_o.dropna())] +
@@ -248,11 +248,12 @@ def _load_metrics(metrics: Any, k: int) -> dict[str, Any] | None:
             raise DataError(f"Unreadable surrogate metrics {path!r}: no such file.") from None
         except OSError as exc:
             raise DataError(f"Unreadable surrogate metrics {path!r}: {exc}") from None
+        from ._jsonable import load_json
+
         try:
-            metrics = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"Surrogate metrics {path!r} are not JSON: {exc.msg} at line "
-                            f"{exc.lineno}.") from None
+            metrics = load_json(text, "JSON")
+        except DataError as exc:
+            raise DataError(f"Surrogate metrics {path!r} are not JSON: {exc}") from None
     elif hasattr(metrics, "to_dict"):
         metrics = metrics.to_dict()
     if not isinstance(metrics, Mapping):
@@ -631,8 +632,10 @@ def _is_report_dir(path: str) -> bool:
     if not entries:
         return True
     try:
-        with open(os.path.join(path, REPORT_JSON), encoding="utf-8") as fh:
-            return json.load(fh).get("kind") == "astrid-report"
+        from ._jsonable import load_json
+
+        with open(os.path.join(path, REPORT_JSON), "rb") as fh:
+            return load_json(fh.read(), REPORT_JSON).get("kind") == "astrid-report"
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -686,8 +689,10 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
 
 def _publish(out_dir: str | os.PathLike, files: dict[str, bytes], overwrite: bool) -> str:
     from ._atomic import atomic_write_bytes, split_url
+    from ._store import check_outside_store
 
     _fs, dest, local = split_url(out_dir)
+    check_outside_store(dest)  # versions are immutable: no report inside a store
     if local:
         _publish_local(dest, files, overwrite)
         return dest
@@ -733,8 +738,10 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         The directory, the index page, the files written and whether every
         distribution check passed (None without tables).
     """
+    from ._atomic import refuse_overwriting_inputs
     from ._plots import (
         accuracy_figure,
+        disclosure_figure,
         distribution_figure,
         grouping_matrix_figure,
         png_bytes,
@@ -742,6 +749,8 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         tradeoff_figure,
     )
 
+    # the report directory is replaced whole: no input may live inside it
+    refuse_overwriting_inputs([out_dir], [artefact, original, surrogate, surrogate_metrics])
     result, art, ref = _resolve(artefact)
     if (original is None) != (surrogate is None):
         raise ParameterError("Pass both original and surrogate tables (or neither): the "
@@ -751,7 +760,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
     if data_docs is not None and not isinstance(data_docs, str):
         raise ParameterError(f"Invalid data_docs: {data_docs!r}. Must be a link (string).")
     metrics = _load_metrics(surrogate_metrics, result.k)
-    checks = note = None
+    checks = note = disclosure = None
     if original is not None:
         orig, surr = _table(original, "original"), _table(surrogate, "surrogate")
         if art is not None:
@@ -761,6 +770,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
             raise DataError(f"The surrogate has {len(surr)} rows but the original has "
                             f"{len(orig)}: not a surrogate of this table.")
         checks = distribution_checks(orig, surr, result.target, result.order)
+        disclosure = _disclosure(orig, surr, result)
         if metrics is None:
             metrics = _privacy_metrics(orig, surr, result)
         elif metrics["rows"] != len(orig):
@@ -798,6 +808,17 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
             "choice: worst per-group or attack risk against accuracy on held-out real "
             "rows; filled green passes every privacy check, the ring is the release "
             "chosen, dashed the utility bound.")
+    if disclosure is not None:
+        policy = disclosure["policy"]
+        figs["disclosure.png"] = (
+            disclosure_figure(disclosure["groups"],
+                              max_share_below_k=policy["max_share_below_k"],
+                              max_class_disclosure_share=policy["max_class_disclosure_share"]),
+            "Disclosure risk per group",
+            "Per group (letters as in the grouping table), on the values as published: "
+            "rows in equivalence classes smaller than k, and rows whose group values occur "
+            "in one class only; red above the gate's default threshold (dashed). See "
+            "docs/privacy.md.")
     if checks is not None:
         figs["distributions.png"] = (
             distribution_figure(checks, _class_order(result.classes, checks)),
@@ -812,6 +833,9 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
     generated = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     release = _release_html(metrics, checks, shown, result.k, note) \
         if metrics is not None or checks is not None else ""
+    if disclosure is not None:
+        release = release.replace("</section>", _disclosure_html(disclosure, shown)
+                                  + "</section>", 1)
     page_title = title or ("ASTRID report: " + (ref or f"grouping of {result.target}"))
     if release_record:
         release = _tradeoff_html(release_record, shown.get("tradeoff.png", "")) + release
@@ -824,7 +848,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
                "figures": [n for n in figs], "metrics": _plain(metrics),
                "release": _plain({k: v for k, v in (release_record or {}).items()
                                   if k != "candidates"}) if release_record else None,
-               "distributions_passed": passed,
+               "distributions_passed": passed, "disclosure": disclosure,
                "distribution_checks": None if checks is None else [c.to_dict()
                                                                    for c in checks]}
     files[REPORT_JSON] = (json.dumps(_plain(summary), indent=2, allow_nan=False)
@@ -833,6 +857,52 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
     sep = "/" if "://" in directory else os.sep
     return WrittenReport(directory=directory, index=f"{directory}{sep}{INDEX}",
                          files=tuple(sorted(files)), distributions_passed=passed)
+
+
+def _disclosure(original: pd.DataFrame, surrogate: pd.DataFrame, result: Any
+                ) -> dict[str, Any]:
+    """Per-group disclosure and per-pair linkage of the release (issue 16), judged
+    against the gate's default policy."""
+    from ._disclosure import LINKAGE_Z, disclosure_risk
+    from ._gate import GatePolicy
+
+    policy = GatePolicy()
+    risk = disclosure_risk(original, surrogate, target=result.target,
+                           grouping=result.grouping, k=policy.disclosure_k).to_dict()
+    limit = policy.max_linkage_excess
+    risk["linked_pairs"] = [p for p in risk.pop("pairs")
+                            if p["excess"] > max(limit, LINKAGE_Z * p["sd_linked_share"])]
+    risk["policy"] = {"disclosure_k": policy.disclosure_k,
+                      "max_share_below_k": policy.max_share_below_k,
+                      "max_class_disclosure_share": policy.max_class_disclosure_share,
+                      "max_linkage_excess": limit}
+    return risk
+
+
+def _disclosure_html(d: Mapping[str, Any], figures: dict[str, str]) -> str:
+    pol = d["policy"]
+    rows = "".join(
+        f"<tr><th>{_e(_letter(i))}</th><td>{_e(', '.join(map(str, g['columns'])))}</td>"
+        f"<td class='num'>{g['k_min']}</td>"
+        f"<td class='num {'fail' if g['share_below_k'] > pol['max_share_below_k'] else ''}'>"
+        f"{_f(g['share_below_k'])}</td>"
+        f"<td class='num {'fail' if g['class_disclosure_share'] > pol['max_class_disclosure_share'] else ''}'>"  # noqa: E501
+        f"{_f(g['class_disclosure_share'])}</td></tr>"
+        for i, g in enumerate(d["groups"]))
+    linked = d["linked_pairs"]
+    pairs = ("<p>No pair of groups is linked above its expectation under independent "
+             "shuffles.</p>" if not linked else
+             f'<div class="banner bad">{len(linked)} pair(s) of groups still linked as in '
+             "the original: "
+             + "; ".join(_e(" + ".join(", ".join(map(str, g)) for g in p["groups"]))
+                         + f" ({_f(p['linked_share'])} vs {_f(p['expected_linked_share'])})"
+                         for p in linked[:10]) + "</div>")
+    return ('<h3 id="disclosure">Disclosure per group</h3>'
+            + figures.get("disclosure.png", "")
+            + f'<table id="disclosure-groups"><thead><tr><th></th><th>group</th>'
+              f"<th>k_min</th><th>share below k = {pol['disclosure_k']}</th>"
+              "<th>class disclosure share</th></tr></thead><tbody>" + rows
+            + "</tbody></table>" + pairs)
 
 
 def _class_order(classes: Sequence[Any], checks: list[ColumnCheck]) -> list[Any]:

@@ -32,35 +32,48 @@ from typing import Any, NamedTuple
 
 from ._artefact import GroupingArtefact
 from ._atomic import fs_write_bytes
-from ._errors import ArtefactError, ParameterError, StoreError
+from ._errors import ArtefactError, AstridError, ParameterError, StoreError
 
 __all__ = [
     "ARTEFACT_FILE",
     "ArtefactLocation",
     "ArtefactStore",
     "LoadedArtefact",
+    "check_artefact_name",
+    "check_outside_store",
     "load_artefact",
     "parse_artefact_ref",
 ]
 
 ARTEFACT_FILE = "artefact.json"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-_VERSION_DIR = re.compile(r"^v(\d{4,})$")
-_VERSION_REF = re.compile(r"^(?:v(\d+)|(\d+)|latest)$")
+# Always used with fullmatch: ``$`` would also match before a trailing newline, and
+# ``\d`` (without re.ASCII) would accept non-ASCII digits such as U+0660.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}", re.ASCII)
+_VERSION_DIR = re.compile(r"v([0-9]{4,})", re.ASCII)
+_VERSION_REF = re.compile(r"v([0-9]+)|([0-9]+)|latest", re.ASCII)
 _CLAIM = ".claim-"
 _MAX_ATTEMPTS = 200
 
 
-def _check_name(name: object) -> str:
-    if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
+def check_artefact_name(name: object) -> str:
+    """Return ``name`` if it is a valid artefact name, else raise ``ParameterError``.
+
+    Callers check a name before any work (``astrid learn --name`` before learning).
+    """
+    if not isinstance(name, str) or not _valid_name(name):
         raise ParameterError(
             f"Invalid artefact name {name!r}: use letters, digits, '.', '_' and '-' "
             "(no path separators, no '..', at most 200 characters, not starting with '.').")
     return name
 
 
+def _valid_name(name: str) -> bool:
+    """What :func:`check_artefact_name` accepts (listing skips anything else)."""
+    return bool(_NAME.fullmatch(name)) and ".." not in name
+
+
 def _check_file_name(name: object) -> str:
-    if not isinstance(name, str) or not _NAME.match(name) or ".." in name \
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name \
             or name == ARTEFACT_FILE:
         raise ParameterError(f"Invalid file name {name!r} for a version directory: a plain "
                              f"file name other than {ARTEFACT_FILE!r} is needed.")
@@ -76,7 +89,7 @@ def _version_number(version: object) -> int | None:
     if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
         return version
     if isinstance(version, str):
-        m = _VERSION_REF.match(version.strip())
+        m = _VERSION_REF.fullmatch(version.strip())
         if m:
             if m.group(1) is None and m.group(2) is None:
                 return None
@@ -166,8 +179,8 @@ class ArtefactStore:
             entries = self._fs.ls(inner, detail=False)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        except PermissionError:
-            raise StoreError(f"Cannot read {self._url(inner)!r}: permission denied.") from None
+        except OSError as exc:  # permission, symlink loop (ELOOP), I/O error...
+            raise _read_error(exc, self._url(inner)) from None
         out = []
         for e in entries:
             base = e.rstrip("/").rsplit("/", 1)[-1]
@@ -176,20 +189,52 @@ class ArtefactStore:
         return out
 
     def _isfile(self, inner: str) -> bool:
-        return os.path.isfile(inner) if self._local else self._fs.isfile(inner)
+        if self._local:  # a link is never a store file (see refuse_links)
+            return os.path.isfile(inner) and not os.path.islink(inner)
+        return self._fs.isfile(inner)
+
+    def _islink(self, inner: str) -> bool:
+        return self._local and os.path.islink(inner)
+
+    def refuse_links(self, *parts: str) -> None:
+        """Raise ``StoreError`` if ``root/parts[0]``, ``root/parts[0]/parts[1]``... is a
+        symbolic link.
+
+        The store never reads or writes through a link inside it, which could lead
+        outside the store (the root itself may be a link). Modules that read files of a
+        version by path (the gate's suite) call this first. A no-op on object stores.
+        """
+        if not self._local:
+            return
+        inner = self._root
+        for part in parts:
+            inner = os.path.join(inner, part)
+            if os.path.islink(inner):
+                raise StoreError(f"Refusing {inner!r}: a symbolic link inside the artefact "
+                                 "store (the store never follows links under its root).")
 
     def _check_root(self) -> None:
-        ok = os.path.isdir(self._root) if self._local else (
-            self._fs.isdir(self._root) or self._fs.exists(self._root))
+        if self._local:
+            try:
+                ok = os.path.isdir(os.path.realpath(self._root, strict=True))
+            except FileNotFoundError:
+                ok = False
+            except OSError as exc:  # e.g. ELOOP: the root is a symlink loop
+                raise _read_error(exc, self.root) from None
+        else:
+            ok = self._fs.isdir(self._root) or self._fs.exists(self._root)
         if not ok:
             raise StoreError(f"No artefact store at {self.root!r}: no such directory.")
 
     def _numbers(self, name: str, *, complete: bool) -> list[int]:
+        """Version numbers under ``name``: every entry named like a version when claiming
+        a number, only complete non-link version directories when reading."""
         out = []
         base = self._join(self._root, name)
         for entry in self._ls_names(base):
-            m = _VERSION_DIR.match(entry)
-            if m and (not complete or self._isfile(self._join(base, entry, ARTEFACT_FILE))):
+            m = _VERSION_DIR.fullmatch(entry)
+            if m and (not complete or (not self._islink(self._join(base, entry)) and
+                                       self._isfile(self._join(base, entry, ARTEFACT_FILE)))):
                 out.append(int(m.group(1)))
         return sorted(out)
 
@@ -198,12 +243,14 @@ class ArtefactStore:
         """Names with at least one complete version, sorted."""
         self._check_root()
         return sorted(n for n in self._ls_names(self._root)
-                      if _NAME.match(n) and self._numbers(n, complete=True))
+                      if _valid_name(n) and not self._islink(self._join(self._root, n))
+                      and self._numbers(n, complete=True))
 
     def versions(self, name: str) -> list[str]:
         """Complete versions of ``name``, oldest first (``StoreError`` if none)."""
-        _check_name(name)
+        check_artefact_name(name)
         self._check_root()
+        self.refuse_links(name)
         numbers = self._numbers(name, complete=True)
         if not numbers:
             known = self.names()
@@ -223,6 +270,7 @@ class ArtefactStore:
             return versions[-1]
         vid = _version_id(number)
         if vid not in versions:
+            self.refuse_links(name, vid)
             raise StoreError(f"No version {vid} of {name!r} in {self.root!r}; "
                              f"versions: {versions[-20:]!r}.")
         return vid
@@ -243,6 +291,7 @@ class ArtefactStore:
     def load(self, name: str, version: str | int = "latest") -> GroupingArtefact:
         """Read and validate an artefact (``ArtefactError`` if it is corrupt)."""
         loc = self.location(name, version)
+        self.refuse_links(name, loc.version, ARTEFACT_FILE)
         return _read_artefact(self._fs, self._join(self._root, name, loc.version,
                                                    ARTEFACT_FILE), loc.path)
 
@@ -250,29 +299,54 @@ class ArtefactStore:
         """Bytes of a file stored beside the artefact."""
         loc = self.location(name, version)
         inner = self._join(self._root, name, loc.version, _check_file_name(filename))
+        self.refuse_links(name, loc.version, filename)
         try:
             return self._fs.cat_file(inner)
         except FileNotFoundError:
             raise StoreError(f"No file {filename!r} in {loc.directory!r}.") from None
+        except OSError as exc:
+            raise _read_error(exc, self._url(inner)) from None
 
     def list(self, name: str | None = None) -> list[dict[str, Any]]:
         """One row per version: name, version, created_at, k, target, fingerprint, path.
 
         A version whose artefact cannot be read gets ``error`` set (and ``None`` in the
-        artefact fields) instead of hiding the other versions.
+        artefact fields) instead of hiding the other versions; a name directory that
+        cannot be read gets one row with ``version`` ``None`` and ``error`` set.
         """
-        names = [name] if name is not None else self.names()
+        if name is not None:
+            vids = {name: self.versions(name)}
+        else:
+            self._check_root()
+            vids = {}
+            for n in sorted(self._ls_names(self._root)):
+                if not _valid_name(n) or self._islink(self._join(self._root, n)):
+                    continue
+                try:
+                    numbers = self._numbers(n, complete=True)
+                except AstridError as exc:  # one unreadable name never hides the others
+                    vids[n] = exc
+                    continue
+                if numbers:
+                    vids[n] = [_version_id(v) for v in numbers]
         rows = []
-        for n in names:
-            for vid in self.versions(n):
+        for n, found in vids.items():
+            if isinstance(found, Exception):
+                rows.append({"name": n, "version": None, "created_at": None, "k": None,
+                             "target": None, "fingerprint": None,
+                             "path": self._url(self._join(self._root, n)),
+                             "error": str(found)})
+                continue
+            for vid in found:
                 inner = self._join(self._root, n, vid, ARTEFACT_FILE)
                 row: dict[str, Any] = {"name": n, "version": vid, "created_at": None,
                                        "k": None, "target": None, "fingerprint": None,
                                        "path": self._url(self._join(self._root, n, vid)),
                                        "error": None}
                 try:
+                    self.refuse_links(n, vid, ARTEFACT_FILE)
                     a = _read_artefact(self._fs, inner, self._url(inner))
-                except ArtefactError as exc:
+                except AstridError as exc:  # one bad version never hides the others
                     row["error"] = str(exc)
                 else:
                     row.update(created_at=a.created_at, k=a.k, target=a.target,
@@ -290,7 +364,9 @@ class ArtefactStore:
         atomic: until it completes no new version is visible, and a failure leaves
         none behind. Concurrent savers to one name get distinct versions.
         """
-        _check_name(name)
+        check_artefact_name(name)
+        if self._local:  # a store nested inside another store's version is a write there
+            check_outside_store(os.path.join(self._root, name))
         if not isinstance(artefact, GroupingArtefact):
             raise ParameterError(f"Expected a GroupingArtefact, got {type(artefact).__name__}.")
         files: dict[str, bytes] = {}
@@ -318,11 +394,13 @@ class ArtefactStore:
         """
         loc = self.location(name, version)
         inner = self._join(self._root, name, loc.version, _check_file_name(filename))
-        fs_write_bytes(self._fs, inner, bytes(data), overwrite=overwrite)
+        self.refuse_links(name, loc.version, filename)
+        fs_write_bytes(self._fs, inner, bytes(data), overwrite=overwrite, into_store=True)
         return self._url(inner)
 
     def _save_local(self, name: str, files: dict[str, bytes]) -> str:
         base = os.path.join(self._root, name)
+        self.refuse_links(name)
         try:
             os.makedirs(base, exist_ok=True)
             tmp = tempfile.mkdtemp(dir=base, prefix=".saving-", suffix=".tmp")
@@ -384,7 +462,8 @@ class ArtefactStore:
                 continue
             try:
                 for fname in sorted(files, key=lambda f: f == ARTEFACT_FILE):
-                    fs_write_bytes(fs, self._join(vdir, fname), files[fname])
+                    fs_write_bytes(fs, self._join(vdir, fname), files[fname],
+                                   into_store=True)
                 with contextlib.suppress(Exception):
                     fs.rm(claim)
             except BaseException as exc:
@@ -409,6 +488,12 @@ def _fsync_dir(path: str) -> None:
             os.close(fd)
 
 
+def _read_error(exc: OSError, shown: str) -> StoreError:
+    if isinstance(exc, PermissionError):
+        return StoreError(f"Cannot read {shown!r}: permission denied.")
+    return StoreError(f"Cannot read {shown!r}: {exc.strerror or exc}.")
+
+
 def _write_error(exc: OSError, root: str) -> StoreError:
     if isinstance(exc, PermissionError):
         return StoreError(f"Cannot write to store {root!r}: permission denied.")
@@ -416,18 +501,77 @@ def _write_error(exc: OSError, root: str) -> StoreError:
 
 
 def _read_artefact(fs: Any, inner: str, shown: str) -> GroupingArtefact:
+    from fsspec.implementations.local import LocalFileSystem
+
+    if isinstance(fs, LocalFileSystem):  # a FIFO or device would block or never end
+        import stat
+
+        try:
+            mode = os.stat(inner).st_mode
+        except OSError:
+            mode = stat.S_IFREG  # missing, ELOOP...: reported by the read below
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                or stat.S_ISSOCK(mode):
+            raise StoreError(f"{shown!r} is not a regular file (a pipe, socket or "
+                             "device).")
     try:
         data = fs.cat_file(inner)
     except FileNotFoundError:
         raise StoreError(f"No artefact at {shown!r}.") from None
     except IsADirectoryError:
         raise StoreError(f"{shown!r} is a directory, not an artefact file.") from None
-    except PermissionError:
-        raise StoreError(f"Cannot read {shown!r}: permission denied.") from None
+    except OSError as exc:  # permission, ELOOP, I/O error...
+        raise _read_error(exc, shown) from None
     try:
         return GroupingArtefact.from_json(data)
     except ArtefactError as exc:
         raise type(exc)(f"{shown}: {exc}") from None
+
+
+def _store_directory_kind(directory: str) -> str | None:
+    """``"version"``/``"name"`` if local ``directory`` is one of a store's, else None."""
+    base = os.path.basename(directory)
+    parent = os.path.basename(os.path.dirname(directory))
+    try:  # scandir + any(): stops at the first hit, even in a huge directory
+        if _VERSION_DIR.fullmatch(base) and _NAME.fullmatch(parent) and (
+                os.path.lexists(os.path.join(directory, ARTEFACT_FILE))
+                or any(e.name.startswith(_CLAIM) for e in os.scandir(directory))):
+            return "version"
+        if _NAME.fullmatch(base) and any(
+                _VERSION_DIR.fullmatch(e.name)
+                and os.path.lexists(os.path.join(e.path, ARTEFACT_FILE))
+                for e in os.scandir(directory)):
+            return "name"
+    except OSError:  # unreadable or vanished: not provably a store directory
+        return None
+    return None
+
+
+def check_outside_store(path: str | os.PathLike) -> None:
+    """Raise ``StoreError`` if writing ``path`` would put a file inside an artefact
+    store's name or version directory.
+
+    Versions are immutable: nothing but :class:`ArtefactStore` itself writes there.
+    Every atomic write (:func:`~astrid_airflow._atomic.atomic_path`, hence every
+    command's outputs) calls this. Links are resolved, so a directory linking into a
+    store is caught. Local paths only (object-store prefixes are not walked).
+    """
+    from ._atomic import split_url
+
+    _fs, dest, local = split_url(path)
+    if not local:
+        return
+    directory = os.path.realpath(os.path.dirname(dest))
+    while True:
+        kind = _store_directory_kind(directory)
+        if kind is not None:
+            raise StoreError(f"Refusing to write {os.fspath(path)!r}: it is inside the "
+                             f"artefact store {kind} directory {directory!r}; store "
+                             "versions are immutable, write outputs elsewhere.")
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return
+        directory = parent
 
 
 def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
@@ -449,7 +593,7 @@ def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
                              "artefact.json, a version directory or ROOT/NAME[@VERSION].")
     version: str | None = None
     head, at, tail = text.rpartition("@")
-    if at and "/" not in tail and _VERSION_REF.match(tail.strip()):
+    if at and "/" not in tail and _VERSION_REF.fullmatch(tail.strip()):
         text, version = head, tail.strip()
     try:
         fs, inner = fsspec.core.url_to_fs(text)
@@ -474,7 +618,7 @@ def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
     if version is None and fs.isfile(candidate):
         return _outside_or_in_store(url, split, inner, url(candidate))
     root, name = split(inner)
-    if not root or not _NAME.match(name or ""):
+    if not root or not _NAME.fullmatch(name or ""):
         raise StoreError(f"No artefact at {url(inner)!r}: not an artefact.json, a version "
                          "directory or ROOT/NAME.")
     store = ArtefactStore(url(root))
@@ -484,7 +628,9 @@ def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
 def _outside_or_in_store(url, split, directory: str, path: str) -> ArtefactLocation:
     parent, vdir = split(directory)
     root, name = split(parent)
-    if _VERSION_DIR.match(vdir) and _NAME.match(name or "") and root:
+    if _VERSION_DIR.fullmatch(vdir) and _NAME.fullmatch(name or "") and root:
+        # in a store layout: the same no-links rule as the store's own reads and writes
+        ArtefactStore(url(root)).refuse_links(name, vdir, ARTEFACT_FILE)
         return ArtefactLocation(root=url(root), name=name, version=vdir,
                                 directory=url(directory), path=path)
     return ArtefactLocation(root=None, name=None, version=None, directory=url(directory),

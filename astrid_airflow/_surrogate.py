@@ -47,6 +47,11 @@ __all__ = [
 #: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
 CHUNK_ROWS = 1 << 20
 
+#: Most copies :func:`shuffle_file` writes in one call: each copy is as large as the
+#: input, so a mistyped ``--n-copies`` must not fill a disk (in memory,
+#: :func:`make_surrogate` has no such bound).
+MAX_FILE_COPIES = 100
+
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
@@ -342,13 +347,6 @@ def surrogate_paths(out: str | os.PathLike, n_copies: int) -> list[str]:
             f"{stem}-{i:0{width}d}{ext}" for i in range(1, n_copies + 1)]
 
 
-def _filesystem(path: str) -> tuple[Any, str]:
-    from ._atomic import split_url
-
-    fs, inner, local = split_url(path)
-    return (None, inner) if local else (fs, inner)
-
-
 @dataclass(frozen=True)
 class TableFile:
     """A Parquet or CSV file whose format is given rather than read from its suffix.
@@ -362,52 +360,23 @@ class TableFile:
 
 def read_arrow(path: str | os.PathLike | TableFile, columns: Sequence[str] | None = None
                ) -> Any:
-    """Read a Parquet or CSV file (local or fsspec URL) as a pyarrow Table.
+    """Read a CSV, Parquet or ARFF file (local or fsspec URL) as a pyarrow Table.
 
-    CSV string columns read empty fields as null, as pandas does.
+    The one reader of :func:`~astrid_airflow._io.read_arrow` (same types as every other
+    command); a :class:`TableFile` gives its format instead of its suffix.
     """
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
+    from ._io import read_arrow as _read
 
     if isinstance(path, TableFile):
-        text, kind = path.path, path.kind
-    else:
-        text = os.fspath(path)
-        kind = file_format(text)
-    fs, inner = _filesystem(text)
-    try:
-        if kind == "parquet":
-            return pq.read_table(inner, columns=None if columns is None else list(columns),
-                                 filesystem=fs)
-        convert = pcsv.ConvertOptions(
-            include_columns=None if columns is None else list(columns),
-            strings_can_be_null=True)
-        if fs is None:
-            return pcsv.read_csv(inner, convert_options=convert)
-        with fs.open(inner, "rb") as fh:
-            return pcsv.read_csv(fh, convert_options=convert)
-    except FileNotFoundError:
-        raise DataError(f"Unreadable file {text!r}: no such file.") from None
-    except DataError:
-        raise
-    except Exception as exc:  # parsers raise many types; the user needs one line
-        raise DataError(f"Unreadable file {text!r}: {type(exc).__name__}: {exc}") from None
+        return _read(path.path, columns, kind=path.kind)
+    return _read(path, columns)
 
 
 def read_arrow_schema(path: str | os.PathLike) -> Any:
-    """The Arrow schema of a Parquet file (footer only) or CSV file (read fully)."""
-    import pyarrow.parquet as pq
+    """The Arrow schema of an input file (a Parquet file's footer only)."""
+    from ._io import read_schema
 
-    text = os.fspath(path)
-    if file_format(text) == "csv":
-        return read_arrow(text).schema
-    fs, inner = _filesystem(text)
-    try:
-        return pq.read_schema(inner, filesystem=fs)
-    except FileNotFoundError:
-        raise DataError(f"Unreadable file {text!r}: no such file.") from None
-    except Exception as exc:
-        raise DataError(f"Unreadable file {text!r}: {type(exc).__name__}: {exc}") from None
+    return read_schema(path)
 
 
 def _writer(kind: str, path: str, schema: Any) -> Any:
@@ -455,12 +424,14 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
                  overwrite: bool = False,
                  before_publish: Callable[[list[TableFile]], None] | None = None,
                  remedies: bool = True) -> str | list[str]:
-    """Write GoldenEye surrogate(s) of a Parquet or CSV file, atomically.
+    """Write GoldenEye surrogate(s) of a Parquet, CSV or ARFF file, atomically.
 
     Parameters
     ----------
     src : str or path-like
-        ``.parquet``/``.pq`` or ``.csv`` file, local or fsspec URL.
+        ``.parquet``/``.pq``, ``.csv`` or ``.arff`` file, local or fsspec URL (read like
+        every other command reads it: :func:`~astrid_airflow._io.read_arrow`). It must not
+        be one of the outputs (``StoreError``), even through a link.
     artefact : GroupingArtefact, or Grouping / grouping text with ``target``
         The learned grouping; with an artefact the file's schema is checked first.
     out : str or path-like
@@ -472,7 +443,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         Seed. The same seed gives byte-identical output files, and the same surrogate as
         :func:`make_surrogate` on the same table.
     n_copies : int, default 1
-        Number of independent surrogates.
+        Number of independent surrogates, at most :data:`MAX_FILE_COPIES` (100).
     overwrite : bool, default False
         Replace existing outputs; without it an existing output raises ``StoreError``
         before any work is done.
@@ -495,17 +466,23 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     written completely, so an error leaves no output behind. The table is held once in
     Arrow (never in pandas); see the module docstring for the memory bound.
     """
-    from ._atomic import atomic_path
+    from ._atomic import atomic_path, refuse_overwriting_inputs
+    from ._io import input_format
 
     grouping, target, art = resolve_grouping(artefact, target)
     n_copies = check_positive_int(n_copies, "n_copies")
+    if n_copies > MAX_FILE_COPIES:
+        raise ParameterError(f"Invalid n_copies: {n_copies}. At most {MAX_FILE_COPIES} "
+                             "copies are written in one call (each is as large as the "
+                             "input).")
     recipe = release_recipe(art, remedies)
     src = os.fspath(src)
-    file_format(src)
+    src_kind = input_format(src)  # what `astrid learn` reads: CSV, Parquet, ARFF
     outs = surrogate_paths(out, n_copies)
     kinds = [file_format(p) for p in outs]
-    # A CSV file is parsed once; a Parquet file is read footer, class column, then table.
-    table = read_arrow(src) if file_format(src) == "csv" else None
+    refuse_overwriting_inputs(outs, [src])
+    # A CSV/ARFF file is parsed once; a Parquet file is read footer, class column, table.
+    table = read_arrow(src) if src_kind != "parquet" else None
     schema = table.schema if table is not None else read_arrow_schema(src)
     if art is not None:
         art.check_table(schema)

@@ -42,6 +42,8 @@ with DAG(
         from airflow.sdk import ObjectStoragePath
         from airflow.sdk.exceptions import AirflowFailException
 
+        from astrid_airflow._jsonable import load_json
+
         extras = [dict(e.extra or {}) for e in
                   (triggering_asset_events or {}).get(RELEASE, [])]
         if not extras:  # a manual run: the current release, from its manifest
@@ -50,7 +52,10 @@ with DAG(
             if not manifest.exists():
                 raise AirflowFailException(f"No release yet: {manifest} does not exist; "
                                            "run astrid_publish_synthetic first.")
-            extras = [json.loads(manifest.read_text())]
+            try:  # the one JSON reader: depth-limited, one line
+                extras = [load_json(manifest.read_bytes(), f"release manifest {manifest}")]
+            except ValueError as exc:
+                raise AirflowFailException(str(exc)) from None
         profiles = []
         for extra in extras:
             path = ObjectStoragePath(extra["archived"])

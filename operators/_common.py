@@ -152,11 +152,13 @@ def policy_overrides(policy: object) -> dict[str, Any]:
     if policy is None or policy == "":
         return {}
     if isinstance(policy, str):
+        from astrid_airflow._jsonable import load_json
+
         try:
-            policy = json.loads(policy)
-        except json.JSONDecodeError:
-            raise AirflowFailException(f"Invalid gate policy {policy!r}: expected a dict "
-                                       "or its JSON.") from None
+            policy = load_json(policy, "gate policy JSON")
+        except ValueError:  # not JSON, or nested too deep
+            raise AirflowFailException(f"Invalid gate policy {policy[:200]!r}: expected a "
+                                       "dict or its JSON.") from None
     if not isinstance(policy, Mapping):
         raise AirflowFailException(f"Invalid gate policy {policy!r}: expected a dict.")
     out: dict[str, Any] = {}

@@ -35,7 +35,9 @@ from ._common import (
     to_bool,
     translate_errors,
 )
-from .shuffle import metrics_path, split_ref
+from ._lineage import RecordsLineage, metric_name, numeric
+from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links, resolve_link
+from .shuffle import artefact_dataset, metrics_path, split_ref
 from .sql import TableRef, as_table, local_table, sql_errors
 
 __all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
@@ -85,7 +87,7 @@ def _url(path: ObjectStoragePath) -> str:
     return path.path if is_local(path) else str(path)
 
 
-class SurrogateGateOperator(BaseOperator):
+class SurrogateGateOperator(RecordsLineage, BaseOperator):
     """Validate a staged surrogate against its original with the artefact's gate suite.
 
     Parameters
@@ -112,6 +114,10 @@ class SurrogateGateOperator(BaseOperator):
     remedies : bool, default True
         The staged surrogate is the artefact's remedied release (as the shuffle
         operator stages by default); ``False`` judges a raw release (templated).
+    link_base_url : dict or str, optional
+        Storage prefix → public base URL for the extra links ("Data Docs", "Release
+        report", "Artefact"); default the ``[astrid] link_base_url`` option, else the
+        files' own locations (see ``astrid_airflow.operators.links``).
 
     Returns (XCom)
     --------------
@@ -127,11 +133,13 @@ class SurrogateGateOperator(BaseOperator):
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"policy": "json"}
     ui_color = "#d4edda"
+    operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
 
     def __init__(self, *, original: Any, surrogate: Any, store: Any, artefact: str,
                  name: str | None = None, policy: dict[str, Any] | str | None = None,
                  out_dir: Any = None, random_state: int | str | None = None,
-                 remedies: bool | str = True, **kwargs: Any) -> None:
+                 remedies: bool | str = True, link_base_url: Any = None,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.original = original
@@ -143,6 +151,7 @@ class SurrogateGateOperator(BaseOperator):
         self.out_dir = out_dir
         self.random_state = random_state
         self.remedies = remedies
+        self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._errors import ParameterError
@@ -162,7 +171,9 @@ class SurrogateGateOperator(BaseOperator):
             if not name:
                 raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
                                      "give NAME@VERSION, or 'latest' with name=.")
-            version = ArtefactStore(root).resolve(name, version)
+            store = ArtefactStore(root)
+            version = store.resolve(name, version)
+            artefact_path = store.location(name, version).path
             ref = f"{root.rstrip('/')}/{name}@{version}"
             if not surrogate.exists():
                 raise AirflowFailException(f"Cannot gate {surrogate}: the staged surrogate "
@@ -193,6 +204,7 @@ class SurrogateGateOperator(BaseOperator):
             "sha256": digest,
             "original": str(original),
             "artefact": f"{name}@{version}",
+            "artefact_path": artefact_path,
             "store": root,
             "validation": str(validation),
             "data_docs": str(docs),
@@ -208,11 +220,24 @@ class SurrogateGateOperator(BaseOperator):
         }
         receipt_path = gate_receipt_path(surrogate, out_dir)
         atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
+        # recorded before a failure is raised: the links of a failed gate work too
+        push_links(self, context, data_docs=docs, report=release_report, artefact=artefact_path)
+        observed = numeric({metric_name(e["name"]): e["observed_value"]
+                            for e in receipt["expectations"]})
+        self._lineage = {  # OpenLineage: the expectations and figures on the surrogate
+            "inputs": [{"location": str(original)},
+                       {"location": str(surrogate), "rows": observed.get("row_count"),
+                        "assertions": receipt["expectations"], "metrics": observed},
+                       artefact_dataset(root, receipt["artefact"])],
+            "outputs": [{"location": str(validation)}, {"location": str(receipt_path)}]}
+        where = (f"Data Docs: {resolve_link(self, str(docs))}; release report: "
+                 f"{resolve_link(self, release_report) or 'none'}")
         if not result.success:
+            self.log.error("Release gate failed for %s. %s", surrogate, where)
             raise AirflowFailException(failure_message(str(surrogate),
                                                        receipt["expectations"]))
-        self.log.info("Release gate passed for %s (%d expectations); Data Docs: %s",
-                      surrogate, len(receipt["expectations"]), docs)
+        self.log.info("Release gate passed for %s (%d expectations). %s",
+                      surrogate, len(receipt["expectations"]), where)
         return json_small({
             "success": True,
             "surrogate": str(surrogate),
@@ -239,7 +264,9 @@ class SurrogateGateOperator(BaseOperator):
         target = out_dir / f"{surrogate.stem}.report"
         metrics_file = metrics_path(surrogate)
         # the shuffle operator's receipt nests the SurrogateMetrics under "metrics"
-        metrics = json.loads(metrics_file.read_text())["metrics"] \
+        from astrid_airflow._jsonable import load_json
+
+        metrics = load_json(metrics_file.read_bytes(), str(metrics_file))["metrics"] \
             if metrics_file.exists() else None
         try:
             written = write_report(

@@ -308,15 +308,13 @@ BUG_GATE_MISSING = ("SurrogateGateOperator hashes the surrogate before checking 
 
 def _suite_of(w, name, change, *, policy=None, legacy=False):
     """Save the artefact as ``store/<name>`` with its suite, then edit that suite.json."""
-    from astrid_airflow._gate import GatePolicy, build_suite, gate_extra_files, suite_digest
+    from astrid_airflow._gate import GatePolicy, gate_extra_files
     from astrid_airflow._store import ArtefactStore
 
     store, art = ArtefactStore(w["root"] / "store"), w["artefact"]
     if legacy:  # saved without a suite; the gate then wrote the default one
         version = store.save(name, art)
-        suite = build_suite(art)
-        assert suite_digest(suite)
-        store.add_file(name, version, "suite.json", json.dumps(suite, indent=2).encode())
+        store.add_file(name, version, "suite.json", gate_extra_files(art)["suite.json"])
     else:
         version = store.save(name, art, extra_files=gate_extra_files(
             art, GatePolicy(**(policy or {}))))
@@ -490,7 +488,12 @@ def _gate_integrity_cases() -> list[Case]:
         metrics(w)
         return ["validate", "--original", "hostile_ref.parquet", "--surrogate",
                 "hostile_surr.parquet", "--artefact", "hostile.json", "--metrics",
-                "metrics.json", "--seed", "0"]
+                "metrics.json", "--seed", "0",
+                # a raw surrogate: the per-group disclosure and attack checks relaxed, as
+                # GatePolicy.raw_release_demo() does (still measured and shown)
+                "--max-share-below-k", "1", "--max-class-disclosure-share", "1",
+                "--max-largest-group-unique-share", "1", "--max-singling-out-risk", "1",
+                "--max-linkability-risk", "1", "--max-inference-risk", "1"]
 
     add(Case("cli-validate-hostile-column-name", "cli",
              "a column named `<img src=x onerror=...><script>...` (Data Docs escape it)",
@@ -856,6 +859,153 @@ def _cases() -> list[Case]:
                  _op("publish", surrogate=_pq(w, "failed.parquet", _t(w)),
                      destination="pub/s.parquet"))[1], "fail",
              r"FAILED the release gate"))
+    # ------------------------------------------ store and inputs (issue 18, b-inputs)
+    # names and versions: fullmatch, ASCII digits, checked before any work
+    add(Case("cli-learn-name-newline", "cli", "`astrid learn --name $'nl\\n'`",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "nl\n"), "exit 2",
+             r"Invalid artefact name 'nl\\n'"))
+    add(Case("cli-learn-name-before-work", "cli",
+             "`astrid learn nope.csv --name ../../x`: the name is refused before reading",
+             lambda w: _learn("nope.csv", "--store", "store", "--name", "../../x"), "exit 2",
+             r"Invalid artefact name '\.\./\.\./x'"))
+    add(Case("cli-ref-non-ascii-version", "cli", "`--artefact 'store/m@v٠٠٠١'` (Arabic-Indic "
+             "digits)", lambda w: _shuffle("ref.parquet", ref="store/m@v٠٠٠١"), "exit 2",
+             r"No artefact at .*not an artefact\.json"))
+    add(Case("cli-planted-non-ascii-version", "cli",
+             "planted version dir `v٠٠٠٩` (copy of v0001 with a corrupt artefact): "
+             "`artefacts list` ignores it", lambda w: ["artefacts", "list", _planted(
+                 w, "nastore", "v٠٠٠٩", b"{corrupt")], "note",
+             r"(?s)^(?!.*ERROR)(?!.*٠).*m\s+v0001"))
+    # symbolic links inside a store are never followed
+    add(Case("cli-validate-symlinked-version", "cli",
+             "`validate --artefact lnstore/m@v0009`, v0009 a symlink to a directory outside",
+             lambda w: _validate_files("ref.parquet", "surr.parquet",
+                                 _linked_version(w, "lnstore") + "/m@v0009"), "exit 2",
+             r"symbolic link inside the artefact store"))
+    add(Case("cli-shuffle-symlinked-version-path", "cli",
+             "`shuffle --artefact lnstore2/m/v0009` (the version dir is a symlink)",
+             lambda w: _shuffle("ref.parquet", ref=_linked_version(w, "lnstore2") +
+                                "/m/v0009"), "exit 2",
+             r"symbolic link inside the artefact store"))
+    add(Case("lib-store-symlinked-name", "library",
+             "`ArtefactStore.load('alias')`, name dir `alias` a symlink to `m`",
+             lambda w: (lambda root: lambda: __import__("astrid_airflow").ArtefactStore(
+                 root).load("alias"))(_linked_name(w)), StoreError,
+             r"symbolic link inside the artefact store"))
+    add(Case("cli-store-root-symlink-loop", "cli", "`artefacts list loopstore` (a link to "
+             "itself: ELOOP)", lambda w: ["artefacts", "list", _loop(w, "loopstore")],
+             "exit 2", r"Too many levels of symbolic links"))
+    add(Case("cli-list-skips-loop-entry", "cli",
+             "`artefacts list` of a store holding a symlink loop entry", lambda w: [
+                 "artefacts", "list", _loop_inside(w)], "note", r"m\s+v0001"))
+    add(Case("cli-input-symlink-loop", "cli", "`astrid learn loop.csv` (ELOOP)",
+             lambda w: _learn(_loop(w, "loop.csv")), "exit 2",
+             r"Unreadable file 'loop\.csv': Too many levels of symbolic links"))
+    add(Case("cli-input-directory", "cli", "`astrid learn adir.csv` (a directory)",
+             lambda w: _learn(_mkdir(w, "adir.csv")), "exit 2",
+             r"Unreadable file 'adir\.csv': it is a directory"))
+    # JSON from disk: depth-limited, one line, one bad version never hides the others
+    add(Case("cli-artefact-deep-json", "cli", "artefact JSON nested 100k levels deep",
+             lambda w: _shuffle("ref.parquet", ref=_write(w, "deep.json", _deep())),
+             "exit 2", r"Corrupt artefact JSON: nested deeper than 64 levels"))
+    add(Case("cli-list-deep-json-version", "cli",
+             "`artefacts list` with one version's artefact.json nested 100k deep", lambda w: [
+                 "artefacts", "list", _planted(w, "deepstore", "v0002", _deep().encode())],
+             "note", r"(?s)m\s+v0001\s+\d{4}-.*v0002\s+ERROR.*nested deeper than 64"))
+    add(Case("cli-validate-deep-suite", "cli", "`validate` with suite.json nested 100k deep",
+             lambda w: _validate_files("ref.parquet", "surr.parquet", _deep_suite(w) + "/m"),
+             "exit 2", r"Corrupt gate suite .*nested deeper than 64 levels"))
+    add(Case("cli-validate-deep-metrics", "cli", "`validate --metrics` nested 100k deep",
+             lambda w: [*_validate_files("ref.parquet", "surr.parquet", "store/m"), "--metrics",
+                        _write(w, "deepm.json", _deep())], "exit 2",
+             r"--metrics 'deepm\.json': nested deeper than 64"))
+    # non-finite numbers are refused where a table is read
+    add(Case("cli-learn-inf", "cli", "`astrid learn` with `inf` in an attribute",
+             lambda w: _learn(_csv(w, "inf.csv", _t(w).assign(
+                 a1=lambda d: d.a1.where(d.index != 3, np.inf)))), "exit 2",
+             r"Infinite values \(inf/-inf\) in 'inf\.csv', column\(s\) \{'a1': 1\}"))
+    add(Case("cli-validate-inf", "cli", "`astrid validate`, surrogate with `-inf`",
+             lambda w: _validate_files("ref.parquet", _pq(w, "infs.parquet", _t(w).assign(
+                 a2=lambda d: d.a2.where(d.index != 5, -np.inf)))), "exit 2",
+             r"Infinite values .*'infs\.parquet'.*'a2': 1"))
+    add(Case("cli-shuffle-inf", "cli", "`astrid shuffle` of a CSV with `inf`",
+             lambda w: _shuffle(_csv(w, "infb.csv", _t(w).assign(a3=np.inf))), "exit 2",
+             r"Infinite values .*'a3': 60"))
+    # disk full while writing: one line, nothing left behind
+    add(Case("lib-shuffle-disk-full", "library", "`shuffle_file` when the disk fills up "
+             "mid-write (ENOSPC)", lambda w: _disk_full(lambda: __import__(
+                 "astrid_airflow").shuffle_file("ref.parquet", w["artefact"], "full.parquet",
+                                                 random_state=0)), StoreError,
+             r"Cannot write '.*full\.parquet': No space left on device"))
+    # one reader: every command reads what learn reads, with the same types
+    add(Case("cli-shuffle-arff", "cli", "`astrid shuffle` of an ARFF file (read as learn "
+             "reads it: a5 INTEGER becomes float)", lambda w: _shuffle(_arff(w)), "exit 2",
+             r"column 'a5' should be integer \(int64\) but is float"))
+    add(Case("cli-tz-roundtrip", "cli", "CSV with `+02:00` timestamps: learn, shuffle, "
+             "`validate` passes", lambda w: _tz_roundtrip(w), "note", r"gate PASSED"))
+    # validate: empty tables are bad input; messages stay one readable line
+    add(Case("cli-validate-header-only", "cli", "`validate` with header-only original and "
+             "surrogate", lambda w: _validate_files(_csv(w, "h.csv", _t(w).iloc[:0]), "h.csv"),
+             "exit 2", r"The original table is empty \(0 rows\)"))
+    add(Case("cli-learn-float-target-1000", "cli", "`astrid learn` with a float target of "
+             "1,000 distinct values", lambda w: _learn(_csv(w, "ftarget.csv", _t(w).sample(
+                 1000, replace=True, random_state=0).assign(**{TARGET: np.linspace(
+                     0, 1, 1000)}))), "exit 2",
+             r"(?s)^(?=.{0,700}$).*… and 995 more .*… and 995 more"))
+    # outputs: bounded, never over an input, never inside a store
+    add(Case("cli-fuse-rows-huge", "cli", "`astrid fuse --rows 100000000`",
+             lambda w: _fuse(w, "fused.parquet", "--rows", "100000000"), "exit 2",
+             r"Invalid n_rows: 100000000\. At most 10 times"))
+    add(Case("cli-fuse-out-is-part", "cli", "`astrid fuse --out` one of its parts "
+             "(`--overwrite`)", lambda w: _fuse(w, "part1.csv", "--overwrite"), "exit 2",
+             r"Refusing to write 'part1\.csv': it is the input"))
+    add(Case("cli-shuffle-out-is-input", "cli", "`shuffle in.csv --out in.csv --overwrite`",
+             lambda w: _shuffle("ref.csv", "ref.csv", "store/m", "--overwrite"), "exit 2",
+             r"Refusing to write 'ref\.csv': it is the input 'ref\.csv'"))
+    add(Case("cli-shuffle-out-hardlink-input", "cli",
+             "`shuffle ref.csv --out hard.csv --overwrite`, hard.csv a hard link to ref.csv",
+             lambda w: _shuffle("ref.csv", _link(w, "hard.csv", hard=True), "store/m",
+                                "--overwrite"), "exit 2", r"it is the input 'ref\.csv'"))
+    add(Case("cli-shuffle-out-symlink-input", "cli",
+             "`shuffle ref.csv --out soft.csv --overwrite`, soft.csv a symlink to ref.csv",
+             lambda w: _shuffle("ref.csv", _link(w, "soft.csv", hard=False), "store/m",
+                                "--overwrite"), "exit 2", r"it is the input 'ref\.csv'"))
+    add(Case("cli-shuffle-out-into-version", "cli", "`shuffle --out store/m/v0001/s.parquet`",
+             lambda w: _shuffle("ref.parquet", "store/m/v0001/s.parquet"), "exit 2",
+             r"inside the artefact store version directory"))
+    add(Case("cli-synth-out-into-name-dir", "cli", "`synth --out store/m/x.csv`",
+             lambda w: ["synth", "--out", "store/m/x.csv"], "exit 2",
+             r"inside the artefact store name directory"))
+    add(Case("cli-validate-out-dir-in-version", "cli", "`validate --out-dir store/m/v0001`",
+             lambda w: [*_validate_files("ref.parquet", "surr.parquet", "store/m"), "--out-dir",
+                        "store/m/v0001", "--metrics", _write(w, "acc.json", json.dumps(
+                            {"accuracy_original": 0.9, "accuracy_surrogate": 0.9}))],
+             "exit 2", r"inside the artefact store version directory"))
+    add(Case("cli-validate-linked-suite", "cli", "`validate`, the version's suite.json a "
+             "symlink to a suite outside the store", lambda w: _validate_files(
+                 "ref.parquet", "surr.parquet", _linked_suite(w) + "/m"), "exit 2",
+             r"suite\.json': a symbolic link inside the artefact store"))
+    add(Case("cli-validate-result-over-metrics", "cli",
+             "`validate --metrics surr.validation.json` (the result would replace it)",
+             lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--metrics", _write(
+                 w, "surr.validation.json", json.dumps(
+                     {"accuracy_original": 0.9, "accuracy_surrogate": 0.9}))], "exit 2",
+             r"Refusing to write '.*surr\.validation\.json': it is the input"))
+    add(Case("cli-shuffle-n-copies-huge", "cli", "`astrid shuffle --n-copies 5000`",
+             lambda w: _shuffle("ref.parquet", "many.parquet", "store/m", "--n-copies",
+                                "5000"), "exit 2", r"Invalid n_copies: 5000\. At most 100"))
+    add(Case("cli-input-fifo", "cli", "`astrid learn fifo.csv` (a named pipe: would block)",
+             lambda w: _learn(_fifo(w, "fifo.csv")), "exit 2",
+             r"Unreadable file 'fifo\.csv': not a regular file"))
+    add(Case("cli-report-out-holds-input", "cli",
+             "`astrid report --out rep --overwrite` with `--original rep/ref.csv`",
+             lambda w: ["report", "store/m", "--original", _in_dir(w, "rep", "ref.csv"),
+                        "--surrogate", "surr.parquet", "--out", "rep", "--overwrite"],
+             "exit 2", r"Refusing to write 'rep': it holds the input 'rep/ref\.csv'"))
+    add(Case("cli-shuffle-csv-not-utf8", "cli", "`astrid shuffle` of a Latin-1 CSV (read "
+             "as learn reads it: refused, not bytes)", lambda w: _shuffle(_write(
+                 w, "latin1.csv", _t(w).assign(a6="café").to_csv(index=False).encode(
+                     "latin-1"))), "exit 2", r"\['a6'\] are not UTF-8 text"))
     return c
 
 
@@ -1088,3 +1238,193 @@ def render_doc(cases: list[Case], outcomes: dict[str, Outcome], root: Path) -> s
         rows.append(f"| {i} | {c.layer} | {c.input.replace('|', '/')} | {expected} | "
                     f"{_actual_text(outcomes.get(c.id), root)} |")
     return "\n".join(head + rows) + "\n"
+
+
+# ----------------------------------------- helpers of the store and input cases (b-inputs)
+
+def _validate_files(original, surrogate, ref="store/m"):
+    return ["validate", "--original", original, "--surrogate", surrogate, "--artefact", ref]
+
+
+def _deep(levels: int = 100_000) -> str:
+    return "[" * levels + "]" * levels
+
+
+def _copy_store(work, root_name):
+    """A private copy of ``store/m`` (v0001), so planted entries touch no other case."""
+    dest = work["root"] / root_name
+    if not dest.exists():
+        shutil.copytree(work["root"] / "store" / "m" / "v0001", dest / "m" / "v0001")
+    return dest
+
+
+def _planted(work, root_name, version, artefact_bytes):
+    """A store whose ``m`` has v0001 and a planted ``version`` holding ``artefact_bytes``."""
+    dest = _copy_store(work, root_name)
+    vdir = dest / "m" / version
+    if not vdir.exists():
+        vdir.mkdir()
+        (vdir / "artefact.json").write_bytes(artefact_bytes)
+    return root_name
+
+
+def _linked_version(work, root_name):
+    """``root_name/m/v0009`` is a symlink to ``outside_<root_name>`` (an artefact copy
+    without a suite: following the link, validate would write suite.json there)."""
+    dest = _copy_store(work, root_name)
+    outside = work["root"] / f"outside_{root_name}"
+    if not outside.exists():
+        outside.mkdir()
+        shutil.copy(dest / "m" / "v0001" / "artefact.json", outside / "artefact.json")
+        (dest / "m" / "v0009").symlink_to(outside, target_is_directory=True)
+    return root_name
+
+
+def _linked_name(work):
+    dest = _copy_store(work, "alstore")
+    if not (dest / "alias").is_symlink():
+        (dest / "alias").symlink_to(dest / "m", target_is_directory=True)
+    return "alstore"
+
+
+def _loop(work, name):
+    p = work["root"] / name
+    if not p.is_symlink():
+        p.symlink_to(name)
+    return name
+
+
+def _loop_inside(work):
+    dest = _copy_store(work, "lpstore")
+    if not (dest / "loop").is_symlink():
+        (dest / "loop").symlink_to("loop")
+    return "lpstore"
+
+
+def _mkdir(work, name):
+    (work["root"] / name).mkdir(exist_ok=True)
+    return name
+
+
+def _link(work, name, *, hard):
+    p = work["root"] / name
+    if not os.path.lexists(p):
+        if hard:
+            os.link(work["root"] / "ref.csv", p)
+        else:
+            p.symlink_to("ref.csv")
+    return name
+
+
+def _deep_suite(work):
+    dest = _copy_store(work, "dsstore")
+    suite = dest / "m" / "v0001" / "suite.json"
+    suite.chmod(0o644)
+    suite.write_text(_deep())
+    return "dsstore"
+
+
+def _disk_full(thunk):
+    """Run ``thunk`` with the surrogate writer failing with ENOSPC after a first chunk,
+    as a full disk does (the patch is undone when the call returns)."""
+    import errno
+
+    from astrid_airflow import _surrogate
+
+    real = _surrogate._writer
+
+    class Full:
+        def __init__(self, kind, path, schema):
+            self.inner = real(kind, path, schema)
+
+        def write_table(self, table):
+            self.inner.write_table(table)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def close(self):
+            self.inner.close()
+
+    def run():
+        _surrogate._writer = Full
+        try:
+            return thunk()
+        finally:
+            _surrogate._writer = real
+    return run
+
+
+def _arff(work):
+    t = _t(work)
+    lines = ["@relation ref"]
+    for c in t.columns:
+        if c in ("a6", TARGET):
+            levels = ",".join(str(v) for v in sorted(t[c].astype(str).unique()))
+            lines.append(f"@attribute {c} {{{levels}}}")
+        else:
+            lines.append(f"@attribute {c} {'INTEGER' if c == 'a5' else 'REAL'}")
+    lines.append("@data")
+    lines += [",".join(str(v) for v in row) for row in t.astype(str).itertuples(index=False)]
+    return _write(work, "ref.arff", "\n".join(lines) + "\n")
+
+
+def _fuse(work, out, *extra):
+    """``astrid fuse`` with one CSV part per group of the work artefact."""
+    t = _t(work)
+    parts = []
+    for g, cols in enumerate(work["artefact"].grouping.groups, 1):
+        parts.append(f"{g}={_csv(work, f'part{g}.csv', t[[*cols, TARGET]])}")
+    return ["fuse", "--artefact", "store/m", "--part", *parts, "--out", out, "--seed", "0",
+            *extra]
+
+
+def _tz_roundtrip(work):
+    """A store learned on a CSV with ``+02:00`` timestamps and its shuffled CSV."""
+    from astrid_airflow import GroupingArtefact, astrid, read_table
+    from astrid_airflow._gate import GatePolicy, gate_extra_files
+    from astrid_airflow._store import ArtefactStore
+    from astrid_airflow._surrogate import shuffle_file
+
+    root = work["root"]
+    if not (root / "tzs.csv").exists():
+        t = _t(work)
+        t["ts"] = pd.date_range("2024-03-01", periods=len(t), freq="h",
+                                tz="Europe/Berlin").astype(str)
+        t.to_csv(root / "tz.csv", index=False)
+        table = read_table(str(root / "tz.csv"))
+        with warnings.catch_warnings():  # 'ts' is ID-like on purpose (all unique)
+            warnings.simplefilter("ignore")
+            result = astrid(table, target=TARGET, classifier="nb", n_search=2, n_test=3,
+                            random_state=0, progress=False)
+        artefact = GroupingArtefact.from_result(result, table,
+                                                created_at="2026-01-01T00:00:00Z")
+        # a raw surrogate: stored with the explicit raw-release policy (docs/privacy.md)
+        ArtefactStore(root / "tzstore").save(
+            "t", artefact,
+            extra_files=gate_extra_files(artefact, GatePolicy.raw_release_demo()))
+        shuffle_file(root / "tz.csv", artefact, root / "tzs.csv", random_state=0)
+    return _validate_files("tz.csv", "tzs.csv", "tzstore/t")
+
+
+def _linked_suite(work):
+    dest = _copy_store(work, "lsstore")
+    suite = dest / "m" / "v0001" / "suite.json"
+    if not suite.is_symlink():
+        outside = work["root"] / "outside_suite.json"
+        shutil.copy(suite, outside)
+        suite.unlink()
+        suite.symlink_to(outside)
+    return "lsstore"
+
+
+def _fifo(work, name):
+    p = work["root"] / name
+    if not p.exists():
+        os.mkfifo(p)
+    return name
+
+
+def _in_dir(work, directory, name):
+    d = work["root"] / directory
+    d.mkdir(exist_ok=True)
+    shutil.copy(work["root"] / name, d / name)
+    return f"{directory}/{name}"

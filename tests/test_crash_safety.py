@@ -256,10 +256,13 @@ def _ctx(task_id: str) -> dict:
 
 
 def _without_clock(text: str) -> str:
-    """Artefact JSON without the two fields that record *when* and *how long*."""
+    """Artefact JSON without the fields that record *when* and *how long*, and without
+    ``files`` (the store adds it on saving: the suite's digest, which holds created_at)."""
     d = json.loads(text)
     d.pop("created_at")
+    d.pop("files", None)
     d["result"].pop("seconds")
+    d["result"].pop("estimate", None)  # the cost estimate and its actual time
     return json.dumps(d, sort_keys=True)
 
 

@@ -68,8 +68,17 @@ def test_files_the_project_writes_are_publishable(tmp_path, original, artefact, 
     surrogate.to_parquet(tmp_path / "pandas_default.parquet")
     surrogate.to_parquet(tmp_path / "pandas_noindex.parquet", index=False)
     surrogate.to_csv(tmp_path / "pandas.csv", index=False)
+    surrogate.to_csv(tmp_path / "bom.csv", index=False, encoding="utf-8-sig")
     written += [tmp_path / n for n in ("pandas_default.parquet", "pandas_noindex.parquet",
-                                       "pandas.csv")]
+                                       "pandas.csv", "bom.csv")]
+    # other writer settings of the same columns: row groups, codecs, page versions
+    table = pa.Table.from_pandas(surrogate, preserve_index=False)
+    for i, settings in enumerate([
+            {"row_group_size": 7}, {"compression": "none"}, {"compression": "zstd"},
+            {"data_page_version": "2.0"}, {"use_dictionary": False},
+            {"write_statistics": False}, {"data_page_size": 64}]):
+        pq.write_table(table, tmp_path / f"w{i}.parquet", **settings)
+        written.append(tmp_path / f"w{i}.parquet")
     for path in written:
         assert publishability_problems(path, artefact) == [], path
     # and the gate judges them (the copies differ only in their seed)
@@ -172,6 +181,40 @@ def _created_by(path, s, original):
     path.write_bytes(raw.replace(mark, smuggled))
 
 
+def _footer_field(path, s, original):
+    """An extra Thrift field (id 100, binary) in the footer: readers skip it."""
+    s.to_parquet(path, index=False)
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    footer = raw[-8 - length:-8]
+    hidden = _original_csv(original).encode()
+    size = len(hidden)
+    varint = bytearray()
+    while True:
+        byte, size = size & 0x7F, size >> 7
+        varint.append(byte | (0x80 if size else 0))
+        if not size:
+            break
+    field = bytes([0x08, 0xC8, 0x01]) + bytes(varint) + hidden  # id 100 (zigzag 200)
+    assert footer[-1:] == b"\x00"  # the STOP of FileMetaData
+    footer = footer[:-1] + field + b"\x00"
+    path.write_bytes(raw[:-8 - length] + footer + len(footer).to_bytes(4, "little")
+                     + b"PAR1")
+    assert pq.read_table(path).num_rows == len(s)  # a reader does not notice
+
+
+def _forged_statistics(path, s, original):
+    """The footer's max of a string column replaced by another string of its length."""
+    marked = s.assign(a5=s["a5"].cat.rename_categories({"y": "y" * 40}))
+    marked.to_parquet(path, index=False)
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    footer = raw[-8 - length:-8]
+    secret = (",".join(f"{v:.4f}" for v in original["a1"]).encode())[:40]
+    assert footer.count(b"y" * 40) >= 1
+    path.write_bytes(raw[:-8 - length] + footer.replace(b"y" * 40, secret) + raw[-8:])
+
+
 PARQUET = {
     "index column (RangeIndex replaced by the original a1)": (
         lambda p, s, o: _with_index(s, o).to_parquet(p), r"index column '__index_level_0__'"),
@@ -215,6 +258,10 @@ PARQUET = {
     "bytes between the row groups and the footer": (
         _extra_rows_before_footer, r"bytes that no column chunk references"),
     "the writer's created_by field": (_created_by, r"created_by"),
+    "an unknown Thrift field in the footer": (_footer_field,
+                                              r"an unknown footer field footer\.100"),
+    "forged statistics": (_forged_statistics,
+                          r"statistics of column 'a5' that are no value of it"),
     "a page index (bytes outside the column chunks)": (
         lambda p, s, o: pq.write_table(pa.Table.from_pandas(s, preserve_index=False), p,
                                        write_page_index=True), r"page index"),
@@ -266,8 +313,20 @@ def test_csv_carriers_are_refused(tmp_path, original, artefact, surrogate, carri
     assert len(str(err.value).splitlines()) == 1
 
 
+def test_a_directory_of_parquet_parts_is_not_a_publishable_file(tmp_path, original,
+                                                                artefact, surrogate):
+    # pandas would read every part, hidden ones included, as one table
+    (tmp_path / "s.parquet").mkdir()
+    surrogate.to_parquet(tmp_path / "s.parquet" / "part-0.parquet", index=False)
+    original.to_parquet(tmp_path / "s.parquet" / ".hidden.parquet", index=False)
+    with pytest.raises(DataError, match=r"Unreadable file .*s\.parquet"):
+        check_publishable(tmp_path / "s.parquet", artefact)
+
+
 def test_the_gate_refuses_a_carrier_before_judging_and_writes_nothing(tmp_path, original,
                                                                      artefact, surrogate):
+    from astrid_airflow import ArtefactStore
+
     path = tmp_path / "s.parquet"
     _with_index(surrogate, original).to_parquet(path)
     # pandas reads the table back without the index: it equals a fine surrogate
@@ -276,6 +335,12 @@ def test_the_gate_refuses_a_carrier_before_judging_and_writes_nothing(tmp_path, 
     with pytest.raises(DataError, match=r"index column"):
         validate_surrogate(original, path, artefact, random_state=0)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.parquet"]
+    # nor is a default suite written into a version saved without one
+    version = ArtefactStore(tmp_path / "store").save("m", artefact)
+    with pytest.raises(DataError, match=r"index column"):
+        validate_surrogate(original, path, f"{tmp_path}/store/m", random_state=0)
+    assert sorted(p.name for p in (tmp_path / "store" / "m" / version).iterdir()) == [
+        "artefact.json"]
 
 
 def test_a_file_changed_while_judged_is_refused(tmp_path, original, artefact, surrogate,
@@ -345,6 +410,18 @@ POSTGRES = {
     "table comment other than the release record": (
         "COMMENT ON TABLE {t} IS 'a1,a2\n0.5488,0.7152'",
         r"a table comment that is not astrid's release record"),
+    "column default": ("ALTER TABLE {t} ALTER COLUMN a1 SET DEFAULT 0.5488135",
+                       r"column default\(s\) on \['a1'\]"),
+    "check constraint holding a value": (
+        "ALTER TABLE {t} ADD CONSTRAINT orig_0_5488 CHECK (a1 <> 0.5488135)",
+        r"constraint\(s\) \['orig_0_5488'\]"),
+    "inheriting table with the original rows": (
+        "CREATE TABLE {t}_orig (orig double precision) INHERITS ({t})",
+        r"inheriting table\(s\)"),
+    "rule": ("CREATE RULE keep AS ON INSERT TO {t} DO INSTEAD NOTHING", r"rule\(s\) \['keep'\]"),
+    "trigger": ("CREATE FUNCTION {t}_f() RETURNS trigger LANGUAGE plpgsql AS "
+                "'BEGIN RETURN NEW; END'; CREATE TRIGGER orig BEFORE INSERT ON {t} "
+                "FOR EACH ROW EXECUTE FUNCTION {t}_f()", r"trigger\(s\) \['orig'\]"),
     "release record with an extra field": (
         """COMMENT ON TABLE {t} IS '{{"astrid_release": "x", "original": "0.5488"}}'""",
         r"a table comment that is not astrid's release record"),
@@ -361,3 +438,22 @@ def test_postgres_carriers_are_refused(pg_table, original, artefact, carrier):
         check_publishable(table_url, artefact)
     with pytest.raises(DataError, match=reason):
         validate_surrogate(original, table_url, artefact, random_state=0)
+
+
+# ---------------------------------------------------------------- the Thrift reader
+
+def test_thrift_reader_decodes_a_real_footer_and_refuses_malformed_bytes(tmp_path,
+                                                                         surrogate):
+    from astrid_airflow._thrift import ThriftError, read_struct
+
+    path = tmp_path / "s.parquet"
+    surrogate.to_parquet(path, index=False)
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    meta, end = read_struct(raw[-8 - length:-8])
+    assert end == length and meta[3] == len(surrogate)  # num_rows
+    assert [e.get(4) for e in meta[2]][1:] == [c.encode() for c in surrogate.columns]
+    for bad in (raw[-8 - length:-9], b"\x19\xfc", b"\x1c" * 100 + b"\x00" * 100,
+                b"\x0d" + b"\xff" * 12):
+        with pytest.raises(ThriftError):
+            read_struct(bad)

@@ -239,3 +239,17 @@ def test_linkage_tolerance_grows_with_the_sd():
     pairs[0]["sd_linked_share"] = 0.01
     ok, _, details = judge_linkage(pairs, 0.03)
     assert not ok and details["failing_pairs"] == [[["a"], ["b"]]]
+
+
+def test_data_docs_show_the_risk_per_group_and_the_linked_pairs(synthetic, tmp_path):
+    t, art = synthetic
+    s = shuffle_one_column(t, "a4", "class", seed=0)
+    r = validate_surrogate(t, s, art, random_state=0, metrics=SAME_ACCURACY,
+                           out_dir=tmp_path)
+    page = open(r.data_docs, encoding="utf-8").read()
+    assert "Disclosure per group" in page and "class disclosure share" in page
+    for g in ("a1, a2", "a3", "a4"):
+        assert f"<td>{g}</td>" in page
+    assert 'class="bar over"' in page  # every group is above the 0.05 threshold
+    assert "Pairs of groups still linked as in the original" in page
+    assert "<td>a1, a2 + a3</td>" in page

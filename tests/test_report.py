@@ -205,12 +205,13 @@ def test_report_is_self_contained_and_complete(synthetic, tmp_path):
                            original=table, surrogate=surrogate, data_docs="../x.html")
     out = Path(written.directory)
     assert sorted(p.name for p in out.iterdir()) == sorted(written.files) == [
-        "accuracy.png", "distributions.png", "grouping-matrix.png", "index.html",
-        "release.png", "report.json"]
+        "accuracy.png", "disclosure.png", "distributions.png", "grouping-matrix.png",
+        "index.html", "release.png", "report.json"]
     page = (out / "index.html").read_text()
     assert external_resources(page) == []  # no CDN, no relative image files
     assert 'href="../x.html"' in page
-    for name in ("accuracy.png", "grouping-matrix.png", "release.png", "distributions.png"):
+    for name in ("accuracy.png", "grouping-matrix.png", "release.png", "distributions.png",
+                 "disclosure.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((out / "report.json").read_text())
     assert summary["kind"] == "astrid-report" and summary["k"] == result.k
@@ -220,6 +221,11 @@ def test_report_is_self_contained_and_complete(synthetic, tmp_path):
     assert all(cc["identical"] and cc["max_difference"] == 0 for c in checks
                for cc in c["classes"])
     assert summary["metrics"]["accuracy_surrogate"] == 0.75
+    # risk per group beside the grouping (issue 16): exact values, so every group fails
+    d = summary["disclosure"]
+    assert [g["columns"] for g in d["groups"]] == result.grouping.to_list()
+    assert d["linked_pairs"] == [] and d["policy"]["disclosure_k"] == 5
+    assert 'id="disclosure"' in page and 'id="disclosure-groups"' in page
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
 
 

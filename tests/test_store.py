@@ -407,3 +407,138 @@ def test_permission_denied_is_a_store_error(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "makedirs", denied)
     with pytest.raises(StoreError, match="permission denied"):
         ArtefactStore(tmp_path / "store").save("n", make_artefact())
+
+
+# ----------------------------------------------- names, versions and links (issue 18)
+
+@pytest.mark.parametrize("bad", ["nl\n", "m\n", "x\r", "m ", "٣", "a\u0663b"])
+def test_names_fullmatch_ascii(tmp_path, bad):
+    # `$` matched before a trailing newline and `\d` non-ASCII digits
+    with pytest.raises(ParameterError, match="Invalid artefact name"):
+        ArtefactStore(tmp_path).save(bad, make_artefact())
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("bad", ["v٠٠٠١", "٣", "1\n", "v0001\n", "latest\n"])
+def test_version_refs_fullmatch_ascii(tmp_path, bad):
+    store = ArtefactStore(tmp_path)
+    store.save("n", make_artefact())
+    if bad.strip() != bad:  # surrounding whitespace of a ref is stripped on purpose
+        assert store.resolve("n", bad) == "v0001"
+        return
+    with pytest.raises(ParameterError, match="Invalid version"):
+        store.load("n", bad)
+
+
+def test_planted_non_ascii_version_is_ignored(tmp_path):
+    store = ArtefactStore(tmp_path)
+    store.save("n", make_artefact(1))
+    planted = tmp_path / "n" / "v٠٠٠٩"
+    planted.mkdir()
+    (planted / "artefact.json").write_text("{corrupt")
+    assert store.versions("n") == ["v0001"] and store.latest("n") == "v0001"
+    assert [r["version"] for r in store.list()] == ["v0001"]
+    assert store.save("n", make_artefact(2)) == "v0002"  # not v0010
+
+
+def test_symlinked_version_and_name_are_never_followed(tmp_path):
+    root = tmp_path / "store"
+    store = ArtefactStore(root)
+    store.save("n", make_artefact(1))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "artefact.json").write_text(make_artefact(2).to_json())
+    (root / "n" / "v0005").symlink_to(outside, target_is_directory=True)
+    (root / "alias").symlink_to(root / "n", target_is_directory=True)
+    assert store.versions("n") == ["v0001"] and store.names() == ["n"]
+    for call in (lambda: store.load("n", 5), lambda: store.location("n", "v0005"),
+                 lambda: store.load("alias"),
+                 lambda: store.add_file("alias", 1, "x.json", b"{}"),
+                 lambda: store.save("alias", make_artefact(3)),
+                 lambda: load_artefact(root / "n" / "v0005"),
+                 lambda: load_artefact(root / "n" / "v0005" / "artefact.json")):
+        with pytest.raises(StoreError, match="symbolic link inside the artefact store"):
+            call()
+    assert sorted(p.name for p in outside.iterdir()) == ["artefact.json"]
+    # claiming skips the linked number: the next version is v0006, never through v0005
+    assert store.save("n", make_artefact(4)) == "v0006"
+    # a linked artefact.json inside a real version directory is refused too
+    (root / "n" / "v0007").mkdir()
+    (root / "n" / "v0007" / "artefact.json").symlink_to(outside / "artefact.json")
+    assert store.versions("n") == ["v0001", "v0006"]
+
+
+def test_symlink_loops_are_one_line_errors(tmp_path):
+    (tmp_path / "loop").symlink_to("loop")
+    with pytest.raises(StoreError, match="Too many levels of symbolic links"):
+        ArtefactStore(tmp_path / "loop").names()
+    store = ArtefactStore(tmp_path / "s")
+    store.save("n", make_artefact())
+    (tmp_path / "s" / "x").symlink_to("x")
+    (tmp_path / "s" / "n" / "v0002").symlink_to("v0002")
+    assert store.names() == ["n"] and store.versions("n") == ["v0001"]
+
+
+def test_list_reports_a_deep_json_version_and_goes_on(tmp_path, capsys):
+    store = ArtefactStore(tmp_path)
+    store.save("n", make_artefact(1))
+    store.save("n", make_artefact(2))
+    path = tmp_path / "n" / "v0001" / "artefact.json"
+    path.chmod(0o644)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    rows = store.list()
+    assert "nested deeper than 64" in rows[0]["error"] and rows[1]["error"] is None
+    assert main(["artefacts", "list", str(tmp_path)]) == 0
+    assert "nested deeper" in capsys.readouterr().out
+
+
+def test_writes_into_a_store_are_refused_except_through_it(tmp_path):
+    from astrid_airflow._atomic import atomic_write_bytes
+    from astrid_airflow._store import check_outside_store
+
+    store = ArtefactStore(tmp_path / "s")
+    store.save("n", make_artefact())
+    for inside in ("s/n/v0001/x.csv", "s/n/v0001/sub/x.csv", "s/n/x.csv",
+                   "s/n/.saving-x.tmp/x.csv"):
+        with pytest.raises(StoreError, match="inside the artefact store"):
+            check_outside_store(tmp_path / inside)
+        with pytest.raises(StoreError, match="inside the artefact store"):
+            atomic_write_bytes(tmp_path / inside, b"x")
+    (tmp_path / "via").symlink_to(tmp_path / "s" / "n" / "v0001")
+    with pytest.raises(StoreError, match="version directory"):
+        check_outside_store(tmp_path / "via" / "x.csv")
+    check_outside_store(tmp_path / "s" / "x.csv")  # beside the names: not a version
+    check_outside_store(tmp_path / "v0001" / "x.csv")  # a look-alike, not a store
+    assert store.add_file("n", 1, "extra.json", b"{}").endswith("extra.json")
+
+
+def test_list_survives_odd_names_and_unreadable_name_dirs(tmp_path, monkeypatch):
+    store = ArtefactStore(tmp_path)
+    store.save("n", make_artefact(1))
+    store.save("z", make_artefact(2))
+    planted = tmp_path / "a..b" / "v0001"  # matches the pattern, refused as a name
+    planted.mkdir(parents=True)
+    (planted / "artefact.json").write_text(make_artefact(3).to_json())
+    assert store.names() == ["n", "z"]
+    real = os.listdir
+
+    def listdir(path):
+        if str(path).endswith(os.sep + "z"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    rows = store.list()
+    assert [(r["name"], r["version"]) for r in rows] == [("n", "v0001"), ("z", None)]
+    assert "permission denied" in rows[1]["error"]
+
+
+def test_a_store_nested_in_a_version_is_refused(tmp_path):
+    outer = ArtefactStore(tmp_path / "outer")
+    outer.save("n", make_artefact())
+    for root in ("outer/n/v0001", "outer/n/v0001/inner", "outer/n"):
+        with pytest.raises(StoreError, match="inside the artefact store"):
+            ArtefactStore(tmp_path / root).save("m", make_artefact())
+    assert sorted(os.listdir(tmp_path / "outer" / "n")) == ["v0001"]
+    assert sorted(os.listdir(tmp_path / "outer" / "n" / "v0001")) == ["artefact.json"]
+    assert outer.save("n", make_artefact()) == "v0002"  # the store's own saves pass

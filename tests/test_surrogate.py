@@ -289,7 +289,8 @@ def test_bad_input_errors(tmp_path):
                        "a;b", target="y")
     with pytest.raises(DataError, match="DataFrame"):
         make_surrogate(t.to_numpy(), GROUPING, target="y")
-    with pytest.raises(DataError, match=r"expected a \.parquet"):
+    # inputs are what `astrid learn` reads (issue 18: ARFF too); outputs Parquet or CSV
+    with pytest.raises(DataError, match=r"expected a \.csv, \.parquet or \.arff"):
         shuffle_file(tmp_path / "in.json", GROUPING, tmp_path / "o.parquet", target="y")
     t.to_parquet(tmp_path / "in.parquet")
     with pytest.raises(DataError, match=r"expected a \.parquet"):

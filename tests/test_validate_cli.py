@@ -64,6 +64,7 @@ def test_failing_surrogate_exits_1_and_names_the_failure(files, capsys):
     assert "observed=1 threshold=0.01" in text and "gate FAILED (2 failed)" in text
     # every pair of groups is still aligned as in the original
     assert "FAIL  privacy   expect_surrogate_cross_group_linkage_to_be_at_most_expected" in text
+    assert "3 pair(s) of groups still linked, worst: a1, a2 + a3" in text
 
 
 def test_thresholds_are_overridden_on_the_command_line(files, capsys, tmp_path):

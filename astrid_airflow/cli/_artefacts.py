@@ -42,7 +42,8 @@ def _format(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         fp = r["fingerprint"] or {}
         if r["error"]:
-            lines.append((r["name"], r["version"], "ERROR", "-", "-", "-", r["error"]))
+            lines.append((r["name"], r["version"] or "-", "ERROR", "-", "-", "-",
+                          r["error"]))
             continue
         lines.append((r["name"], r["version"], r["created_at"][:19].replace("T", " "),
                       str(r["k"]), str(r["target"]), str(fp.get("rows", "")),

@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output .parquet or .csv (local path or URL)")
     p.add_argument("--rows", type=int, default=None, metavar="N",
                    help="rows of the fused table, split by the classes' pooled shares "
-                        "(default: the largest size that repeats no row)")
+                        "(default: the largest size that repeats no row; at most 10 times "
+                        "the largest part's rows)")
     p.add_argument("--replace", choices=sorted(_REPLACE), default="auto",
                    help="sampling of each part's rows within class: auto (with replacement "
                         "only where a part has too few rows), always, never")
@@ -73,7 +74,7 @@ def _parts(items: list[str]) -> list[str] | dict[int, str]:
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .._atomic import atomic_path
+    from .._atomic import atomic_path, refuse_overwriting_inputs
     from .._errors import ParameterError
     from .._fusion import fuse_parts
     from .._store import load_artefact
@@ -87,6 +88,8 @@ def _run(args: argparse.Namespace) -> int:
     kind = file_format(args.out)  # fail on a bad suffix before reading anything
     parts = _parts(args.part)
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    refuse_overwriting_inputs([args.out], list(parts.values() if isinstance(parts, dict)
+                                               else parts))
     started = time.perf_counter()
     artefact, location = load_artefact(args.artefact)
     table, report = fuse_parts(parts, artefact, n_rows=args.rows,

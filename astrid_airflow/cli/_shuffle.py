@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Shuffle a Parquet or CSV table with a learned grouping artefact and "
                     "report the intact-row proportion (P_anon), its expectation, the "
                     "largest group's unique share and train-on-surrogate accuracy.")
-    p.add_argument("data", metavar="DATA", help="input table: .parquet or .csv (or URL), or "
+    p.add_argument("data", metavar="DATA", help="input table: .parquet, .csv or .arff (or URL), or "
                    "a PostgreSQL table: postgresql://USER@HOST/DB?table=NAME")
     p.add_argument("--artefact", required=True, metavar="REF",
                    help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
@@ -166,17 +166,9 @@ def _value_notes(data: str, artefact: Any) -> list[str]:
     cats = {e["name"]: set(e["categories"]) for e in artefact.schema
             if "categories" in e and e["name"] != artefact.target}
     columns = [artefact.target, *cats]
-    text = str(data).lower()
-    if text.endswith((".parquet", ".pq")):
-        import pyarrow.parquet as pq
+    from .._io import read_arrow
 
-        table = pq.read_table(data, columns=columns)
-    elif text.endswith(".csv"):
-        import pandas as pd
-
-        table = pd.read_csv(data, usecols=columns)
-    else:
-        return []
+    table = read_arrow(data, columns)  # the one reader: same values the shuffle saw
     known = set(artefact.classes)
     check = SchemaCheck(
         unseen_classes=[v for v in _unique_values(table, artefact.target) if v not in known],

@@ -2,8 +2,9 @@
 
 Exit status: 0 when every expectation passes, 1 when any fails, 2 on bad input
 (unreadable tables, an unknown artefact, a schema mismatch of the original, bad
-thresholds). The validation result JSON and the offline Data Docs page are written
-beside the surrogate (or in ``--out-dir``).
+thresholds, a suite.json that is not the one saved with the artefact version, a
+surrogate file carrying more than the artefact's columns). The validation result JSON
+and the offline Data Docs page are written beside the surrogate (or in ``--out-dir``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--original", required=True, metavar="DATA",
                    help="the table the surrogate was made from (CSV, Parquet, ARFF)")
     p.add_argument("--surrogate", required=True, metavar="FILE",
-                   help="the surrogate to release (CSV or Parquet)")
+                   help="the surrogate to release (CSV or Parquet, or a PostgreSQL table "
+                        "URL); refused (exit 2) if it carries more than the artefact's "
+                        "columns (docs/gate.md)")
     p.add_argument("--artefact", required=True, metavar="REF",
                    help="artefact.json, version directory or ROOT/NAME[@VERSION]")
     p.add_argument("--max-intact", type=float, default=None, metavar="P",
@@ -75,27 +78,32 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_metrics(path: str) -> dict:
-    import json
-
     import fsspec
 
     from .._errors import ParameterError
+    from .._io import check_regular_file
+    from .._jsonable import load_json
 
+    check_regular_file(path, "Invalid --metrics")
     try:
-        with fsspec.open(path, "r", encoding="utf-8") as fh:
-            data = json.load(fh)
+        with fsspec.open(path, "rb") as fh:
+            raw = fh.read()
     except FileNotFoundError:
         raise ParameterError(f"Invalid --metrics: no such file {path!r}.") from None
-    except json.JSONDecodeError as exc:
-        raise ParameterError(f"Invalid --metrics {path!r}: not JSON ({exc.msg}).") from None
+    data = load_json(raw, f"--metrics {path!r}", error=ParameterError)
     if not isinstance(data, dict):
         raise ParameterError(f"Invalid --metrics {path!r}: expected a JSON object.")
     return data
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._gate import validate_surrogate
+    from .._atomic import refuse_overwriting_inputs
+    from .._gate import result_paths, validate_surrogate
     from ._common import print_json
+
+    if args.metrics:  # checked before any work: the result never replaces --metrics
+        refuse_overwriting_inputs(list(result_paths(args.surrogate, args.out_dir) or ()),
+                                  [args.metrics])
 
     overrides = {"max_intact": args.max_intact,
                  "max_accuracy_drop": args.max_accuracy_drop,
@@ -123,12 +131,30 @@ def _run(args: argparse.Namespace) -> int:
             mark = "PASS" if e.success else "FAIL"
             print(f"{mark}  {e.category:<9} {e.name:<60} observed={_fmt(e.observed_value)} "
                   f"threshold={_fmt(e.threshold)}")
+            if not e.success:
+                named = _named(e.details)
+                if named:
+                    print(f"      {named}")
         verdict = "PASSED" if result.success else f"FAILED ({len(result.failed)} failed)"
         print(f"gate {verdict}")
         if result.validation_json:
             print(f"result:    {result.validation_json}")
             print(f"data docs: {result.data_docs}")
     return 0 if result.success else 1
+
+
+def _named(details: dict) -> str:
+    """The group or pair a failed disclosure check names (docs/privacy.md)."""
+    if details.get("failing_groups"):
+        groups = details["failing_groups"]
+        return (f"{len(groups)} group(s) over the threshold, worst: "
+                f"{', '.join(map(str, details.get('group') or groups[0]))}")
+    if details.get("failing_pairs"):
+        pairs = details["failing_pairs"]
+        worst = details.get("pair") or pairs[0]
+        return (f"{len(pairs)} pair(s) of groups still linked, worst: "
+                + " + ".join(", ".join(map(str, g)) for g in worst))
+    return ""
 
 
 def _fmt(value: object) -> str:
