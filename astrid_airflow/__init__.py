@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "SchemaMismatchError": "_errors",
     "StoreError": "_errors",
     "GateError": "_errors",
+    "RecipeError": "_errors",
     "ReleaseError": "_errors",
     "BudgetError": "_errors",
     # tables and groupings
@@ -75,6 +76,11 @@ _EXPORTS: dict[str, str] = {
     "singling_out_risk": "_attacks",
     "linkability_risk": "_attacks",
     "inference_risk": "_attacks",
+    # release remedies (generalisation, suppression, MDAV) and the privacy-aware choice
+    "ReleaseRecipe": "_remedies",
+    "apply_recipe": "_remedies",
+    "fit_recipe": "_remedies",
+    "choose_release": "_choice",
     # scale-out
     "dask_parallel": "_dask",
     "astrid_on_dask": "_dask",

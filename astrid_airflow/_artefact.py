@@ -52,7 +52,7 @@ _KEYS = (
 # Optional keys (written after the others, only when set): ``files`` maps each file the
 # store saved with the version (e.g. the gate's suite.json) to its SHA-256, so a file
 # edited, replaced or deleted afterwards is detected (see ``_gate``).
-_OPTIONAL_KEYS = ("files",)
+_OPTIONAL_KEYS = ("files", "release")
 # Keys a result's ``to_dict()`` must provide (docs/architecture.md).
 _RESULT_KEYS = ("grouping", "k", "table", "target", "classifier", "scoring", "alpha",
                 "n_search", "n_test", "random_state")
@@ -326,6 +326,12 @@ class GroupingArtefact:
         ``ArtefactStore.save``; ``None`` for an artefact not read from a store or saved
         without extra files). Not part of equality: it records where the artefact was
         saved, not what was learned.
+    release : dict or None
+        The release chosen for this grouping (issue 17; optional, absent in older
+        artefacts): ``{"recipe": ReleaseRecipe dict or None, "status": "chosen" |
+        "refused" | "given", ...}`` plus, from :func:`~astrid_airflow.choose_release`,
+        the policy, the candidates tried (risks and accuracy), the learned grouping and
+        the utility cost of the remedies. :attr:`recipe` is the parsed recipe.
     """
 
     grouping: Grouping
@@ -344,6 +350,7 @@ class GroupingArtefact:
     created_at: str
     schema_version: int = SCHEMA_VERSION
     files: dict | None = field(default=None, compare=False)
+    release: dict | None = None
 
     def __post_init__(self) -> None:
         # Normalise containers so that equality and JSON round trips are exact.
@@ -352,6 +359,8 @@ class GroupingArtefact:
         object.__setattr__(self, "fingerprint", dict(self.fingerprint))
         if self.files is not None:
             object.__setattr__(self, "files", dict(self.files))
+        if self.release is not None:
+            object.__setattr__(self, "release", _jsonable(dict(self.release)))
         object.__setattr__(self, "result", _jsonable(self.result))
         object.__setattr__(self, "classifier", _jsonable(self.classifier))
         if isinstance(self.alpha, numbers.Real) and not isinstance(self.alpha, bool):
@@ -382,6 +391,22 @@ class GroupingArtefact:
             if e["name"] == name:
                 return dict(e)
         raise KeyError(name)
+
+    @property
+    def recipe(self) -> Any:
+        """The release recipe (a :class:`~astrid_airflow.ReleaseRecipe`) or None."""
+        if not self.release or self.release.get("recipe") is None:
+            return None
+        from ._remedies import ReleaseRecipe
+
+        return ReleaseRecipe.from_dict(self.release["recipe"])
+
+    @property
+    def release_refused(self) -> str | None:
+        """Why no release within the policy exists (``status == "refused"``), else None."""
+        if self.release and self.release.get("status") == "refused":
+            return str(self.release.get("reason") or "no release passed the policy")
+        return None
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -471,6 +496,8 @@ class GroupingArtefact:
         }
         if self.files is not None:
             out["files"] = dict(self.files)
+        if self.release is not None:
+            out["release"] = _jsonable(self.release)
         return out
 
     def to_json(self) -> str:
@@ -504,6 +531,7 @@ class GroupingArtefact:
             created_at=data["created_at"],
             schema_version=data["schema_version"],
             files=data.get("files"),
+            release=data.get("release"),
         )
 
     @classmethod
@@ -702,6 +730,7 @@ def _validate(d: Any) -> None:
         raise ArtefactError(f"Invalid artefact files {str(files)[:200]}: expected "
                             "{file name: 64 lowercase hex digits}.")
     names = _validate_schema(d["schema"])
+    _validate_release(d.get("release"), names, d.get("target"), d.get("grouping"))
     for i, c in enumerate(d["classes"]):
         if c is None or not isinstance(c, (str, int, float, bool)):
             raise ArtefactError(f"Invalid artefact: class label #{i} is {c!r}; "
@@ -747,3 +776,36 @@ def _validate_schema(schema: Sequence) -> list[str]:
     if dup:
         raise ArtefactError(f"Invalid artefact schema: duplicated column(s) {dup}.")
     return names
+
+
+def _validate_release(release: Any, names: Sequence[str], target: Any, grouping: Any) -> None:
+    """The optional ``release`` key: an object whose ``recipe`` is a valid recipe for
+    this schema and grouping (``ArtefactError`` naming the problem)."""
+    if release is None:
+        return
+    from ._errors import RecipeError
+    from ._remedies import ReleaseRecipe
+
+    if not isinstance(release, Mapping):
+        raise ArtefactError(f"Invalid artefact release: expected an object, got "
+                            f"{type(release).__name__}.")
+    if release.get("status") not in ("chosen", "refused", "given"):
+        raise ArtefactError(f"Invalid artefact release status {release.get('status')!r}; "
+                            "expected 'chosen', 'refused' or 'given'.")
+    if release.get("recipe") is None:
+        if release["status"] != "refused":
+            raise ArtefactError("Invalid artefact release: a chosen release needs a recipe.")
+        return
+    try:
+        recipe = ReleaseRecipe.from_dict(release["recipe"])
+        if recipe.target not in (None, target):
+            raise RecipeError(f"its class column {recipe.target!r} is not the artefact's "
+                              f"{target!r}")
+        attrs = [n for n in names if n != target]
+        try:
+            parsed = _parse_grouping(grouping, "artefact grouping")
+        except ArtefactError:
+            parsed = None
+        recipe.check_columns(attrs, parsed)
+    except RecipeError as exc:
+        raise ArtefactError(f"Invalid artefact release recipe: {exc}") from None

@@ -18,9 +18,8 @@ __all__ = [
     "SchemaMismatchError",
     "StoreError",
     "GateError",
+    "RecipeError",
     "ReleaseError",
-
-
     "BudgetError",
     "short_list",
     "one_line",
@@ -60,6 +59,8 @@ class GateError(AstridError):
     """The quality gate cannot be evaluated (not: a gate that failed)."""
 
 
+class RecipeError(ParameterError):
+    """A release recipe is malformed or does not fit the table it is applied to."""
 class ReleaseError(AstridError):
     """A release is refused: failed or stale gate receipt, or an archive it would change."""
 

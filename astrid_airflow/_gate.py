@@ -676,6 +676,7 @@ def validate_surrogate(
     random_state: int | None = None,
     metrics: Mapping[str, Any] | None = None,
     verbose: bool = False,
+    remedies: bool = True,
 ) -> GateResult:
     """Run the release gate on ``surrogate`` against ``original``.
 
@@ -708,6 +709,13 @@ def validate_surrogate(
         and integrity are always measured on the tables given.
     verbose : bool, default False
         Let Great Expectations log at DEBUG (it is kept at WARNING otherwise).
+    remedies : bool, default True
+        The surrogate is the artefact's *remedied* release (its recipe, issue 17): the
+        original is put into the release's domain with the published recipe before
+        every privacy and integrity check (the attacker is assumed to know the recipe,
+        so the shadow release's targets and control rows are remedied too), and the
+        utility check scores the remedied release on held-out real rows. ``False``
+        judges a raw release (``--no-remedies``).
 
     Returns
     -------
@@ -774,16 +782,25 @@ def validate_surrogate(
         if len(frame) == 0:  # no row to measure: bad input, not a failed expectation
             raise DataError(f"The {what} table is empty (0 rows): nothing to validate.")
     artefact.check_table(original_df)
-    utility, source = _utility_function(original_df, artefact, effective, seed, metrics)
+    utility, source = _utility_function(original_df, artefact, effective, seed, metrics,
+                                        remedies)
+    from ._surrogate import _remedied, release_recipe
+
+    recipe = release_recipe(artefact, remedies)
+    # The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
+    # and what an attacker who knows the published recipe compares against.
+    judged_original = _remedied(original_df, recipe, artefact.target)
     _keep_default_suite(artefact, location, suite_info)  # every input is checked by now
 
-    gx_result = _run_suite(suite, original_df, surrogate_df, artefact.target, effective,
+    gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target, effective,
                            utility, verbose=verbose,
-                           attacks=_attack_function(original_df, artefact.target, seed))
+                           attacks=_attack_function(judged_original, artefact.target,
+                                                    seed))
     outcomes = _outcomes(gx_result)
     summary = {"target": artefact.target, "grouping": artefact.grouping.to_list(),
                "fingerprint": dict(artefact.fingerprint),
-               "location": getattr(location, "path", None)}
+               "location": getattr(location, "path", None),
+               "remedies": None if recipe is None else recipe.to_dict()}
     result = GateResult(
         success=all(o.success for o in outcomes), expectations=tuple(outcomes),
         policy=effective, random_state=seed, utility_source=source, artefact=summary,
@@ -897,7 +914,7 @@ def _check_seed(random_state: object) -> int:
 
 
 def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy, seed: int,
-                      metrics: Mapping[str, Any] | None):
+                      metrics: Mapping[str, Any] | None, remedies: bool = True):
     if metrics is not None:
         if not isinstance(metrics, Mapping):
             raise ParameterError(f"Invalid metrics: expected a mapping, got "
@@ -923,7 +940,8 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
             note = (f"utility computed on a stratified random subsample of {len(rows)} of "
                     f"{len(original)} rows")
         u = surrogate_utility(table, artefact, classifier=policy.classifier,
-                              random_state=seed, n_repeats=policy.utility_repeats)
+                              random_state=seed, n_repeats=policy.utility_repeats,
+                              remedies=remedies)
         out = {**u.to_dict(), "source": "computed"}
         if note:
             out["note"] = note

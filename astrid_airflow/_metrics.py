@@ -35,9 +35,11 @@ from ._surrogate import (
     TableFile,
     _as_grouping,
     _is_arrow_table,
+    _remedied,
     make_surrogate,
     pandas_class_codes,
     read_arrow,
+    release_recipe,
     resolve_grouping,
 )
 from ._validation import check_positive_int, check_seed_sequence
@@ -690,7 +692,8 @@ def _classifier_preset(classifier: Any, artefact: Any) -> Any:
 
 def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | None = None,
                       classifier: Any = None, test_size: float = 0.25,
-                      random_state: object = None, n_repeats: int = 1) -> UtilityResult:
+                      random_state: object = None, n_repeats: int = 1,
+                      remedies: bool = True, recipe: Any = None) -> UtilityResult:
     """Accuracy of a classifier trained on a surrogate vs on the original (Sec. 6.2).
 
     Parameters
@@ -707,6 +710,14 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     random_state : None, int, SeedSequence or Generator
     n_repeats : int, default 1
         Independent splits (and surrogates) averaged, as the paper averages 100.
+    remedies : bool, default True
+        With an artefact that records a release recipe, score the *remedied* release:
+        the surrogate is made from the remedied training part, and its classifier is
+        tested on the held-out real rows put into the release's domain with the same
+        (published) recipe, as a downstream user would. ``accuracy_original`` is always
+        the raw table's, so the difference is the full cost of shuffle plus remedies.
+    recipe : ReleaseRecipe, optional
+        A recipe to score instead of the artefact's (e.g. a candidate release).
 
     Returns
     -------
@@ -742,6 +753,8 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         raise ParameterError(f"Invalid test_size: {test_size!r}. Must be a number in (0, 1).")
     n_repeats = check_positive_int(n_repeats, "n_repeats")
     classifier = _classifier_preset(classifier, artefact)
+    if recipe is None:
+        recipe = release_recipe(artefact, remedies)
     codes = pandas_class_codes(table[target], target)
     acc_o, acc_s = [], []
     n_train = n_test = 0
@@ -755,15 +768,17 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
             raise DataError(f"Cannot split the table for the utility check: {exc}") from None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            surrogate = make_surrogate(train, grouping, target=target,
-                                       random_state=shuffle_seed)
+            surrogate = make_surrogate(_remedied(train, recipe, target), grouping,
+                                       target=target, random_state=shuffle_seed)
         seed = int(model_seed.generate_state(1)[0] >> 1)
-        x_test, y_test = test.drop(columns=[target]), test[target].to_numpy()
-        for data, scores in ((train, acc_o), (surrogate, acc_s)):
+        y_test = test[target].to_numpy()
+        for data, scores, held in ((train, acc_o, test),
+                                   (surrogate, acc_s, _remedied(test, recipe, target))):
             model = make_classifier(classifier, random_state=seed,
                                     n_attributes=len(grouping.columns))
             model.fit(data.drop(columns=[target]), data[target].to_numpy())
-            scores.append(float(np.mean(model.predict(x_test) == y_test)))
+            scores.append(float(np.mean(model.predict(held.drop(columns=[target]))
+                                        == y_test)))
         n_train, n_test = len(train), len(test)
     a_o, a_s = float(np.mean(acc_o)), float(np.mean(acc_s))
     return UtilityResult(accuracy_original=a_o, accuracy_surrogate=a_s, difference=a_s - a_o,
@@ -820,8 +835,8 @@ def stratified_subsample(codes: np.ndarray, size: int, seed: np.random.SeedSeque
 def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, *,
                       target: str | None = None, utility: bool = True,
                       classifier: Any = None, random_state: object = None,
-                      utility_max_rows: int = 20_000, n_repeats: int = 1
-                      ) -> SurrogateMetrics:
+                      utility_max_rows: int = 20_000, n_repeats: int = 1,
+                      remedies: bool = True) -> SurrogateMetrics:
     """All metrics of one surrogate of ``original``.
 
     Parameters
@@ -840,9 +855,18 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
         Larger tables use a stratified subsample of this many rows for the utility
         check (classifier training cost grows faster than linearly); ``utility_note`` says
         so.
+    remedies : bool, default True
+        The surrogate is the artefact's remedied release (its recipe applied): the
+        privacy metrics compare it with the original in the release's domain (the
+        recipe applied to it) and the utility scores the remedied release.
     """
     src, grouping, target_name, artefact = _prepare(original, grouping_or_artefact, target)
-    intact, expected, unique_share = _privacy_metrics(src, surrogate, grouping, target_name)
+    recipe = release_recipe(artefact, remedies)
+    published = src if recipe is None else _source(
+        _remedied(_as_frame(src) if src.path is None else read_arrow(src.path), recipe,
+                  target_name), "original")
+    intact, expected, unique_share = _privacy_metrics(published, surrogate, grouping,
+                                                      target_name)
     acc_o = acc_s = diff = None
     utility_rows = note = None
     if utility:
@@ -859,7 +883,8 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
         try:
             res = surrogate_utility(frame, artefact if artefact is not None else grouping,
                                     target=target_name, classifier=classifier,
-                                    random_state=util_seed, n_repeats=n_repeats)
+                                    random_state=util_seed, n_repeats=n_repeats,
+                                    remedies=remedies)
         except DataError as exc:  # e.g. a one-class batch: the surrogate is still valid
             note = f"utility not computed: {exc}"
         else:

@@ -327,6 +327,48 @@ def release_figure(metrics: Mapping[str, Any]) -> Any:
     return fig
 
 
+def tradeoff_figure(candidates: Sequence[Mapping[str, Any]], chosen: int | None, *,
+                    max_drop: float | None = None) -> Any:
+    """Risk against accuracy of the candidate releases of :func:`choose_release`.
+
+    x: the worst per-group disclosure of the remedied release (the larger of the share
+    of rows below k and the class-disclosure share; attacked candidates use the highest
+    attack upper bound when it is larger); y: accuracy of the classifier trained on the
+    remedied surrogate, on held-out real rows. Filled: passed every privacy check;
+    ring: the chosen release; dashed: the original's accuracy minus the allowed drop.
+    """
+    fig = _figure(7.5, 4.6)
+    ax = fig.subplots()
+    for i, c in enumerate(candidates):
+        r = c.get("risks") or {}
+        risk = max([float(r.get(k) or 0.0) for k in ("share_below_k", "class_disclosure_share",
+                                                      "singling_out_upper",
+                                                      "linkability_upper")])
+        acc = c.get("accuracy_surrogate")
+        if acc is None:
+            continue
+        private = not (set(c.get("failed") or []) - {"utility"})
+        ax.scatter([risk], [acc], s=46, color=_PASS if private else _FAIL,
+                   facecolors=None if private else "none", zorder=3)
+        ax.annotate(str(i), (risk, acc), textcoords="offset points", xytext=(5, 3),
+                    fontsize=8)
+        if chosen is not None and i == chosen:
+            ax.scatter([risk], [acc], s=220, facecolors="none", edgecolors="black",
+                       linewidths=1.6, zorder=4)
+    if candidates and max_drop is not None:
+        acc_o = candidates[0].get("accuracy_original")
+        if acc_o is not None:
+            ax.axhline(acc_o - max_drop, ls="--", color="#555555", lw=1)
+            ax.axhline(acc_o, ls=":", color="#7f7f7f", lw=1)
+    ax.set_xlabel("worst risk (per-group share below k / class disclosure / attack bound)")
+    ax.set_ylabel("accuracy on held-out real rows")
+    ax.set_title("Candidate releases: risk against accuracy (numbers: table rows)",
+                 fontsize=11)
+    ax.legend(handles=[_handle(_PASS, "o", "passes privacy"),
+                       _handle(_FAIL, "o", "fails privacy")], fontsize=8, loc="lower right")
+    return fig
+
+
 def disclosure_figure(groups: Sequence[Mapping[str, Any]], *, max_share_below_k: float,
                       max_class_disclosure_share: float) -> Any:
     """Risk per group (issue 16): one row per group, lettered as in the grouping table.

@@ -490,6 +490,58 @@ def _release_html(metrics: Mapping[str, Any] | None, checks: list[ColumnCheck] |
     return "".join(parts)
 
 
+def _tradeoff_html(release: Mapping[str, Any], figure: str) -> str:
+    """The privacy-aware choice: verdict, utility cost and the candidates tried."""
+    rows = []
+    chosen = release.get("chosen")
+    for i, c in enumerate(release.get("candidates") or []):
+        r = c.get("risks") or {}
+        remedies = "; ".join(f"{', '.join(map(str, g.get('columns', [])))}: "
+                             f"{g.get('remedy')}" for g in c.get("remedies") or []
+                             if g.get("remedy") != "unchanged")
+        cls = ' class="chosen"' if i == chosen else ""
+        outcome = ", ".join(c.get("failed") or []) or (
+            "passed" if c.get("passed") else "not attacked")
+        rows.append(
+            f"<tr{cls}><td>{i}</td><td>{_e(c.get('label'))}</td>"
+            f"<td>{_e(len(c.get('grouping') or []))}</td>"
+            f"<td>{_e(remedies or 'none')}</td>"
+            f"<td>{_f(r.get('share_below_k'))}</td>"
+            f"<td>{_f(r.get('class_disclosure_share'))}</td>"
+            f"<td>{_f(r.get('singling_out_upper'))}</td>"
+            f"<td>{_f(r.get('linkability_upper'))}</td>"
+            f"<td>{_f(r.get('inference_upper'))}</td>"
+            f"<td>{_f(c.get('accuracy_surrogate'))}</td>"
+            f"<td>{_f(c.get('accuracy_drop'))}</td>"
+            f"<td>{_e(outcome)}</td></tr>")
+    status = release.get("status")
+    if status == "refused":
+        verdict = (f'<p class="fail"><b>No release within the policy: nothing may be '
+                   f"published.</b> {_e(release.get('reason'))}</p>")
+    else:
+        u = release.get("utility") or {}
+        verdict = (f"<p>Release chosen: candidate {_e(chosen)} "
+                   f"({_e((release.get('candidates') or [{}])[chosen or 0].get('label'))}). "
+                   f"Accuracy on held-out real rows: original {_f(u.get('accuracy_original'))}, "
+                   f"raw GoldenEye release {_f(u.get('accuracy_raw_release'))}, remedied "
+                   f"release {_f(u.get('accuracy_remedied_release'))} (the remedies cost "
+                   f"{_f(u.get('remedy_cost'))}).</p>")
+    return f"""<h2>Release: privacy-aware choice</h2>
+<p class="sub">Candidate releases (a grouping of the per-k table or a split of it, plus
+per-group remedies) measured as the gate measures them; the most accurate one that passes
+every privacy and utility expectation of the policy is the release. Risks: largest
+per-group share below k and class-disclosure share; upper 95 % bounds of the attacks
+(shadow release; blank: not attacked, a more accurate candidate passed first or a
+cheaper check failed).</p>
+{verdict}
+<table><thead><tr><th>#</th><th>candidate</th><th>groups</th><th>remedies</th>
+<th>share below k</th><th>class disclosure</th><th>singling-out</th><th>linkability</th>
+<th>inference</th><th>accuracy</th><th>drop</th><th>failed</th></tr></thead>
+<tbody>{''.join(rows)}</tbody></table>
+{figure}
+"""
+
+
 def _metric(v: Any) -> str:
     if v is None:
         return "n/a"
@@ -694,6 +746,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         grouping_matrix_figure,
         png_bytes,
         release_figure,
+        tradeoff_figure,
     )
 
     # the report directory is replaced whole: no input may live inside it
@@ -744,6 +797,17 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
                                "P_anon observed vs expected, rows unique on the largest "
                                "group, and accuracy trained on original vs surrogate "
                                "(both scored on the same held-out original rows).")
+    release_record = getattr(art, "release", None) if art is not None else None
+    if release_record and release_record.get("candidates"):
+        figs["tradeoff.png"] = (
+            tradeoff_figure(release_record["candidates"], release_record.get("chosen"),
+                            max_drop=(release_record.get("policy") or {}).get(
+                                "max_accuracy_drop")),
+            "Candidate releases: risk against accuracy",
+            "Each candidate release (grouping plus remedies) tried by the privacy-aware "
+            "choice: worst per-group or attack risk against accuracy on held-out real "
+            "rows; filled green passes every privacy check, the ring is the release "
+            "chosen, dashed the utility bound.")
     if disclosure is not None:
         policy = disclosure["policy"]
         figs["disclosure.png"] = (
@@ -773,6 +837,8 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         release = release.replace("</section>", _disclosure_html(disclosure, shown)
                                   + "</section>", 1)
     page_title = title or ("ASTRID report: " + (ref or f"grouping of {result.target}"))
+    if release_record:
+        release = _tradeoff_html(release_record, shown.get("tradeoff.png", "")) + release
     files[INDEX] = _page(result, art, ref, shown, release, page_title, data_docs,
                          generated).encode("utf-8")
     passed = None if checks is None else all(c.passed for c in checks)
@@ -780,6 +846,8 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
                "generated_at": generated, "k": result.k, "alpha": result.alpha,
                "grouping": result.grouping.to_list(), "order": list(result.order),
                "figures": [n for n in figs], "metrics": _plain(metrics),
+               "release": _plain({k: v for k, v in (release_record or {}).items()
+                                  if k != "candidates"}) if release_record else None,
                "distributions_passed": passed, "disclosure": disclosure,
                "distribution_checks": None if checks is None else [c.to_dict()
                                                                    for c in checks]}

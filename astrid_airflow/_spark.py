@@ -57,7 +57,7 @@ import numpy as np
 
 from ._errors import DataError, ParameterError, StoreError
 from ._grouping import Grouping
-from ._surrogate import _warn_if_one_group, resolve_grouping
+from ._surrogate import _warn_if_one_group, release_recipe, resolve_grouping
 from ._validation import check_seed_sequence
 
 __all__ = [
@@ -148,7 +148,7 @@ def _bucket_bits(sizes: dict[Any, int], parallelism: int) -> int:
 
 
 def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = None,
-                    random_state: object = None) -> Any:
+                    random_state: object = None, remedies: bool = True) -> Any:
     """Return a GoldenEye surrogate of a Spark DataFrame (lazy, except two small jobs).
 
     Parameters
@@ -161,6 +161,12 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     target : str, optional
         The class column (needed with a grouping).
     random_state : None, int, SeedSequence or Generator
+    remedies : bool, default True
+        Apply the artefact's release recipe before the shuffle, as the local path does
+        (:func:`~astrid_airflow.apply_recipe` on every partition: its row-wise steps
+        give the same values whatever the partitioning); ``False``: the raw release.
+        A recipe with an MDAV step needs the whole batch and is refused here
+        (``RecipeError``): use the local path for it.
 
     Returns
     -------
@@ -178,8 +184,11 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     """
     _, Window, F = _pyspark()
     grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
+    recipe = release_recipe(artefact, remedies)
     columns = _check_spark_table(df, grouping, target, artefact)
     _warn_if_one_group(grouping)
+    if recipe is not None:
+        df = _spark_remedied(df, recipe, target)
     spark = df.sparkSession
     k = grouping.k
     seeds = _group_seeds(random_state, k)
@@ -232,6 +241,24 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     out = long.select(target, F.when(check.isNull(), F.col(_GROUP)).alias(_GROUP),
                       *picked.values())
     return out.where(F.col(_GROUP) == 0).select(*columns)
+
+
+def _spark_remedied(df: Any, recipe: Any, target: str) -> Any:
+    """``df`` with the recipe applied partition by partition (the local code, in pandas)."""
+    from ._errors import RecipeError
+    from ._remedies import apply_recipe
+
+    if any(s["method"] == "mdav" for s in recipe.steps):
+        raise RecipeError("The release recipe has an MDAV step, which aggregates over the "
+                          "whole batch: the Spark path applies row-wise steps only; "
+                          "shuffle this batch with the local path (astrid shuffle).")
+    schema = df.schema
+
+    def apply(frames: Any) -> Any:
+        for frame in frames:
+            yield apply_recipe(frame, recipe, target=target)
+
+    return df.mapInPandas(apply, schema=schema)
 
 
 def _slots(grouping: Grouping, types: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
@@ -362,8 +389,8 @@ def _sibling(path: str, tag: str) -> str:
 
 def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
                           target: str | None = None, random_state: object = None,
-                          spark: Any = None, overwrite: bool = False, metrics: bool = True
-                          ) -> SparkShuffleResult:
+                          spark: Any = None, overwrite: bool = False, metrics: bool = True,
+                          remedies: bool = True) -> SparkShuffleResult:
     """Write a GoldenEye surrogate of a Parquet dataset with Spark, atomically.
 
     Parameters
@@ -385,7 +412,10 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
         Replace an existing ``out``; without it an existing ``out`` raises ``StoreError``
         before any work.
     metrics : bool, default True
-        Compute the intact-row proportion (in Spark) on the complete temporary output.
+        Compute the intact-row proportion (in Spark) on the complete temporary output
+        (against the source in the release's domain when a recipe is applied).
+    remedies : bool, default True
+        Apply the artefact's release recipe first (see :func:`spark_surrogate`).
 
     Returns
     -------
@@ -420,7 +450,7 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
                         f"{str(exc).splitlines()[0]}") from None
     seed_root = check_seed_sequence(random_state)
     surrogate = spark_surrogate(df, art if art is not None else grouping, target=target,
-                                random_state=seed_root)
+                                random_state=seed_root, remedies=remedies)
     tmp = _sibling(dest, "tmp")
     try:
         try:
@@ -436,7 +466,9 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
             raise DataError(f"The Spark surrogate's class counts {got} differ from the "
                             f"source's {expected}: the source was not deterministic "
                             "(persist or checkpoint it) or changed while being read.")
-        p_anon = spark_intact_row_proportion(df, written) if metrics else None
+        recipe = release_recipe(art, remedies)
+        published = df if recipe is None else _spark_remedied(df, recipe, target)
+        p_anon = spark_intact_row_proportion(published, written) if metrics else None
         _publish(fs, tmp, dest, overwrite)
     except BaseException:
         fs.delete(tmp)

@@ -92,6 +92,35 @@ def _as_grouping(grouping: Any) -> Grouping:
                          "Grouping, 'a,b;c' text or a list of lists of column names.")
 
 
+def release_recipe(artefact: Any, remedies: object = True) -> Any:
+    """The recipe a release of ``artefact`` applies (None: the raw GoldenEye release).
+
+    ``remedies=False`` (``--no-remedies``) gives the raw release. An artefact whose
+    recorded release was refused (no candidate passed its policy) cannot be released
+    with remedies: ``RecipeError`` says which trade-off could not be made.
+    """
+    if not isinstance(remedies, bool):
+        raise ParameterError(f"Invalid remedies: {remedies!r}. Must be True or False.")
+    if artefact is None or not remedies:
+        return None
+    refused = getattr(artefact, "release_refused", None)
+    if refused:
+        from ._errors import RecipeError
+
+        raise RecipeError(f"No release of this artefact passes its privacy policy: "
+                          f"{refused}. Nothing is published (remedies=False / "
+                          "--no-remedies gives the raw release, which the gate judges).")
+    return getattr(artefact, "recipe", None)
+
+
+def _remedied(table: Any, recipe: Any, target: str) -> Any:
+    if recipe is None:
+        return table
+    from ._remedies import apply_recipe
+
+    return apply_recipe(table, recipe, target=target)
+
+
 def _warn_if_one_group(grouping: Grouping) -> None:
     if grouping.k == 1:
         warnings.warn("The grouping has a single group: every surrogate row is an original "
@@ -255,7 +284,8 @@ def _is_arrow_table(obj: object) -> bool:
 
 
 def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None = None,
-                   random_state: object = None, n_copies: int = 1) -> Any:
+                   random_state: object = None, n_copies: int = 1,
+                   remedies: bool = True) -> Any:
     """Return GoldenEye surrogate(s) of ``table`` under a learned grouping.
 
     Parameters
@@ -274,13 +304,17 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
         Seed; the same seed gives the same surrogate(s).
     n_copies : int, default 1
         Number of independent surrogates.
+    remedies : bool, default True
+        Apply the artefact's release recipe (``artefact.recipe``: generalisation per
+        group, :func:`~astrid_airflow.apply_recipe`) before the shuffle; ``False`` gives
+        the raw GoldenEye release. A grouping has no recipe.
 
     Returns
     -------
     DataFrame or pyarrow.Table, or a list of ``n_copies`` of them
         The same type, columns, dtypes, index (pandas) and row count as ``table``. In
-        each class every column keeps its multiset of values and the columns of one group
-        stay aligned row-wise; the class column is unchanged.
+        each class every column keeps its multiset of (published) values and the
+        columns of one group stay aligned row-wise; the class column is unchanged.
 
     Warns
     -----
@@ -303,11 +337,13 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
                         "DataFrame or a pyarrow Table (or use shuffle_file for files).")
     if (table.num_rows if is_arrow else len(table)) == 0:
         raise DataError("The table is empty (0 rows).")
+    recipe = release_recipe(artefact, remedies)
     if artefact is not None:
         artefact.check_table(table)
     columns = table.column_names if is_arrow else list(table.columns)
     _check_columns(columns, grouping, target)
     _warn_if_one_group(grouping)
+    table = _remedied(table, recipe, target)
     codes = arrow_class_codes(table.column(target), target) if is_arrow else \
         pandas_class_codes(table[target], target)
     out = []
@@ -470,8 +506,8 @@ def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
 def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
                  target: str | None = None, random_state: object = None, n_copies: int = 1,
                  overwrite: bool = False,
-                 before_publish: Callable[[list[TableFile]], None] | None = None
-                 ) -> str | list[str]:
+                 before_publish: Callable[[list[TableFile]], None] | None = None,
+                 remedies: bool = True) -> str | list[str]:
     """Write GoldenEye surrogate(s) of a Parquet, CSV or ARFF file, atomically.
 
     Parameters
@@ -499,6 +535,9 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         Called with the complete temporary outputs (a list of :class:`TableFile`, one per
         copy) before any is moved into place, e.g. to compute metrics or run a gate; if
         it raises, nothing is published.
+    remedies : bool, default True
+        Apply the artefact's release recipe before the shuffle (as
+        :func:`make_surrogate`; the same bytes for a seed); ``False``: raw release.
 
     Returns
     -------
@@ -520,6 +559,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         raise ParameterError(f"Invalid n_copies: {n_copies}. At most {MAX_FILE_COPIES} "
                              "copies are written in one call (each is as large as the "
                              "input).")
+    recipe = release_recipe(art, remedies)
     src = os.fspath(src)
     src_kind = input_format(src)  # what `astrid learn` reads: CSV, Parquet, ARFF
     outs = surrogate_paths(out, n_copies)
@@ -540,6 +580,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         seeds = _copy_seeds(random_state, n_copies)
         # The first copy's permutations are drawn while Arrow reads the table.
         table, perms = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
+        table = _remedied(table, recipe, target)
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
             if i:
                 perms = group_permutations(codes, grouping.k, seed)

@@ -32,6 +32,7 @@ from ._common import (
     resolve_seed,
     sha256_of,
     store_url,
+    to_bool,
     translate_errors,
 )
 from ._lineage import RecordsLineage, metric_name, numeric
@@ -110,6 +111,9 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         Where results go; default beside the surrogate (templated).
     random_state : int or None
         Seed of the utility check (templated); ``None`` derives it from the run.
+    remedies : bool, default True
+        The staged surrogate is the artefact's remedied release (as the shuffle
+        operator stages by default); ``False`` judges a raw release (templated).
     link_base_url : dict or str, optional
         Storage prefix → public base URL for the extra links ("Data Docs", "Release
         report", "Artefact"); default the ``[astrid] link_base_url`` option, else the
@@ -125,7 +129,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
 
     template_fields: Sequence[str] = (
         "original", "surrogate", "store", "artefact", "name", "policy", "out_dir",
-        "random_state",
+        "random_state", "remedies",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"policy": "json"}
     ui_color = "#d4edda"
@@ -134,7 +138,8 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
     def __init__(self, *, original: Any, surrogate: Any, store: Any, artefact: str,
                  name: str | None = None, policy: dict[str, Any] | str | None = None,
                  out_dir: Any = None, random_state: int | str | None = None,
-                 link_base_url: Any = None, **kwargs: Any) -> None:
+                 remedies: bool | str = True, link_base_url: Any = None,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.original = original
@@ -145,6 +150,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         self.policy = policy
         self.out_dir = out_dir
         self.random_state = random_state
+        self.remedies = remedies
         self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -178,7 +184,8 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
             with local_table(original) as orig, local_input(surrogate) as surr, \
                     _local_dir(out_dir) as outputs:
                 result = validate_surrogate(orig, surr, ref, policy=overrides,
-                                            out_dir=outputs, random_state=seed)
+                                            out_dir=outputs, random_state=seed,
+                                            remedies=to_bool(self.remedies, "remedies"))
                 # a database original exists only as this temporary dump
                 release_report = self._write_report(
                     ref, orig if isinstance(original, TableRef) else original, surrogate,

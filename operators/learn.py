@@ -97,7 +97,12 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         (templated).
     gate_policy : dict, optional
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
-        from them is saved as ``suite.json`` in the new version (templated).
+        from them is saved as ``suite.json`` in the new version, and the release
+        (grouping + remedies) is chosen to pass them (templated).
+    remedies : bool, default True
+        Choose and record the release of least utility loss within the policy
+        (:func:`~astrid_airflow.choose_release`, as ``astrid learn --store``);
+        ``False`` records the learned grouping without a recipe (templated).
     link_base_url : dict or str, optional
         Storage prefix → public base URL of the "Artefact" extra link (see
         ``astrid_airflow.operators.links``).
@@ -122,6 +127,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
     template_fields: Sequence[str] = (
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
+        "remedies",
         "n_jobs", "max_seconds", "sample",
     )
     ui_color = "#e8d8f0"
@@ -132,7 +138,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                  alpha: float | str = 0.05, random_state: int | str | None = None,
                  n_jobs: int | str = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
-                 adaptive: bool | str = False, link_base_url: Any = None,
+                 adaptive: bool | str = False, remedies: bool | str = True,
+                 link_base_url: Any = None,
                  max_seconds: float | str | None = 4 * 3600,
                  sample: int | str | None = "auto", **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
@@ -160,12 +167,13 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.gate_policy = gate_policy
         self.scheduler = scheduler
         self.adaptive = adaptive
+        self.remedies = remedies
         self.link_base_url = link_base_url
         self.max_seconds = max_seconds
         self.sample = sample
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow._artefact import GroupingArtefact, fingerprint_table
+        from astrid_airflow._artefact import fingerprint_table
         from astrid_airflow._errors import StoreError
         from astrid_airflow._gate import GatePolicy, gate_extra_files
         from astrid_airflow._io import check_table, drop_missing_and_constant, read_table
@@ -221,8 +229,15 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 result = astrid_on_dask(table, scheduler=str(self.scheduler), **settings)
             else:
                 result = astrid(table, n_jobs=to_int(self.n_jobs, "n_jobs"), **settings)
-            artefact = GroupingArtefact.from_result(result, table,
-                                                    created_at=run_timestamp(context))
+            from astrid_airflow._choice import choose_release
+
+            artefact = choose_release(table, result, policy=policy,
+                                      remedies=to_bool(self.remedies, "remedies"),
+                                      random_state=seed, created_at=run_timestamp(context))
+            if artefact.release_refused:
+                self.log.warning("No release of %s within the gate policy: %s. The "
+                                 "shuffle will refuse to publish.", name,
+                                 artefact.release_refused)
             version = store.save(name, artefact, extra_files=gate_extra_files(artefact, policy))
         self.log.info("Saved %s@%s: grouping %s (k=%d) in %.1f s.", name, version,
                       artefact.grouping, artefact.k, time.perf_counter() - started)
@@ -247,6 +262,10 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             "path": store.location(name, version).path,
             "learned": learned,
             "grouping": str(artefact.grouping),
+            "release": None if not artefact.release else {
+                "status": artefact.release.get("status"),
+                "reason": artefact.release.get("reason"),
+                "utility": artefact.release.get("utility")},
             "k": artefact.k,
             "rows": artefact.fingerprint.get("rows"),
             "seed": seed,

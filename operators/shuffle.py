@@ -93,6 +93,9 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
     spark_conf : dict, optional
         Spark settings for ``SparkSession.builder`` (e.g. ``{"spark.master":
         "spark://host:7077"}``); default: the active session (templated).
+    remedies : bool, default True
+        Apply the artefact's release recipe before the shuffle (issue 17); ``False``
+        stages the raw GoldenEye release (pass the same to the gate) (templated).
 
     Returns (XCom)
     --------------
@@ -105,14 +108,15 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
 
     template_fields: Sequence[str] = (
         "table", "store", "artefact", "out", "name", "random_state", "utility", "engine",
-        "spark_conf",
+        "spark_conf", "remedies",
     )
     ui_color = "#f3e3c3"
 
     def __init__(self, *, table: Any, store: Any, artefact: str, out: Any,
                  name: str | None = None, random_state: int | str | None = None,
                  utility: bool | str = True, engine: str = "local",
-                 spark_conf: dict[str, Any] | None = None, **kwargs: Any) -> None:
+                 spark_conf: dict[str, Any] | None = None, remedies: bool | str = True,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.table = table
@@ -124,6 +128,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         self.utility = utility
         self.engine = engine
         self.spark_conf = spark_conf
+        self.remedies = remedies
 
     def execute(self, context: Any) -> dict[str, Any]:
         import warnings
@@ -138,6 +143,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         root = store_url(as_path(self.store, "store"))
         seed = resolve_seed(self.random_state, context)
         utility = to_bool(self.utility, "utility")
+        remedies = to_bool(self.remedies, "remedies")
         started = time.perf_counter()
         metrics: dict[str, Any] = {}
         with translate_errors(f"Cannot shuffle {table}"), sql_errors(f"Cannot read {table}"):
@@ -153,18 +159,20 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
             if engine not in {"local", "spark"}:
                 raise ParameterError(f"Invalid engine {engine!r}: 'local' or 'spark'.")
             if engine == "spark":
-                return self._spark(table, artefact, out, name, version, root, seed, started)
+                return self._spark(table, artefact, out, name, version, root, seed, started,
+                                   remedies)
             with local_table(table) as src, local_output(out) as dst:
                 def measure(tmps: list) -> None:
                     # On the complete temporary output: raising here stages nothing.
                     metrics.update(surrogate_metrics(src, tmps[0], artefact,
                                                      utility=utility,
-                                                     random_state=seed).to_dict())
+                                                     random_state=seed,
+                                                     remedies=remedies).to_dict())
 
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", ProtectsNothingWarning)
                     shuffle_file(src, artefact, dst, random_state=seed, overwrite=True,
-                                 before_publish=measure)
+                                 before_publish=measure, remedies=remedies)
         if metrics.get("protects_nothing") or any(
                 issubclass(w.category, ProtectsNothingWarning) for w in caught):
             self.log.warning("The grouping of %s@%s has a single group: every surrogate "
@@ -183,6 +191,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
             "rows": metrics.get("rows"),
             "seconds": round(time.perf_counter() - started, 3),
             "metrics": metrics,
+            "remedies": remedies and artefact.recipe is not None,
         })
         # kept beside the staged file (and archived with a release) for auditors
         atomic_write_text(metrics_path(out), json.dumps(payload, indent=2) + "\n")
@@ -190,7 +199,8 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         return payload
 
     def _spark(self, table: Any, artefact: Any, out: Any, name: str, version: str,
-               root: str, seed: int, started: float) -> dict[str, Any]:
+               root: str, seed: int, started: float, remedies: bool = True
+               ) -> dict[str, Any]:
         """Shuffle a Parquet dataset with Spark; metrics are what Spark measures."""
         from pyspark.sql import SparkSession
 
@@ -204,7 +214,8 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         for key, value in dict(self.spark_conf or {}).items():
             builder = builder.config(key, str(value))
         result = spark_shuffle_parquet(url(table), artefact, url(out), random_state=seed,
-                                       spark=builder.getOrCreate(), overwrite=True)
+                                       spark=builder.getOrCreate(), overwrite=True,
+                                       remedies=remedies)
         self.log.info("Spark staged %s (%d rows, seed %d): intact-row proportion %s.",
                       out, result.rows, seed, result.intact_row_proportion)
         payload = json_small({

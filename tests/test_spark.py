@@ -296,3 +296,31 @@ def test_shuffle_operator_targets_spark(spark, tmp_path):
     assert_goldeneye(table, surr[table.columns], GROUPS)
     assert xcom["metrics"]["intact_row_proportion"] == pytest.approx(
         intact_row_proportion(table, surr))
+
+
+def test_remedied_surrogate_spark_and_local_give_identical_class_multisets(spark, tmp_path):
+    """Issue 17: the recipe is applied identically on the Spark and the local path."""
+    import dataclasses
+
+    from astrid_airflow import GroupingArtefact, fit_recipe, make_surrogate
+
+    rng = np.random.default_rng(3)
+    table = categorical_table(400, 3).assign(
+        a=rng.integers(0, 1000, 400), d=rng.normal(size=400).round(3))
+    recipe, _ = fit_recipe(table, target="y", grouping=GROUPING, k=5)
+    assert {s["method"] for s in recipe.steps} >= {"bins"}
+    result = {"grouping": GROUPS, "k": 3, "table": [], "target": "y", "classifier": "nb",
+              "scoring": "accuracy", "alpha": 0.05, "n_search": 20, "n_test": 40,
+              "random_state": 0}
+    art = dataclasses.replace(
+        GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z"),
+        release={"status": "given", "recipe": recipe.to_dict()})
+    local = make_surrogate(table, art, random_state=4)
+    remote = spark_surrogate(spark.createDataFrame(table), art, random_state=4).toPandas()
+    for label in table["y"].unique():
+        lo, re = local[local["y"] == label], remote[remote["y"] == label]
+        for cols in GROUPS:
+            assert rows_of(lo, cols) == rows_of(re, cols), (label, cols)
+    raw = spark_surrogate(spark.createDataFrame(table), art, random_state=4,
+                          remedies=False).toPandas()
+    assert sorted(raw["a"]) == sorted(table["a"])

@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "fuse": "_fuse",
     "plan-collection": "_plan",
     "risk": "_risk",
+    "generalise": "_generalise",
 }
 
 

@@ -66,6 +66,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "paper did for the UCI data)")
     p.add_argument("--store", help="artefact store root: save the result as a new version")
     p.add_argument("--name", help="artefact name in the store (with --store)")
+    p.add_argument("--policy", metavar="FILE", default=None,
+                   help="gate policy JSON (GatePolicy fields) the release must pass "
+                   "(with --store; default: the default gate policy)")
+    p.add_argument("--no-remedies", action="store_true",
+                   help="with --store: record no release recipe (the raw GoldenEye "
+                   "release of the learned grouping)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(handler=run)
@@ -79,6 +85,20 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.store) != bool(args.name):
         raise ParameterError("--store and --name go together.")
+    if args.policy and not args.store:
+        raise ParameterError("--policy needs --store and --name (it governs the recorded "
+                             "release).")
+    policy = None
+    if args.policy:
+        from pathlib import Path
+
+        from .._gate import GatePolicy
+
+        try:
+            text = Path(args.policy).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(f"Unreadable --policy {args.policy!r}: {exc}") from None
+        policy = GatePolicy.from_json(text)
     if args.name is not None:  # refuse a bad name before the (long) learning run
         from .._store import check_artefact_name
 
@@ -117,19 +137,48 @@ def run(args: argparse.Namespace) -> int:
         result = astrid(table, n_jobs=args.jobs, **kwargs)
     payload = result.to_dict()
     if args.store:
-        from .._artefact import GroupingArtefact
+        from .._choice import choose_release
         from .._gate import gate_extra_files
         from .._store import ArtefactStore
 
-        artefact = GroupingArtefact.from_result(result, table)
-        # the default gate suite is stored with the version, so reviewers see the rules
+        # the release (grouping + remedies) of least utility loss within the policy
+        artefact = choose_release(table, result, policy=policy,
+                                  remedies=not args.no_remedies, random_state=args.seed)
+        # the gate suite is stored with the version, so reviewers see the rules
         version = ArtefactStore(args.store).save(
-            args.name, artefact, extra_files=gate_extra_files(artefact))
+            args.name, artefact, extra_files=gate_extra_files(artefact, policy))
         payload["artefact"] = {"store": args.store, "name": args.name, "version": version}
+        payload["release"] = _release_summary(artefact)
     if args.json:
         print_json(payload)
     else:
         print(result.format_table())
         if args.store:
             print(f"saved artefact {args.name}@{payload['artefact']['version']} in {args.store}")
+    release = payload.get("release")
+    if release and release["status"] == "refused":
+        import sys
+
+        bar = "!" * 78
+        print(f"{bar}\nastrid learn: WARNING: no release within the policy: "
+              f"{release['reason']}. `astrid shuffle` will refuse to publish (or "
+              f"--no-remedies for the raw release, which the gate judges).\n{bar}",
+              file=sys.stderr)
+    elif release and not args.json:
+        u = release["utility"]
+        print(f"release: grouping {release['grouping']} with {release['remedied']} "
+              f"remedied column(s)/group(s); accuracy {u['accuracy_remedied_release']:.3f} "
+              f"vs original {u['accuracy_original']:.3f} (remedies cost "
+              f"{u['remedy_cost']:+.3f}); {release['candidates']} candidates tried")
     return 0
+
+
+def _release_summary(artefact: object) -> dict | None:
+    release = getattr(artefact, "release", None)
+    if not release:
+        return None
+    return {"status": release["status"], "reason": release.get("reason"),
+            "grouping": str(artefact.grouping),
+            "remedied": len((release.get("recipe") or {}).get("steps", [])),
+            "utility": release.get("utility"),
+            "candidates": len(release.get("candidates", []))}

@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="attacks per measure and side (default 200)")
     p.add_argument("--seed", type=int, default=None, metavar="N",
                    help="random seed (default: drawn and reported)")
+    p.add_argument("--no-remedies", action="store_true",
+                   help="the surrogate is a raw release: do not put the original and "
+                   "control rows into the release's domain with the artefact's recipe")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
 
@@ -68,11 +71,19 @@ def _run(args: argparse.Namespace) -> int:
     if not counts[0].sort_index().equals(counts[1].sort_index()):
         raise DataError(f"--surrogate's class counts differ from --original's: it is not "
                         f"a GoldenEye surrogate of that table (class {target!r}).")
+    from .._surrogate import _remedied, release_recipe
+
+    # The attacker knows the published recipe: their knowledge (the original's rows)
+    # and the control rows are put into the release's domain with it.
+    recipe = release_recipe(artefact, not args.no_remedies)
+    original = _remedied(original[columns], recipe, target)
+    control = None if control is None else _remedied(control[columns], recipe, target)
     report = measure_risk(
         original[columns], surrogate[columns], target=target, grouping=artefact.grouping,
         control=None if control is None else control[columns], n_attacks=args.n_attacks,
         random_state=args.seed)
     out = report.to_dict()
+    out["remedies"] = None if recipe is None else recipe.to_dict()
     if args.json:
         print_json(out)
         return 0

@@ -36,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="number of independent surrogates (default 1)")
     p.add_argument("--no-utility", action="store_true",
                    help="skip the train-on-surrogate/test-on-real accuracy check")
+    p.add_argument("--no-remedies", action="store_true",
+                   help="the raw GoldenEye release: do not apply the artefact's release "
+                   "recipe (default: apply it; the default gate refuses most raw releases)")
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
@@ -94,7 +97,7 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
     def measure(tmps: list) -> None:
         # Runs on the complete temporary outputs; raising here publishes nothing.
         d = surrogate_metrics(data, tmps[0], artefact, utility=not args.no_utility,
-                              random_state=seed).to_dict()
+                              random_state=seed, remedies=not args.no_remedies).to_dict()
         if len(tmps) > 1:
             d["copies"] = [intact_row_proportion(data, t, columns=list(
                 artefact.columns)) for t in tmps]
@@ -104,7 +107,7 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
         warnings.simplefilter("always", ProtectsNothingWarning)
         shuffle_file(data, artefact, dest, random_state=seed,
                      n_copies=args.n_copies, overwrite=args.overwrite,
-                     before_publish=measure)
+                     before_publish=measure, remedies=not args.no_remedies)
     outs = surrogate_paths(dest, args.n_copies)
     from .._sql import is_sql_url
 
@@ -130,6 +133,8 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
         "artefact": location.path if hasattr(location, "path") else str(location),
         "seed": seed,
         "n_copies": args.n_copies,
+        "remedies": None if args.no_remedies or artefact.recipe is None
+        else artefact.recipe.to_dict(),
         "seconds": round(time.perf_counter() - started, 3),
     }
     if copies is not None:

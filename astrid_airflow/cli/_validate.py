@@ -68,6 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-dir", default=None, metavar="DIR",
                    help="where to write the result JSON and Data Docs (default: beside "
                         "the surrogate)")
+    p.add_argument("--no-remedies", action="store_true",
+                   help="judge a raw release (made with --no-remedies): do not put the "
+                   "original into the release's domain with the artefact's recipe")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--verbose", action="store_true",
                    help="let Great Expectations log (it is kept at WARNING otherwise)")
@@ -120,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         policy={k: v for k, v in overrides.items() if v is not None},
         out_dir=args.out_dir, random_state=args.seed,
         metrics=_read_metrics(args.metrics) if args.metrics else None,
-        verbose=args.verbose)
+        verbose=args.verbose, remedies=not args.no_remedies)
     if args.json:
         print_json(result.to_dict())
     else:

@@ -1,0 +1,417 @@
+"""Release remedies (issue 17): the recipe, its application, its fit and its safety."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from astrid_airflow import (
+    AstridError,
+    RecipeError,
+    ReleaseRecipe,
+    apply_recipe,
+    fit_recipe,
+    group_disclosure,
+    make_synthetic,
+)
+from astrid_airflow._remedies import mdav_clusters
+
+BINS = {"method": "bins", "column": "a", "edges": [2.0, 5.0], "values": [1.0, 3.0, 7.0],
+        "labels": ["< 2", "[2, 5)", ">= 5"], "published_type": "integer"}
+
+
+def _table(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "a": rng.integers(0, 100, n),
+        "b": rng.normal(size=n),
+        "c": pd.Categorical(rng.choice(list("pqrstuvw"), n, p=[.3, .3, .2, .1, .05, .03,
+                                                                .01, .01])),
+        "y": rng.choice(["u", "v", "w"], n),
+    })
+
+
+# ----------------------------------------------------------------------------- recipe
+
+def test_recipe_json_round_trip_and_frozen():
+    r = ReleaseRecipe(k=5, steps=(BINS, {"method": "suppress", "column": "c", "keep": ["p"],
+                                         "published_type": "category"}),
+                      target="y", notes=("n",))
+    assert ReleaseRecipe.from_json(r.to_json()) == r
+    assert ReleaseRecipe.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+    assert r.columns == ("a", "c")
+    with pytest.raises(AttributeError):
+        r.k = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"k": 0, "steps": []}, "k"),
+    ({"k": 5}, "required"),
+    ({"k": 5, "steps": [], "colour": 1}, "unknown"),
+    ({"k": 5, "steps": [{"method": "blur", "column": "a"}]}, "method"),
+    ({"k": 5, "steps": [{**BINS, "edges": [5.0, 2.0]}]}, "increase"),
+    ({"k": 5, "steps": [{**BINS, "values": [1.0, 3.0]}]}, "values"),
+    ({"k": 5, "steps": [{**BINS, "values": [1.0, 6.0, 7.0]}]}, "invent"),
+    ({"k": 5, "steps": [{**BINS, "edges": [2.0, float("nan")]}]}, "finite"),
+    ({"k": 5, "steps": [BINS, BINS]}, "twice"),
+    ({"k": 5, "steps": [{**BINS, "published_type": "blob"}]}, "published_type"),
+    ({"k": 5, "steps": [{"method": "round", "column": "a", "step": 0, "low": None,
+                         "high": None, "published_type": "float"}]}, "step"),
+    ({"k": 5, "steps": [{"method": "mdav", "columns": ["a", "b"], "k": 0,
+                         "published_types": ["float", "float"]}]}, "k must"),
+    ({"k": 5, "target": "a", "steps": [BINS]}, "class column"),
+    ([1, 2], "object"),
+])
+def test_bad_recipes_refused(bad, words):
+    with pytest.raises(RecipeError, match=words) as info:
+        ReleaseRecipe.from_dict(bad)
+    assert isinstance(info.value, AstridError)
+
+
+def test_bad_recipe_json_and_unknown_column():
+    with pytest.raises(RecipeError, match="JSON"):
+        ReleaseRecipe.from_json("{")
+    r = ReleaseRecipe(k=5, steps=({**BINS, "column": "zz"},))
+    with pytest.raises(RecipeError, match="zz"):
+        apply_recipe(_table(), r)
+
+
+# ------------------------------------------------------------------------------ apply
+
+def test_apply_bins_round_suppress_keep_types_and_new_batch():
+    t = pd.DataFrame({"a": [0, 2, 4, 5, 99, -3], "b": [0.4, 1.6, 2.5, 9.0, -9.0, np.nan],
+                      "c": pd.Categorical(["p", "q", "r", "p", None, "q"]),
+                      "y": list("xxyyxy")})
+    r = ReleaseRecipe(k=1, target="y", steps=(
+        BINS,
+        {"method": "round", "column": "b", "step": 1.0, "low": -1.0, "high": 3.0,
+         "published_type": "float"},
+        {"method": "suppress", "column": "c", "keep": ["p"], "published_type": "category"}))
+    out = apply_recipe(t, r)
+    assert out["a"].tolist() == [1, 3, 3, 7, 7, 1]  # outside values: end bins
+    assert out["a"].dtype == t["a"].dtype
+    assert out["b"].tolist()[:5] == [0.0, 2.0, 2.0, 3.0, -1.0] and np.isnan(out["b"][5])
+    assert out["c"].tolist()[0] == "p" and out["c"].isna().tolist() == [False, True, True,
+                                                                          False, True, True]
+    assert out["c"].dtype == t["c"].dtype and out["y"].equals(t["y"])
+    # the Arrow path gives the same values and keeps the Arrow types
+    arrow = apply_recipe(pa.Table.from_pandas(t, preserve_index=False), r)
+    assert arrow.schema == pa.Table.from_pandas(t, preserve_index=False).schema
+    pd.testing.assert_frame_equal(arrow.to_pandas(), out, check_categorical=False)
+
+
+def test_fit_then_apply_to_a_new_batch_uses_stored_edges():
+    ref, batch = _table(400, 1), _table(200, 2)
+    r, report = fit_recipe(ref, target="y", grouping="a;b;c", k=5)
+    assert all(g["passed"] for g in report)
+    again = ReleaseRecipe.from_json(r.to_json())
+    pd.testing.assert_frame_equal(apply_recipe(batch, again), apply_recipe(batch, r))
+    bins = {s["column"]: s for s in r.steps if s["method"] == "bins"}
+    # every published value is one of the recorded representatives
+    assert set(apply_recipe(batch, r)["a"]) <= set(bins["a"]["values"])
+
+
+def test_mdav_clusters_have_k_rows_and_are_deterministic():
+    x = np.random.default_rng(3).normal(size=(103, 3))
+    labels = mdav_clusters(x, 5)
+    assert np.bincount(labels).min() >= 5
+    assert np.array_equal(labels, mdav_clusters(x, 5))
+
+
+def test_mdav_step_aggregates_within_class():
+    t = _table(200, 4)
+    r, _ = fit_recipe(t, target="y", grouping="a,b;c", k=5, method="mdav")
+    out = apply_recipe(t, r)
+    assert out["a"].dtype == t["a"].dtype  # rounded means keep the integer type
+    for _, part in out.groupby("y", observed=True):
+        assert part.groupby(["a", "b"]).size().min() >= 5
+
+
+# --------------------------------------------------------------------------- property
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(30, 200), st.integers(2, 8),
+       st.sampled_from(["a;b;c", "a,b;c", "a,b,c"]))
+def test_remedies_never_increase_group_disclosure(seed, n, k, grouping):
+    t = _table(n, seed)
+    r, _ = fit_recipe(t, target="y", grouping=grouping, k=k)
+    out = apply_recipe(t, r)
+    before = group_disclosure(t, target="y", grouping=grouping, k=k)
+    after = group_disclosure(out, target="y", grouping=grouping, k=k)
+    for b, a in zip(before, after):
+        assert a.share_below_k <= b.share_below_k + 1e-12
+        assert a.class_disclosure_share <= b.class_disclosure_share + 1e-12
+        assert a.k_min >= b.k_min
+
+
+def test_fit_on_synthetic_passes_the_per_group_thresholds():
+    t = make_synthetic(200, random_state=0)
+    target = t.columns[-1]
+    grouping = ";".join(c for c in t.columns if c != target)
+    r, _report = fit_recipe(t, target=target, grouping=grouping, k=5)
+    out = apply_recipe(t, r)
+    for d in group_disclosure(out, target=target, grouping=grouping, k=5):
+        assert d.share_below_k <= 0.05 and d.class_disclosure_share <= 0.05
+
+
+# --------------------------------------------------------------- artefact and release
+
+def _artefact(table: pd.DataFrame, groups: str, target: str = "y", release=None):
+    import dataclasses
+
+    from astrid_airflow import Grouping, GroupingArtefact
+
+    g = Grouping.parse(groups)
+    result = {"grouping": g.to_list(), "k": g.k, "table": [], "target": target,
+              "classifier": "nb", "scoring": "accuracy", "alpha": 0.05, "n_search": 20,
+              "n_test": 40, "random_state": 0}
+    art = GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z")
+    return art if release is None else dataclasses.replace(art, release=release)
+
+
+def _remedied_artefact(table, groups="a;b;c"):
+    r, _ = fit_recipe(table, target="y", grouping=groups, k=5)
+    return _artefact(table, groups, release={"status": "given", "recipe": r.to_dict()}), r
+
+
+def test_recipe_round_trips_through_the_store_and_gives_the_same_bytes(tmp_path):
+    from astrid_airflow import ArtefactStore, load_artefact, make_surrogate, shuffle_file
+
+    t = _table(300, 5)
+    art, recipe = _remedied_artefact(t)
+    ArtefactStore(tmp_path / "store").save("t", art)
+    loaded = load_artefact(str(tmp_path / "store" / "t")).artefact
+    assert loaded == art and loaded.recipe == recipe
+    src = tmp_path / "t.parquet"
+    t.to_parquet(src, index=False)
+    a = shuffle_file(src, loaded, tmp_path / "a.parquet", random_state=7)
+    b = shuffle_file(src, art, tmp_path / "b.parquet", random_state=7)
+    assert open(a, "rb").read() == open(b, "rb").read()
+    published = pd.read_parquet(a)
+    # the file is the remedied table shuffled, and equals the in-memory surrogate
+    pd.testing.assert_frame_equal(published, make_surrogate(t, art, random_state=7),
+                                  check_categorical=False)
+    assert set(published["a"]) <= set(next(s for s in recipe.steps
+                                           if s["column"] == "a")["values"])
+    raw = pd.read_parquet(shuffle_file(src, art, tmp_path / "raw.parquet", random_state=7,
+                                       remedies=False))
+    assert sorted(raw["a"]) == sorted(t["a"])
+
+
+def test_old_artefacts_without_release_stay_readable_and_bad_releases_are_refused():
+    from astrid_airflow import ArtefactError, GroupingArtefact
+
+    t = _table(100, 6)
+    plain = _artefact(t, "a;b;c")
+    d = json.loads(plain.to_json())
+    assert "release" not in d and GroupingArtefact.from_dict(d).recipe is None
+    for bad, words in [({"status": "chosen", "recipe": {"k": 0, "steps": []}}, "k"),
+                       ({"status": "chosen", "recipe": {"k": 5, "steps": [
+                           {**BINS, "column": "zz"}]}}, "zz"),
+                       ({"status": "maybe"}, "status"),
+                       ("yes", "object"),
+                       ({"status": "chosen", "recipe": None}, "needs a recipe")]:
+        with pytest.raises(ArtefactError, match=words):
+            GroupingArtefact.from_dict({**d, "release": bad})
+
+
+def test_a_refused_release_publishes_nothing_unless_raw_is_asked():
+    from astrid_airflow import make_surrogate
+
+    t = _table(100, 7)
+    art = _artefact(t, "a,b;c", release={"status": "refused", "recipe": None,
+                                         "reason": "utility: best 0.10 below bound"})
+    with pytest.raises(RecipeError, match="utility: best"):
+        make_surrogate(t, art, random_state=0)
+    assert len(make_surrogate(t, art, random_state=0, remedies=False)) == 100
+
+
+def test_cli_shuffle_no_remedies_and_generalise(tmp_path, capsys):
+    from astrid_airflow import ArtefactStore
+    from astrid_airflow.cli import main
+
+    t = _table(300, 8)
+    art, recipe = _remedied_artefact(t)
+    ArtefactStore(tmp_path / "s").save("t", art)
+    src = tmp_path / "t.parquet"
+    t.to_parquet(src, index=False)
+    ref = str(tmp_path / "s" / "t")
+    assert main(["shuffle", str(src), "--artefact", ref, "--out", str(tmp_path / "r.parquet"),
+                 "--seed", "1", "--no-utility", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["remedies"] == recipe.to_dict()
+    assert main(["shuffle", str(src), "--artefact", ref, "--out",
+                 str(tmp_path / "raw.parquet"), "--seed", "1", "--no-utility",
+                 "--no-remedies", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["remedies"] is None
+    assert sorted(pd.read_parquet(tmp_path / "raw.parquet")["b"]) == sorted(t["b"])
+    assert main(["generalise", str(src), "--artefact", ref, "--out",
+                 str(tmp_path / "g.csv"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 300
+    g = pd.read_csv(tmp_path / "g.csv")
+    assert g["a"].tolist() == apply_recipe(t, recipe)["a"].tolist()  # rows in place
+    # an artefact without a recipe: one line, exit 2
+    ArtefactStore(tmp_path / "s").save("plain", _artefact(t, "a;b;c"))
+    assert main(["generalise", str(src), "--artefact", str(tmp_path / "s" / "plain"),
+                 "--out", str(tmp_path / "h.csv")]) == 2
+    assert "no release recipe" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- privacy-aware choice
+
+def _result(groups: list, target: str = "y") -> dict:
+    table = [{"k": len(g), "grouping": g} for g in groups]
+    return {"grouping": groups[0], "k": len(groups[0]), "table": table, "target": target,
+            "classifier": {"preset": "nb"}, "scoring": "accuracy", "alpha": 0.05,
+            "n_search": 20, "n_test": 40, "random_state": 0}
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+def test_choose_release_records_candidates_and_never_loosens_the_policy():
+    from astrid_airflow import GatePolicy, choose_release
+
+    rng = np.random.default_rng(0)
+    n = 1200
+    y = rng.integers(0, 2, n)
+    t = pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
+                      "c": rng.integers(0, 1000, n), "y": y})
+    result = _result([[["a", "b"], ["c"]], [["a"], ["b"], ["c"]]])
+    policy = GatePolicy(max_accuracy_drop=0.1, attack_n=200)
+    art = choose_release(t, result, policy=policy, random_state=1)
+    rel = art.release
+    assert rel["status"] == "chosen", rel["reason"]
+    assert rel["learned_grouping"] == [["a", "b"], ["c"]]
+    assert len(rel["candidates"]) >= 2 and rel["policy"] == policy.to_dict()
+    chosen = rel["candidates"][rel["chosen"]]
+    assert chosen["passed"] and chosen["grouping"] == art.grouping.to_list()
+    assert chosen["accuracy_drop"] <= 0.1 and chosen["risks"]["share_below_k"] <= 0.05
+    assert chosen["risks"]["inference_upper"] <= policy.max_inference_risk
+    for key in ("accuracy_original", "accuracy_raw_release", "accuracy_remedied_release",
+                "remedy_cost"):
+        assert key in rel["utility"]
+    # deterministic for a seed, and the artefact round-trips with its release
+    from astrid_airflow import GroupingArtefact
+
+    assert GroupingArtefact.from_json(art.to_json()) == art
+    assert choose_release(t, result, policy=policy, random_state=1).release == rel
+    # a policy no release can meet: refused, naming the trade-off; nothing loosened
+    strict = GatePolicy(max_accuracy_drop=0.0, max_share_below_k=0.0, attack_n=200)
+    refused = choose_release(t, result, policy=strict, random_state=1)
+    assert refused.release["status"] == "refused" and refused.recipe is None
+    assert refused.release["policy"] == strict.to_dict()
+    assert "privacy" in refused.release_refused
+    # remedies off: the learned grouping, no release
+    assert choose_release(t, result, remedies=False).release is None
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+def test_cli_learn_records_the_release_by_default_and_not_with_no_remedies(tmp_path, capsys):
+    from astrid_airflow import GatePolicy, load_artefact
+    from astrid_airflow.cli import main
+
+    rng = np.random.default_rng(2)
+    n = 2000
+    y = rng.integers(0, 2, n)
+    t = pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
+                      "c": rng.integers(0, 1000, n), "d": rng.normal(size=n).round(3),
+                      "e": rng.normal(size=n).round(3), "y": y})
+    src = tmp_path / "t.csv"
+    t.to_csv(src, index=False)
+    policy = tmp_path / "policy.json"
+    policy.write_text(GatePolicy(max_accuracy_drop=0.1).to_json())
+    common = ["learn", str(src), "--target", "y", "--classifier", "nb", "--r-search", "5",
+              "--r-test", "10", "--seed", "0", "--quiet", "--store", str(tmp_path / "s"),
+              "--json"]
+    assert main([*common, "--name", "r", "--policy", str(policy)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["release"]["status"] == "chosen", out["release"]
+    art = load_artefact(str(tmp_path / "s" / "r")).artefact
+    assert art.recipe is not None and art.release["policy"]["max_accuracy_drop"] == 0.1
+    assert main([*common, "--name", "raw", "--no-remedies"]) == 0
+    assert json.loads(capsys.readouterr().out)["release"] is None
+    assert load_artefact(str(tmp_path / "s" / "raw")).artefact.release is None
+    # a bad policy file: one line, exit 2
+    policy.write_text('{"max_intact": 2}')
+    assert main([*common, "--name", "bad", "--policy", str(policy)]) == 2
+    assert "max_intact" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+def test_report_shows_the_tradeoff_table_and_picture_escaped(tmp_path):
+    import dataclasses
+
+    from astrid_airflow import GroupingArtefact, astrid, write_report
+
+    t = _table(200, 9)
+    hostile = "<script>alert(1)</script>"
+    result = astrid(t, target="y", classifier="nb", n_search=5, n_test=10, random_state=0,
+                    progress=False)
+    art = GroupingArtefact.from_result(result, t, created_at="2026-01-01T00:00:00Z")
+    release = {"status": "refused", "recipe": None, "chosen": None,
+               "reason": f"privacy vs utility {hostile}",
+               "policy": {"max_accuracy_drop": 0.02},
+               "candidates": [{"label": hostile, "grouping": [["a"], ["b"], ["c"]],
+                               "remedies": [{"columns": ["a"], "remedy": hostile}],
+                               "risks": {"share_below_k": 0.01,
+                                         "class_disclosure_share": 0.0},
+                               "accuracy_original": 0.6, "accuracy_surrogate": 0.5,
+                               "accuracy_drop": 0.1, "failed": ["utility"],
+                               "passed": False}]}
+    art = dataclasses.replace(art, release=release)
+    written = write_report(art, tmp_path / "r")
+    page = open(written.index, encoding="utf-8").read()
+    assert "Release: privacy-aware choice" in page and "tradeoff.png" in written.files
+    assert hostile not in page and "&lt;script&gt;" in page
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+def test_remedied_release_passes_the_default_gate_on_privacy_and_raw_fails(tmp_path):
+    from astrid_airflow import make_surrogate, validate_surrogate
+
+    rng = np.random.default_rng(4)
+    n = 2000
+    y = rng.integers(0, 2, n)
+    cols = {f"x{i}": rng.normal(y * 0.5, 1.0, n).round(4) for i in range(6)}
+    t = pd.DataFrame({**cols, "y": y})
+    groups = ";".join(cols)
+    r, _ = fit_recipe(t, target="y", grouping=groups, k=5)
+    art = _artefact(t, groups, release={"status": "given", "recipe": r.to_dict()})
+    same = {"accuracy_original": 0.8, "accuracy_surrogate": 0.8}  # privacy is judged here
+    remedied = make_surrogate(t, art, random_state=1)
+    ok = validate_surrogate(t, remedied, art, random_state=0, metrics=same)
+    assert ok.success, ok.failed
+    assert ok.artefact["remedies"] == r.to_dict()
+    raw = make_surrogate(t, art, random_state=1, remedies=False)
+    bad = validate_surrogate(t, raw, art, random_state=0, metrics=same, remedies=False)
+    assert "expect_surrogate_group_class_disclosure_share_to_be_at_most" in bad.failed
+    # a raw file judged as the remedied release fails integrity (not what was published)
+    wrong = validate_surrogate(t, raw, art, random_state=0, metrics=same)
+    assert "expect_surrogate_column_values_to_match_original_per_class" in wrong.failed
+
+
+def test_cli_risk_puts_the_original_into_the_release_domain(tmp_path, capsys):
+    from astrid_airflow import ArtefactStore, shuffle_file
+    from astrid_airflow.cli import main
+
+    t = _table(400, 10)
+    art, recipe = _remedied_artefact(t)
+    ArtefactStore(tmp_path / "s").save("t", art)
+    src = tmp_path / "t.parquet"
+    t.to_parquet(src, index=False)
+    rel = shuffle_file(src, art, tmp_path / "r.parquet", random_state=3)
+    args = ["risk", "--original", str(src), "--surrogate", rel, "--artefact",
+            str(tmp_path / "s" / "t"), "--n-attacks", "50", "--seed", "0", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["remedies"] == recipe.to_dict()
+    assert max(g["share_below_k"] for g in out["groups"]) <= 0.05
+    # linkage against the remedied original: the release is a genuine shuffle of it
+    assert all(p["linked_share"] - p["expected_linked_share"] < 0.1 for p in out["pairs"])
+    assert main([*args, "--no-remedies"]) == 0
+    assert json.loads(capsys.readouterr().out)["remedies"] is None
