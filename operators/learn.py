@@ -221,6 +221,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 result = astrid_on_dask(table, scheduler=str(self.scheduler), **settings)
             else:
                 result = astrid(table, n_jobs=to_int(self.n_jobs, "n_jobs"), **settings)
+            # the per-k table the CLI prints: the reviewer's view of why this k
+            self.log.info("ASTRID result for %s:\n%s", name, result.format_table())
             artefact = GroupingArtefact.from_result(result, table,
                                                     created_at=run_timestamp(context))
             version = store.save(name, artefact, extra_files=gate_extra_files(artefact, policy))
