@@ -385,11 +385,11 @@ def save_suite(location: Any, suite: Mapping[str, Any]) -> str:
 
 def _read_suite(path: str | os.PathLike) -> tuple[dict[str, Any], bytes, str]:
     """``(suite, raw bytes, shown path)`` of a ``suite.json`` (file or its directory)."""
-    import fsspec
+    from ._fs import url_to_fs
 
     text = os.fspath(path)
     try:
-        fs, inner = fsspec.core.url_to_fs(text)
+        fs, inner = url_to_fs(text)
         if fs.isdir(inner):
             text, inner = _join(text, SUITE_FILE), _join(inner, SUITE_FILE)
         with fs.open(inner, "rb") as fh:
@@ -676,6 +676,7 @@ def validate_surrogate(
     random_state: int | None = None,
     metrics: Mapping[str, Any] | None = None,
     verbose: bool = False,
+    fs: Any = None,
 ) -> GateResult:
     """Run the release gate on ``surrogate`` against ``original``.
 
@@ -707,6 +708,10 @@ def validate_surrogate(
         and integrity are always measured on the tables given.
     verbose : bool, default False
         Let Great Expectations log at DEBUG (it is kept at WARNING otherwise).
+    fs : fsspec.AbstractFileSystem, optional
+        An authenticated filesystem (Airflow's ``ObjectStoragePath.fs``) for the URLs of
+        its protocol: the artefact reference, its suite and ``out_dir``. Default:
+        fsspec's own credential chain.
 
     Returns
     -------
@@ -733,6 +738,14 @@ def validate_surrogate(
     into the score. The released file itself is tied to that grouping by the
     integrity expectation on group multisets.
     """
+    if fs is not None:  # every store URL of fs's protocol opens with it (see ._fs)
+        from ._fs import using
+
+        with using(fs):
+            return validate_surrogate(original, surrogate, artefact, policy=policy,
+                                      out_dir=out_dir, classifier=classifier,
+                                      random_state=random_state, metrics=metrics,
+                                      verbose=verbose)
     from ._file_shape import check_publishable
     from ._io import read_table
 

@@ -21,6 +21,7 @@ from ._common import (
     policy_overrides,
     resolve_seed,
     run_timestamp,
+    store_filesystem,
     store_url,
     to_bool,
     to_float,
@@ -173,7 +174,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         from astrid_airflow._store import ArtefactStore
 
         reference = as_table(self.reference, "reference")
-        root = store_url(as_path(self.store, "store"))
+        store_path = as_path(self.store, "store")
+        root, fs = store_url(store_path), store_filesystem(store_path)
         name = str(self.name)
         target = str(self.target)
         force = to_bool(self.force, "force")
@@ -187,7 +189,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 check_table(table, target)
                 table = drop_missing_and_constant(table, target)
             check_table(table, target)
-            store = ArtefactStore(root)
+            store = ArtefactStore(root, fs=fs)
             fingerprint = fingerprint_table(table)
             try:
                 latest = store.latest(name)
