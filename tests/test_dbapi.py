@@ -134,3 +134,27 @@ def test_a_non_dbapi_connection_is_refused(monkeypatch):
                                                                "host": "example.invalid"}))
     with pytest.raises(AirflowFailException, match="DbApiHook"):
         dbapi_hook(as_table("conn://astrid_http/t", "reference"))
+
+
+@pytest.mark.postgres
+def test_astrid_postgres_hook_reads_typed_and_publishes_atomically(tmp_path, monkeypatch):
+    """The registered hook on an ordinary ``postgres`` connection: the library's path."""
+    from astrid_airflow.operators.hooks import AstridPostgresHook
+    from test_sql import postgres_url
+
+    monkeypatch.setenv("AIRFLOW_CONN_ASTRID_HOOK_PG", postgres_url())
+    hook = AstridPostgresHook(postgres_conn_id="astrid_hook_pg")
+    table = f"public.hook_{tmp_path.name[-12:].replace('-', '_').lower()}"
+    surrogate = tmp_path / "s.parquet"
+    pd.DataFrame({"v": [1, 2, 3], "w": ["a", "b", None]}).to_parquet(surrogate, index=False)
+    try:
+        info = hook.publish(surrogate, table, comment={"astrid_release": "r1"})
+        assert info["rows"] == 3
+        out = tmp_path / "back.parquet"
+        hook.read_to_parquet(out, table=table)
+        back = pd.read_parquet(out)
+        assert back["v"].tolist() == [1, 2, 3] and str(back["v"].dtype) == "int64"
+    finally:
+        with hook.get_conn() as conn:
+            conn.cursor().execute(f"DROP TABLE IF EXISTS {table}")
+            conn.commit()
