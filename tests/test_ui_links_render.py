@@ -2,23 +2,34 @@
 
 One publishing run with ``dag.test()`` (its XComs, links included, land in the test
 session's SQLite metadata DB), then a real ``airflow api-server`` on that DB, and headless
-Chromium on the gate task's page of the React UI: the rendered DOM must carry the three
+Chromium on the gate task's Details tab of the React UI: the rendered DOM must carry the three
 link buttons ("Data Docs", "Release report", "Artefact") and the screenshot is saved
-under ``test-artifacts/`` for a reviewer. The simple auth manager runs with
-``all_admins`` so the browser needs no login (local API server, test DB only).
+under ``test-artifacts/`` for a reviewer.
+
+The UI renders a link only if it is http(s), mailto or on the UI's own origin: the
+``file://`` locations a local deployment links to by default are dropped (the REST
+answer still has them). So the run is made with ``[astrid] link_base_url`` mapping the
+demo root to an https base, as a deployment serving the files would (links resolve when
+the task ends, so the setting belongs to the workers, not to the API server). The simple auth
+manager runs with ``all_admins`` so the browser needs no login (local API server, test
+DB only).
 
 Under CI (``CI=true``) a missing Chromium fails the test instead of skipping it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import types
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -31,6 +42,7 @@ CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "goog
 ARTIFACTS = REPO / "test-artifacts"
 PUBLISH = "astrid_publish_synthetic"
 LINKS = ("Data Docs", "Release report", "Artefact")
+FILES = "https://files.example.invalid/astrid"  # never fetched: the links are only rendered
 
 pytestmark = pytest.mark.airflow
 
@@ -58,11 +70,13 @@ def finished_run(airflow_db, tmp_path_factory):
     root = tmp_path_factory.mktemp("astrid_demo")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASTRID_DEMO_ROOT", str(root))
+        # links resolve when the task ends, in the worker: the setting belongs there
+        mp.setenv("AIRFLOW__ASTRID__LINK_BASE_URL", f"{root}={FILES}")
         bag = DagBag(dag_folder=str(REPO / "dags"))
         assert bag.import_errors == {}
         dr = bag.dags[PUBLISH].test(run_conf={"seed": 1})
     assert str(dr.state) == "success"
-    return dr
+    return types.SimpleNamespace(dr=dr, root=root)
 
 
 @pytest.fixture(scope="module")
@@ -113,12 +127,30 @@ def _chromium(binary: str, url: str, *extra: str) -> str:
 
 
 def test_task_page_shows_the_extra_links(chromium, api_server, finished_run):
-    run_id = urllib.parse.quote(finished_run.run_id, safe="")
-    url = f"{api_server}/dags/{PUBLISH}/runs/{run_id}/tasks/gate"
+    run_id = urllib.parse.quote(finished_run.dr.run_id, safe="")
+    # the task instance's Details tab renders the extra links (as buttons: <a>)
+    url = f"{api_server}/dags/{PUBLISH}/runs/{run_id}/tasks/gate/details"
+    # what the UI's query reads (the all-admins middleware authorises the request)
+    rest = f"{api_server}/api/v2/dags/{PUBLISH}/dagRuns/{run_id}/taskInstances/gate/links"
+    try:
+        with urllib.request.urlopen(rest, timeout=30) as answer:
+            served = json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        served = {"status": exc.code, "body": exc.read().decode(errors="replace")[:2000]}
+    (ARTIFACTS / "ui_gate_task_links.json").parent.mkdir(exist_ok=True)
+    (ARTIFACTS / "ui_gate_task_links.json").write_text(json.dumps(served, indent=2))
+    links = served.get("extra_links", {})
+    assert set(links) == set(LINKS), served
+    assert all(links[name].startswith(FILES + "/") for name in LINKS), served
     dom = _chromium(chromium, url, "--dump-dom")
-    missing = [name for name in LINKS if name not in dom]
-    assert not missing, (missing, dom[-3000:])
     ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "ui_gate_task_links.html").write_text(dom)
+    anchors = dict((text, href) for href, text in
+                   re.findall(r'<a\b[^>]*\bhref="([^"]+)"[^>]*>([^<]+)</a>', dom))
+    missing = [name for name in LINKS if name not in anchors]
+    assert not missing, (missing, anchors)
+    assert all(anchors[name].startswith(FILES + "/") for name in LINKS), anchors
+    assert anchors["Data Docs"].endswith("/surrogate.validation.html"), anchors
     png = ARTIFACTS / "ui_gate_task_links.png"
     png.unlink(missing_ok=True)
     _chromium(chromium, url, f"--screenshot={png}")
