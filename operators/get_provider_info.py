@@ -24,6 +24,8 @@ def get_provider_info() -> dict:
         # connection type of its own
         "hooks": [{"integration-name": "ASTRID",
                    "python-modules": ["astrid_airflow.operators.hooks"]}],
+        "triggers": [{"integration-name": "ASTRID",
+                      "python-modules": ["astrid_airflow.operators.triggers"]}],
         "extra-links": [
             "astrid_airflow.operators.links.DataDocsLink",
             "astrid_airflow.operators.links.ReleaseReportLink",
