@@ -40,14 +40,15 @@ __all__ = [
 
 def split_url(path: str | os.PathLike) -> tuple[object, str, bool]:
     """``(filesystem, path inside it, is_local)`` for a local path or fsspec URL."""
-    import fsspec
     from fsspec.implementations.local import LocalFileSystem
+
+    from ._fs import url_to_fs
 
     text = os.fspath(path)
     if not isinstance(text, str) or not text:
         raise StoreError(f"Invalid path {path!r}: expected a non-empty path or URL.")
     try:
-        fs, inner = fsspec.core.url_to_fs(text)
+        fs, inner = url_to_fs(text)
     except (ImportError, ValueError) as exc:  # unknown protocol, missing backend
         raise StoreError(f"Cannot open {text!r}: {exc}") from None
     local = isinstance(fs, LocalFileSystem)

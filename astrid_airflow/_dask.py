@@ -32,7 +32,8 @@ from typing import Any
 
 from ._errors import ParameterError
 
-__all__ = ["DaskRun", "astrid_on_dask", "dask_parallel", "test_grouping_on_dask"]
+__all__ = ["DaskRun", "astrid_on_dask", "collect_astrid", "dask_parallel", "detached_status",
+           "submit_astrid", "test_grouping_on_dask"]
 
 
 def _import_distributed() -> Any:
@@ -314,3 +315,77 @@ def _reject_engine_keys(kwargs: dict) -> None:
     if taken:
         raise ParameterError(f"Invalid argument(s) {taken}: on a Dask cluster the number "
                              "of jobs and the backend are set by the cluster.")
+
+
+# ------------------------------------------------------------- detached runs (deferral)
+
+def _run_detached(data: Any, kwargs: dict) -> Any:
+    """On a worker: the whole run, its fits fanned out to the cluster from there."""
+    import distributed
+
+    # the worker's own client; joblib's Dask backend secedes this thread from the
+    # worker's pool while it waits for the fits (worker_client would secede it twice)
+    return astrid_on_dask(data, scheduler=distributed.get_client(), **kwargs)
+
+
+def submit_astrid(data: object, *, scheduler: str, timeout: float = 30.0,
+                  **kwargs: Any) -> str:
+    """Start a whole ASTRID run on the cluster and return its key; nothing waits here.
+
+    The run's future is published on the scheduler under the key, so it outlives this
+    client: a caller (an Airflow task that defers) can disconnect, poll
+    :func:`detached_status` from elsewhere and take the result with
+    :func:`collect_astrid`. The result equals :func:`astrid_on_dask`'s.
+    """
+    import uuid
+
+    distributed = _import_distributed()
+    _reject_engine_keys(kwargs)
+    key = f"astrid-run-{uuid.uuid4().hex}"
+    try:
+        client = distributed.Client(str(scheduler).strip(), timeout=timeout,
+                                    set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise ParameterError(f"Cannot connect to the Dask scheduler at {scheduler!r}: "
+                             f"{type(exc).__name__}: {exc}") from None
+    with client:
+        _wait_for_workers(client, scheduler, timeout)
+        future = client.submit(_run_detached, data, kwargs, key=key, pure=False)
+        client.publish_dataset(future, name=key)
+    return key
+
+
+async def detached_status(scheduler: str, key: str, *, timeout: float = 30.0) -> str:
+    """``pending``, ``finished``, ``error``, ``cancelled`` or ``lost`` (asyncio: a trigger)."""
+    import asyncio
+
+    distributed = _import_distributed()
+    async with distributed.Client(str(scheduler).strip(), asynchronous=True,
+                                  timeout=timeout, set_as_default=False) as client:
+        try:
+            future = await client.get_dataset(key)
+        except KeyError:
+            return "lost"  # the scheduler restarted or the key was collected
+        # a new client learns the future's state from the scheduler's messages: give
+        # them a moment before reading it
+        for _ in range(10):
+            if future.status != "pending":
+                break
+            await asyncio.sleep(0.1)
+        return str(future.status)
+
+
+def collect_astrid(scheduler: str, key: str, *, timeout: float = 30.0) -> Any:
+    """The result of a detached run (its error raised here), then release it."""
+    distributed = _import_distributed()
+    with distributed.Client(str(scheduler).strip(), timeout=timeout,
+                            set_as_default=False) as client:
+        try:
+            future = client.get_dataset(key)
+        except KeyError:
+            raise ParameterError(f"No ASTRID run {key!r} on the Dask scheduler at "
+                                 f"{scheduler!r} (restarted, or collected already).") from None
+        try:
+            return future.result()
+        finally:
+            client.unpublish_dataset(key)

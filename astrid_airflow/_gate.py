@@ -385,11 +385,11 @@ def save_suite(location: Any, suite: Mapping[str, Any]) -> str:
 
 def _read_suite(path: str | os.PathLike) -> tuple[dict[str, Any], bytes, str]:
     """``(suite, raw bytes, shown path)`` of a ``suite.json`` (file or its directory)."""
-    import fsspec
+    from ._fs import url_to_fs
 
     text = os.fspath(path)
     try:
-        fs, inner = fsspec.core.url_to_fs(text)
+        fs, inner = url_to_fs(text)
         if fs.isdir(inner):
             text, inner = _join(text, SUITE_FILE), _join(inner, SUITE_FILE)
         with fs.open(inner, "rb") as fh:
@@ -677,6 +677,7 @@ def validate_surrogate(
     metrics: Mapping[str, Any] | None = None,
     verbose: bool = False,
     remedies: bool = True,
+    fs: Any = None,
 ) -> GateResult:
     """Run the release gate on ``surrogate`` against ``original``.
 
@@ -716,6 +717,10 @@ def validate_surrogate(
         so the shadow release's targets and control rows are remedied too), and the
         utility check scores the remedied release on held-out real rows. ``False``
         judges a raw release (``--no-remedies``).
+    fs : fsspec.AbstractFileSystem, optional
+        An authenticated filesystem (Airflow's ``ObjectStoragePath.fs``) for the URLs of
+        its protocol: the artefact reference, its suite and ``out_dir``. Default:
+        fsspec's own credential chain.
 
     Returns
     -------
@@ -742,6 +747,14 @@ def validate_surrogate(
     into the score. The released file itself is tied to that grouping by the
     integrity expectation on group multisets.
     """
+    if fs is not None:  # every store URL of fs's protocol opens with it (see ._fs)
+        from ._fs import using
+
+        with using(fs):
+            return validate_surrogate(original, surrogate, artefact, policy=policy,
+                                      out_dir=out_dir, classifier=classifier,
+                                      random_state=random_state, metrics=metrics,
+                                      verbose=verbose)
     from ._file_shape import check_publishable
     from ._io import read_table
 

@@ -133,6 +133,10 @@ class ArtefactStore:
         the paths Airflow's ``ObjectStoragePath`` takes). Created on the first save.
     storage_options : dict, optional
         Passed to fsspec (credentials, endpoint...).
+    fs : fsspec.AbstractFileSystem, optional
+        An already authenticated filesystem for ``root``'s protocol (Airflow's
+        ``ObjectStoragePath.fs``, built from a connection) instead of fsspec's own
+        credential chain.
 
     Examples
     --------
@@ -143,15 +147,16 @@ class ArtefactStore:
     """
 
     def __init__(self, root: str | os.PathLike, *,
-                 storage_options: dict[str, Any] | None = None):
-        import fsspec
+                 storage_options: dict[str, Any] | None = None, fs: Any = None):
         from fsspec.implementations.local import LocalFileSystem
+
+        from ._fs import url_to_fs
 
         text = os.fspath(root) if isinstance(root, (str, os.PathLike)) else None
         if not text:
             raise ParameterError(f"Invalid store root {root!r}: expected a path or URL.")
         try:
-            fs, inner = fsspec.core.url_to_fs(text, **(storage_options or {}))
+            fs, inner = url_to_fs(text, fs, **(storage_options or {}))
         except (ImportError, ValueError, TypeError) as exc:
             raise StoreError(f"Cannot open store {text!r}: {exc}") from None
         self._fs = fs
@@ -606,7 +611,7 @@ def _remote_store_directory_kind(fs: Any, directory: str) -> str | None:
     return None
 
 
-def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
+def parse_artefact_ref(ref: str | os.PathLike, *, fs: Any = None) -> ArtefactLocation:
     """Resolve an artefact reference to its location (without reading the artefact).
 
     Accepted forms (local paths or fsspec URLs):
@@ -615,9 +620,13 @@ def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
     * a version directory holding one (``ROOT/NAME/v0003``);
     * ``ROOT/NAME`` or ``ROOT/NAME@VERSION`` with VERSION ``v0003``, ``3`` or
       ``latest`` (the default).
+
+    ``fs``: an authenticated filesystem for the reference's protocol (see
+    :class:`ArtefactStore`).
     """
-    import fsspec
     from fsspec.implementations.local import LocalFileSystem
+
+    from ._fs import url_to_fs, using
 
     text = os.fspath(ref) if isinstance(ref, (str, os.PathLike)) else None
     if not text or not text.strip():
@@ -628,7 +637,7 @@ def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
     if at and "/" not in tail and _VERSION_REF.fullmatch(tail.strip()):
         text, version = head, tail.strip()
     try:
-        fs, inner = fsspec.core.url_to_fs(text)
+        fs, inner = url_to_fs(text, fs)
     except (ImportError, ValueError) as exc:
         raise StoreError(f"Cannot open {text!r}: {exc}") from None
     local = isinstance(fs, LocalFileSystem)
@@ -643,18 +652,20 @@ def parse_artefact_ref(ref: str | os.PathLike) -> ArtefactLocation:
         head, _, tail = p.rpartition("/")
         return head, tail
 
-    if version is None and fs.isfile(inner):
-        directory = split(inner)[0]
-        return _outside_or_in_store(url, split, directory, url(inner))
-    candidate = os.path.join(inner, ARTEFACT_FILE) if local else f"{inner}/{ARTEFACT_FILE}"
-    if version is None and fs.isfile(candidate):
-        return _outside_or_in_store(url, split, inner, url(candidate))
-    root, name = split(inner)
-    if not root or not _NAME.fullmatch(name or ""):
-        raise StoreError(f"No artefact at {url(inner)!r}: not an artefact.json, a version "
-                         "directory or ROOT/NAME.")
-    store = ArtefactStore(url(root))
-    return store.location(name, version or "latest")
+    with using(None if local else fs):  # the nested store opens use the same filesystem
+        if version is None and fs.isfile(inner):
+            directory = split(inner)[0]
+            return _outside_or_in_store(url, split, directory, url(inner))
+        candidate = (os.path.join(inner, ARTEFACT_FILE) if local
+                     else f"{inner}/{ARTEFACT_FILE}")
+        if version is None and fs.isfile(candidate):
+            return _outside_or_in_store(url, split, inner, url(candidate))
+        root, name = split(inner)
+        if not root or not _NAME.fullmatch(name or ""):
+            raise StoreError(f"No artefact at {url(inner)!r}: not an artefact.json, a "
+                             "version directory or ROOT/NAME.")
+        store = ArtefactStore(url(root))
+        return store.location(name, version or "latest")
 
 
 def _outside_or_in_store(url, split, directory: str, path: str) -> ArtefactLocation:
@@ -669,8 +680,11 @@ def _outside_or_in_store(url, split, directory: str, path: str) -> ArtefactLocat
                             path=path)
 
 
-def load_artefact(ref: str | os.PathLike) -> LoadedArtefact:
+def load_artefact(ref: str | os.PathLike, *, fs: Any = None) -> LoadedArtefact:
     """Load and validate the artefact ``ref`` points to (see :func:`parse_artefact_ref`).
+
+    ``fs``: an authenticated filesystem for the reference's protocol (Airflow's
+    ``ObjectStoragePath.fs``) instead of fsspec's own credential chain.
 
     Returns
     -------
@@ -678,9 +692,9 @@ def load_artefact(ref: str | os.PathLike) -> LoadedArtefact:
         ``(artefact, location)``; write files beside the artefact in
         ``location.directory``.
     """
-    import fsspec
+    from ._fs import url_to_fs
 
-    loc = parse_artefact_ref(ref)
-    fs, inner = fsspec.core.url_to_fs(loc.path)
-    return LoadedArtefact(_read_artefact(fs, inner, loc.path), loc)
+    loc = parse_artefact_ref(ref, fs=fs)
+    opened, inner = url_to_fs(loc.path, fs)
+    return LoadedArtefact(_read_artefact(opened, inner, loc.path), loc)
 

@@ -37,6 +37,7 @@ __all__ = [
     "policy_overrides",
     "resolve_seed",
     "sha256_of",
+    "store_filesystem",
     "store_url",
     "translate_errors",
     "to_bool",
@@ -189,12 +190,23 @@ def is_local(path: ObjectStoragePath) -> bool:
 def store_url(path: ObjectStoragePath) -> str:
     """What the library's fsspec-based store takes: a local path or a plain URL.
 
-    A connection id in the URL (``s3://conn@bucket``) is Airflow's; fsspec then uses
-    its own credential chain (environment, instance profile).
+    A connection id in the URL (``s3://conn@bucket``) is Airflow's: the library opens the
+    URL with ``store_filesystem(path)``, the filesystem Airflow built from that
+    connection.
     """
     if is_local(path):
         return path.path
     return f"{path.protocol}://{path.path}"
+
+
+def store_filesystem(path: ObjectStoragePath) -> Any:
+    """The fsspec filesystem of a remote ``path``, from its Airflow connection (None locally).
+
+    Passed to the library (``ArtefactStore(fs=)``, ``validate_surrogate(fs=)``) so the
+    artefact store uses the same connection model as inputs and outputs, not fsspec's own
+    credential chain.
+    """
+    return None if is_local(path) else path.fs
 
 
 @contextlib.contextmanager

@@ -31,6 +31,7 @@ from ._common import (
     policy_overrides,
     resolve_seed,
     sha256_of,
+    store_filesystem,
     store_url,
     to_bool,
     translate_errors,
@@ -161,7 +162,8 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         original = as_table(self.original, "original")
         surrogate = as_path(self.surrogate, "surrogate")
         out_dir = as_path(self.out_dir, "out_dir") if self.out_dir else surrogate.parent
-        root = store_url(as_path(self.store, "store"))
+        store_path = as_path(self.store, "store")
+        root, fs = store_url(store_path), store_filesystem(store_path)
         seed = resolve_seed(self.random_state, context)
         overrides = policy_overrides(self.policy)
         with translate_errors(f"Cannot gate {surrogate}"), \
@@ -171,7 +173,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
             if not name:
                 raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
                                      "give NAME@VERSION, or 'latest' with name=.")
-            store = ArtefactStore(root)
+            store = ArtefactStore(root, fs=fs)
             version = store.resolve(name, version)
             artefact_path = store.location(name, version).path
             ref = f"{root.rstrip('/')}/{name}@{version}"
@@ -184,11 +186,11 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
             with local_table(original) as orig, local_input(surrogate) as surr, \
                     _local_dir(out_dir) as outputs:
                 result = validate_surrogate(orig, surr, ref, policy=overrides,
-                                            out_dir=outputs, random_state=seed,
+                                            out_dir=outputs, random_state=seed, fs=fs,
                                             remedies=to_bool(self.remedies, "remedies"))
                 # a database original exists only as this temporary dump
                 release_report = self._write_report(
-                    ref, orig if isinstance(original, TableRef) else original, surrogate,
+                    ref, fs, orig if isinstance(original, TableRef) else original, surrogate,
                     out_dir)
         # The receipt names the bytes the gate judged: the library hashed the file it
         # read (before and after judging it); the staged file must still be those bytes.
@@ -251,7 +253,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                          if isinstance(e["observed_value"], (int, float, str, bool))},
         })
 
-    def _write_report(self, ref: str, original: ObjectStoragePath | str,
+    def _write_report(self, ref: str, fs: Any, original: ObjectStoragePath | str,
                       surrogate: ObjectStoragePath, out_dir: ObjectStoragePath) -> str | None:
         """The release report beside the Data Docs (``<stem>.report/index.html``).
 
@@ -259,6 +261,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         cannot be written is logged and does not decide the release.
         """
         from astrid_airflow._errors import AstridError
+        from astrid_airflow._fs import using
         from astrid_airflow._report import write_report
 
         target = out_dir / f"{surrogate.stem}.report"
@@ -269,12 +272,13 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         metrics = load_json(metrics_file.read_bytes(), str(metrics_file))["metrics"] \
             if metrics_file.exists() else None
         try:
-            written = write_report(
-                ref, _url(target),
-                original=original if isinstance(original, str) else _url(original),
-                surrogate=_url(surrogate),
-                surrogate_metrics=metrics,
-                data_docs=f"../{surrogate.stem}.validation.html", overwrite=True)
+            with using(fs):  # the artefact read through the store's connection
+                written = write_report(
+                    ref, _url(target),
+                    original=original if isinstance(original, str) else _url(original),
+                    surrogate=_url(surrogate),
+                    surrogate_metrics=metrics,
+                    data_docs=f"../{surrogate.stem}.validation.html", overwrite=True)
         except (AstridError, OSError) as exc:
             self.log.warning("No release report for %s: %s", surrogate, exc)
             return None

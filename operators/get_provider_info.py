@@ -20,6 +20,12 @@ def get_provider_info() -> dict:
         "versions": [__version__],
         "integrations": [{"integration-name": "ASTRID", "tags": ["software"]}],
         "operators": [{"integration-name": "ASTRID", "python-modules": modules}],
+        # the typed/atomic PostgreSQL path; it uses the postgres connection type, so no
+        # connection type of its own
+        "hooks": [{"integration-name": "ASTRID",
+                   "python-modules": ["astrid_airflow.operators.hooks"]}],
+        "triggers": [{"integration-name": "ASTRID",
+                      "python-modules": ["astrid_airflow.operators.triggers"]}],
         "extra-links": [
             "astrid_airflow.operators.links.DataDocsLink",
             "astrid_airflow.operators.links.ReleaseReportLink",

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
 
 from ._common import (
     as_path,
@@ -21,6 +22,7 @@ from ._common import (
     policy_overrides,
     resolve_seed,
     run_timestamp,
+    store_filesystem,
     store_url,
     to_bool,
     to_float,
@@ -103,6 +105,13 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Choose and record the release of least utility loss within the policy
         (:func:`~astrid_airflow.choose_release`, as ``astrid learn --store``);
         ``False`` records the learned grouping without a recipe (templated).
+    deferrable : bool, default False
+        With a Dask ``scheduler``: start the whole search on the cluster and defer to
+        ``DaskRunTrigger`` (the triggerer polls it every ``poll_interval`` seconds), so
+        the task holds no worker slot meanwhile; on resume the table is read again and
+        must be unchanged (templated).
+    poll_interval : float, default 10
+        Seconds between the trigger's status checks.
     link_base_url : dict or str, optional
         Storage prefix → public base URL of the "Artefact" extra link (see
         ``astrid_airflow.operators.links``).
@@ -128,7 +137,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
         "remedies",
-        "n_jobs", "max_seconds", "sample",
+        "n_jobs", "max_seconds", "sample", "deferrable",
     )
     ui_color = "#e8d8f0"
     operator_extra_links = (ArtefactLink(),)
@@ -141,7 +150,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                  adaptive: bool | str = False, remedies: bool | str = True,
                  link_base_url: Any = None,
                  max_seconds: float | str | None = 4 * 3600,
-                 sample: int | str | None = "auto", **kwargs: Any) -> None:
+                 sample: int | str | None = "auto", deferrable: bool | str = False,
+                 poll_interval: float = 10.0, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         # our defaults yield to explicit arguments and to the DAG's default_args
         defaults = {"execution_timeout": LEARN_EXECUTION_TIMEOUT}
@@ -171,6 +181,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.link_base_url = link_base_url
         self.max_seconds = max_seconds
         self.sample = sample
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow._artefact import fingerprint_table
@@ -181,7 +193,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         from astrid_airflow._store import ArtefactStore
 
         reference = as_table(self.reference, "reference")
-        root = store_url(as_path(self.store, "store"))
+        store_path = as_path(self.store, "store")
+        root, fs = store_url(store_path), store_filesystem(store_path)
         name = str(self.name)
         target = str(self.target)
         force = to_bool(self.force, "force")
@@ -195,7 +208,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 check_table(table, target)
                 table = drop_missing_and_constant(table, target)
             check_table(table, target)
-            store = ArtefactStore(root)
+            store = ArtefactStore(root, fs=fs)
             fingerprint = fingerprint_table(table)
             try:
                 latest = store.latest(name)
@@ -224,11 +237,11 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                             # progress lines (estimate, fits, time left) in the task log
                             progress=None)
             if self.scheduler:
-                from astrid_airflow._dask import astrid_on_dask
-
-                result = astrid_on_dask(table, scheduler=str(self.scheduler), **settings)
+                result = self._on_dask(table, fingerprint, settings)
             else:
                 result = astrid(table, n_jobs=to_int(self.n_jobs, "n_jobs"), **settings)
+            # the per-k table the CLI prints: the reviewer's view of why this k
+            self.log.info("ASTRID result for %s:\n%s", name, result.format_table())
             from astrid_airflow._choice import choose_release
 
             artefact = choose_release(table, result, policy=policy,
@@ -250,6 +263,35 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         emit_alias_events(self, context, root=root, name=name, extra={
             "artefact": payload["artefact"], "path": payload["path"]})
         return payload
+
+    def _on_dask(self, table: Any, fingerprint: Mapping[str, Any],
+                 settings: dict[str, Any]) -> Any:
+        """The search on the Dask cluster: waited for here, or deferred (slot freed)."""
+        from astrid_airflow._dask import astrid_on_dask, collect_astrid, submit_astrid
+
+        scheduler = str(self.scheduler)
+        resumed = getattr(self, "_resumed", None)
+        if resumed is not None:  # back from the triggerer: the run has ended
+            if resumed.get("fingerprint") != fingerprint["sha256"]:
+                raise AirflowFailException("The reference table changed while the cluster "
+                                           "learned; not saving a grouping of other data.")
+            return collect_astrid(scheduler, resumed["key"])  # raises the run's error
+        if not to_bool(self.deferrable, "deferrable"):
+            return astrid_on_dask(table, scheduler=scheduler, **settings)
+        from .triggers import DaskRunTrigger
+
+        key = submit_astrid(table, scheduler=scheduler, **settings)
+        self.log.info("ASTRID run %s started on %s; deferring (worker slot freed).", key,
+                      scheduler)
+        self.defer(trigger=DaskRunTrigger(scheduler, key, poll_interval=self.poll_interval),
+                   method_name="execute_complete",
+                   kwargs={"fingerprint": fingerprint["sha256"]})
+
+    def execute_complete(self, context: Any, event: Mapping[str, Any],
+                         fingerprint: str | None = None) -> dict[str, Any]:
+        """Resume after ``DaskRunTrigger``: re-read the table, collect, save as usual."""
+        self._resumed = {**dict(event), "fingerprint": fingerprint}
+        return self.execute(context)
 
     @staticmethod
     def _payload(store: Any, name: str, version: str, artefact: Any, *, learned: bool,

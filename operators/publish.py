@@ -55,7 +55,7 @@ from ._lineage import RecordsLineage
 from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
 from .shuffle import metrics_path
-from .sql import TableRef, as_table, database_source, sql_errors
+from .sql import TableRef, as_table, publish_to_table, sql_errors
 
 __all__ = ["PublishSurrogateOperator", "release_id_from_run"]
 
@@ -304,8 +304,6 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
                        receipt: dict[str, Any], digest: str, release_id: str) -> dict[str, Any]:
         """Load the gated file into a staging table and swap it in, in one transaction."""
         from astrid_airflow._release import decide_release, release_time
-        from astrid_airflow._sql import publish_table
-
         lock_timeout = to_float(self.lock_timeout, "lock_timeout")
         now = _dt.datetime.now(_dt.UTC)
         published_at = now.isoformat(timespec="seconds")
@@ -329,8 +327,8 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         with translate_errors(f"Cannot publish {surrogate} to {destination}"), \
                 sql_errors(f"Cannot publish {surrogate} to {destination}"), \
                 local_input(surrogate) as local:
-            info = publish_table(local, database_source(destination), comment=comment,
-                                 lock_timeout=lock_timeout, guard=guard)
+            info = publish_to_table(local, destination, comment=comment,
+                                    lock_timeout=lock_timeout, guard=guard)
         manifest_path = surrogate.parent / f"{surrogate.stem}.release.json"
         manifest = {
             "release_id": release_id,

@@ -21,6 +21,7 @@ from ._common import (
     json_small,
     local_output,
     resolve_seed,
+    store_filesystem,
     store_url,
     to_bool,
     translate_errors,
@@ -140,7 +141,8 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
 
         table = as_table(self.table, "table")
         out = as_path(self.out, "out")
-        root = store_url(as_path(self.store, "store"))
+        store_path = as_path(self.store, "store")
+        root, fs = store_url(store_path), store_filesystem(store_path)
         seed = resolve_seed(self.random_state, context)
         utility = to_bool(self.utility, "utility")
         remedies = to_bool(self.remedies, "remedies")
@@ -152,7 +154,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
             if not name:
                 raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
                                      "give NAME@VERSION, or 'latest' with name=.")
-            store = ArtefactStore(root)
+            store = ArtefactStore(root, fs=fs)
             version = store.resolve(name, version)
             artefact = store.load(name, version)
             engine = str(self.engine)

@@ -40,8 +40,11 @@ __all__ = [
     "TableRef",
     "as_table",
     "database_source",
+    "dbapi_hook",
+    "hook_dialect",
     "is_table_ref",
     "local_table",
+    "publish_to_table",
     "sql_errors",
     "sql_query",
     "sql_table",
@@ -123,21 +126,62 @@ def as_table(value: object, name: str) -> Any:
     return as_path(value, name)
 
 
+# conn_type -> the library's dialect name, where the two differ
+_DIALECTS = {"postgres": "postgresql", "gcpbigquery": "bigquery", "google_cloud_platform":
+             "bigquery"}
+
+
+def _connection(ref: TableRef) -> Any:
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        return BaseHook.get_connection(ref.conn_id)
+    except AirflowNotFoundException:
+        raise AirflowFailException(f"Airflow connection {ref.conn_id!r} is not defined "
+                                   f"(needed by {ref}).") from None
+
+
+def dbapi_hook(ref: TableRef) -> Any:
+    """The connection's common.sql ``DbApiHook`` when it is not PostgreSQL, else None.
+
+    PostgreSQL keeps the library's psycopg path (typed columns, ``COPY``, grants, table
+    comment: what the DB-API cannot carry); every other engine with a ``DbApiHook``
+    (SQLite, MySQL, Snowflake, BigQuery, Trino...) goes through the hook's connection.
+    """
+    if ref.conn_id is None:  # a plain postgresql:// URL
+        return None
+    connection = _connection(ref)
+    if connection.conn_type in ("postgres", "postgresql", "astrid_postgres"):
+        return None
+    from airflow.providers.common.sql.hooks.sql import DbApiHook
+
+    try:
+        hook = connection.get_hook()
+    except AirflowException as exc:  # no provider installed for this connection type
+        raise AirflowFailException(
+            f"Connection {ref.conn_id!r} ({connection.conn_type}) has no common.sql "
+            f"DbApiHook ({exc}): install the engine's provider.") from None
+    if not isinstance(hook, DbApiHook):
+        raise AirflowFailException(
+            f"Connection {ref.conn_id!r} ({connection.conn_type}) has no common.sql "
+            f"DbApiHook ({type(hook).__name__}): it cannot be a table source or release.")
+    return hook
+
+
+def hook_dialect(hook: Any) -> str:
+    """The library's dialect name of a hook's connection (``sqlite``, ``mysql``...)."""
+    conn_type = getattr(hook, "conn_type", None) or ""
+    return _DIALECTS.get(conn_type, conn_type)
+
+
 def database_source(ref: TableRef) -> Any:
     """The library's ``SqlSource`` for ``ref`` (the connection resolved through its hook)."""
     from astrid_airflow._sql import sql_source
 
     if ref.conn_id is None:
         return sql_source(ref.text)
-    from airflow.sdk import BaseHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
-
-    try:
-        connection = BaseHook.get_connection(ref.conn_id)
-    except AirflowNotFoundException:
-        raise AirflowFailException(f"Airflow connection {ref.conn_id!r} is not defined "
-                                   f"(needed by {ref}).") from None
-    hook = connection.get_hook()
+    hook = _connection(ref).get_hook()
     url = getattr(hook, "sqlalchemy_url", None)
     if url is None:
         from sqlalchemy.engine import make_url
@@ -159,11 +203,41 @@ def local_table(value: Any, *, chunk_rows: int | None = None) -> Iterator[str]:
         return
     from astrid_airflow._sql import CHUNK_ROWS, sql_to_parquet
 
-    source = database_source(value)
+    hook = dbapi_hook(value)
     with tempfile.TemporaryDirectory(prefix="astrid_sql_") as tmp:
         path = os.path.join(tmp, "table.parquet")
-        sql_to_parquet(source, path, chunk_rows=chunk_rows or CHUNK_ROWS)
+        if hook is not None:
+            from astrid_airflow._dbapi import read_dbapi_to_parquet
+
+            read_dbapi_to_parquet(hook.get_conn, path, table=value.table, query=value.query,
+                                  dialect=hook_dialect(hook),
+                                  chunk_rows=chunk_rows or CHUNK_ROWS)
+        else:
+            sql_to_parquet(database_source(value), path, chunk_rows=chunk_rows or CHUNK_ROWS)
         yield path
+
+
+def publish_to_table(local: str, destination: TableRef, *, comment: Any,
+                     lock_timeout: float | None, guard: Any) -> dict[str, Any]:
+    """Publish the gated file ``local`` as ``destination`` with the engine's atomic swap.
+
+    PostgreSQL: the library's one-transaction staging + rename (``_sql.publish_table``).
+    Other engines: ``_dbapi.publish_dbapi`` through the connection's ``DbApiHook``, which
+    refuses (``SqlPublishError``) an engine without a transactional swap.
+    """
+    hook = dbapi_hook(destination)
+    if hook is None:
+        from astrid_airflow._sql import publish_table
+
+        return publish_table(local, database_source(destination), comment=comment,
+                             lock_timeout=lock_timeout, guard=guard)
+    from astrid_airflow._dbapi import publish_dbapi
+
+    if not destination.table:
+        raise AirflowFailException(f"Cannot publish to {destination}: name a table, not a "
+                                   "query.")
+    return publish_dbapi(local, hook.get_conn, destination.table,
+                         dialect=hook_dialect(hook), comment=comment, guard=guard)
 
 
 @contextlib.contextmanager

@@ -71,3 +71,33 @@ def test_extra_links_are_registered_and_cover_every_operators_links():
     assert {link.name for link in SurrogateGateOperator.operator_extra_links} == {
         "Data Docs", "Release report", "Artefact"}
     assert "link_base_url" in info["config"]["astrid"]["options"]
+
+
+def test_airflow_providers_get_lists_everything_registered(tmp_path):
+    """``airflow providers get astrid-airflow --full``: what Airflow registered from us.
+
+    Every key of ``get_provider_info()`` comes back unchanged, plus the
+    ``documentation-url`` Airflow 3.3 takes from ``[project.urls] Documentation``.
+    """
+    from importlib.metadata import distribution
+
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path),
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    bin_dir = Path(sys.executable).parent
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    out = subprocess.run([str(bin_dir / "airflow"), "providers", "get", "astrid-airflow",
+                          "--full", "--output", "json"],
+                         env=env, capture_output=True, text=True, timeout=180, check=True)
+    (got,) = json.loads(out.stdout[out.stdout.index("["):])
+    info = get_provider_info()
+    for key, value in info.items():
+        if key == "description":  # Airflow strips the trailing full stop
+            assert got[key].rstrip(".") == value.rstrip(".")
+        else:
+            assert got[key] == value, key
+    urls = dict(u.split(", ", 1) for u in
+                distribution("astrid-airflow").metadata.get_all("Project-URL"))
+    assert got["documentation-url"] == urls["Documentation"]
+    assert got["documentation-url"].endswith("/docs/airflow.md")
+    for key in ("operators", "extra-links", "config"):
+        assert got[key], key

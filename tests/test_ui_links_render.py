@@ -1,0 +1,157 @@
+"""A finished run's task page in Airflow's own UI shows the ASTRID extra links.
+
+One publishing run with ``dag.test()`` (its XComs, links included, land in the test
+session's SQLite metadata DB), then a real ``airflow api-server`` on that DB, and headless
+Chromium on the gate task's Details tab of the React UI: the rendered DOM must carry the three
+link buttons ("Data Docs", "Release report", "Artefact") and the screenshot is saved
+under ``test-artifacts/`` for a reviewer.
+
+The UI renders a link only if it is http(s), mailto or on the UI's own origin: the
+``file://`` locations a local deployment links to by default are dropped (the REST
+answer still has them). So the run is made with ``[astrid] link_base_url`` mapping the
+demo root to an https base, as a deployment serving the files would (links resolve when
+the task ends, so the setting belongs to the workers, not to the API server). The simple auth
+manager runs with ``all_admins`` so the browser needs no login (local API server, test
+DB only).
+
+Under CI (``CI=true``) a missing Chromium fails the test instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import types
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(n)), None)
+ARTIFACTS = REPO / "test-artifacts"
+PUBLISH = "astrid_publish_synthetic"
+LINKS = ("Data Docs", "Release report", "Artefact")
+FILES = "https://files.example.invalid/astrid"  # never fetched: the links are only rendered
+
+pytestmark = pytest.mark.airflow
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    if CHROMIUM is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Chromium is required under CI (apt-get install chromium)")
+        pytest.skip("no Chromium on this machine")
+    return CHROMIUM
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def finished_run(airflow_db, tmp_path_factory):
+    """A successful publishing run recorded in the session's metadata DB."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    root = tmp_path_factory.mktemp("astrid_demo")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASTRID_DEMO_ROOT", str(root))
+        # links resolve when the task ends, in the worker: the setting belongs there
+        mp.setenv("AIRFLOW__ASTRID__LINK_BASE_URL", f"{root}={FILES}")
+        bag = DagBag(dag_folder=str(REPO / "dags"))
+        assert bag.import_errors == {}
+        dr = bag.dags[PUBLISH].test(run_conf={"seed": 1})
+    assert str(dr.state) == "success"
+    return types.SimpleNamespace(dr=dr, root=root)
+
+
+@pytest.fixture(scope="module")
+def api_server(finished_run, tmp_path_factory):
+    """``airflow api-server`` on the test DB; stopped (its process group) afterwards."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("api") / "api-server.log"
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
+           "AIRFLOW__API__BASE_URL": base,
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(bin_dir / "airflow"), "api-server", "--port", str(port)],
+                                env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/v2/monitor/health", timeout=5):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"api-server did not start:\n{log.read_text()[-3000:]}")
+                time.sleep(1)
+        yield base
+    finally:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+def _chromium(binary: str, url: str, *extra: str) -> str:
+    with tempfile.TemporaryDirectory() as profile:
+        cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu",
+               "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+               # React fetches the task instance and its links after load
+               "--virtual-time-budget=30000", "--window-size=1400,1000", *extra, url]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_task_page_shows_the_extra_links(chromium, api_server, finished_run):
+    run_id = urllib.parse.quote(finished_run.dr.run_id, safe="")
+    # the task instance's Details tab renders the extra links (as buttons: <a>)
+    url = f"{api_server}/dags/{PUBLISH}/runs/{run_id}/tasks/gate/details"
+    # what the UI's query reads (the all-admins middleware authorises the request)
+    rest = f"{api_server}/api/v2/dags/{PUBLISH}/dagRuns/{run_id}/taskInstances/gate/links"
+    try:
+        with urllib.request.urlopen(rest, timeout=30) as answer:
+            served = json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        served = {"status": exc.code, "body": exc.read().decode(errors="replace")[:2000]}
+    (ARTIFACTS / "ui_gate_task_links.json").parent.mkdir(exist_ok=True)
+    (ARTIFACTS / "ui_gate_task_links.json").write_text(json.dumps(served, indent=2))
+    links = served.get("extra_links", {})
+    assert set(links) == set(LINKS), served
+    assert all(links[name].startswith(FILES + "/") for name in LINKS), served
+    dom = _chromium(chromium, url, "--dump-dom")
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "ui_gate_task_links.html").write_text(dom)
+    anchors = dict((text, href) for href, text in
+                   re.findall(r'<a\b[^>]*\bhref="([^"]+)"[^>]*>([^<]+)</a>', dom))
+    missing = [name for name in LINKS if name not in anchors]
+    assert not missing, (missing, anchors)
+    assert all(anchors[name].startswith(FILES + "/") for name in LINKS), anchors
+    assert anchors["Data Docs"].endswith("/surrogate.validation.html"), anchors
+    png = ARTIFACTS / "ui_gate_task_links.png"
+    png.unlink(missing_ok=True)
+    _chromium(chromium, url, f"--screenshot={png}")
+    assert png.is_file() and png.stat().st_size > 10_000  # a rendered page, not a blank
