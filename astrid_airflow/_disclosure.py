@@ -669,15 +669,21 @@ def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | Non
     n_o = sources[0].num_rows
     fraction = min(1.0, PAIR_SAMPLE_ROWS / n_o)
     threshold = min(int(fraction * 2.0 ** 64), 2 ** 64 - 1)
-    groups, big = [], []
-    for g in grouping.groups:
-        keys = [(row_hashes(s, g) & ~mask) | c.astype(_U64) for s, c in zip(sources, classes)]
+    cls_u64 = [c.astype(_U64) for c in classes]
+
+    def prepare(g: Sequence[str]) -> tuple[GroupDisclosure | None, _Big | None]:
+        keys = [(row_hashes(s, g) & ~mask) | c for s, c in zip(sources, cls_u64)]
         measured, n_keys_r = _sorted_measures(g, keys[released], bits, k)
-        if measured is not None:
-            groups.append(measured)
-        if with_pairs:
-            big.append(_prepare_big(keys, n_keys_r, threshold))
-        del keys
+        return measured, _prepare_big(keys, n_keys_r, threshold) if with_pairs else None
+
+    # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); map
+    # keeps the order and nothing is random, so the result is the same for any n_jobs.
+    pool = ThreadPoolExecutor(max_workers=_workers(n_jobs))
+    with pool:
+        prepared = list(pool.map(prepare, grouping.groups))
+    groups = [m for m, _ in prepared if m is not None]
+    big = [b for _, b in prepared]
+    del prepared
     out_pairs: list[PairLinkage] = []
     if not with_pairs:
         return groups, out_pairs
@@ -702,8 +708,6 @@ def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | Non
                            sd_linked_share=sd, n_rows=n_r, sample_fraction=fraction)
 
     todo = [(i, j) for i in range(len(big)) for j in range(i + 1, len(big))]
-    # Threads: numpy's sorts and gathers release the GIL; map keeps the pair order and
-    # nothing is random, so the result is the same for any n_jobs.
     with ThreadPoolExecutor(max_workers=_workers(n_jobs)) as pool:
         out_pairs.extend(pool.map(one, todo))
     return groups, out_pairs
