@@ -520,6 +520,7 @@ class _Big:
     h32: list[np.ndarray] | None
     k_o: np.ndarray | None
     rows: list[np.ndarray] | None
+    class_of: np.ndarray | None      # class code of each code (with ``codes``)
 
     def ids(self, table: int, at: np.ndarray) -> np.ndarray:
         src = self.codes if self.codes is not None else self.h32
@@ -551,7 +552,8 @@ def _sorted_measures(columns: Sequence[str], key_r: np.ndarray, bits: int, k: in
         int(starts.shape[0])
 
 
-def _prepare_big(keys: list[np.ndarray], n_keys_r: int, threshold: int) -> _Big:
+def _prepare_big(keys: list[np.ndarray], n_keys_r: int, threshold: int, mask: np.uint64
+                 ) -> _Big:
     """Codes or 32-bit hashes, K per original row and the key sample of one group."""
     key_o = keys[0]
     n_o = key_o.shape[0]
@@ -562,7 +564,7 @@ def _prepare_big(keys: list[np.ndarray], n_keys_r: int, threshold: int) -> _Big:
             codes = [codes[:n_o].astype(dt), codes[n_o:].astype(dt)]
             return _Big(n_keys=int(uniq.shape[0]), codes=codes,
                         counts_o=np.bincount(codes[0], minlength=uniq.shape[0]),
-                        h32=None, k_o=None, rows=None)
+                        h32=None, k_o=None, rows=None, class_of=(uniq & mask).astype(np.int64))
         del codes, uniq
     mixed = [_splitmix(key) for key in keys]
     s = np.sort(key_o)
@@ -579,7 +581,7 @@ def _prepare_big(keys: list[np.ndarray], n_keys_r: int, threshold: int) -> _Big:
     rows = [np.flatnonzero(m < _U64(threshold)) for m in mixed]
     h32 = [(m >> _U64(32)).astype(np.uint32) for m in mixed]
     return _Big(n_keys=max(n_keys_o, n_keys_r), codes=None, counts_o=None, h32=h32,
-                k_o=k_o, rows=rows)
+                k_o=k_o, rows=rows, class_of=None)
 
 
 def _pair_small(a: _Big, b: _Big, cls: np.ndarray, class_size: np.ndarray, n: int
@@ -600,9 +602,7 @@ def _pair_small(a: _Big, b: _Big, cls: np.ndarray, class_size: np.ndarray, n: in
         key, m = np.unique(ko, return_counts=True)
     del kr
     ca, cb = key // width, key % width
-    first = np.full(a.n_keys, -1, np.int64)  # class of a code: that of any row holding it
-    first[a.codes[0][::-1]] = np.arange(n)[::-1]
-    e, v = _keyed_moments(class_size[cls[first[ca]]], a.counts_o[ca], b.counts_o[cb], m)
+    e, v = _keyed_moments(class_size[a.class_of[ca]], a.counts_o[ca], b.counts_o[cb], m)
     return linked, e, v
 
 
@@ -674,7 +674,7 @@ def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | Non
     def prepare(g: Sequence[str]) -> tuple[GroupDisclosure | None, _Big | None]:
         keys = [(row_hashes(s, g) & ~mask) | c for s, c in zip(sources, cls_u64)]
         measured, n_keys_r = _sorted_measures(g, keys[released], bits, k)
-        return measured, _prepare_big(keys, n_keys_r, threshold) if with_pairs else None
+        return measured, _prepare_big(keys, n_keys_r, threshold, mask) if with_pairs else None
 
     # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); map
     # keeps the order and nothing is random, so the result is the same for any n_jobs.
