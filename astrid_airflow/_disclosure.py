@@ -29,7 +29,9 @@ column by column from Arrow): one sort per group, then O(n) gathers per pair.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, ParameterError
-from ._metrics import _Source, _source, row_hashes
+from ._metrics import _Source, _source, _splitmix, row_hashes
 from ._surrogate import resolve_grouping
 from ._validation import check_positive_int
 
@@ -64,6 +66,11 @@ LINKAGE_Z = 6.0
 # A pair's (a, b) keys are counted with bincount when there are at most this many
 # possible keys (factor x rows + slack), else by sorting.
 _DENSE_FACTOR, _DENSE_SLACK = 4, 1024
+#: Above this many original rows, pairs are measured on a sample of keys holding about
+#: this many rows (per-group measures stay exact); see :func:`_risk_large`.
+PAIR_SAMPLE_ROWS = 200_000
+# A group with at most this many keys in the release is coded exactly (joint codes).
+_SMALL_KEYS = 4096
 
 
 # ---------------------------------------------------------------------------- results
@@ -133,6 +140,7 @@ class PairLinkage:
     expected_linked_share: float
     sd_linked_share: float = 0.0
     n_rows: int = 0
+    sample_fraction: float = 1.0
 
     @property
     def excess(self) -> float:
@@ -147,7 +155,7 @@ class PairLinkage:
         return {"groups": [list(g) for g in self.groups], "linked_share": self.linked_share,
                 "expected_linked_share": self.expected_linked_share,
                 "sd_linked_share": self.sd_linked_share, "excess": self.excess,
-                "n_rows": self.n_rows}
+                "n_rows": self.n_rows, "sample_fraction": self.sample_fraction}
 
 
 @dataclass(frozen=True)
@@ -348,6 +356,23 @@ def _keyed_moments(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray, m: np.ndarra
     return float(np.dot(mean, weight)), float(np.dot(var, weight))
 
 
+def _moments_per_key(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray, m: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_min_hypergeometric_moments` per key, the tail sums computed once per
+    distinct (n_c, K_a, K_b, m) among the keys that need them (m < min(K_a, K_b))."""
+    n, k_a, k_b, m = (np.asarray(v, dtype=np.int64) for v in (n, k_a, k_b, m))
+    mean = k_a * k_b / n
+    var = mean * (n - k_a) * (n - k_b) / (n * np.maximum(n - 1, 1))
+    need = np.flatnonzero(m < np.minimum(k_a, k_b))
+    if need.size:
+        tup = np.stack([n[need], k_a[need], k_b[need], m[need]], axis=1)
+        uniq, inv = np.unique(tup, axis=0, return_inverse=True)
+        mu, vu = _min_hypergeometric_moments(*uniq.T)
+        inv = inv.ravel()
+        mean[need], var[need] = mu[inv], vu[inv]
+    return mean, var
+
+
 @dataclass
 class _Linkable:
     """One group prepared for pairing (arrays per row, kept compact).
@@ -478,6 +503,216 @@ def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
     return linked, expected, variance
 
 
+# ------------------------------------------------------- large tables: sampled pairs
+
+@dataclass
+class _Big:
+    """One group of a large table, prepared for sampled pairing (see :func:`_risk_large`).
+
+    ``codes`` (joint, both tables) for a group with few keys, else 32-bit key hashes;
+    ``k_o`` the original's rows per key on each original row (None: all 1); ``rows``
+    the rows of each table whose key is in the group's key sample.
+    """
+
+    n_keys: int
+    codes: list[np.ndarray] | None
+    counts_o: np.ndarray | None      # rows per code in the original (with ``codes``)
+    h32: list[np.ndarray] | None
+    k_o: np.ndarray | None
+    rows: list[np.ndarray] | None
+    class_of: np.ndarray | None      # class code of each code (with ``codes``)
+
+    def ids(self, table: int, at: np.ndarray) -> np.ndarray:
+        src = self.codes if self.codes is not None else self.h32
+        return src[table][at].astype(_U64)
+
+    def k_of(self, at: np.ndarray) -> np.ndarray:
+        if self.codes is not None:
+            return self.counts_o[self.codes[0][at]]
+        return np.ones(at.shape[0], np.int64) if self.k_o is None else self.k_o[at]
+
+
+def _sorted_measures(columns: Sequence[str], key_r: np.ndarray, bits: int, k: int | None
+                     ) -> tuple[GroupDisclosure | None, int]:
+    """Per-group measures of the release from its sorted (value hash | class) keys, and
+    the number of distinct keys (one sort instead of a hash table: faster at 10^7)."""
+    s = np.sort(key_r)
+    n = s.shape[0]
+    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+    if k is None:
+        return None, int(starts.shape[0])
+    cnt = np.diff(np.r_[starts, n])
+    val = s[starts] >> _U64(bits)
+    vid = np.cumsum(np.r_[True, val[1:] != val[:-1]]) - 1
+    disclosed = np.bincount(vid)[vid] == 1
+    return GroupDisclosure(
+        columns=tuple(columns), k=k, k_min=int(cnt.min()),
+        share_below_k=float(cnt[cnt < k].sum() / n),
+        class_disclosure_share=float(cnt[disclosed].sum() / n), n_rows=n), \
+        int(starts.shape[0])
+
+
+def _prepare_big(keys: list[np.ndarray], n_keys_r: int, threshold: int, mask: np.uint64
+                 ) -> _Big:
+    """Codes or 32-bit hashes, K per original row and the key sample of one group."""
+    key_o = keys[0]
+    n_o = key_o.shape[0]
+    if n_keys_r <= _SMALL_KEYS:  # few keys (a category): exact joint codes
+        codes, uniq = pd.factorize(np.concatenate(keys))
+        if uniq.shape[0] <= 4 * _SMALL_KEYS:
+            dt = _code_dtype(uniq.shape[0])
+            codes = [codes[:n_o].astype(dt), codes[n_o:].astype(dt)]
+            return _Big(n_keys=int(uniq.shape[0]), codes=codes,
+                        counts_o=np.bincount(codes[0], minlength=uniq.shape[0]),
+                        h32=None, k_o=None, rows=None, class_of=(uniq & mask).astype(np.int64))
+        del codes, uniq
+    mixed = [_splitmix(key) for key in keys]
+    s = np.sort(key_o)
+    distinct_o = bool((s[1:] != s[:-1]).all())
+    n_keys_o = n_o if distinct_o else int(np.count_nonzero(s[1:] != s[:-1])) + 1
+    del s
+    k_o = None
+    if not distinct_o:
+        codes, uniq = pd.factorize(key_o)
+        k_o = np.bincount(codes).astype(np.uint32)[codes]
+        del codes, uniq
+    # A key is sampled when its hash falls below the threshold: a function of the key,
+    # so every row holding a sampled key is in, in both tables.
+    rows = [np.flatnonzero(m < _U64(threshold)) for m in mixed]
+    h32 = [(m >> _U64(32)).astype(np.uint32) for m in mixed]
+    return _Big(n_keys=max(n_keys_o, n_keys_r), codes=None, counts_o=None, h32=h32,
+                k_o=k_o, rows=rows, class_of=None)
+
+
+def _pair_small(a: _Big, b: _Big, cls: np.ndarray, class_size: np.ndarray, n: int
+                ) -> tuple[int, float, float]:
+    """Exact linked count, expectation and variance of two few-key groups (counted by
+    table)."""
+    width = b.n_keys
+    size = a.n_keys * width
+    ko = a.codes[0].astype(np.int64) * width + b.codes[0]
+    kr = a.codes[1].astype(np.int64) * width + b.codes[1]
+    if size <= _DENSE_FACTOR * n + _DENSE_SLACK:
+        m = np.bincount(ko, minlength=size)
+        linked = int(np.minimum(m, np.bincount(kr, minlength=size)).sum())
+        key = np.flatnonzero(m)
+        m = m[key]
+    else:
+        linked = _multiset_common(ko, kr)
+        key, m = np.unique(ko, return_counts=True)
+    del kr
+    ca, cb = key // width, key % width
+    e, v = _keyed_moments(class_size[a.class_of[ca]], a.counts_o[ca], b.counts_o[cb], m)
+    return linked, e, v
+
+
+def _pair_sampled(a: _Big, b: _Big, cls: np.ndarray, class_size: np.ndarray,
+                  fraction: float) -> tuple[float, float, float, int]:
+    """Linked share, its expectation and sd on the keys sampled by group ``a``.
+
+    Observed and expected are sums over the same sampled keys, so under the artefact's
+    shuffle their difference has mean 0 and the keyed variance, whatever keys were
+    sampled; the sampling variance of the share (clusters = ``a``'s keys) is added.
+    """
+    ro, rr = a.rows
+    n_s = ro.shape[0]
+    if n_s == 0:
+        return 0.0, 0.0, 0.0, 0
+    ko = (a.h32[0][ro].astype(_U64) << _U64(32)) | b.ids(0, ro)
+    kr = (a.h32[1][rr].astype(_U64) << _U64(32)) | b.ids(1, rr)
+    order = np.argsort(ko)  # SIMD argsort; any row of a key gives its K_a, K_b, class
+    ko = ko[order]
+    starts = np.flatnonzero(np.r_[True, ko[1:] != ko[:-1]])
+    uo, m = ko[starts], np.diff(np.r_[starts, n_s])
+    at = ro[order[starts]]
+    del order, ko
+    kr.sort()
+    cr = np.searchsorted(kr, uo, side="right") - np.searchsorted(kr, uo, side="left")
+    linked = np.minimum(m, cr)
+    mean, var = _moments_per_key(class_size[cls[at]], a.k_of(at), b.k_of(at), m)
+    linked_s, exp_s = float(linked.sum()), float(mean.sum())
+    excess = (linked_s - exp_s) / n_s
+    # clusters: a's keys (the high 32 bits, sorted with uo)
+    hi = uo >> _U64(32)
+    starts = np.flatnonzero(np.r_[True, hi[1:] != hi[:-1]])
+    d = np.add.reduceat(linked - mean - excess * m, starts)
+    var_sample = (1.0 - fraction) * float(np.dot(d, d)) / n_s ** 2
+    sd = math.sqrt(max(float(var.sum()), 0.0) / n_s ** 2 + var_sample)
+    return linked_s / n_s, min(1.0, exp_s / n_s), sd, n_s
+
+
+def _workers(n_jobs: int | None) -> int:
+    """Threads for ``n_jobs``: None or <= 0 means every core."""
+    if n_jobs is None or n_jobs <= 0:
+        return max(1, os.cpu_count() or 1)
+    return int(n_jobs)
+
+
+def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | None,
+                pairs: bool, n_jobs: int | None = None
+                ) -> tuple[list[GroupDisclosure], list[PairLinkage]]:
+    """:func:`_risk` for tables of more than :data:`PAIR_SAMPLE_ROWS` rows.
+
+    Per-group measures stay exact (one sort of the release's keys per group). A pair's
+    linkage is exact when both groups have few keys (counted by table); otherwise it is
+    measured on a sample of the keys of the group with more keys: every key whose hash
+    falls below ``PAIR_SAMPLE_ROWS / n``, with all rows holding it in both tables.
+    """
+    classes, n_classes = _class_codes(sources, target)
+    bits = max(1, int(n_classes - 1).bit_length())
+    if bits > 24:
+        raise DataError(f"The class column {target!r} has {n_classes} distinct values; "
+                        "disclosure measures need at most 2^24 classes.")
+    mask = _U64((1 << bits) - 1)
+    released = len(sources) - 1
+    with_pairs = pairs and len(grouping.groups) > 1
+    n_o = sources[0].num_rows
+    fraction = min(1.0, PAIR_SAMPLE_ROWS / n_o)
+    threshold = min(int(fraction * 2.0 ** 64), 2 ** 64 - 1)
+    cls_u64 = [c.astype(_U64) for c in classes]
+
+    def prepare(g: Sequence[str]) -> tuple[GroupDisclosure | None, _Big | None]:
+        keys = [(row_hashes(s, g) & ~mask) | c for s, c in zip(sources, cls_u64)]
+        measured, n_keys_r = _sorted_measures(g, keys[released], bits, k)
+        return measured, _prepare_big(keys, n_keys_r, threshold, mask) if with_pairs else None
+
+    # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); map
+    # keeps the order and nothing is random, so the result is the same for any n_jobs.
+    pool = ThreadPoolExecutor(max_workers=_workers(n_jobs))
+    with pool:
+        prepared = list(pool.map(prepare, grouping.groups))
+    groups = [m for m, _ in prepared if m is not None]
+    big = [b for _, b in prepared]
+    del prepared
+    out_pairs: list[PairLinkage] = []
+    if not with_pairs:
+        return groups, out_pairs
+    cls = classes[0].astype(_code_dtype(n_classes))
+    class_size = np.bincount(classes[0], minlength=n_classes).astype(np.int64)
+    del classes
+    n_r = sources[1].num_rows
+
+    def one(ij: tuple[int, int]) -> PairLinkage:
+        a, b = big[ij[0]], big[ij[1]]
+        names = (tuple(grouping.groups[ij[0]]), tuple(grouping.groups[ij[1]]))
+        if a.codes is not None and b.codes is not None:
+            linked, e, v = _pair_small(a, b, cls, class_size, n_o)
+            return PairLinkage(groups=names, linked_share=linked / n_r,
+                               expected_linked_share=min(1.0, e / n_o),
+                               sd_linked_share=math.sqrt(max(v, 0.0)) / n_o, n_rows=n_r)
+        # sample by the group with more keys: smaller clusters, smaller variance
+        if a.codes is not None or (b.codes is None and b.n_keys > a.n_keys):
+            a, b = b, a
+        share, expected, sd, _ = _pair_sampled(a, b, cls, class_size, fraction)
+        return PairLinkage(groups=names, linked_share=share, expected_linked_share=expected,
+                           sd_linked_share=sd, n_rows=n_r, sample_fraction=fraction)
+
+    todo = [(i, j) for i in range(len(big)) for j in range(i + 1, len(big))]
+    with ThreadPoolExecutor(max_workers=_workers(n_jobs)) as pool:
+        out_pairs.extend(pool.map(one, todo))
+    return groups, out_pairs
+
+
 # -------------------------------------------------------------------------- public API
 
 def _prepare(tables: Sequence[tuple[Any, str]], target: Any, grouping: Any, k: int | None
@@ -496,7 +731,10 @@ def _prepare(tables: Sequence[tuple[Any, str]], target: Any, grouping: Any, k: i
 
 
 def _risk(sources: list[_Source], grouping: Any, target: str, k: int | None,
-          pairs: bool) -> tuple[list[GroupDisclosure], list[PairLinkage]]:
+          pairs: bool, n_jobs: int | None = None
+          ) -> tuple[list[GroupDisclosure], list[PairLinkage]]:
+    if sources[0].num_rows > PAIR_SAMPLE_ROWS:
+        return _risk_large(sources, grouping, target, k, pairs, n_jobs)
     classes, n_classes = _class_codes(sources, target)
     bits = max(1, int(n_classes - 1).bit_length())
     if bits > 24:  # the class occupies the hash's low bits
@@ -570,7 +808,7 @@ def group_disclosure(released: Any, *, target: str | None = None, grouping: Any,
 
 
 def cross_group_linkage(original: Any, released: Any, *, target: str | None = None,
-                        grouping: Any) -> list[PairLinkage]:
+                        grouping: Any, n_jobs: int | None = None) -> list[PairLinkage]:
     """Linked share of every pair of groups of a release, beside its expectation.
 
     Parameters
@@ -583,6 +821,9 @@ def cross_group_linkage(original: Any, released: Any, *, target: str | None = No
         The class column (an artefact passed as ``grouping`` supplies it).
     grouping : GroupingArtefact, Grouping, str or list of lists
         The artefact's grouping.
+    n_jobs : int, optional
+        Threads for the pairs of a large table (default: every core); the result does
+        not depend on it.
 
     Returns
     -------
@@ -617,13 +858,15 @@ def cross_group_linkage(original: Any, released: Any, *, target: str | None = No
     sources, resolved, target = _prepare([(original, "original table"),
                                           (released, "released table")],
                                          target, grouping, None)
-    return _risk(sources, resolved, target, None, pairs=True)[1]
+    return _risk(sources, resolved, target, None, pairs=True, n_jobs=n_jobs)[1]
 
 
 def disclosure_risk(original: Any, released: Any, *, target: str | None = None,
-                    grouping: Any, k: int = 5) -> DisclosureRisk:
+                    grouping: Any, k: int = 5, n_jobs: int | None = None) -> DisclosureRisk:
     """:func:`group_disclosure` of the release and :func:`cross_group_linkage`, in one
     pass (each group's columns are hashed and sorted once for both).
+
+    Parameters are those of :func:`group_disclosure` and :func:`cross_group_linkage`.
 
     Returns
     -------
@@ -635,5 +878,5 @@ def disclosure_risk(original: Any, released: Any, *, target: str | None = None,
     sources, resolved, target = _prepare([(original, "original table"),
                                           (released, "released table")],
                                          target, grouping, k)
-    groups, pairs = _risk(sources, resolved, target, k, pairs=True)
+    groups, pairs = _risk(sources, resolved, target, k, pairs=True, n_jobs=n_jobs)
     return DisclosureRisk(groups=tuple(groups), pairs=tuple(pairs), k=int(k))

@@ -233,7 +233,8 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
                  grouping: Grouping | Sequence[Sequence[str]] | str,
                  control: pd.DataFrame | None = None, n_attacks: int = 200,
                  k: int = 5, random_state: int | None = None,
-                 shadow_max_rows: int = SHADOW_MAX_ROWS) -> RiskReport:
+                 shadow_max_rows: int = SHADOW_MAX_ROWS,
+                 n_jobs: int | None = None) -> RiskReport:
     """Measure the privacy risk of releasing ``released``, made from ``original``.
 
     Parameters
@@ -258,6 +259,9 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     random_state : int, optional
         Root seed; drawn and recorded when omitted.
     shadow_max_rows : int, default 20000
+    n_jobs : int, optional
+        Threads for the pair linkage of a large table (default: every core); the
+        report does not depend on it.
 
     Returns
     -------
@@ -278,7 +282,8 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     shadow_max_rows = check_positive_int(shadow_max_rows, "shadow_max_rows")
     seed = _seed(random_state)
     _check_tables(grouping, target, original=original, released=released, control=control)
-    disclosure = disclosure_risk(original, released, target=target, grouping=grouping, k=k)
+    disclosure = disclosure_risk(original, released, target=target, grouping=grouping, k=k,
+                                 n_jobs=n_jobs)
     out, mode, info = _run_attacks(original, released, control, target, grouping, n_attacks,
                                    seed, shadow_max_rows)
     return RiskReport(groups=disclosure.groups, pairs=disclosure.pairs,

@@ -271,3 +271,61 @@ def test_bad_input_is_a_typed_error():
     with pytest.raises(DataError, match="lacks"):
         cross_group_linkage(t, t.drop(columns="class"), target="class",
                             grouping="a1,a2;a3;a4")
+
+
+# ------------------------------------------------------ large tables (sampled pairs)
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(t=small_tables, text=groupings, k=st.integers(1, 6))
+def test_large_table_path_keeps_group_measures_exact(t, text, k):
+    import astrid_airflow._disclosure as mod
+
+    g = Grouping.parse(text)
+    with pytest.MonkeyPatch.context() as mp:  # every table takes the large-table path
+        mp.setattr(mod, "PAIR_SAMPLE_ROWS", 0)
+        got = group_disclosure(t, target="y", grouping=g, k=k)
+    for d, w in zip(got, brute_groups(t, "y", g.groups, k)):
+        assert (d.columns, d.k_min) == (w[0], w[1])
+        assert d.share_below_k == pytest.approx(w[2])
+        assert d.class_disclosure_share == pytest.approx(w[3])
+
+
+def _mixed(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"f": rng.normal(size=n), "g": rng.normal(size=n),
+                         "i": rng.integers(0, n // 4, n), "c": rng.integers(0, 4, n),
+                         "s": rng.choice(["u", "v", "w"], n),
+                         "y": rng.choice([0, 1, 2], n, p=[.5, .3, .2])})
+
+
+def test_sampled_pairs_keep_the_decision(monkeypatch):
+    import astrid_airflow._disclosure as mod
+
+    n, g = 20_000, "f;g;i;c;s"
+    t = _mixed(n, 0)
+    ok = make_surrogate(t, g, target="y", random_state=1)
+    exact = cross_group_linkage(t, ok, target="y", grouping=g)
+    monkeypatch.setattr(mod, "PAIR_SAMPLE_ROWS", 2_000)  # 10 % of the keys
+    sampled = cross_group_linkage(t, ok, target="y", grouping=g, n_jobs=1)
+    assert sampled == cross_group_linkage(t, ok, target="y", grouping=g, n_jobs=2)
+    for e, s in zip(exact, sampled):
+        assert e.groups == s.groups
+        if {e.groups[0][0], e.groups[1][0]} <= {"c", "s"}:  # few keys: counted exactly
+            assert s == e
+            continue
+        assert s.sample_fraction == pytest.approx(0.1)
+        assert s.sd_linked_share >= e.sd_linked_share
+        assert abs(s.excess - e.excess) < 4 * s.sd_linked_share + 1e-12, (e, s)
+    # genuine shuffles pass the gate's rule; the original and a coarser release fail
+    for seed in range(5):
+        r = make_surrogate(t, g, target="y", random_state=seed)
+        assert all(p.excess <= p.tolerance(0.03)
+                   for p in cross_group_linkage(t, r, target="y", grouping=g))
+    same = cross_group_linkage(t, t, target="y", grouping=g)
+    assert all(p.excess > p.tolerance(0.03) for p in same
+               if not {p.groups[0][0], p.groups[1][0]} <= {"c", "s"})
+    one = make_surrogate(t, "f,g,i,c;s", target="y", random_state=0)
+    failing = {p.groups for p in cross_group_linkage(t, one, target="y", grouping=g)
+               if p.excess > p.tolerance(0.03)}
+    assert {(("f",), ("g",)), (("f",), ("i",)), (("g",), ("i",))} <= failing
+    assert not any(("s",) in p for p in failing)
