@@ -176,8 +176,9 @@ def test_synthetic_report_renders_offline_in_chromium(synthetic, tmp_path):
                            original=table, surrogate=surrogate)
     page = Path(written.index)
     dom = _dom(page)
-    # every figure decoded (the page's own script counts them after load)
-    assert 'data-figures-rendered="4"' in dom
+    # every figure decoded (the page's own script counts them after load): the four
+    # of the learn and release plus the per-group disclosure figure (issue 16)
+    assert 'data-figures-rendered="5"' in dom
     for fig in ("accuracy", "grouping-matrix", "release", "distributions"):
         assert f'id="fig-{fig}"' in dom
     # the grouping table: one row per k, attributes in detach order, chosen row marked
@@ -455,7 +456,7 @@ def test_wide_report_is_readable_in_chromium(wide, tmp_path):
     assert layout["headers"] == layout["vertical"] == 36  # rotated attribute names
     assert layout["header_overlaps"] == 0 and layout["clipped_letters"] == 0
     assert layout["table_fits"], "the 36-attribute table needs horizontal scrolling"
-    assert layout["figures"] == 4
+    assert layout["figures"] == 5  # with the per-group disclosure figure
     _screenshot(page, "report-36-attributes.png", 1400, 6200)
 
 
@@ -498,5 +499,5 @@ def test_kr_vs_kp_report_from_a_real_run(tmp_path):
     written = write_report(artefact, tmp_path / "r", surrogate_metrics=metrics,
                            original=table, surrogate=surrogate)
     assert written.distributions_passed is True
-    assert 'data-figures-rendered="4"' in _dom(Path(written.index))
+    assert 'data-figures-rendered="5"' in _dom(Path(written.index))  # + disclosure
     _screenshot(Path(written.index), "report-kr-vs-kp.png", 1400, 7000)
