@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "ArtefactStore": "_store",
     "load_artefact": "_store",
     "parse_artefact_ref": "_store",
+    "split_artefact_ref": "_store",
     "make_surrogate": "_surrogate",
     "shuffle_file": "_surrogate",
     "ProtectsNothingWarning": "_surrogate",
@@ -73,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "singling_out_risk": "_attacks",
     "linkability_risk": "_attacks",
     "inference_risk": "_attacks",
+    "linkability_split": "_attacks",
     # scale-out
     "dask_parallel": "_dask",
     "astrid_on_dask": "_dask",

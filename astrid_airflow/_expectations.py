@@ -48,6 +48,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._jsonable import native
+
 __all__ = [
     "EXPECTATIONS",
     "bind_reference",
@@ -60,6 +62,7 @@ __all__ = [
     "import_gx",
     "quiet_gx_logging",
     "multiset_differences",
+    "same_multiset",
     "register_expectations",
     "schema_differences",
 ]
@@ -305,13 +308,22 @@ def multiset_differences(original: pd.DataFrame, surrogate: pd.DataFrame, target
         ha, hb = row_hashes(original, cols), row_hashes(surrogate, cols)
         for k in range(len(uniques)):
             va, vb = np.sort(ha[ca == k]), np.sort(hb[cb == k])
-            if va.shape == vb.shape and np.array_equal(va, vb):
+            if same_multiset(va, vb):
                 continue
             label = label_of.get(int(uniques[k]), "(only in the surrogate)")
             out.append({"class": _scalar(label), "columns": cols,
                         "rows_original": int(va.size), "rows_surrogate": int(vb.size),
                         "differing_values": _sorted_difference(va, vb)})
     return out
+
+
+def same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays of row hashes (:func:`._metrics.row_hashes`) hold one multiset.
+
+    The one per-class multiset check: the gate's integrity expectation and the release
+    report's per-class comparison both use it.
+    """
+    return a.shape == b.shape and np.array_equal(np.sort(a), np.sort(b))
 
 
 def _sorted_difference(a: np.ndarray, b: np.ndarray) -> int:
@@ -323,8 +335,7 @@ def _sorted_difference(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def _scalar(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        value = value.item()
+    value = native(value)
     if isinstance(value, float) and value != value:
         return None
     return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)

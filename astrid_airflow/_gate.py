@@ -31,7 +31,7 @@ import pandas as pd
 from ._errors import AstridError, DataError, GateError, ParameterError, StoreError
 from ._jsonable import load_json
 from ._jsonable import plain as _plain
-from ._validation import check_positive_int
+from ._validation import check_positive_int, fresh_seed
 
 __all__ = [
     "SUITE_FILE",
@@ -800,9 +800,9 @@ def validate_surrogate(
 
 def _file_digest(source: Any) -> str | None:
     """SHA-256 of a surrogate file's bytes (None for a DataFrame or a database table)."""
-    from ._io import _is_sql_url
+    from ._sql import is_sql_url
 
-    if isinstance(source, pd.DataFrame) or _is_sql_url(os.fspath(source)):
+    if isinstance(source, pd.DataFrame) or is_sql_url(os.fspath(source)):
         return None
     import fsspec
 
@@ -876,7 +876,7 @@ def _stored_policy(artefact: Any, location: Any) -> tuple[GatePolicy, dict[str, 
 def _check_seed(random_state: object) -> int:
     if random_state is None:
         # Drawn here and recorded in the result, so a gate decision can be replayed.
-        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+        return fresh_seed()
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) \
             or random_state < 0:
         raise ParameterError(f"Invalid random_state: {random_state!r}. Must be None or a "
@@ -900,7 +900,7 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
 
     def compute() -> dict[str, Any]:
         from ._metrics import stratified_subsample, surrogate_utility
-        from ._surrogate import pandas_class_codes
+        from ._permutation import pandas_class_codes
 
         root_seed = np.random.SeedSequence(seed)
         table, note = original, None

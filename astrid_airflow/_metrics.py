@@ -29,14 +29,13 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, ParameterError, short_list
-from ._grouping import Grouping
+from ._grouping import Grouping, as_grouping
+from ._permutation import pandas_class_codes
 from ._surrogate import (
     ProtectsNothingWarning,
     TableFile,
-    _as_grouping,
-    _is_arrow_table,
+    is_arrow_table,
     make_surrogate,
-    pandas_class_codes,
     read_arrow,
     resolve_grouping,
 )
@@ -62,11 +61,11 @@ _NULL_HASH = _U64(0x5BD1E9955BD1E995)
 
 # ------------------------------------------------------------------------ table access
 
-def _source(table: Any, what: str) -> _Source:
-    return table if isinstance(table, _Source) else _Source(table, what)
+def table_source(table: Any, what: str) -> TableSource:
+    return table if isinstance(table, TableSource) else TableSource(table, what)
 
 
-class _Source:
+class TableSource:
     """Column-wise access to a DataFrame, Arrow table or Parquet/CSV file."""
 
     def __init__(self, table: Any, what: str):
@@ -74,13 +73,13 @@ class _Source:
         if isinstance(table, pd.DataFrame):
             self.columns = [str(c) for c in table.columns]
             self.num_rows = len(table)
-        elif _is_arrow_table(table):
+        elif is_arrow_table(table):
             self.columns = list(table.column_names)
             self.num_rows = table.num_rows
         elif isinstance(table, (str, os.PathLike, TableFile)):
             import pyarrow.parquet as pq
 
-            from ._io import _filesystem, input_format
+            from ._io import filesystem, input_format
 
             self.path = table if isinstance(table, TableFile) else os.fspath(table)
             kind = table.kind if isinstance(table, TableFile) else input_format(self.path)
@@ -89,7 +88,7 @@ class _Source:
                 self.columns, self.num_rows = list(table.column_names), table.num_rows
             else:
                 shown = getattr(self.path, "path", self.path)
-                fs, inner = _filesystem(shown)
+                fs, inner = filesystem(shown)
                 try:
                     meta = pq.read_metadata(inner, filesystem=fs)
                 except FileNotFoundError:
@@ -218,7 +217,7 @@ def row_hashes(table: Any, columns: Sequence[str]) -> np.ndarray:
     the container (DataFrame, Arrow, Parquet, CSV); distinct rows collide with probability
     about 2^-64 per pair, i.e. < 3e-6 for any pair in 10M rows.
     """
-    src = _source(table, "table")
+    src = table_source(table, "table")
     src.require(columns, "table")
     h = np.full(src.num_rows, _U64(0x243F6A8885A308D3), dtype=_U64)
     for c in columns:
@@ -256,8 +255,8 @@ def intact_row_proportion(original: Any, surrogate: Any, *,
     >>> intact_row_proportion(t, t.iloc[::-1])
     1.0
     """
-    orig = _source(original, "original")
-    surr = _source(surrogate, "surrogate")
+    orig = table_source(original, "original")
+    surr = table_source(surrogate, "surrogate")
     cols = list(orig.columns) if columns is None else [str(c) for c in columns]
     if not cols:
         raise ParameterError("Invalid columns: []. Must name at least one column.")
@@ -344,7 +343,7 @@ def match_probabilities(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     return out
 
 
-def _group_counts(src: _Source, grouping: Grouping, class_hash: np.ndarray,
+def _group_counts(src: TableSource, grouping: Grouping, class_hash: np.ndarray,
                   rows: np.ndarray) -> np.ndarray:
     """``(len(rows), G)``: for each of ``rows``, the same-class rows sharing its group values.
 
@@ -358,16 +357,16 @@ def _group_counts(src: _Source, grouping: Grouping, class_hash: np.ndarray,
     return out
 
 
-def _class_hash_and_sizes(src: _Source, target: str) -> tuple[np.ndarray, np.ndarray]:
+def _class_hash_and_sizes(src: TableSource, target: str) -> tuple[np.ndarray, np.ndarray]:
     h = row_hashes(src, [target])
     _, inverse, counts = np.unique(h, return_inverse=True, return_counts=True)
     return _splitmix(h + _U64(1)), counts[inverse]
 
 
 def _prepare(table: Any, grouping_or_artefact: Any, target: str | None
-             ) -> tuple[_Source, Grouping, str, Any]:
+             ) -> tuple[TableSource, Grouping, str, Any]:
     grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
-    src = _source(table, "table")
+    src = table_source(table, "table")
     if artefact is not None and src.table is not None:
         artefact.check_table(src.table)
     src.require([target], "table")
@@ -435,8 +434,8 @@ def largest_group_unique_share(table: Any, grouping: Any, target: str | None = N
         ``|{i : no other row has row i's values on the largest group}| / n_rows``.
     """
     if target is None and not hasattr(grouping, "target"):
-        resolved = _as_grouping(grouping)
-        src = _source(table, "table")
+        resolved = as_grouping(grouping)
+        src = table_source(table, "table")
         src.require(list(resolved.columns), "table")
         if src.num_rows == 0:
             raise DataError("The table is empty (0 rows).")
@@ -517,7 +516,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     from ._io import check_table
 
     grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
-    if _is_arrow_table(table):
+    if is_arrow_table(table):
         table = table.to_pandas()
     if not isinstance(table, pd.DataFrame):
         raise DataError(f"surrogate_utility needs a DataFrame or pyarrow Table, got "
@@ -667,14 +666,14 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
         utility_note=note)
 
 
-def _as_frame(src: _Source) -> pd.DataFrame:
+def _as_frame(src: TableSource) -> pd.DataFrame:
     if isinstance(src.table, pd.DataFrame):
         return src.table
     table = src.table if src.table is not None else read_arrow(src.path)
     return table.to_pandas()
 
 
-def _take_rows(src: _Source, rows: np.ndarray) -> pd.DataFrame:
+def _take_rows(src: TableSource, rows: np.ndarray) -> pd.DataFrame:
     if isinstance(src.table, pd.DataFrame):
         return src.table.iloc[rows].reset_index(drop=True)
     table = src.table if src.table is not None else read_arrow(src.path)

@@ -12,10 +12,19 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError
-from ._grouping import Grouping
+from ._grouping import Grouping, as_grouping
 from ._validation import check_seed_sequence
 
-__all__ = ["goldeneye_indices", "goldeneye_permute", "class_codes"]
+__all__ = [
+    "class_codes",
+    "goldeneye_indices",
+    "goldeneye_permute",
+    "group_permutations",
+    "pandas_class_codes",
+    "seed_of_copies",
+    "shuffle_frame",
+    "small_codes",
+]
 
 
 def class_codes(labels: Sequence | np.ndarray | pd.Series) -> np.ndarray:
@@ -84,34 +93,75 @@ def goldeneye_permute(
     -------
     DataFrame
         Same index, columns and dtypes; within every class each column keeps its
-        multiset of values, and the columns of one group stay aligned row-wise.
+        multiset of values, and the columns of one group stay aligned row-wise. The
+        same rows as :func:`~astrid_airflow.make_surrogate` for the same table, grouping
+        and seed (one implementation: :func:`seed_of_copies`, :func:`group_permutations`,
+        :func:`shuffle_frame`), without its schema checks and warning.
     """
-    grouping = _as_grouping(grouping)
+    grouping = as_grouping(grouping)
     if target not in table.columns:
         raise DataError(f"Target column {target!r} is not in the table.")
-    attrs = [c for c in table.columns if c != target]
-    grouping.check_partition_of(attrs)
-    rng = np.random.default_rng(check_seed_sequence(random_state))
-    perm = goldeneye_indices(class_codes(table[target]), grouping.k, rng)
-    columns = {}
-    for g, cols in enumerate(grouping.groups):
-        rows = perm[g]
-        for c in cols:
-            columns[c] = table[c].to_numpy(copy=False)[rows] if _plain(table[c]) else \
-                table[c].iloc[rows].to_numpy()
-    out = table.copy()
-    for c, values in columns.items():
-        out[c] = pd.Series(values, index=table.index, dtype=table[c].dtype)
+    grouping.check_partition_of([c for c in table.columns if c != target])
+    codes = pandas_class_codes(table[target], target)
+    perms = group_permutations(codes, grouping.k, seed_of_copies(random_state, 1)[0])
+    return shuffle_frame(table, grouping, perms, target)
+
+
+def seed_of_copies(random_state: object, n_copies: int) -> list[np.random.SeedSequence]:
+    """One ``SeedSequence`` per surrogate copy, spawned from the root of ``random_state``.
+
+    Copy ``i`` spawns one child per group in :func:`group_permutations`, so copy 0 of
+    ``n_copies=k`` equals the single copy of ``n_copies=1`` (docs/engine.md, "Seeds").
+    """
+    return check_seed_sequence(random_state).spawn(n_copies)
+
+
+def small_codes(codes: np.ndarray, n_classes: int) -> np.ndarray:
+    # A narrow dtype keeps goldeneye_indices' stable argsort cheap on big tables.
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_classes <= np.iinfo(dtype).max:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.int64, copy=False)
+
+
+def pandas_class_codes(labels: pd.Series, target: str) -> np.ndarray:
+    """Class codes numbered in order of first appearance (nulls rejected)."""
+    n_missing = int(labels.isna().sum())
+    if n_missing:
+        raise DataError(f"Target column {target!r} has {n_missing} missing value(s); "
+                        "every row needs a class to be shuffled within.")
+    codes, uniques = pd.factorize(labels, sort=False)
+    return small_codes(codes, len(uniques))
+
+
+def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence) -> np.ndarray:
+    """Source rows of one surrogate: ``(k, n)``, row ``g`` for group ``g``.
+
+    One independent within-class permutation per group, each from
+    :func:`~astrid_airflow.goldeneye_indices` with its own spawned stream; int32 when
+    the row count allows (halves the memory of a 10M-row table's index arrays).
+    """
+    n = codes.shape[0]
+    dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    out = np.empty((k, n), dtype=dtype)
+    for g, child in enumerate(seed.spawn(k)):
+        out[g] = goldeneye_indices(codes, 1, np.random.default_rng(child))[0]
     return out
 
 
-def _plain(series: pd.Series) -> bool:
-    return isinstance(series.dtype, np.dtype)
-
-
-def _as_grouping(grouping: Grouping | Sequence[Sequence[str]] | str) -> Grouping:
-    if isinstance(grouping, Grouping):
-        return grouping
-    if isinstance(grouping, str):
-        return Grouping.parse(grouping)
-    return Grouping(grouping)
+def shuffle_frame(table: pd.DataFrame, grouping: Grouping, perms: np.ndarray,
+                    target: str) -> pd.DataFrame:
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    columns = {}
+    for c in table.columns:
+        series = table[c]
+        if c == target:
+            columns[c] = series
+            continue
+        rows = perms[group_of[c]]
+        values = series.array.take(rows) if not isinstance(series.dtype, np.dtype) else \
+            series.to_numpy(copy=False)[rows]
+        columns[c] = pd.Series(values, index=table.index, name=c, dtype=series.dtype)
+    out = pd.DataFrame(columns, index=table.index)
+    out.attrs = dict(table.attrs)
+    return out

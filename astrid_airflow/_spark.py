@@ -57,7 +57,7 @@ import numpy as np
 
 from ._errors import DataError, ParameterError, StoreError
 from ._grouping import Grouping
-from ._surrogate import _warn_if_one_group, resolve_grouping
+from ._surrogate import resolve_grouping, warn_if_one_group
 from ._validation import check_seed_sequence
 
 __all__ = [
@@ -179,7 +179,7 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     _, Window, F = _pyspark()
     grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
     columns = _check_spark_table(df, grouping, target, artefact)
-    _warn_if_one_group(grouping)
+    warn_if_one_group(grouping)
     spark = df.sparkSession
     k = grouping.k
     seeds = _group_seeds(random_state, k)

@@ -13,7 +13,22 @@ __all__ = [
     "check_n_jobs",
     "check_positive_int",
     "check_seed_sequence",
+    "fresh_seed",
+    "SEED_BITS",
 ]
+
+#: Width of every seed the library draws or reports: 63 bits, so a seed survives every
+#: JSON/XCom/SQLite round trip as an integer (docs/engine.md, "Seeds").
+SEED_BITS = 63
+
+
+def fresh_seed() -> int:
+    """A new seed from OS entropy, ``0 <= seed < 2**63``, to be recorded and replayed.
+
+    The one place a seed is drawn when the caller gave none (CLI ``--seed``, the gate's
+    and the risk report's ``random_state=None``).
+    """
+    return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> (64 - SEED_BITS))
 
 
 def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
@@ -52,14 +67,14 @@ def check_seed_sequence(random_state: object) -> np.random.SeedSequence:
     """Turn a ``random_state`` into the root ``SeedSequence`` of a run.
 
     Accepts ``None`` (fresh entropy), a non-negative int, a ``SeedSequence`` or a
-    ``numpy.random.Generator`` (one 128-bit seed is drawn from it).
+    ``numpy.random.Generator`` (one 63-bit seed is drawn from it).
     """
     if random_state is None:
         return np.random.SeedSequence()
     if isinstance(random_state, np.random.SeedSequence):
         return random_state
     if isinstance(random_state, np.random.Generator):
-        return np.random.SeedSequence(int(random_state.integers(0, 2**63 - 1)))
+        return np.random.SeedSequence(int(random_state.integers(0, 2**SEED_BITS - 1)))
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
             raise ParameterError(f"Invalid random_state: {random_state}. Must be >= 0.")

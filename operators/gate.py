@@ -140,9 +140,7 @@ class SurrogateGateOperator(BaseOperator):
         self.random_state = random_state
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow._errors import ParameterError
-        from astrid_airflow._gate import validate_surrogate
-        from astrid_airflow._store import ArtefactStore
+        from astrid_airflow import ArtefactStore, ParameterError, validate_surrogate
 
         original = as_table(self.original, "original")
         surrogate = as_path(self.surrogate, "surrogate")
@@ -227,13 +225,12 @@ class SurrogateGateOperator(BaseOperator):
         Written whether the gate passes or fails, so a reviewer sees why; a report that
         cannot be written is logged and does not decide the release.
         """
-        from astrid_airflow._errors import AstridError
-        from astrid_airflow._report import write_report
+        from astrid_airflow import AstridError, write_report
 
         target = out_dir / f"{surrogate.stem}.report"
         metrics_file = metrics_path(surrogate)
         # the shuffle operator's receipt nests the SurrogateMetrics under "metrics"
-        from astrid_airflow._jsonable import load_json
+        from astrid_airflow.io import load_json
 
         metrics = load_json(metrics_file.read_bytes(), str(metrics_file))["metrics"] \
             if metrics_file.exists() else None

@@ -120,12 +120,18 @@ class AstridLearnOperator(BaseOperator):
         self.adaptive = adaptive
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow._artefact import GroupingArtefact, fingerprint_table
-        from astrid_airflow._errors import StoreError
-        from astrid_airflow._gate import GatePolicy, gate_extra_files
-        from astrid_airflow._io import check_table, drop_missing_and_constant, read_table
-        from astrid_airflow._search import astrid
-        from astrid_airflow._store import ArtefactStore
+        from astrid_airflow import (
+            ArtefactStore,
+            GatePolicy,
+            GroupingArtefact,
+            StoreError,
+            astrid,
+            check_table,
+            drop_missing_and_constant,
+            fingerprint_table,
+            gate_extra_files,
+            read_table,
+        )
 
         reference = as_table(self.reference, "reference")
         root = store_url(as_path(self.store, "store"))
@@ -165,7 +171,7 @@ class AstridLearnOperator(BaseOperator):
                             alpha=to_float(self.alpha, "alpha"), random_state=seed,
                             adaptive=to_bool(self.adaptive, "adaptive"), progress=False)
             if self.scheduler:
-                from astrid_airflow._dask import astrid_on_dask
+                from astrid_airflow import astrid_on_dask
 
                 result = astrid_on_dask(table, scheduler=str(self.scheduler), **settings)
             else:

@@ -18,7 +18,7 @@ gate judged: a failed, missing or stale receipt fails the task and publishes not
 
 A database destination (``conn://CONN_ID/SCHEMA.TABLE``, see ``operators/sql.py``) is
 loaded into a staging table and swapped in within one transaction
-(``astrid_airflow._sql.publish_table``); the table's comment and
+(``astrid_airflow.publish_table``); the table's comment and
 ``<stem>.release.json`` beside the staged file record the release.
 """
 
@@ -115,7 +115,7 @@ class PublishSurrogateOperator(BaseOperator):
             raise AirflowFailException(f"Refusing to publish {surrogate}: no gate receipt at "
                                        f"{path} (was the surrogate gated?).")
         try:
-            from astrid_airflow._jsonable import load_json
+            from astrid_airflow.io import load_json
 
             receipt = load_json(path.read_bytes(), f"gate receipt {path}")
         except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
@@ -208,7 +208,7 @@ class PublishSurrogateOperator(BaseOperator):
     def _publish_table(self, context: Any, surrogate: Any, destination: TableRef,
                        receipt: dict[str, Any], digest: str, release_id: str) -> dict[str, Any]:
         """Load the gated file into a staging table and swap it in, in one transaction."""
-        from astrid_airflow._sql import publish_table
+        from astrid_airflow import publish_table
 
         lock_timeout = to_float(self.lock_timeout, "lock_timeout")
         published_at = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")

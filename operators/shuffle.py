@@ -40,11 +40,13 @@ def split_ref(ref: object) -> tuple[str | None, str]:
 
     ``"latest"`` alone has no name (the operator's ``name`` supplies it).
     """
+    from astrid_airflow import split_artefact_ref
+
     text = str(ref).strip()
     if text in {"", "latest"}:
         return None, "latest"
-    name, at, version = text.partition("@")
-    return name, (version.strip() or "latest") if at else "latest"
+    name, version = split_artefact_ref(text.removesuffix("@"))
+    return name, version or "latest"
 
 
 class GoldenEyeShuffleOperator(BaseOperator):
@@ -113,10 +115,13 @@ class GoldenEyeShuffleOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         import warnings
 
-        from astrid_airflow._errors import ParameterError
-        from astrid_airflow._metrics import surrogate_metrics
-        from astrid_airflow._store import ArtefactStore
-        from astrid_airflow._surrogate import ProtectsNothingWarning, shuffle_file
+        from astrid_airflow import (
+            ArtefactStore,
+            ParameterError,
+            ProtectsNothingWarning,
+            shuffle_file,
+            surrogate_metrics,
+        )
 
         table = as_table(self.table, "table")
         out = as_path(self.out, "out")
@@ -178,7 +183,7 @@ class GoldenEyeShuffleOperator(BaseOperator):
         """Shuffle a Parquet dataset with Spark; metrics are what Spark measures."""
         from pyspark.sql import SparkSession
 
-        from astrid_airflow._spark import spark_shuffle_parquet
+        from astrid_airflow import spark_shuffle_parquet
 
         def url(path: Any) -> str:
             return path.path if getattr(path, "protocol", "") in {"", "file", "local"} \

@@ -72,13 +72,12 @@ def _parts(items: list[str]) -> list[str] | dict[int, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from .._atomic import atomic_path, refuse_overwriting_inputs
     from .._errors import ParameterError
     from .._fusion import fuse_parts
     from .._store import load_artefact
     from .._surrogate import file_format
+    from .._validation import fresh_seed
     from ._common import print_json
 
     if args.seed is not None and args.seed < 0:
@@ -87,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ParameterError(f"Invalid --rows: {args.rows}. Must be an integer >= 1.")
     kind = file_format(args.out)  # fail on a bad suffix before reading anything
     parts = _parts(args.part)
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    seed = args.seed if args.seed is not None else fresh_seed()
     refuse_overwriting_inputs([args.out], list(parts.values() if isinstance(parts, dict)
                                                else parts))
     started = time.perf_counter()

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from .._errors import ParameterError
-    from .._report import _load_metrics, write_report
+    from .._report import load_metrics, write_report
     from .._store import load_artefact
     from ._common import print_json
 
@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
         if not args.surrogate_metrics:
             raise ParameterError("--original needs --surrogate (or --surrogate-metrics "
                                  "naming the surrogate in its 'out' key).")
-        out = _load_metrics(args.surrogate_metrics, loaded.artefact.grouping.k).get("out")
+        out = load_metrics(args.surrogate_metrics, loaded.artefact.grouping.k).get("out")
         if not isinstance(out, str):
             raise ParameterError("--original needs --surrogate: the surrogate metrics name "
                                  "no single 'out' file.")

@@ -74,19 +74,18 @@ def _run(args: argparse.Namespace) -> int:
 def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
     import warnings
 
-    import numpy as np
-
     from .._errors import ParameterError
     from .._metrics import intact_row_proportion, surrogate_metrics
     from .._store import load_artefact
     from .._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
+    from .._validation import fresh_seed
     from ._common import print_json
 
     if args.seed is not None and args.seed < 0:
         raise ParameterError(f"Invalid --seed: {args.seed}. Must be >= 0.")
     if args.n_copies < 1:
         raise ParameterError(f"Invalid --n-copies: {args.n_copies}. Must be an integer >= 1.")
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    seed = args.seed if args.seed is not None else fresh_seed()
     artefact, location = load_artefact(args.artefact)
     started = time.perf_counter()
     report: dict[str, Any] = {}
@@ -156,7 +155,7 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
 def _value_notes(data: str, artefact: Any) -> list[str]:
     """Class labels and categories of the input unseen at learning time (allowed, but
     reported): only the class column and the categorical columns are read."""
-    from .._artefact import SchemaCheck, _unique_values
+    from .._artefact import SchemaCheck, unique_values
 
     cats = {e["name"]: set(e["categories"]) for e in artefact.schema
             if "categories" in e and e["name"] != artefact.target}
@@ -166,7 +165,7 @@ def _value_notes(data: str, artefact: Any) -> list[str]:
     table = read_arrow(data, columns)  # the one reader: same values the shuffle saw
     known = set(artefact.classes)
     check = SchemaCheck(
-        unseen_classes=[v for v in _unique_values(table, artefact.target) if v not in known],
+        unseen_classes=[v for v in unique_values(table, artefact.target) if v not in known],
         unseen_categories={c: vals for c, k in cats.items()
-                           if (vals := [v for v in _unique_values(table, c) if v not in k])})
+                           if (vals := [v for v in unique_values(table, c) if v not in k])})
     return check.notes
