@@ -159,4 +159,8 @@ def test_grouping(
                 "adaptive": record})
 
 
-test_grouping.__test__ = False  # keep pytest from collecting the imported function
+# keep pytest from collecting the imported function. ``test_grouping`` (and the module
+# name ``_test``, which forces the CLI module to be ``cli/_testcmd.py``) are public
+# contract and stay; the layout move puts this module at ``engine/grouping_test.py``
+# (issue 20), and only the public name keeps needing this flag.
+test_grouping.__test__ = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -10,7 +11,9 @@ from ._errors import ParameterError
 
 __all__ = [
     "check_alpha",
+    "check_fraction",
     "check_n_jobs",
+    "check_nonnegative",
     "check_positive_int",
     "check_seed_sequence",
     "fresh_seed",
@@ -44,11 +47,33 @@ def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_fraction(value: object, name: str, *, zero: bool = False) -> float:
+    """Return ``value`` as a float in (0, 1) (``[0, 1)`` with ``zero=True``).
+
+    Any real number is accepted (``numpy.float32(0.05)`` like ``0.05``); bools are not.
+
+    >>> check_fraction(1.5, "alpha")
+    Traceback (most recent call last):
+    ...
+    astrid_airflow._errors.ParameterError: Invalid alpha: 1.5. Must be a number in (0, 1).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not (0.0 <= value < 1.0 if zero else 0.0 < value < 1.0):
+        raise ParameterError(f"Invalid {name}: {value!r}. Must be a number in (0, 1).")
+    return float(value)
+
+
+def check_nonnegative(value: object, name: str) -> float:
+    """Return ``value`` as a finite float >= 0 (any real number; not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not 0.0 <= value < math.inf:
+        raise ParameterError(f"Invalid {name}: {value!r}. Must be a finite number >= 0.")
+    return float(value)
+
+
 def check_alpha(alpha: object) -> float:
     """Return ``alpha`` as a float in the open interval (0, 1)."""
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
-        raise ParameterError(f"Invalid alpha: {alpha!r}. Must be a number in (0, 1).")
-    return float(alpha)
+    return check_fraction(alpha, "alpha")
 
 
 def check_n_jobs(n_jobs: object) -> int:

@@ -16,6 +16,8 @@ import re
 import time
 from typing import Any
 
+from ._common import add_artefact_argument
+
 _INDEXED = re.compile(r"^(\d+)=(.+)$")
 _REPLACE = {"auto": None, "always": True, "never": False}
 
@@ -26,8 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Fuse one table per group of a learned grouping (each with that "
                     "group's columns and the class column) into training rows, pairing "
                     "rows at random within class (ASTRID paper, Sec. 6.3).")
-    p.add_argument("--artefact", required=True, metavar="REF",
-                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p)
     p.add_argument("--part", required=True, action="extend", nargs="+",
                    metavar="GROUP_OR_FILE",
                    help="a part: FILE (.csv, .parquet, .arff; matched to its group by its "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._common import add_artefact_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -17,8 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "grouping table, accuracy and p-value against k, the groups at each k "
                     "and, for a release, privacy, utility and per-class distribution "
                     "checks of the surrogate.")
-    p.add_argument("artefact", metavar="ARTEFACT_REF",
-                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p, positional=True, metavar="ARTEFACT_REF")
     p.add_argument("--out", required=True, metavar="DIR", help="report directory to write")
     p.add_argument("--surrogate-metrics", metavar="FILE",
                    help="JSON printed by `astrid shuffle --json` for the release")

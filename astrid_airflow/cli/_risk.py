@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._common import add_artefact_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -23,8 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the table the surrogate was made from (CSV, Parquet, ARFF)")
     p.add_argument("--surrogate", required=True, metavar="FILE",
                    help="the released surrogate (CSV or Parquet)")
-    p.add_argument("--artefact", required=True, metavar="REF",
-                   help="artefact.json, version directory or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p)
     p.add_argument("--control", default=None, metavar="DATA",
                    help="rows of the same population that did NOT go into the surrogate "
                         "(default: attack a shadow release of half the original)")

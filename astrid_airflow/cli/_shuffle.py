@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Any
 
+from ._common import add_artefact_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -24,8 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "largest group's unique share and train-on-surrogate accuracy.")
     p.add_argument("data", metavar="DATA", help="input table: .parquet, .csv or .arff (or URL), or "
                    "a PostgreSQL table: postgresql://USER@HOST/DB?table=NAME")
-    p.add_argument("--artefact", required=True, metavar="REF",
-                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p)
     p.add_argument("--out", required=True, metavar="FILE",
                    help="output .parquet or .csv (copies go to FILE-1.ext, FILE-2.ext...), "
                    "or a PostgreSQL table postgresql://...?table=NAME, published atomically "
