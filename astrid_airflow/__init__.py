@@ -58,6 +58,9 @@ _EXPORTS: dict[str, str] = {
     "expected_intact_row_proportion": "_metrics",
     "largest_group_unique_share": "_metrics",
     "surrogate_utility": "_metrics",
+    # the release pipeline's steps (CLI and operators call these)
+    "stage_surrogate": "_pipeline",
+    "StagedSurrogate": "_pipeline",
     # disclosure risk
     "GroupDisclosure": "_disclosure",
     "PairLinkage": "_disclosure",

@@ -113,15 +113,7 @@ class GoldenEyeShuffleOperator(BaseOperator):
         self.spark_conf = spark_conf
 
     def execute(self, context: Any) -> dict[str, Any]:
-        import warnings
-
-        from astrid_airflow import (
-            ArtefactStore,
-            ParameterError,
-            ProtectsNothingWarning,
-            shuffle_file,
-            surrogate_metrics,
-        )
+        from astrid_airflow import ArtefactStore, ParameterError, stage_surrogate
 
         table = as_table(self.table, "table")
         out = as_path(self.out, "out")
@@ -129,7 +121,6 @@ class GoldenEyeShuffleOperator(BaseOperator):
         seed = resolve_seed(self.random_state, context)
         utility = to_bool(self.utility, "utility")
         started = time.perf_counter()
-        metrics: dict[str, Any] = {}
         with translate_errors(f"Cannot shuffle {table}"), sql_errors(f"Cannot read {table}"):
             name, version = split_ref(self.artefact)
             name = name or (str(self.name) if self.name else None)
@@ -145,18 +136,10 @@ class GoldenEyeShuffleOperator(BaseOperator):
             if engine == "spark":
                 return self._spark(table, artefact, out, name, version, root, seed, started)
             with local_table(table) as src, local_output(out) as dst:
-                def measure(tmps: list) -> None:
-                    # On the complete temporary output: raising here stages nothing.
-                    metrics.update(surrogate_metrics(src, tmps[0], artefact,
-                                                     utility=utility,
-                                                     random_state=seed).to_dict())
-
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", ProtectsNothingWarning)
-                    shuffle_file(src, artefact, dst, random_state=seed, overwrite=True,
-                                 before_publish=measure)
-        if metrics.get("protects_nothing") or any(
-                issubclass(w.category, ProtectsNothingWarning) for w in caught):
+                staged = stage_surrogate(src, artefact, dst, random_state=seed,
+                                         utility=utility, overwrite=True)
+        metrics = staged.metrics
+        if staged.protects_nothing:
             self.log.warning("The grouping of %s@%s has a single group: every surrogate "
                              "row is an original row. This surrogate PROTECTS NOTHING.",
                              name, version)

@@ -73,12 +73,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
-    import warnings
-
     from .._errors import ParameterError
-    from .._metrics import intact_row_proportion, surrogate_metrics
+    from .._pipeline import stage_surrogate
     from .._store import load_artefact
-    from .._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
     from .._validation import fresh_seed
     from ._common import print_json
 
@@ -89,23 +86,11 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
     seed = args.seed if args.seed is not None else fresh_seed()
     artefact, location = load_artefact(args.artefact)
     started = time.perf_counter()
-    report: dict[str, Any] = {}
-
-    def measure(tmps: list) -> None:
-        # Runs on the complete temporary outputs; raising here publishes nothing.
-        d = surrogate_metrics(data, tmps[0], artefact, utility=not args.no_utility,
-                              random_state=seed).to_dict()
-        if len(tmps) > 1:
-            d["copies"] = [intact_row_proportion(data, t, columns=list(
-                artefact.columns)) for t in tmps]
-        report.update(d)
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ProtectsNothingWarning)
-        shuffle_file(data, artefact, dest, random_state=seed,
-                     n_copies=args.n_copies, overwrite=args.overwrite,
-                     before_publish=measure)
-    outs = surrogate_paths(dest, args.n_copies)
+    staged = stage_surrogate(data, artefact, dest, random_state=seed,
+                             n_copies=args.n_copies, utility=not args.no_utility,
+                             overwrite=args.overwrite)
+    report: dict[str, Any] = dict(staged.metrics)
+    outs = staged.paths
     from .._sql import is_sql_url
 
     if is_sql_url(args.out):  # the complete, measured surrogate goes into the table
@@ -113,11 +98,10 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
 
         publish_table(outs[0], args.out, replace=args.overwrite)
         outs = [sql_source(args.out, need="table").shown]  # no password in the output
-    if any(issubclass(w.category, ProtectsNothingWarning) for w in caught) \
-            or report.get("protects_nothing"):
+    if staged.protects_nothing:
         _loud("the artefact's grouping has a single group, so every surrogate row is an "
               "original row (intact-row proportion 1): this surrogate PROTECTS NOTHING.")
-    copies = report.pop("copies", None)
+    copies = staged.copies
     out: dict[str, Any] = {
         "out": outs[0] if args.n_copies == 1 else outs,
         "rows": report.pop("rows"),
