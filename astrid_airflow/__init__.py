@@ -61,6 +61,9 @@ _EXPORTS: dict[str, str] = {
     # the release pipeline's steps (CLI and operators call these)
     "stage_surrogate": "_pipeline",
     "StagedSurrogate": "_pipeline",
+    "learn_or_reuse": "_pipeline",
+    "Learned": "_pipeline",
+    "save_learned": "_pipeline",
     # disclosure risk
     "GroupDisclosure": "_disclosure",
     "PairLinkage": "_disclosure",

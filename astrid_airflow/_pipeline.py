@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._metrics import intact_row_proportion, surrogate_metrics
 from ._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
 
-__all__ = ["StagedSurrogate", "stage_surrogate"]
+__all__ = ["Learned", "StagedSurrogate", "learn_or_reuse", "save_learned", "stage_surrogate"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +91,85 @@ def stage_surrogate(src: str | os.PathLike, artefact: Any, dest: str | os.PathLi
                            copies=copies or None,
                            protects_nothing=bool(warned or report.get("protects_nothing")),
                            seed=random_state)
+
+
+# ------------------------------------------------------------------------------ learn
+
+@dataclass(frozen=True)
+class Learned:
+    """What :func:`learn_or_reuse` left in the store.
+
+    Attributes
+    ----------
+    name, version : str
+        The artefact's name and version (``name@version``).
+    artefact : GroupingArtefact
+    learned : bool
+        False when the latest version was learned from a table with the same fingerprint
+        and was kept (no run).
+    result : AstridResult or None
+        The run's result (None when reused).
+    """
+
+    name: str
+    version: str
+    artefact: Any
+    learned: bool
+    result: Any = None
+
+
+def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any = None,
+                 created_at: Any = None) -> tuple[str, Any]:
+    """Record ``result`` as a new version of ``name``, with its gate suite beside it.
+
+    Returns ``(version, artefact)``. ``policy`` (a :class:`~astrid_airflow.GatePolicy`,
+    default policy if None) is stored with the suite, so reviewers see the rules.
+    """
+    from ._artefact import GroupingArtefact
+    from ._gate import gate_extra_files
+
+    artefact = GroupingArtefact.from_result(result, table, created_at=created_at)
+    return store.save(name, artefact,
+                      extra_files=gate_extra_files(artefact, policy)), artefact
+
+
+def reusable_version(store: Any, name: str, table: Any) -> tuple[str, Any] | None:
+    """``(version, artefact)`` of the latest version of ``name`` if it was learned from a
+    table with ``table``'s fingerprint, else None (also when there is none yet)."""
+    from ._artefact import fingerprint_table
+    from ._errors import StoreError
+
+    try:
+        latest = store.latest(name)
+    except StoreError:  # no store or no version of this name yet
+        return None
+    previous = store.load(name, latest)
+    if dict(previous.fingerprint) == fingerprint_table(table):
+        return latest, previous
+    return None
+
+
+def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any], *,
+                   force: bool = False, scheduler: str | None = None, n_jobs: int = 1,
+                   policy: Any = None, created_at: Any = None) -> Learned:
+    """Learn a grouping of ``table`` into ``store`` as ``name``, unless already learned.
+
+    Without ``force``, when the latest version of ``name`` was learned from a table with
+    the same fingerprint (rows, columns, SHA-256 of the values) it is kept and nothing
+    runs. Otherwise ``astrid`` runs with ``settings`` (locally with ``n_jobs``, or on the
+    Dask cluster at ``scheduler``) and a new version is saved with its gate suite.
+    """
+    if not force and (found := reusable_version(store, name, table)) is not None:
+        return Learned(name=name, version=found[0], artefact=found[1], learned=False)
+    if scheduler:
+        from ._dask import astrid_on_dask
+
+        result = astrid_on_dask(table, scheduler=str(scheduler), **settings)
+    else:
+        from ._search import astrid
+
+        result = astrid(table, n_jobs=n_jobs, **settings)
+    version, artefact = save_learned(result, table, store, name, policy=policy,
+                                     created_at=created_at)
+    return Learned(name=name, version=version, artefact=artefact, learned=True,
+                   result=result)

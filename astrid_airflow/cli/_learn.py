@@ -97,14 +97,11 @@ def run(args: argparse.Namespace) -> int:
         result = astrid(table, n_jobs=args.jobs, **kwargs)
     payload = result.to_dict()
     if args.store:
-        from .._artefact import GroupingArtefact
-        from .._gate import gate_extra_files
+        from .._pipeline import save_learned
         from .._store import ArtefactStore
 
-        artefact = GroupingArtefact.from_result(result, table)
         # the default gate suite is stored with the version, so reviewers see the rules
-        version = ArtefactStore(args.store).save(
-            args.name, artefact, extra_files=gate_extra_files(artefact))
+        version, _ = save_learned(result, table, ArtefactStore(args.store), args.name)
         payload["artefact"] = {"store": args.store, "name": args.name, "version": version}
     if args.json:
         print_json(payload)
