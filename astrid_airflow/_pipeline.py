@@ -8,6 +8,7 @@ only templating, its run-derived seed, ``ObjectStoragePath`` I/O and error mappi
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import warnings
 from collections.abc import Mapping
@@ -17,7 +18,18 @@ from typing import Any
 from ._metrics import intact_row_proportion, surrogate_metrics
 from ._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
 
-__all__ = ["Learned", "StagedSurrogate", "learn_or_reuse", "save_learned", "stage_surrogate"]
+__all__ = [
+    "Learned",
+    "ReleasePlan",
+    "StagedSurrogate",
+    "gate_receipt",
+    "learn_or_reuse",
+    "metrics_path",
+    "receipt_path",
+    "release_plan",
+    "save_learned",
+    "stage_surrogate",
+]
 
 
 @dataclass(frozen=True)
@@ -173,3 +185,128 @@ def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any
                                      created_at=created_at)
     return Learned(name=name, version=version, artefact=artefact, learned=True,
                    result=result)
+
+
+# ------------------------------------------------------------------------------- gate
+# Paths are anything with ``/``, ``.parent``, ``.name`` and ``.stem``: ``pathlib.Path``
+# for the CLI, Airflow's ``ObjectStoragePath`` for the operators (which keep the I/O).
+
+def metrics_path(surrogate: Any) -> Any:
+    """``<stem>.metrics.json`` beside a staged surrogate."""
+    return surrogate.parent / f"{surrogate.stem}.metrics.json"
+
+
+def receipt_path(surrogate: Any, out_dir: Any = None) -> Any:
+    """``<out_dir or the surrogate's directory>/<stem>.gate.json``."""
+    return (out_dir if out_dir is not None else surrogate.parent) / \
+        f"{surrogate.stem}.gate.json"
+
+
+def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
+                 artefact: str, store: str, out_dir: Any, report: str | None = None,
+                 run_id: str | None = None) -> dict[str, Any]:
+    """The gate receipt: the one place its schema is written.
+
+    A receipt says whether the gate passed (``success``) for exactly which bytes
+    (``surrogate``, ``sha256``), judged against which ``original`` and ``artefact``
+    (``NAME@VERSION`` in ``store``), with the outcome of every expectation; the publish
+    step trusts only a passing receipt whose ``sha256`` still matches the file.
+
+    Parameters
+    ----------
+    result : GateResult
+        What :func:`~astrid_airflow.validate_surrogate` returned.
+    out_dir : path
+        Where the validation JSON and Data Docs were written.
+    """
+    d = result.to_dict()
+
+    def beside(written: str | None) -> str | None:
+        return str(out_dir / os.path.basename(written)) if written else None
+
+    return {
+        "success": result.success,
+        "surrogate": str(surrogate),
+        "sha256": sha256,
+        "original": str(original),
+        "artefact": artefact,
+        "store": store,
+        "validation": beside(d.get("validation_json")),
+        "data_docs": beside(d.get("data_docs")),
+        "failed": result.failed,
+        "expectations": [{k: e[k] for k in ("name", "category", "success",
+                                             "observed_value", "threshold")}
+                         for e in d["expectations"]],
+        "policy": d["policy"],
+        "random_state": result.random_state,
+        "report": report,
+        "run_id": run_id,
+        "gated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+# ---------------------------------------------------------------------------- promote
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """How to promote a gated surrogate: the copies, in order, then the manifest.
+
+    The caller performs them with its own atomic writers; the order is the protocol:
+    the immutable archive first, then the current file (one rename), then the manifest,
+    so a failure at any point leaves the previous release in place.
+    """
+
+    copies: list[tuple[Any, Any]]
+    manifest_path: Any
+    manifest: dict[str, Any]
+    extra: dict[str, Any]
+
+
+def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
+                 receipt_file: Any, release_id: str, *, sha256: str,
+                 report_files: list | None = None, has_metrics: bool = False,
+                 run_id: str | None = None) -> ReleasePlan:
+    """The archive, current file and manifest of a release (layout in docs/airflow.md).
+
+    ``<dir>/<file>`` is the current release, ``<dir>/<stem>.release.json`` its manifest
+    and ``<dir>/releases/<release_id>/`` the immutable archive (file, receipt, metrics,
+    validation JSON, Data Docs and the release report's files, ``index.html`` last).
+    ``receipt`` must be a passing receipt of ``sha256`` (checked by the caller).
+    """
+    archive = destination.parent / "releases" / release_id
+    archived = archive / destination.name
+    copies = [(surrogate, archived), (receipt_file, archive / receipt_file.name)]
+    named = {}
+    for key in ("validation", "data_docs"):
+        if receipt.get(key):
+            src = type(surrogate)(receipt[key])
+            copies.append((src, archive / src.name))
+            named[key] = str(archive / src.name)
+    if has_metrics:
+        copies.append((metrics_path(surrogate), archive / metrics_path(surrogate).name))
+    report_dir = None
+    if report_files:
+        report_dir = archive / report_files[0].parent.name
+        copies += [(f, report_dir / f.name)
+                   for f in sorted(report_files, key=lambda p: p.name == "index.html")]
+    copies.append((surrogate, destination))
+    manifest = {
+        "release_id": release_id,
+        "published": str(destination),
+        "archived": str(archived),
+        "sha256": sha256,
+        "artefact": receipt.get("artefact"),
+        "original": receipt.get("original"),
+        "validation": named.get("validation"),
+        "data_docs": named.get("data_docs"),
+        "report": str(report_dir / "index.html") if report_dir else None,
+        "expectations": receipt.get("expectations"),
+        "run_id": run_id,
+        "published_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    extra = {"release_id": release_id, "published": str(destination),
+             "archived": str(archived), "sha256": sha256,
+             "artefact": receipt.get("artefact")}
+    return ReleasePlan(copies=copies,
+                       manifest_path=destination.parent / f"{destination.stem}.release.json",
+                       manifest=manifest, extra=extra)

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {
     "fuse": "_fuse",
     "plan-collection": "_plan",
     "risk": "_risk",
+    "publish": "_publish",
 }
 
 
