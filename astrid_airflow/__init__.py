@@ -27,6 +27,14 @@ _EXPORTS: dict[str, str] = {
     "SchemaMismatchError": "_errors",
     "StoreError": "_errors",
     "GateError": "_errors",
+    "ReleaseError": "_errors",
+    # the release protocol (decisions only, no I/O)
+    "ReleaseDecision": "_release",
+    "check_receipt": "_release",
+    "check_release_id": "_release",
+    "decide_release": "_release",
+    "release_time": "_release",
+    "BudgetError": "_errors",
     # tables and groupings
     "read_table": "_io",
     "check_table": "_io",
@@ -42,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "AstridResult": "_result",
     "GroupingTestResult": "_result",
     "make_synthetic": "_synthetic",
+    "make_planted": "_synthetic",
     # artefacts, surrogates, metrics
     "GroupingArtefact": "_artefact",
     "fingerprint_table": "_artefact",
@@ -102,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "report_dir_for": "_report",
     # gate
     "GatePolicy": "_gate",
+    "raw_release_demo_policy": "_presets",
     "GateResult": "_gate",
     "build_suite": "_gate",
     "gate_extra_files": "_gate",

@@ -22,15 +22,17 @@ Reward = Callable[[list[Partition]], np.ndarray]
 
 
 def sort_attributes(m: int, reward: Reward,
-                    on_step: Callable[[int, list[int], np.ndarray], None] | None = None
-                    ) -> list[int]:
+                    on_step: Callable[[int, list[int], np.ndarray], None] | None = None,
+                    first: Sequence[int] = ()) -> list[int]:
     """Lines 1–6: detach singletons greedily, each time the argmax of the reward.
 
     Candidate ``j`` is scored on ``{C \\ {j}} ∪ {{l} : l ∈ B ∪ {j}}``. Ties go to the
     first candidate in the current order; the last attribute needs no evaluation.
+    ``first`` (attributes a screen found independent of all others given the class) are
+    detached before the others, in the given order, without evaluation.
     """
-    detached: list[int] = []
-    remaining = list(range(m))
+    detached: list[int] = list(first)
+    remaining = [i for i in range(m) if i not in set(detached)]
     while len(remaining) > 1:
         candidates = [(tuple(c for c in remaining if c != j),
                        *((b,) for b in [*detached, j])) for j in remaining]

@@ -57,8 +57,9 @@ _U64 = np.uint64
 #: A pair fails linkage when its excess over the expectation exceeds both the policy's
 #: absolute margin and this many of its standard deviations. ``sd_linked_share`` ignores
 #: covariances and is up to ~2x too small for strongly associated binary columns
-#: (simulated: kr-vs-kp, soybean); 6 of them kept every one of ~200 000 simulated
-#: genuine shuffles of seven UCI tables (60 rows to full size) below the tolerance.
+#: (simulated: kr-vs-kp, soybean); 6 of them kept every one of ~140 000 simulated
+#: genuine pair shuffles of seven UCI tables (30 shuffles at 60 rows, 200 rows and
+#: full size) below the tolerance.
 LINKAGE_Z = 6.0
 # A pair's (a, b) keys are counted with bincount when there are at most this many
 # possible keys (factor x rows + slack), else by sorting.

@@ -18,6 +18,10 @@ __all__ = [
     "SchemaMismatchError",
     "StoreError",
     "GateError",
+    "ReleaseError",
+
+
+    "BudgetError",
     "short_list",
     "one_line",
     "os_error_message",
@@ -54,6 +58,14 @@ class StoreError(AstridError):
 
 class GateError(AstridError):
     """The quality gate cannot be evaluated (not: a gate that failed)."""
+
+
+class ReleaseError(AstridError):
+    """A release is refused: failed or stale gate receipt, or an archive it would change."""
+
+
+class BudgetError(AstridError):
+    """A run's estimated time exceeds its budget (``max_seconds``); nothing was run."""
 
 
 # ------------------------------------------------------------------ message helpers

@@ -14,24 +14,32 @@ cores used and workers never oversubscribe them. The forest preset gets float32 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier
 from threadpoolctl import threadpool_limits
 
-from ._classifiers import make_classifier, set_random_state
+from ._classifiers import make_classifier, set_categorical, set_random_state
 from ._forest import RandomForest
 from ._permutation import goldeneye_indices
+from ._progress import RunProgress
 from ._scoring import score
 
-__all__ = ["FitData", "Task", "prepare_fit_data", "run_tasks"]
+__all__ = ["FitData", "Task", "backend_kind", "prepare_fit_data", "run_tasks",
+           "shared_fit_data"]
 
 log = logging.getLogger("astrid_airflow")
 
@@ -72,11 +80,12 @@ def prepare_fit_data(classifier: object, X_train: pd.DataFrame, y_train: np.ndar
         pipeline = make_classifier(classifier, n_attributes=len(names), params=params)
         encoder = pipeline.steps[0][1].fit(X_train)
         model = pipeline.steps[-1][1]
-        if "categorical_mask" in model.get_params():
-            model.set_params(categorical_mask=tuple(s[0] == "cat" for s in encoder.specs_))
+        set_categorical(model, encoder)
         owner = encoder.attribute_of_column_
-        # Trees split on float32 values; converting once saves a copy per fit.
-        dtype = np.float32 if isinstance(model, RandomForest) else np.float64
+        # Trees split (and histograms bin) float32 values; converting once saves a copy
+        # per fit and half the memory.
+        dtype = np.float32 if isinstance(model, (RandomForest, HistGradientBoostingClassifier)) \
+            else np.float64
         return FitData(
             X_train=np.ascontiguousarray(encoder.transform(X_train), dtype=dtype),
             y_train=y_train,
@@ -105,7 +114,7 @@ def _permuted(data: FitData, groups: Groups, rng: np.random.Generator):
                 parts[c] = block[c].to_numpy()
         return pd.DataFrame({c: pd.Series(parts[c], dtype=X[c].dtype)
                              for c in data.attribute_names})
-    out = np.empty_like(data.X_train)
+    out = np.empty(data.X_train.shape, dtype=data.X_train.dtype)  # not a memmap subclass
     for g, attrs in enumerate(groups):
         cols = np.concatenate([data.columns_of_attribute[a] for a in attrs])
         if cols.size:
@@ -113,7 +122,7 @@ def _permuted(data: FitData, groups: Groups, rng: np.random.Generator):
     return out
 
 
-def _run_one(data: FitData, task: Task) -> float:
+def run_one(data: FitData, task: Task) -> float:
     rng = np.random.default_rng(task.seed)
     X = data.X_train if task.groups is None else _permuted(data, task.groups, rng)
     model = set_random_state(clone(data.model), int(rng.integers(0, 2**31 - 1)))
@@ -126,15 +135,68 @@ def _run_one(data: FitData, task: Task) -> float:
 def _run_batch(data: FitData, tasks: Sequence[Task]) -> tuple[list[float], float]:
     start = time.process_time()
     with threadpool_limits(limits=1):
-        scores = [_run_one(data, t) for t in tasks]
+        scores = [run_one(data, t) for t in tasks]
     return scores, time.process_time() - start
+
+
+def backend_kind(backend: str | None) -> str | None:
+    """``"processes"`` or ``"threads"`` for a local joblib backend, None otherwise (a
+    cluster such as Dask). ``backend=None`` looks at the active ``parallel_config``."""
+    if backend is None:
+        from joblib.parallel import get_active_backend
+
+        backend = type(get_active_backend()[0]).__name__.lower().replace("backend", "")
+    if backend in ("loky", "multiprocessing"):
+        return "processes"
+    if backend in ("threading", "sequential"):
+        return "threads"
+    return None
+
+
+@contextmanager
+def shared_fit_data(data: FitData, n_jobs: int, backend: str | None):
+    """``data`` with its large arrays memory-mapped from a folder this run owns.
+
+    joblib would memory-map large arrays itself, but anew for every ``Parallel`` call,
+    registering every file with loky's resource tracker; a worker killed mid-fit (a
+    task timeout's SIGTERM) never releases its references, which the tracker reports
+    as leaked at exit. Arrays already backed by a file are passed to workers by file
+    name (no copy, no registration), and the folder is removed here on any exit. Only
+    for local process workers: threads share memory, a cluster cannot see the files.
+    The folder is made in ``JOBLIB_TEMP_FOLDER`` (or the usual temporary directory).
+    """
+    if (n_jobs == 1 and backend is None) or backend_kind(backend) != "processes":
+        yield data
+        return
+    folder = tempfile.mkdtemp(prefix="astrid-fits-", dir=os.environ.get("JOBLIB_TEMP_FOLDER"))
+    counter = iter(range(1 << 30))
+
+    def mapped(a):
+        if not isinstance(a, np.ndarray) or a.nbytes < _MEMMAP_BYTES:
+            return a
+        path = os.path.join(folder, f"{next(counter)}.npy")
+        np.save(path, a)
+        return np.load(path, mmap_mode="r")
+
+    try:
+        yield dataclasses.replace(
+            data, X_train=mapped(data.X_train), y_train=mapped(data.y_train),
+            eval_sets={k: (mapped(X), mapped(y)) for k, (X, y) in data.eval_sets.items()})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# joblib's own threshold for memory-mapping an argument (max_nbytes="1M")
+_MEMMAP_BYTES = 1_000_000
 
 
 class _Progress:
     """A progress bar on a terminal, a log line every ~10 % otherwise."""
 
-    def __init__(self, total: int, desc: str, enabled: bool | None):
+    def __init__(self, total: int, desc: str, enabled: bool | None,
+                 tracker: RunProgress | None = None):
         self.total, self.desc, self.done = total, desc, 0
+        self.tracker = tracker
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self._bar = None
         self._next_log = 0.1
@@ -146,9 +208,12 @@ class _Progress:
 
     def update(self, n: int) -> None:
         self.done += n
+        if self.tracker is not None:
+            self.tracker.update(n)
         if self._bar is not None:
             self._bar.update(n)
-        elif self.total and self.done / self.total >= self._next_log:
+        elif (self.enabled and self.tracker is None and self.total
+              and self.done / self.total >= self._next_log):
             log.info("%s: %d/%d fits (%.0f s)", self.desc, self.done, self.total,
                      time.perf_counter() - self._start)
             self._next_log += 0.1
@@ -160,23 +225,29 @@ class _Progress:
 
 def run_tasks(data: FitData, tasks: Sequence[Task], *, n_jobs: int = 1,
               backend: str | None = None, progress: bool | None = None,
-              desc: str = "fits", stats: dict | None = None) -> np.ndarray:
+              desc: str = "fits", stats: dict | None = None,
+              tracker: RunProgress | None = None) -> np.ndarray:
     """Run ``tasks`` and return their scores in task order.
 
     ``stats["cpu_seconds"]`` (when a dict is given) accumulates the CPU time of the fits,
-    measured in the process that ran them.
+    measured in the process that ran them. ``tracker`` (a whole run's ``RunProgress``)
+    counts the fits done; with it, lines for logs come from its heartbeat and this call
+    only draws the terminal bar.
     """
     tasks = list(tasks)
     stats = {} if stats is None else stats
     stats.setdefault("cpu_seconds", 0.0)
-    bar = _Progress(len(tasks), desc, progress)
+    if tracker is not None:
+        tracker.update(0, desc)
+        progress = False if progress is False else None  # bar on a terminal only
+    bar = _Progress(len(tasks), desc, progress, tracker)
     try:
         if n_jobs == 1 and backend is None:
             scores = []
             start = time.process_time()
             with threadpool_limits(limits=1):
                 for t in tasks:
-                    scores.append(_run_one(data, t))
+                    scores.append(run_one(data, t))
                     bar.update(1)
             stats["cpu_seconds"] += time.process_time() - start
             return np.asarray(scores, dtype=float)

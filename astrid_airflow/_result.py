@@ -104,6 +104,12 @@ class AstridResult:
     # fits exact mode (R', R) would use; adaptive mode's stopping record (None: exact)
     n_fits_exact: int | None = None
     adaptive: dict[str, Any] | None = None
+    # the cost estimate made before the search, with the actual time (machine-dependent)
+    estimate: dict[str, Any] | None = field(default=None, compare=False)
+    # the stratified sample the search ran on (None: every row)
+    sample: dict[str, Any] | None = None
+    # the pair screen before the sorting (None: not screened)
+    screen: dict[str, Any] | None = None
     # CPU seconds of all fits (parent and workers); not serialised, machine-dependent
     cpu_seconds: float | None = field(default=None, compare=False)
 
@@ -122,6 +128,7 @@ class AstridResult:
             "n_test": self.n_test, "random_state": self.random_state, "split": self.split,
             "search_scores": self.search_scores,
             "n_fits_exact": self.n_fits_exact, "adaptive": self.adaptive,
+            "estimate": self.estimate, "sample": self.sample, "screen": self.screen,
         }
 
     @classmethod
@@ -136,7 +143,9 @@ class AstridResult:
                    scoring=d["scoring"], alpha=float(d["alpha"]), n_search=int(d["n_search"]),
                    n_test=int(d["n_test"]), random_state=d.get("random_state"),
                    split=dict(d["split"]), search_scores=dict(d.get("search_scores", {})),
-                   n_fits_exact=d.get("n_fits_exact"), adaptive=d.get("adaptive"))
+                   n_fits_exact=d.get("n_fits_exact"), adaptive=d.get("adaptive"),
+                   estimate=d.get("estimate"), sample=d.get("sample"),
+                   screen=d.get("screen"))
 
     def format_table(self) -> str:
         """The paper's table: k, accuracy summary, p, and letters in detach order."""

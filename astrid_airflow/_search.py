@@ -27,6 +27,7 @@ test's decision except with probability at most ``adaptive["p_risk_bound"]``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -35,14 +36,30 @@ import numpy as np
 
 from ._classifiers import classifier_spec
 from ._clustering import best_cuts, sort_attributes, split_scores
-from ._errors import DataError, ParameterError
-from ._fits import Task, prepare_fit_data, run_tasks
+from ._cost import (
+    CostEstimate,
+    calibrate,
+    calibrate_run,
+    effective_workers,
+    estimate,
+    fits_planned,
+    growth_exponent,
+    rows_that_fit,
+)
+from ._errors import BudgetError, DataError, ParameterError
+from ._fits import FitData, Task, prepare_fit_data, run_tasks, shared_fit_data
 from ._grouping import Grouping, letters
+from ._progress import RunProgress, format_seconds
 from ._racing import race_argmax, race_ranking
 from ._result import AstridResult, KRow
+from ._sample import MIN_PER_CLASS, auto_sample_size, check_sample, stratified_sample
 from ._scoring import check_scoring
+from ._screen import ALPHA as SCREEN_ALPHA
+from ._screen import MAX_ROWS as SCREEN_MAX_ROWS
+from ._screen import MIN_ATTRIBUTES as SCREEN_MIN_ATTRIBUTES
+from ._screen import blocks_of, screen_pairs
 from ._sequential import plan, run_sequential
-from ._split import prepare, stratified_split
+from ._split import Prepared, prepare, stratified_split
 from ._test import empirical_p_value
 from ._validation import check_alpha, check_n_jobs, check_positive_int, check_seed_sequence
 
@@ -74,6 +91,10 @@ def astrid(
     adaptive_race_risk: float = 0.2,
     adaptive_race_batch: int = 5,
     adaptive_verify: bool = False,
+    max_seconds: float | None = None,
+    over_budget: str = "refuse",
+    sample: int | str | None = None,
+    screen: bool | str = "auto",
     _search_seed: int | None = None,
 ) -> AstridResult:
     """Find the highest-cardinality grouping not rejected at level ``alpha``.
@@ -84,7 +105,7 @@ def astrid(
         The reference table (attributes plus the class column); CSV, Parquet or ARFF.
     target : str
         The class column.
-    classifier : {"svm", "rf", "nb"} or scikit-learn classifier, default="svm"
+    classifier : {"svm", "rf", "nb", "hgb"} or scikit-learn classifier, default="svm"
     classifier_params : dict or None
         Parameters for the preset's model (e.g. ``{"n_estimators": 100}`` for ``rf``) or
         ``set_params`` names for a user pipeline.
@@ -135,6 +156,28 @@ def astrid(
         sequential one (``adaptive["p_values"][k]["exact_p"]``, ``"exact_rejected"``),
         and whether the exact p-values on these groupings choose the same k
         (``adaptive["verify"]``). Costs the extra fits, reported apart from ``n_fits``.
+    max_seconds : float or None, default=None
+        Budget of the search in seconds. Before the search a few fits are timed and the
+        run is estimated (fits x seconds per fit / workers; adaptive mode: its expected
+        count); the estimate is logged and recorded in the result (``estimate``, with
+        the actual time). Over the budget, ``over_budget`` decides. None: no budget.
+    over_budget : {"refuse", "sample"}, default="refuse"
+        ``"refuse"``: raise ``BudgetError`` before the search, its one-line message
+        saying what would fit (rows of a sample, the ``hgb`` preset, adaptive mode).
+        ``"sample"``: learn on a stratified sample with as many rows as fit the budget
+        (recorded in ``sample`` with ``rule = "budget"``).
+    sample : int, "auto" or None, default=None
+        Learn on a stratified sample of the table: an int is a number of rows; None
+        uses every row. The sample is drawn from the run's seed (reproducible) and
+        recorded in the result (``sample``). See docs/engine.md for what the p-values
+        then mean.
+    screen : {"auto", True, False}, default="auto"
+        Before the sorting, test every pair of attributes for dependence given the class
+        (no classifier fits); attributes dependent on none are detached first without
+        evaluation, so the sorting's O(m²) fits run on the others only (see
+        ``_screen``). "auto": only for more than 40 attributes (the paper's tables have
+        at most 36). Recorded in the result (``screen``). The p-values stay valid: the
+        screen never sees the test split.
 
     Returns
     -------
@@ -167,44 +210,202 @@ def astrid(
                 or not 0.0 <= adaptive_delta_sd < math.inf):
             raise ParameterError(f"Invalid adaptive_delta_sd: {adaptive_delta_sd!r}. "
                                  "Must be a finite number >= 0, or None.")
+    if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(
+            max_seconds, (int, float)) or not 0 < max_seconds < math.inf):
+        raise ParameterError(f"Invalid max_seconds: {max_seconds!r}. Must be a number > 0 "
+                             "or None.")
+    if over_budget not in ("refuse", "sample"):
+        raise ParameterError(f"Invalid over_budget: {over_budget!r}. Must be 'refuse' or "
+                             "'sample'.")
+    sample = check_sample(sample)
+    if screen not in ("auto", True, False):
+        raise ParameterError(f"Invalid screen: {screen!r}. Must be 'auto', True or False.")
     prep = prepare(data, target, min_rows_per_class=4)
     attrs, m = prep.attributes, len(prep.attributes)
     if m < 2:
         raise DataError("ASTRID needs at least two attribute columns besides the target.")
 
     split_ss, split2_ss, base_ss, sort_ss, halve_ss, k_ss, p_ss = root.spawn(7)
+    # Spawned after the seven above, so runs without sampling keep their draws.
+    sample_ss, calib_ss, screen_ss = root.spawn(3)
     if _search_seed is not None:
         # Benchmark hook: other search draws on the same split and p-value draws, to
         # measure how much the chosen k depends on the search's Monte Carlo noise alone.
         sort_ss, halve_ss, k_ss = np.random.SeedSequence(int(_search_seed)).spawn(3)
-    train, rest = stratified_split(prep.codes, 0.5, split_ss)
-    search_pos, valid_pos = stratified_split(prep.codes[rest], 0.5, split2_ss)
-    search, valid = rest[search_pos], rest[valid_pos]
-    X = prep.table[attrs]
-    fit_data = prepare_fit_data(
-        classifier, X.iloc[train], prep.codes[train],
-        {"search": (X.iloc[search], prep.codes[search]),
-         "valid": (X.iloc[valid], prep.codes[valid])},
-        scoring=scoring, n_classes=len(prep.classes), params=classifier_params)
+    full = prep
+    sample_record = None
+    draw_ss, curve_ss = sample_ss.spawn(2)
+    if sample == "auto":
+        rows, auto = auto_sample_size(
+            full.codes, full.table[attrs], classifier=classifier, params=classifier_params,
+            scoring=scoring, n_classes=len(full.classes), seed=curve_ss)
+        prep, sample_record = _sampled(full, rows, draw_ss, rule="auto")
+        sample_record.update(auto)
+    elif sample is not None:
+        prep, sample_record = _sampled(full, sample, draw_ss, rule="fixed")
+
+    def setup(prep: Prepared, clf: object = classifier) -> tuple[FitData, dict, np.ndarray]:
+        train, rest = stratified_split(prep.codes, 0.5, split_ss)
+        search_pos, valid_pos = stratified_split(prep.codes[rest], 0.5, split2_ss)
+        search, valid = rest[search_pos], rest[valid_pos]
+        X = prep.table[attrs]
+        fit_data = prepare_fit_data(
+            clf, X.iloc[train], prep.codes[train],
+            {"search": (X.iloc[search], prep.codes[search]),
+             "valid": (X.iloc[valid], prep.codes[valid])},
+            scoring=scoring, n_classes=len(prep.classes),
+            params=classifier_params if clf is classifier else None)
+        return fit_data, {"train": int(train.size), "search": int(search.size),
+                          "test": int(valid.size)}, np.concatenate([train, search])
+
+    screening = screen is True or (screen == "auto" and m > SCREEN_MIN_ATTRIBUTES)
+
+    def screened(prep: Prepared, rows: np.ndarray) -> tuple[list[int], dict | None]:
+        # Free attributes (dependent on none given the class) skip the sorting's
+        # evaluations; only the training and search rows are looked at.
+        if not screening:
+            return [], None
+        if rows.size > SCREEN_MAX_ROWS:
+            rows = rows[stratified_sample(prep.codes[rows], SCREEN_MAX_ROWS, screen_ss)]
+        t0 = time.perf_counter()
+        p = screen_pairs(prep.table[attrs].iloc[rows], prep.codes[rows])
+        blocks = blocks_of(p)
+        first = [b[0] for b in blocks if len(b) == 1]
+        pairs = sorted(((float(p[i, j]), attrs[i], attrs[j]) for i, j in
+                        zip(*np.nonzero(np.triu(p < SCREEN_ALPHA, 1)))))
+        record = {"rule": "pairwise G-test of dependence given the class", "rows": int(
+            rows.size), "alpha": SCREEN_ALPHA, "free": [attrs[i] for i in first],
+            "blocks": [[attrs[i] for i in b] for b in blocks if len(b) > 1],
+            "dependent_pairs": [[a, b, q] for q, a, b in pairs[:200]],
+            "n_dependent_pairs": len(pairs),
+            "seconds": round(time.perf_counter() - t0, 3)}
+        log.info("astrid screen: %d of %d attributes depend on none given the class; the "
+                 "sorting evaluates the other %d (blocks: %s)", len(first), m, m - len(first),
+                 record["blocks"])
+        return first, record
+
+    fit_data, split, rows = setup(prep)
+    first, screen_record = screened(prep, rows)
+    workers = effective_workers(n_jobs, backend)
+    counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k, adaptive=adaptive,
+                          m_sorted=m - len(first))
+
+    def cost(fit_data: FitData) -> CostEstimate:
+        spf, n_cal, s_cal = calibrate_run(fit_data, calib_ss, m, n_jobs=n_jobs,
+                                          backend=backend, workers=workers)
+        est = estimate(spf, counts, workers, (n_cal, s_cal))
+        log.info("astrid estimate (%s rows): %s", f"{prep.codes.size:,}", est.describe())
+        return est
+
+    est = cost(fit_data)
+    if max_seconds is not None and est.seconds > max_seconds:
+        exponent = growth_exponent(fit_data, calib_ss, m)
+        rows = rows_that_fit(prep.codes.size, est.seconds, max_seconds, exponent)
+        if over_budget == "sample" and rows >= MIN_PER_CLASS * len(prep.classes):
+            log.info("astrid: over the budget of %s; learning on a stratified sample of "
+                     "%s rows (fit cost grows as rows^%.1f).", format_seconds(max_seconds),
+                     f"{rows:,}", exponent)
+            prep, sample_record = _sampled(full, rows, draw_ss, rule="budget")
+            sample_record["max_seconds"] = float(max_seconds)
+            fit_data, split, rows = setup(prep)
+            first, screen_record = screened(prep, rows)
+            counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
+                                  adaptive=adaptive, m_sorted=m - len(first))
+            est = cost(fit_data)
+        else:
+            fast = None
+            if classifier != "hgb":  # what the scalable preset would cost here
+                spf, n_cal, s_cal = calibrate(setup(prep, "hgb")[0], calib_ss, m,
+                                              max_fits=3, max_seconds=1.0)
+                fast = estimate(spf, counts, workers, (n_cal, s_cal))
+            expected = None if adaptive else fits_planned(
+                m, n_search, n_test, score_each_k=score_each_k, adaptive=True,
+                m_sorted=m - len(first))[0]
+            raise BudgetError(_advice(est, max_seconds, rows, exponent, fast, expected,
+                                      min_rows=MIN_PER_CLASS * len(prep.classes)))
     stats: dict = {"cpu_seconds": 0.0}
-    run = dict(n_jobs=n_jobs, backend=backend, progress=progress, stats=stats)
-    n_fits = 0
-    n_fits_exact = (n_search * (m * (m + 1) // 2 - 1) + (m - 1) * n_search
-                    + (m - 1) * n_search * bool(score_each_k) + (m - 1) * n_test + 1)
+    tracker = RunProgress.for_run(
+        counts[1], progress=progress, kind="planned" if not adaptive else "worst case",
+        seconds_per_fit=est.seconds_per_fit, workers=workers)
+    run = dict(n_jobs=n_jobs, backend=backend, progress=progress, stats=stats,
+               tracker=tracker)
+    n_fits_exact = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
+                                adaptive=False, m_sorted=m - len(first))[0]
     common = dict(target=target, classes=prep.classes, columns=tuple(attrs),
                   classifier=classifier_spec(classifier, classifier_params),
                   scoring=scoring, alpha=alpha, n_search=n_search, n_test=n_test,
                   random_state=random_state if isinstance(random_state, int) else None,
-                  split={"train": int(train.size), "search": int(search.size),
-                         "test": int(valid.size)})
-    if adaptive:
-        return _adaptive(
-            fit_data, attrs, run, start, common, n_fits_exact,
-            seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search, n_test=n_test,
-            alpha=alpha, risk=adaptive_risk, delta=float(adaptive_delta),
-            delta_sd=None if adaptive_delta_sd is None else float(adaptive_delta_sd),
-            batch=adaptive_batch, race_risk=adaptive_race_risk,
-            race_batch=adaptive_race_batch, verify=bool(adaptive_verify))
+                  split=split)
+    searched = time.perf_counter()
+    with tracker, shared_fit_data(fit_data, n_jobs, backend) as fit_data:
+        if adaptive:
+            result = _adaptive(
+                fit_data, attrs, run, start, common, n_fits_exact,
+                seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search,
+                n_test=n_test, alpha=alpha, risk=adaptive_risk,
+                delta=float(adaptive_delta),
+                delta_sd=None if adaptive_delta_sd is None else float(adaptive_delta_sd),
+                batch=adaptive_batch, race_risk=adaptive_race_risk,
+                race_batch=adaptive_race_batch, verify=bool(adaptive_verify), first=first)
+        else:
+            result = _exact(fit_data, attrs, run, start, common, n_fits_exact,
+                            seeds=(base_ss, sort_ss, halve_ss, k_ss, p_ss),
+                            n_search=n_search, n_test=n_test, alpha=alpha,
+                            score_each_k=score_each_k, first=first)
+    actual = time.perf_counter() - searched
+    record = {**est.to_dict(), "max_seconds": None if max_seconds is None else
+              float(max_seconds), "fits_run": result.n_fits, "actual_seconds": actual,
+              "ratio": actual / est.seconds if est.seconds > 0 else None}
+    log.info("astrid: %s fits in %s (estimated %s).", f"{result.n_fits:,}",
+             format_seconds(actual), format_seconds(est.seconds))
+    if sample_record is not None:
+        # the root's entropy reproduces the sample even when random_state was None
+        sample_record.update(table_rows=int(full.codes.size), seed=common["random_state"],
+                             entropy=root.entropy)
+    return dataclasses.replace(result, estimate=record, sample=sample_record,
+                               screen=screen_record)
+
+
+def _sampled(full: Prepared, n: int, seed: np.random.SeedSequence, *, rule: str
+             ) -> tuple[Prepared, dict]:
+    """``full`` cut to a stratified sample of ``n`` rows, and its record."""
+    idx = stratified_sample(full.codes, n, seed)
+    prep = full if idx.size == full.codes.size else Prepared(
+        full.table.iloc[idx].reset_index(drop=True), full.target, full.attributes,
+        full.codes[idx], full.classes)
+    return prep, {"rule": rule, "rows": int(idx.size), "requested": int(n),
+                  "stream": "random_state's SeedSequence: child 7, its child 0"}
+
+
+def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
+            fast: CostEstimate | None, adaptive_fits: int | None, *, min_rows: int) -> str:
+    """One line: the estimate, the budget, and what would fit."""
+    fits: list[str] = []
+    if rows >= min_rows:
+        fits.append(f"a stratified sample of {rows:,} rows (--sample {rows}; the fit cost "
+                    f"grows as rows^{exponent:.1f})")
+    if fast is not None:
+        fits.append(f"--classifier hgb (about {format_seconds(fast.seconds)})"
+                    if fast.seconds <= budget else
+                    f"--classifier hgb with a sample (hgb alone: about "
+                    f"{format_seconds(fast.seconds)})")
+    if adaptive_fits is not None:
+        fits.append(f"--adaptive (about "
+                    f"{format_seconds(adaptive_fits * est.seconds_per_fit / est.workers)} "
+                    "expected)")
+    hint = "; ".join(fits) if fits else "nothing smaller; raise the budget"
+    return (f"Estimated {est.describe()}, over max_seconds = {budget:g} "
+            f"({format_seconds(budget)}). Would fit: {hint}; or --over-budget sample to "
+            "sample rows automatically.")
+
+
+def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search, n_test,
+           alpha, score_each_k, first=()) -> AstridResult:
+    """Alg. 1 with every reward a mean over R' permutations and R per p-value."""
+    base_ss, sort_ss, halve_ss, k_ss, p_ss = seeds
+    m = len(attrs)
+    stats = run["stats"]
+    n_fits = 0
 
     def reward(groupings: list[tuple[tuple[int, ...], ...]], seeds, desc: str) -> np.ndarray:
         nonlocal n_fits
@@ -225,7 +426,7 @@ def astrid(
 
     detached = sort_attributes(
         m, lambda parts: reward(parts, next(sort_seeds).spawn(len(parts)), "sorting"),
-        on_step=log_step)
+        on_step=log_step, first=first)
     order = [attrs[i] for i in detached]
 
     # 2. Scores of every 2-split of the order (line 7), groupings for every k (8-11).
@@ -269,13 +470,14 @@ def astrid(
         n_fits_exact=n_fits_exact, cpu_seconds=stats["cpu_seconds"], **common)
 
 
+
 def _bad(name: str, value: object):
     raise ParameterError(f"Invalid {name}: {value!r}. Must be a number in (0, 1).")
 
 
 def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search,
               n_test, alpha, risk, delta, delta_sd, batch, race_risk, race_batch,
-              verify=False) -> AstridResult:
+              verify=False, first=()) -> AstridResult:
     """Alg. 1 with racing and sequential p-values (see the module docstring)."""
     base_ss, sort_ss, halve_ss, p_ss = seeds
     m = len(attrs)
@@ -318,7 +520,7 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
                  m - 1, record["sorting"][-1]["detached"], max(record["sorting"][-1]["rounds"]),
                  record["sorting"][-1]["stop"])
 
-    detached = sort_attributes(m, reward, on_step=log_step)
+    detached = sort_attributes(m, reward, on_step=log_step, first=first)
     order = [attrs[i] for i in detached]
 
     # 2. 2-split scores, raced as a ranking with common random numbers.

@@ -700,7 +700,8 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
                   like: str | None = None, comment: str | Mapping[str, Any] | None = None,
                   lock_timeout: float = 30.0, chunk_rows: int = CHUNK_ROWS,
                   replace: bool = True,
-                  before_swap: Callable[[Any, Any], None] | None = None) -> dict[str, Any]:
+                  before_swap: Callable[[Any, Any], None] | None = None,
+                  guard: Callable[[str | None], None] | None = None) -> dict[str, Any]:
     """Publish a table into PostgreSQL atomically: readers see the old or the new release.
 
     Parameters
@@ -730,6 +731,11 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
     before_swap : callable, optional
         ``before_swap(cursor, staging_identifier)`` runs in the transaction after the
         load and before the swap (tests use it to inject failures).
+    guard : callable, optional
+        ``guard(comment)`` gets the published table's current comment (None if there is
+        no table or no comment) under the publication lock, before anything is loaded;
+        an exception it raises rolls the transaction back and propagates (the release
+        protocol of ``_release`` refuses an older release this way, race-free).
 
     Returns
     -------
@@ -767,6 +773,12 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
                         " ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)",
                         (qualified_name(src).as_string(cur),))
             found = cur.fetchone()
+            if guard is not None:
+                current = None
+                if found is not None:
+                    cur.execute("SELECT obj_description(%s, 'pg_class')", (found[0],))
+                    current = cur.fetchone()[0]
+                guard(current)
             if found is not None and not replace:
                 raise StoreError(f"Refusing to overwrite existing table {src.table!r} (pass "
                                  "overwrite/replace to publish a new release).")

@@ -68,7 +68,7 @@ def test_grouping(
         The class column.
     grouping : Grouping, ``"a,b;c"`` text or list of lists
         A partition of the attribute columns.
-    classifier : {"svm", "rf", "nb"} or scikit-learn classifier, default="svm"
+    classifier : {"svm", "rf", "nb", "hgb"} or scikit-learn classifier, default="svm"
     classifier_params : dict or None
         Parameters for the preset's model (e.g. ``{"n_estimators": 100}`` for ``rf``) or
         ``set_params`` names for a user pipeline.

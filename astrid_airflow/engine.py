@@ -10,16 +10,18 @@ subpackage's ``__init__``.
 from __future__ import annotations
 
 from ._encoding import is_numeric_column
-from ._fits import prepare_fit_data
+from ._fits import Task, prepare_fit_data, run_one
 from ._forest import onedal_available
 from ._permutation import class_codes
 from ._split import prepare, stratified_split
 
 __all__ = [
+    "Task",
     "class_codes",
     "is_numeric_column",
     "onedal_available",
     "prepare",
     "prepare_fit_data",
+    "run_one",
     "stratified_split",
 ]

@@ -170,7 +170,7 @@ def run_one(name: str, clf: str, mode: str, n_jobs: int, args) -> dict:
                     random_state=args.seed, n_jobs=n_jobs, progress=False, **extra)
     return {"dataset": name, "classifier": clf, "mode": mode, "n_jobs": n_jobs,
             "rows": len(table), "summary": summarise(result.to_dict()),
-            "paper": {k: v for k, v in PAPER[clf].get(
+            "paper": {k: v for k, v in PAPER.get(clf, {}).get(
                 "soybean" if name == "soybean-clean" else name, {}).items()},
             "r_reference": dict(zip(("seconds", "fits"), R_REFERENCE.get((name, clf), ())))
             or None,
@@ -469,7 +469,7 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", nargs="+", default=list(ALL_DATASETS),
                    choices=ALL_DATASETS)
     p.add_argument("--classifiers", nargs="+", default=["svm", "rf"],
-                   choices=["svm", "rf", "nb"])
+                   choices=["svm", "rf", "nb", "hgb"])
     p.add_argument("--mode", nargs="+", default=["exact"], choices=["exact", "adaptive"])
     p.add_argument("--r-search", type=int, default=100)
     p.add_argument("--r-test", type=int, default=250)

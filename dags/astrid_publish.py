@@ -31,7 +31,7 @@ from astrid_airflow.operators.learn import AstridLearnOperator
 from astrid_airflow.operators.publish import PublishSurrogateOperator
 from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 
-from astrid_airflow import GatePolicy
+from astrid_airflow import raw_release_demo_policy
 
 NAME = "synthetic"
 LAYOUT = demo_layout(NAME)
@@ -44,7 +44,7 @@ RELEASE = release_asset(LAYOUT.published, NAME)
 # per-group disclosure checks fail it (docs/privacy.md). This explicit policy reports
 # those figures without enforcing them; intact rows and cross-group linkage stay
 # enforced. Coarsen the values before shuffling (issue 17) to drop it.
-GATE_POLICY = GatePolicy.raw_release_demo(max_intact=0.01, max_accuracy_drop=0.03).to_dict()
+GATE_POLICY = raw_release_demo_policy(max_intact=0.01, max_accuracy_drop=0.03)
 
 with DAG(
     dag_id="astrid_publish_synthetic",

@@ -38,7 +38,7 @@ from astrid_airflow.operators.publish import PublishSurrogateOperator
 from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 from astrid_airflow.operators.sql import sql_table
 
-from astrid_airflow import GatePolicy
+from astrid_airflow import raw_release_demo_policy
 
 NAME = "postgres_synthetic"
 CONN_ID = os.environ.get("ASTRID_POSTGRES_CONN_ID", "astrid_postgres")
@@ -49,7 +49,7 @@ PUBLISHED = sql_table(CONN_ID, "public.astrid_surrogate")
 RELEASE = release_asset(PUBLISHED, NAME)
 # As in astrid_publish.py: a raw release, NOT protected against class disclosure; the
 # per-group disclosure checks are reported, not enforced (docs/privacy.md, issue 17).
-GATE_POLICY = GatePolicy.raw_release_demo(max_intact=0.01, max_accuracy_drop=0.03).to_dict()
+GATE_POLICY = raw_release_demo_policy(max_intact=0.01, max_accuracy_drop=0.03)
 
 with DAG(
     dag_id="astrid_publish_postgres",

@@ -34,7 +34,9 @@ from ._common import (
     store_url,
     translate_errors,
 )
-from .shuffle import metrics_path, split_ref
+from ._lineage import RecordsLineage, metric_name, numeric
+from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links, resolve_link
+from .shuffle import artefact_dataset, metrics_path, split_ref
 from .sql import TableRef, as_table, local_table, sql_errors
 
 __all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
@@ -84,7 +86,7 @@ def _url(path: ObjectStoragePath) -> str:
     return path.path if is_local(path) else str(path)
 
 
-class SurrogateGateOperator(BaseOperator):
+class SurrogateGateOperator(RecordsLineage, BaseOperator):
     """Validate a staged surrogate against its original with the artefact's gate suite.
 
     Parameters
@@ -108,6 +110,10 @@ class SurrogateGateOperator(BaseOperator):
         Where results go; default beside the surrogate (templated).
     random_state : int or None
         Seed of the utility check (templated); ``None`` derives it from the run.
+    link_base_url : dict or str, optional
+        Storage prefix → public base URL for the extra links ("Data Docs", "Release
+        report", "Artefact"); default the ``[astrid] link_base_url`` option, else the
+        files' own locations (see ``astrid_airflow.operators.links``).
 
     Returns (XCom)
     --------------
@@ -123,11 +129,12 @@ class SurrogateGateOperator(BaseOperator):
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"policy": "json"}
     ui_color = "#d4edda"
+    operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
 
     def __init__(self, *, original: Any, surrogate: Any, store: Any, artefact: str,
                  name: str | None = None, policy: dict[str, Any] | str | None = None,
                  out_dir: Any = None, random_state: int | str | None = None,
-                 **kwargs: Any) -> None:
+                 link_base_url: Any = None, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.original = original
@@ -138,6 +145,7 @@ class SurrogateGateOperator(BaseOperator):
         self.policy = policy
         self.out_dir = out_dir
         self.random_state = random_state
+        self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import ArtefactStore, ParameterError, validate_surrogate
@@ -155,7 +163,9 @@ class SurrogateGateOperator(BaseOperator):
             if not name:
                 raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
                                      "give NAME@VERSION, or 'latest' with name=.")
-            version = ArtefactStore(root).resolve(name, version)
+            store = ArtefactStore(root)
+            version = store.resolve(name, version)
+            artefact_path = store.location(name, version).path
             ref = f"{root.rstrip('/')}/{name}@{version}"
             if not surrogate.exists():
                 raise AirflowFailException(f"Cannot gate {surrogate}: the staged surrogate "
@@ -185,6 +195,7 @@ class SurrogateGateOperator(BaseOperator):
             "sha256": digest,
             "original": str(original),
             "artefact": f"{name}@{version}",
+            "artefact_path": artefact_path,
             "store": root,
             "validation": str(validation),
             "data_docs": str(docs),
@@ -200,11 +211,24 @@ class SurrogateGateOperator(BaseOperator):
         }
         receipt_path = gate_receipt_path(surrogate, out_dir)
         atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
+        # recorded before a failure is raised: the links of a failed gate work too
+        push_links(self, context, data_docs=docs, report=release_report, artefact=artefact_path)
+        observed = numeric({metric_name(e["name"]): e["observed_value"]
+                            for e in receipt["expectations"]})
+        self._lineage = {  # OpenLineage: the expectations and figures on the surrogate
+            "inputs": [{"location": str(original)},
+                       {"location": str(surrogate), "rows": observed.get("row_count"),
+                        "assertions": receipt["expectations"], "metrics": observed},
+                       artefact_dataset(root, receipt["artefact"])],
+            "outputs": [{"location": str(validation)}, {"location": str(receipt_path)}]}
+        where = (f"Data Docs: {resolve_link(self, str(docs))}; release report: "
+                 f"{resolve_link(self, release_report) or 'none'}")
         if not result.success:
+            self.log.error("Release gate failed for %s. %s", surrogate, where)
             raise AirflowFailException(failure_message(str(surrogate),
                                                        receipt["expectations"]))
-        self.log.info("Release gate passed for %s (%d expectations); Data Docs: %s",
-                      surrogate, len(receipt["expectations"]), docs)
+        self.log.info("Release gate passed for %s (%d expectations). %s",
+                      surrogate, len(receipt["expectations"]), where)
         return json_small({
             "success": True,
             "surrogate": str(surrogate),

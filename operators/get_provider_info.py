@@ -20,4 +20,26 @@ def get_provider_info() -> dict:
         "versions": [__version__],
         "integrations": [{"integration-name": "ASTRID", "tags": ["software"]}],
         "operators": [{"integration-name": "ASTRID", "python-modules": modules}],
+        "extra-links": [
+            "astrid_airflow.operators.links.DataDocsLink",
+            "astrid_airflow.operators.links.ReleaseReportLink",
+            "astrid_airflow.operators.links.ArtefactLink",
+        ],
+        "config": {
+            "astrid": {
+                "description": "Settings of the ASTRID provider.",
+                "options": {
+                    "link_base_url": {
+                        "description": "Where the UI's extra links (Data Docs, release "
+                        "report, artefact) point: storage prefix to public base URL, as "
+                        "PREFIX=URL[,PREFIX=URL] or a JSON object. Unset: the files' own "
+                        "locations (file:// or the object-storage URL).",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "s3://bucket/astrid=https://files.example.com/astrid",
+                        "default": None,
+                    },
+                },
+            },
+        },
     }

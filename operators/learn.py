@@ -8,6 +8,7 @@ compared with the latest version's, and only a difference (or ``force``) learns 
 
 from __future__ import annotations
 
+import datetime as _dt
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,13 +27,21 @@ from ._common import (
     to_int,
     translate_errors,
 )
+from ._lineage import RecordsLineage
 from .assets import emit_alias_events
+from .links import ArtefactLink, push_links
 from .sql import as_table, local_table, sql_errors
 
-__all__ = ["AstridLearnOperator"]
+__all__ = ["LEARN_EXECUTION_TIMEOUT", "AstridLearnOperator"]
+
+# Default ``execution_timeout`` of a learn task: a hung or runaway search is killed (and
+# retried) instead of holding its pool slots forever. Generous: the paper's setting
+# (2251 fits) takes 34 s on the 1000-row demo table. A constant until the library's
+# cost estimate can size it per table.
+LEARN_EXECUTION_TIMEOUT = _dt.timedelta(hours=6)
 
 
-class AstridLearnOperator(BaseOperator):
+class AstridLearnOperator(RecordsLineage, BaseOperator):
     """Run ASTRID on a reference table and save the grouping as a new artefact version.
 
     Parameters
@@ -58,7 +67,10 @@ class AstridLearnOperator(BaseOperator):
         Seed of the search (templated). ``None`` derives one from the run, so a retry
         of the same task instance learns the same grouping.
     n_jobs : int, default 1
-        Parallel fits (-1: all cores).
+        Parallel fits (-1: all cores) (templated). A literal ``n_jobs >= 1`` is also the
+        default ``pool_slots``, so a pool counts the cores the task uses; with ``-1``, a
+        template or a Dask ``scheduler`` the default stays 1 slot (the scheduler assigns
+        slots before templates render): pass ``pool_slots`` then.
     scheduler : str, optional
         Address of a Dask scheduler (``tcp://host:8786``): the fits run on that cluster
         instead of in the worker, with the same result as a local run (templated).
@@ -71,9 +83,24 @@ class AstridLearnOperator(BaseOperator):
         Adaptive mode: racing in the search and sequential p-values, far fewer fits,
         the same decisions as the exact tests up to a reported risk (templated; see
         docs/performance.md). The artefact records the stopping record.
+    max_seconds : float or None, default 14400 (4 hours)
+        Budget of the search: a few fits are timed first and, when the estimated run
+        exceeds it, the task fails before the search with a message saying what would fit
+        (rows to sample, the ``hgb`` preset, ``adaptive``); ``None`` or ``""``: no
+        budget (templated). 4 hours: a daily schedule can retry twice and still publish
+        the same day, and learning only reruns when the reference table changed.
+    sample : int, "auto" or None, default "auto"
+        Learn on a stratified sample of the reference table: N rows, ``"auto"`` (tables
+        above 20,000 rows: the size where the classifier's accuracy stops improving, see
+        docs/engine.md; smaller tables whole) or None (every row). Recorded in the
+        artefact's result (``sample``); the shuffle still applies to every row
+        (templated).
     gate_policy : dict, optional
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
         from them is saved as ``suite.json`` in the new version (templated).
+    link_base_url : dict or str, optional
+        Storage prefix → public base URL of the "Artefact" extra link (see
+        ``astrid_airflow.operators.links``).
 
     Returns (XCom)
     --------------
@@ -87,21 +114,36 @@ class AstridLearnOperator(BaseOperator):
     Outlets that are ``AssetAlias`` objects receive an event for the artefact Asset
     (``artefact_asset(store, name)``) only when a new version was written; plain
     ``Asset`` outlets get Airflow's usual event on every success.
+
+    ``execution_timeout`` defaults to ``LEARN_EXECUTION_TIMEOUT`` (6 h); an explicit
+    value, or one from the DAG's ``default_args``, wins.
     """
 
     template_fields: Sequence[str] = (
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
+        "n_jobs", "max_seconds", "sample",
     )
     ui_color = "#e8d8f0"
+    operator_extra_links = (ArtefactLink(),)
 
     def __init__(self, *, reference: Any, store: Any, name: str, target: str = "class",
                  classifier: str = "svm", n_search: int | str = 100, n_test: int | str = 250,
                  alpha: float | str = 0.05, random_state: int | str | None = None,
-                 n_jobs: int = 1, clean: bool | str = False, force: bool | str = False,
+                 n_jobs: int | str = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
-                 adaptive: bool | str = False, **kwargs: Any) -> None:
+                 adaptive: bool | str = False, link_base_url: Any = None,
+                 max_seconds: float | str | None = 4 * 3600,
+                 sample: int | str | None = "auto", **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
+        # our defaults yield to explicit arguments and to the DAG's default_args
+        defaults = {"execution_timeout": LEARN_EXECUTION_TIMEOUT}
+        if isinstance(n_jobs, int) and not isinstance(n_jobs, bool) and n_jobs >= 1 \
+                and not scheduler:
+            defaults["pool_slots"] = n_jobs  # one slot per core of the fits
+        for key, value in defaults.items():
+            if key not in (kwargs.get("default_args") or {}):
+                kwargs.setdefault(key, value)
         super().__init__(**kwargs)
         self.reference = reference
         self.store = store
@@ -118,6 +160,9 @@ class AstridLearnOperator(BaseOperator):
         self.gate_policy = gate_policy
         self.scheduler = scheduler
         self.adaptive = adaptive
+        self.link_base_url = link_base_url
+        self.max_seconds = max_seconds
+        self.sample = sample
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import (
@@ -160,8 +205,11 @@ class AstridLearnOperator(BaseOperator):
                     self.log.info("Reference table unchanged (%s rows, sha256 %s…): keeping "
                                   "%s@%s, not learning again.", fingerprint["rows"],
                                   fingerprint["sha256"][:12], name, latest)
-                    return self._payload(store, name, latest, previous, learned=False,
-                                         seed=previous.random_state, started=started)
+                    payload = self._payload(store, name, latest, previous, learned=False,
+                                            seed=previous.random_state, started=started)
+                    push_links(self, context, artefact=payload["path"])
+                    self._lineage = {"inputs": [{"location": str(reference)}]}
+                    return payload
                 self.log.info("Reference table changed since %s@%s: learning again.",
                               name, latest)
             policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
@@ -169,7 +217,10 @@ class AstridLearnOperator(BaseOperator):
                             n_search=to_int(self.n_search, "n_search", minimum=1),
                             n_test=to_int(self.n_test, "n_test", minimum=1),
                             alpha=to_float(self.alpha, "alpha"), random_state=seed,
-                            adaptive=to_bool(self.adaptive, "adaptive"), progress=False)
+                            adaptive=to_bool(self.adaptive, "adaptive"),
+                            max_seconds=_budget(self.max_seconds), sample=self.sample,
+                            # progress lines (estimate, fits, time left) in the task log
+                            progress=None)
             if self.scheduler:
                 from astrid_airflow import astrid_on_dask
 
@@ -183,6 +234,10 @@ class AstridLearnOperator(BaseOperator):
                       artefact.grouping, artefact.k, time.perf_counter() - started)
         payload = self._payload(store, name, version, artefact, learned=True, seed=seed,
                                 started=started)
+        push_links(self, context, artefact=payload["path"])
+        self._lineage = {"inputs": [{"location": str(reference), "rows": payload["rows"]}],
+                         "outputs": [{"location": f"{root.rstrip('/')}/{name}",
+                                      "version": version}]}
         emit_alias_events(self, context, root=root, name=name, extra={
             "artefact": payload["artefact"], "path": payload["path"]})
         return payload
@@ -203,3 +258,10 @@ class AstridLearnOperator(BaseOperator):
             "seed": seed,
             "seconds": round(time.perf_counter() - started, 3),
         })
+
+
+def _budget(value: Any) -> float | None:
+    """``max_seconds`` from a number or a rendered template; None or "" for no budget."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "none")):
+        return None
+    return to_float(value, "max_seconds")

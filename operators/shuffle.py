@@ -25,9 +25,24 @@ from ._common import (
     to_bool,
     translate_errors,
 )
+from ._lineage import RecordsLineage, numeric
 from .sql import as_table, local_table, sql_errors
 
 __all__ = ["GoldenEyeShuffleOperator", "metrics_path", "split_ref"]
+
+
+def artefact_dataset(store: str, artefact: str) -> dict[str, Any]:
+    """The lineage record of artefact ``NAME@VERSION`` in ``store`` (its Asset's URI)."""
+    name, _, version = str(artefact).partition("@")
+    return {"location": f"{str(store).rstrip('/')}/{name}", "version": version or None}
+
+
+def _shuffle_lineage(payload: dict[str, Any]) -> dict[str, Any]:
+    """Table and artefact in, the staged surrogate (with its metrics) out."""
+    return {"inputs": [{"location": payload["original"]},
+                       artefact_dataset(payload["store"], payload["artefact"])],
+            "outputs": [{"location": payload["surrogate"], "rows": payload.get("rows"),
+                         "metrics": numeric(payload.get("metrics") or {})}]}
 
 
 def metrics_path(surrogate: ObjectStoragePath) -> ObjectStoragePath:
@@ -49,7 +64,7 @@ def split_ref(ref: object) -> tuple[str | None, str]:
     return name, version or "latest"
 
 
-class GoldenEyeShuffleOperator(BaseOperator):
+class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
     """Shuffle a table with a stored grouping artefact into a staged surrogate.
 
     Parameters
@@ -159,6 +174,7 @@ class GoldenEyeShuffleOperator(BaseOperator):
         })
         # kept beside the staged file (and archived with a release) for auditors
         atomic_write_text(metrics_path(out), json.dumps(payload, indent=2) + "\n")
+        self._lineage = _shuffle_lineage(payload)
         return payload
 
     def _spark(self, table: Any, artefact: Any, out: Any, name: str, version: str,
@@ -179,10 +195,12 @@ class GoldenEyeShuffleOperator(BaseOperator):
                                        spark=builder.getOrCreate(), overwrite=True)
         self.log.info("Spark staged %s (%d rows, seed %d): intact-row proportion %s.",
                       out, result.rows, seed, result.intact_row_proportion)
-        return json_small({
+        payload = json_small({
             "surrogate": str(out), "original": str(table), "artefact": f"{name}@{version}",
             "store": root, "seed": seed, "rows": result.rows, "engine": "spark",
             "seconds": round(time.perf_counter() - started, 3),
             "metrics": {"intact_row_proportion": result.intact_row_proportion,
                         "rows": result.rows, "groups": result.groups},
         })
+        self._lineage = _shuffle_lineage(payload)
+        return payload

@@ -10,7 +10,8 @@
 # root), starts it on 127.0.0.1 on a free port (sockets inside the data directory, so it
 # never clashes with a system cluster), creates the role `astrid` (password `astrid`,
 # scram-sha-256 over TCP, so wrong passwords are really refused) and the database
-# `astrid_test`, and exports
+# `astrid_test` (and `astrid_airflow`, the metadata database of the scheduler run in
+# scripts/ci_scheduler.sh), and exports
 #
 #   ASTRID_TEST_POSTGRES_URL=postgresql://astrid:astrid@127.0.0.1:<port>/astrid_test
 #
@@ -108,7 +109,8 @@ _astrid_pg_start() {
     _astrid_pg_as_owner "$bindir/psql" -q -h "$data" -p "$port" -U postgres -d postgres \
         -v ON_ERROR_STOP=1 \
         -c "CREATE ROLE astrid LOGIN PASSWORD 'astrid'" \
-        -c "CREATE DATABASE astrid_test OWNER astrid" >/dev/null \
+        -c "CREATE DATABASE astrid_test OWNER astrid" \
+        -c "CREATE DATABASE astrid_airflow OWNER astrid" >/dev/null \
         || { _astrid_pg_log "could not create the test role/database"; return 1; }
     url="postgresql://astrid:astrid@127.0.0.1:$port/astrid_test"
     echo "$url" >"$_astrid_pg_state/url"

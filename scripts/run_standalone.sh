@@ -9,6 +9,9 @@
 #   ASTRID_STANDALONE_HOME   work directory (default: a new temp directory, kept)
 #   ASTRID_STANDALONE_PORT   API/UI port (default 18080)
 #   KEEP_RUNNING=1           leave Airflow running after the run (stop with Ctrl-C)
+#   ASTRID_STANDALONE_DB     metadata database as a SQLAlchemy URL (e.g. PostgreSQL, with
+#                            the LocalExecutor); it is RESET first. Default: SQLite in
+#                            the work directory
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,7 +55,14 @@ then
 fi
 
 echo "standalone: AIRFLOW_HOME=$AIRFLOW_HOME, UI http://127.0.0.1:$PORT, log $LOG"
-airflow db migrate >"$WORK/db-migrate.log" 2>&1
+if [ -n "${ASTRID_STANDALONE_DB:-}" ]; then
+    export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="$ASTRID_STANDALONE_DB"
+    export AIRFLOW__CORE__EXECUTOR=LocalExecutor
+    echo "standalone: metadata database ${ASTRID_STANDALONE_DB%%://*}://… (reset), LocalExecutor"
+    airflow db reset --yes >"$WORK/db-migrate.log" 2>&1
+else
+    airflow db migrate >"$WORK/db-migrate.log" 2>&1
+fi
 
 # A new session (setsid) so that the whole tree can be stopped with one signal to its
 # process group: standalone itself only stops its children on Ctrl-C.

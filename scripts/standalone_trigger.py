@@ -118,6 +118,16 @@ def main() -> int:
     if state != "success":
         return 1
 
+    # the task pages' extra links, as the UI reads them
+    for task_id, name in (("learn_if_changed", "Artefact"), ("gate", "Data Docs"),
+                          ("gate", "Release report")):
+        status, body = api.call(
+            "GET", f"/api/v2/dags/{PUBLISH}/dagRuns/{run_id}/taskInstances/{task_id}/links")
+        links = body.get("extra_links", {}) if isinstance(body, dict) else {}
+        if status != 200 or not links.get(name):
+            raise SystemExit(f"standalone: no {name!r} link on {task_id} ({status}: {body})")
+        log(f"{task_id} link {name}: {links[name]}")
+
     def consumer_done():
         _, body = api.call("GET", f"/api/v2/dags/{CONSUME}/dagRuns?run_type=asset_triggered")
         runs = body.get("dag_runs", []) if isinstance(body, dict) else []

@@ -241,7 +241,8 @@ def test_astrid_adaptive_structure():
             assert row["p"] is None and row["k"] < r.k
     assert all(row["acc_search"] is None for row in d["table"])
     b = astrid(small, n_jobs=2, backend="threading", **kw).to_dict()
-    d.pop("seconds"), b.pop("seconds")
+    for x in (d, b):  # timings: machine-dependent
+        x.pop("seconds"), x.pop("estimate")
     assert d == b  # reproducible and n_jobs-invariant
 
 

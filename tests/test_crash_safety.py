@@ -262,6 +262,7 @@ def _without_clock(text: str) -> str:
     d.pop("created_at")
     d.pop("files", None)
     d["result"].pop("seconds")
+    d["result"].pop("estimate", None)  # the cost estimate and its actual time
     return json.dumps(d, sort_keys=True)
 
 

@@ -57,7 +57,7 @@ def learned(tmp_path_factory):
                                           "max_singling_out_risk": 1,
                                           "max_inference_risk": "1.0"})
     out = op.execute(ctx(task_id="learn"))
-    return types.SimpleNamespace(root=root, store=store, xcom=out)
+    return types.SimpleNamespace(root=root, store=store, xcom=out, op=op)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def staged(learned):
                                  store=str(learned.store), artefact=s["artefact"],
                                  random_state=1)
     g = gate.execute(ctx(task_id="gate"))
-    return types.SimpleNamespace(path=out, shuffle=s, gate=g)
+    return types.SimpleNamespace(path=out, shuffle=s, gate=g, shuffle_op=shuffle, gate_op=gate)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -447,3 +447,335 @@ class TestPublish:
         with pytest.raises(AirflowFailException, match="not the file the gate passed"):
             self._publish(copy_dir / "surrogate.parquet", dest, "r")
         assert not dest.exists()
+
+
+class TestReleaseProtocol:
+    """Clearing an old run's publish, or re-running the current one, changes nothing."""
+
+    DAY1 = "2026-01-02T00:00:00+00:00"   # the scheduled run of 2026-01-01, due at midnight
+    DAY2 = "2026-01-02T10:00:00+00:00"   # a manual run later that day
+
+    def _run(self, surrogate, destination, run_id, run_after, **kw):
+        """One publish attempt as the task of run ``run_id``; (xcom or None, events)."""
+        import datetime as dt
+
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        events = OutletEventAccessors()
+        asset = Asset(name="rel", uri="file://" + str(destination))
+        op = PublishSurrogateOperator(task_id="publish", surrogate=str(surrogate),
+                                      destination=str(destination), outlets=[asset], **kw)
+        run = types.SimpleNamespace(run_after=dt.datetime.fromisoformat(run_after))
+        context = ctx(task_id="publish", run_id=run_id, outlet_events=events, dag_run=run)
+        try:
+            out = op.execute(context)
+        except AirflowSkipException:
+            out = None
+        # what the task runner would send as this task's outlet events
+        return out, {str(k): v.extra for k, v in events._dict.items()}
+
+    @staticmethod
+    def _state(directory):
+        """Every file's bytes and mtime: a rewrite with equal bytes still shows."""
+        return {str(p.relative_to(directory)): (p.read_bytes(), p.stat().st_mtime_ns)
+                for p in sorted(directory.rglob("*")) if p.is_file()}
+
+    def test_clearing_an_old_runs_publish_keeps_the_current_release_and_emits_no_event(
+            self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        old, new = "scheduled__2026-01-01T00:00:00+00:00", "manual__2026-01-02T10:00:00+00:00"
+        out_old, ev_old = self._run(staged.path, dest, old, self.DAY1)
+        out_new, ev_new = self._run(staged.path, dest, new, self.DAY2)
+        assert out_old and out_new and len(ev_old) == len(ev_new) == 1
+        manifest_path = tmp_path / "pub" / "surrogate.release.json"
+        manifest = json.loads(manifest_path.read_text())
+        assert manifest["release_id"] == release_id_from_run(new)
+        assert manifest["run_after"] == "2026-01-02T10:00:00.000000+00:00"
+        before = self._state(tmp_path / "pub")
+        out, events = self._run(staged.path, dest, old, self.DAY1)  # the clear
+        assert out is None and events == {}
+        assert self._state(tmp_path / "pub") == before
+        assert json.loads(manifest_path.read_text())["release_id"] == release_id_from_run(new)
+
+    def test_rerunning_the_current_release_rewrites_nothing_and_emits_no_event(
+            self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "manual__1", self.DAY2)
+        before = self._state(tmp_path / "pub")
+        for _ in range(2):
+            out, events = self._run(staged.path, dest, "manual__1", self.DAY2)
+            assert out is None and events == {}
+        assert self._state(tmp_path / "pub") == before  # archive, manifest: same mtimes
+
+    def test_force_rolls_back_without_rewriting_the_archive(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "old", self.DAY1)
+        self._run(staged.path, dest, "new", self.DAY2)
+        archive = tmp_path / "pub" / "releases" / "old"
+        archived_before = self._state(archive)
+        out, events = self._run(staged.path, dest, "old", self.DAY1, force="True")
+        assert out["release_id"] == "old" and len(events) == 1
+        manifest = json.loads((tmp_path / "pub" / "surrogate.release.json").read_text())
+        assert manifest["release_id"] == "old"
+        assert self._state(archive) == archived_before  # immutable, not rewritten
+
+    def test_an_archived_release_is_never_overwritten_with_other_bytes(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "r1", self.DAY1)
+        archived = tmp_path / "pub" / "releases" / "r1" / "surrogate.parquet"
+        archived.write_bytes(b"something else")
+        before = self._state(tmp_path / "pub")
+        for force in (False, True):
+            with pytest.raises(AirflowFailException, match="archived releases are immutable"):
+                self._run(staged.path, dest, "r1", self.DAY2, force=force)
+        assert self._state(tmp_path / "pub") == before
+
+    def test_a_retry_after_a_partial_publication_completes_it(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "r1", self.DAY1)
+        # r2 archived, then the worker died before the current file and manifest moved
+        self._run(staged.path, dest, "r2", self.DAY2)
+        archive = tmp_path / "pub" / "releases" / "r2"
+        archived_before = self._state(archive)
+        manifest_path = tmp_path / "pub" / "surrogate.release.json"
+        self._run(staged.path, dest, "r1", self.DAY1, force=True)  # back to r1's manifest
+        out, events = self._run(staged.path, dest, "r2", self.DAY2)
+        assert out["release_id"] == "r2" and len(events) == 1
+        assert json.loads(manifest_path.read_text())["release_id"] == "r2"
+        assert self._state(archive) == archived_before
+
+    def test_a_corrupt_manifest_refuses_and_changes_nothing(self, staged, tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "r1", self.DAY1)
+        (tmp_path / "pub" / "surrogate.release.json").write_text("{not json")
+        before = self._state(tmp_path / "pub")
+        with pytest.raises(AirflowFailException, match=r"manifest .* is corrupt"):
+            self._run(staged.path, dest, "r2", self.DAY2)
+        assert self._state(tmp_path / "pub") == before
+
+    def test_a_manifest_from_before_the_protocol_does_not_block_publishing(self, staged,
+                                                                           tmp_path):
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        self._run(staged.path, dest, "r1", self.DAY2)
+        manifest_path = tmp_path / "pub" / "surrogate.release.json"
+        legacy = json.loads(manifest_path.read_text())
+        del legacy["run_after"]
+        manifest_path.write_text(json.dumps(legacy))
+        out, _ = self._run(staged.path, dest, "r0", self.DAY1)
+        assert out["release_id"] == "r0"
+
+
+# ------------------------------------------------------------------- extra links
+
+class RecordingTI(types.SimpleNamespace):
+    """A task instance that keeps what the operator pushes to XCom."""
+
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+
+def linked_ctx(run_id="manual__1", task_id="t"):
+    ti = RecordingTI(dag_id="d", run_id=run_id, task_id=task_id, map_index=-1, pushed={})
+    return {**ctx(run_id=run_id, task_id=task_id), "ti": ti}, ti.pushed
+
+
+class TestLinks:
+    def test_a_failed_gate_records_and_logs_both_locations(self, learned, tmp_path, capfd):
+        from astrid_airflow.operators.links import LINKS_XCOM_KEY
+
+        fake = tmp_path / "surrogate.parquet"
+        pd.read_csv(BATCH).to_parquet(fake, index=False)
+        op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(fake),
+                                   store=str(learned.store), artefact="syn@latest",
+                                   random_state=0)
+        context, pushed = linked_ctx()
+        with pytest.raises(AirflowFailException):
+            op.execute(context)
+        links = pushed[LINKS_XCOM_KEY]
+        assert links["data_docs"].endswith("surrogate.validation.html")
+        assert links["report"].endswith("surrogate.report/index.html")
+        assert links["artefact"] == str(learned.store / "syn" / "v0001" / "artefact.json")
+        for key in ("data_docs", "report"):
+            assert Path(links[key].removeprefix("file://")).is_file()
+        text = "".join(capfd.readouterr())  # the task log (structlog writes to stdout)
+        assert "Data Docs: file://" in text and "surrogate.validation.html" in text
+        assert "release report: file://" in text and "surrogate.report/index.html" in text
+
+    def test_links_resolve_to_files_or_the_configured_base_url(self, staged, tmp_path,
+                                                               monkeypatch):
+        from astrid_airflow.operators.links import (
+            ArtefactLink,
+            DataDocsLink,
+            ReleaseReportLink,
+        )
+
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        context, pushed = linked_ctx(task_id="publish")
+        op = PublishSurrogateOperator(task_id="publish", surrogate=str(staged.path),
+                                      destination=str(dest))
+        op.execute(context)
+        assert pushed["astrid_links"] == op._astrid_links  # also in XCom, for other readers
+        # what the task runner does when the task ends, with the operator that ran
+        assert {type(link) for link in op.operator_extra_links} == {
+            DataDocsLink, ReleaseReportLink, ArtefactLink}
+        urls = {link.name: link.get_link(op, ti_key=context["ti"])
+                for link in op.operator_extra_links}
+        archive = tmp_path / "pub" / "releases" / "manual__1"
+        assert urls["Data Docs"] == f"file://{archive}/surrogate.validation.html"
+        assert urls["Release report"] == f"file://{archive}/surrogate.report/index.html"
+        assert urls["Artefact"].endswith("/syn/v0001/artefact.json")
+        # a static site serving the release directory
+        monkeypatch.setenv("AIRFLOW__ASTRID__LINK_BASE_URL",
+                           f"{tmp_path}/pub=https://files.example.com/pub")
+        assert DataDocsLink().get_link(op, ti_key=context["ti"]) == \
+            "https://files.example.com/pub/releases/manual__1/surrogate.validation.html"
+        op.link_base_url = {f"file://{archive}": "https://docs.example.com/r"}  # arg wins
+        assert ReleaseReportLink().get_link(op, ti_key=context["ti"]) == \
+            "https://docs.example.com/r/surrogate.report/index.html"
+
+    def test_learn_links_its_artefact(self, learned):
+        op = AstridLearnOperator(task_id="learn", reference=REFERENCE,
+                                 store=str(learned.store), name="syn", n_search=20,
+                                 n_test=50, random_state=0)
+        context, pushed = linked_ctx(task_id="learn")
+        out = op.execute(context)  # unchanged table: not learned again, still linked
+        assert out["learned"] is False
+        assert pushed["astrid_links"] == {"artefact": out["path"]}
+
+
+# ------------------------------------------------------------------- OpenLineage
+
+def datasets(group) -> dict:
+    return {(d.namespace, d.name): d for d in group}
+
+
+class TestOpenLineage:
+    """The facet methods the OpenLineage provider calls when a task ends."""
+
+    def test_gate_carries_every_expectation_and_its_figures_on_the_surrogate(self, staged):
+        from openlineage.client.serde import Serde
+
+        lineage = staged.gate_op.get_openlineage_facets_on_complete(None)
+        receipt = json.loads((staged.path.parent / "surrogate.gate.json").read_text())
+        inputs = datasets(lineage.inputs)
+        surrogate = inputs[("file", str(staged.path))]
+        assertions = surrogate.inputFacets["dataQualityAssertions"].assertions
+        assert [(a.assertion, a.success) for a in assertions] == [
+            (e["name"], e["success"]) for e in receipt["expectations"]]
+        assert len(assertions) >= 8 and all(a.success for a in assertions)
+        first = receipt["expectations"][0]
+        assert json.loads(assertions[0].actual) == first["observed_value"]
+        assert json.loads(assertions[0].expected) == first["threshold"]
+        metrics = surrogate.facets["astrid_metrics"].metrics
+        observed = staged.gate["observed"]
+        assert metrics["intact_row_proportion"] == \
+            observed["expect_surrogate_intact_row_proportion_to_be_at_most"]
+        assert metrics["accuracy_drop"] == \
+            observed["expect_surrogate_accuracy_drop_to_be_at_most"]
+        assert "largest_group_unique_share" in metrics
+        assert surrogate.inputFacets["dataQualityMetrics"].rowCount == 1000
+        assert ("file", BATCH) in inputs
+        (artefact,) = [d for d in lineage.inputs if d.name.endswith("/store/syn")]
+        assert artefact.facets["version"].datasetVersion == "v0001"
+        outputs = datasets(lineage.outputs)
+        assert ("file", str(staged.path.parent / "surrogate.validation.json")) in outputs
+        json.dumps(Serde.to_dict(surrogate))  # the custom facet serialises too
+
+    def test_a_failed_gate_reports_the_failed_assertion(self, learned, staged, tmp_path):
+        op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(staged.path),
+                                   store=str(learned.store), artefact="syn",
+                                   policy={"max_largest_group_unique_share": "0.0"},
+                                   out_dir=str(tmp_path), random_state=1)
+        with pytest.raises(AirflowFailException):
+            op.execute(ctx())
+        (surrogate,) = [d for d in op.get_openlineage_facets_on_complete(None).inputs
+                        if d.name == str(staged.path)]
+        failed = [a.assertion for a in surrogate.inputFacets["dataQualityAssertions"].assertions
+                  if not a.success]
+        assert failed == ["expect_surrogate_largest_group_unique_share_to_be_at_most"]
+
+    def test_learn_shuffle_and_publish_datasets(self, learned, staged, tmp_path):
+        learn = learned.op.get_openlineage_facets_on_complete(None)
+        assert [d.name for d in learn.inputs] == [REFERENCE]
+        (artefact,) = learn.outputs
+        assert artefact.name == str(learned.store / "syn")
+        assert artefact.facets["version"].datasetVersion == "v0001"
+        shuffle = staged.shuffle_op.get_openlineage_facets_on_complete(None)
+        assert {d.name for d in shuffle.inputs} == {BATCH, str(learned.store / "syn")}
+        (out,) = shuffle.outputs
+        assert out.name == str(staged.path) and out.outputFacets["outputStatistics"].rowCount
+        assert out.facets["astrid_metrics"].metrics["intact_row_proportion"] == \
+            staged.shuffle["metrics"]["intact_row_proportion"]
+        dest = tmp_path / "pub" / "surrogate.parquet"
+        op = PublishSurrogateOperator(task_id="publish", surrogate=str(staged.path),
+                                      destination=str(dest))
+        op.execute(ctx(run_id="r1"))
+        publish = op.get_openlineage_facets_on_complete(None)
+        assert [d.name for d in publish.inputs] == [str(staged.path)]
+        assert [(d.name, d.facets["version"].datasetVersion) for d in publish.outputs] == [
+            (str(dest), "r1"), (str(tmp_path / "pub" / "releases" / "r1" / dest.name), "r1")]
+
+    def test_lineage_costs_nothing_without_openlineage(self):
+        code = """
+import sys
+sys.modules["openlineage"] = None  # as if the OpenLineage client were not installed
+from airflow.sdk import BaseOperator  # what Airflow itself loads (provider metadata)
+before = {m for m in sys.modules if "openlineage" in m}
+from astrid_airflow.operators.learn import AstridLearnOperator
+from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+from astrid_airflow.operators.gate import SurrogateGateOperator
+from astrid_airflow.operators.publish import PublishSurrogateOperator
+op = SurrogateGateOperator(task_id="g", original="o", surrogate="s", store="s", artefact="n")
+assert hasattr(op, "get_openlineage_facets_on_complete")
+assert {m for m in sys.modules if "openlineage" in m} == before
+"""
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# -------------------------------------------------------------- resource controls
+
+class TestLearnResources:
+    def test_pool_slots_follow_a_literal_n_jobs(self):
+        def slots(**kw):
+            return AstridLearnOperator(task_id="l", reference="r", store="s", name="n",
+                                       **kw).pool_slots
+
+        assert slots() == 1 and slots(n_jobs=4) == 4
+        assert slots(n_jobs=4, pool_slots=2) == 2  # explicit wins
+        # the scheduler assigns slots before templates render; -1 means "the worker's
+        # cores", unknown at parse time; on Dask the worker only waits
+        assert slots(n_jobs="{{ params.n_jobs }}") == slots(n_jobs=-1) == 1
+        assert slots(n_jobs=4, scheduler="tcp://dask:8786") == 1
+
+    def test_execution_timeout_defaults_to_the_documented_constant(self):
+        import datetime as dt
+
+        from airflow.sdk import DAG
+        from astrid_airflow.operators.learn import LEARN_EXECUTION_TIMEOUT
+
+        op = AstridLearnOperator(task_id="l", reference="r", store="s", name="n")
+        assert op.execution_timeout == LEARN_EXECUTION_TIMEOUT == dt.timedelta(hours=6)
+        assert AstridLearnOperator(task_id="l", reference="r", store="s", name="n",
+                                   execution_timeout=dt.timedelta(minutes=5)
+                                   ).execution_timeout == dt.timedelta(minutes=5)
+        with DAG("d", schedule=None, default_args={"execution_timeout": dt.timedelta(hours=1),
+                                                   "pool_slots": 3}):
+            op = AstridLearnOperator(task_id="l", reference="r", store="s", name="n",
+                                     n_jobs=2)
+        assert op.execution_timeout == dt.timedelta(hours=1) and op.pool_slots == 3
+
+    def test_n_jobs_is_templated_and_converted(self):
+        op = AstridLearnOperator(task_id="l", reference="r", store="s", name="n",
+                                 n_jobs="{{ params.n_jobs }}")
+        assert "n_jobs" in op.template_fields
+        assert op.n_jobs == "{{ params.n_jobs }}"  # stored unchanged
+        op.render_template_fields({"params": {"n_jobs": 2}})
+        assert _common.to_int(op.n_jobs, "n_jobs") == 2
+
+
+def test_links_of_a_task_that_recorded_nothing_are_empty():
+    from astrid_airflow.operators.links import DataDocsLink
+
+    op = SurrogateGateOperator(task_id="g", original="o", surrogate="s", store="s",
+                               artefact="a")
+    assert DataDocsLink().get_link(op, ti_key=None) == ""  # no XCom look-up either

@@ -296,3 +296,52 @@ def test_publish_refuses_a_failed_receipt_and_leaves_the_table_alone(conn_env, t
         assert table_state(conn_env, f"public.{table}") == before
     finally:
         run(conn_env, f"DROP TABLE IF EXISTS public.{table}")
+
+
+def test_publishing_a_table_is_monotonic_and_idempotent(conn_env, tmp_path):
+    """Clearing an old run's publish, or re-running the current one, leaves the table."""
+    import datetime as dt
+
+    import pandas as pd
+    from airflow.sdk import Asset
+    from airflow.sdk.exceptions import AirflowSkipException
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+    from astrid_airflow.operators import _common
+    from astrid_airflow.operators.publish import PublishSurrogateOperator
+
+    table = f"t_{int(time.time() * 1000) % 10**9}"
+    staged = tmp_path / "surrogate.parquet"
+    pd.DataFrame({"v": [1, 2, 3]}).to_parquet(staged, index=False)
+    receipt = {"success": True, "surrogate": "file://" + str(staged),
+               "sha256": _common.sha256_of(_common.as_path(str(staged), "s"))}
+    (tmp_path / "surrogate.gate.json").write_text(json.dumps(receipt))
+
+    def publish(run_id: str, run_after: str, **kw):
+        events = OutletEventAccessors()
+        asset = Asset(name="rel", uri="file:///release")
+        op = PublishSurrogateOperator(task_id="publish", surrogate=str(staged),
+                                      destination=f"conn://{CONN}/public.{table}",
+                                      outlets=[asset], **kw)
+        ti = types.SimpleNamespace(dag_id="d", run_id=run_id, task_id="publish", map_index=-1)
+        run = types.SimpleNamespace(run_after=dt.datetime.fromisoformat(run_after))
+        try:
+            out = op.execute({"ti": ti, "run_id": run_id, "outlet_events": events,
+                              "dag_run": run})
+        except AirflowSkipException:
+            out = None
+        return out, dict(events._dict)
+
+    day1, day2 = "2026-01-02T00:00:00+00:00", "2026-01-02T10:00:00+00:00"
+    try:
+        assert publish("old", day1)[0] and publish("new", day2)[0]
+        before = table_state(conn_env, f"public.{table}")
+        assert json.loads(before[1])["astrid_release"] == "new"
+        for run_id, run_after in (("old", day1), ("new", day2)):  # clear old; re-run current
+            out, events = publish(run_id, run_after)
+            assert out is None and events == {}
+            assert table_state(conn_env, f"public.{table}") == before  # same OID: no swap
+        out, events = publish("old", day1, force=True)  # a deliberate rollback
+        assert out["release_id"] == "old" and len(events) == 1
+        assert json.loads(table_state(conn_env, f"public.{table}")[1])["astrid_release"] == "old"
+    finally:
+        run(conn_env, f"DROP TABLE IF EXISTS public.{table}")

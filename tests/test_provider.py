@@ -50,3 +50,24 @@ def test_airflow_providers_list_shows_the_provider(tmp_path):
     from astrid_airflow import __version__
 
     assert ours[0]["version"] == __version__
+
+
+def test_extra_links_are_registered_and_cover_every_operators_links():
+    from airflow.sdk import BaseOperatorLink
+    from astrid_airflow.operators.gate import SurrogateGateOperator
+    from astrid_airflow.operators.learn import AstridLearnOperator
+    from astrid_airflow.operators.publish import PublishSurrogateOperator
+
+    info = get_provider_info()
+    registered = set()
+    for path in info["extra-links"]:
+        module, _, name = path.rpartition(".")
+        cls = getattr(importlib.import_module(module), name)
+        assert issubclass(cls, BaseOperatorLink), path
+        registered.add(cls)
+    used = {type(link) for op in (AstridLearnOperator, SurrogateGateOperator,
+                                   PublishSurrogateOperator) for link in op.operator_extra_links}
+    assert used == registered
+    assert {link.name for link in SurrogateGateOperator.operator_extra_links} == {
+        "Data Docs", "Release report", "Artefact"}
+    assert "link_base_url" in info["config"]["astrid"]["options"]

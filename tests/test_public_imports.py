@@ -55,8 +55,9 @@ def _library_violations(path: Path) -> list[str]:
     """``_``-prefixed names a library module imports from another library module."""
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and (
-                node.level > 0 or (node.module or "").split(".")[0] == "astrid_airflow"):
+        # ``from . import _fits`` imports a sibling module (the package's business)
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.level > 0 or node.module.split(".")[0] == "astrid_airflow"):
             out += [f"{path.relative_to(ROOT)}:{node.lineno}: {'.' * node.level}"
                     f"{node.module or ''} import {a.name}"
                     for a in node.names if _private(a.name)]

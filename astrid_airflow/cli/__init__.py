@@ -3,13 +3,17 @@
 Each subcommand lives in its own module with a ``register(subparsers)`` function
 that adds its parser and sets ``handler``; heavy imports happen inside handlers.
 Bad input (any :class:`~astrid_airflow.AstridError`, unreadable or missing files)
-prints one line on stderr and exits 2.
+prints one line on stderr and exits 2. SIGTERM (a scheduler's task timeout) stops the
+command where it is: joblib workers are stopped, their temporary files removed, nothing
+is saved, and the command prints one line and exits 143 (128 + SIGTERM, the shell's
+convention, so a scheduler reports "terminated" rather than "bad input").
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -43,11 +47,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """Raised in the main thread by SIGTERM; a BaseException so that no ``except
+    Exception`` on the way swallows it, and joblib aborts its workers on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated
+
+
+def _stop_workers() -> None:
+    """Stop loky's reusable workers (joblib keeps them for the next call) and let its
+    resource tracker see their memmaps and semaphores released."""
+    from joblib.externals.loky import reusable_executor
+
+    executor = getattr(reusable_executor, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=True, kill_workers=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``astrid`` console script; returns the exit code."""
     from .._errors import AstridError, one_line, os_error_message
 
     args = build_parser().parse_args(argv)
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (e.g. called from a test's thread)
+        previous = None
     try:
         with warnings.catch_warnings():
             # Deprecation notices of the libraries we import (PySpark, GX, pandas...) are
@@ -57,6 +85,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 warnings.filterwarnings("ignore", category=category,
                                         module=r"(?!astrid_airflow)")
             return int(args.handler(args) or 0)
+    except Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM: finish cleanup
+        _stop_workers()
+        print(f"astrid {args.command}: terminated (SIGTERM): workers stopped, temporary "
+              "files removed, nothing saved", file=sys.stderr)
+        return 143
     except AstridError as exc:
         print(f"astrid {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
@@ -70,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"astrid {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "groupings for every k with their p-values.")
     p.add_argument("data", help="CSV, Parquet or ARFF file (or fsspec URL)")
     p.add_argument("--target", required=True, help="class column")
-    p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb"])
+    p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb", "hgb"],
+                   help="svm, rf, nb: the paper's classifiers; hgb: histogram gradient "
+                   "boosting, the preset for large tables (docs/engine.md)")
     add_classifier_param_argument(p)
     p.add_argument("--r-search", type=int, default=100, help="R', permutations per reward")
     p.add_argument("--r-test", type=int, default=250, help="R, permutations per p-value")
@@ -37,6 +39,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--adaptive-race-risk", type=float, default=0.2,
                    help="error level of each look of the races (with --adaptive); only "
                    "changes which grouping is tested, never a p-value's validity")
+    p.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
+                   help="budget: time a few fits first, estimate the run and refuse to start "
+                   "(one line saying what would fit) if the estimate exceeds SECONDS "
+                   "(default: no budget; the estimate is logged either way)")
+    p.add_argument("--over-budget", choices=["refuse", "sample"], default="refuse",
+                   help="over --max-seconds: refuse (default), or learn on a stratified "
+                   "sample with as many rows as fit the budget")
+    p.add_argument("--sample", default="none", metavar="auto|N|none",
+                   help="learn on a stratified sample of the table: N rows, 'auto' (the "
+                   "size where the classifier's accuracy stops improving, see "
+                   "docs/engine.md) or 'none' (every row, the default)")
+    p.add_argument("--screen", choices=["auto", "on", "off"], default="auto",
+                   help="before the sorting, test every pair of attributes for dependence "
+                   "given the class and detach those dependent on none without fits "
+                   "(auto: more than 40 attributes; docs/engine.md)")
     p.add_argument("--scoring", default="accuracy",
                    choices=["accuracy", "balanced_accuracy", "f1_macro"])
     p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
@@ -85,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
                                      else args.adaptive_delta_sd),
                   adaptive_race_risk=args.adaptive_race_risk,
                   adaptive_verify=args.adaptive_verify,
+                  max_seconds=args.max_seconds, over_budget=args.over_budget,
+                  sample=args.sample,
+                  screen={"auto": "auto", "on": True, "off": False}[args.screen],
                   progress=None if not args.quiet else False)
     if args.scheduler:
         from .._dask import astrid_on_dask

@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", required=True, help="class column")
     p.add_argument("--grouping", required=True, help='groups by ";", columns by ",": '
                    '"a1,a2;a3;a4"')
-    p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb"])
+    p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb", "hgb"])
     add_classifier_param_argument(p)
     p.add_argument("--r-test", type=int, default=250, help="R, the number of permutations")
     p.add_argument("--scoring", default="accuracy",
