@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "make_classifier": "_classifiers",
     "test_grouping": "_test",
     "astrid": "_search",
+    "AdaptiveConfig": "_adaptive",
     "AstridResult": "_result",
     "GroupingTestResult": "_result",
     "make_synthetic": "_synthetic",
