@@ -74,6 +74,9 @@ _EXPORTS: dict[str, str] = {
     "learn_or_reuse": "_pipeline",
     "Learned": "_pipeline",
     "save_learned": "_pipeline",
+    "gate_receipt": "_pipeline",
+    "release_plan": "_pipeline",
+    "ReleasePlan": "_pipeline",
     # disclosure risk
     "GroupDisclosure": "_disclosure",
     "PairLinkage": "_disclosure",

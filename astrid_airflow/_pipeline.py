@@ -203,8 +203,8 @@ def receipt_path(surrogate: Any, out_dir: Any = None) -> Any:
 
 
 def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
-                 artefact: str, store: str, out_dir: Any, report: str | None = None,
-                 run_id: str | None = None) -> dict[str, Any]:
+                 artefact: str, store: str, out_dir: Any, artefact_path: str | None = None,
+                 report: str | None = None, run_id: str | None = None) -> dict[str, Any]:
     """The gate receipt: the one place its schema is written.
 
     A receipt says whether the gate passed (``success``) for exactly which bytes
@@ -230,6 +230,7 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
         "sha256": sha256,
         "original": str(original),
         "artefact": artefact,
+        "artefact_path": artefact_path,
         "store": store,
         "validation": beside(d.get("validation_json")),
         "data_docs": beside(d.get("data_docs")),

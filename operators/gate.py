@@ -11,7 +11,6 @@ improve by waiting) with a message naming each failed expectation and its observ
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -148,7 +147,12 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow import ArtefactStore, ParameterError, validate_surrogate
+        from astrid_airflow import (
+            ArtefactStore,
+            ParameterError,
+            gate_receipt,
+            validate_surrogate,
+        )
 
         original = as_table(self.original, "original")
         surrogate = as_path(self.surrogate, "surrogate")
@@ -189,26 +193,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         report = result.to_dict()
         validation = out_dir / Path(report["validation_json"]).name
         docs = out_dir / Path(report["data_docs"]).name
-        receipt = {
-            "success": result.success,
-            "surrogate": str(surrogate),
-            "sha256": digest,
-            "original": str(original),
-            "artefact": f"{name}@{version}",
-            "artefact_path": artefact_path,
-            "store": root,
-            "validation": str(validation),
-            "data_docs": str(docs),
-            "failed": result.failed,
-            "expectations": [{k: e[k] for k in ("name", "category", "success",
-                                                 "observed_value", "threshold")}
-                             for e in report["expectations"]],
-            "policy": report["policy"],
-            "random_state": result.random_state,
-            "report": release_report,
-            "run_id": context.get("run_id"),
-            "gated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        }
+        receipt = gate_receipt(result, surrogate=surrogate, sha256=digest,
+                               original=original, artefact=f"{name}@{version}",
+                               artefact_path=artefact_path, store=root, out_dir=out_dir,
+                               report=release_report, run_id=context.get("run_id"))
         receipt_path = gate_receipt_path(surrogate, out_dir)
         atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
         # recorded before a failure is raised: the links of a failed gate work too

@@ -168,13 +168,9 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         from astrid_airflow import (
             ArtefactStore,
             GatePolicy,
-            GroupingArtefact,
-            StoreError,
-            astrid,
             check_table,
             drop_missing_and_constant,
-            fingerprint_table,
-            gate_extra_files,
+            learn_or_reuse,
             read_table,
         )
 
@@ -182,7 +178,6 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         root = store_url(as_path(self.store, "store"))
         name = str(self.name)
         target = str(self.target)
-        force = to_bool(self.force, "force")
         seed = resolve_seed(self.random_state, context)
         started = time.perf_counter()
         with translate_errors(f"Cannot learn {name!r} from {reference}"), \
@@ -194,25 +189,6 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 table = drop_missing_and_constant(table, target)
             check_table(table, target)
             store = ArtefactStore(root)
-            fingerprint = fingerprint_table(table)
-            try:
-                latest = store.latest(name)
-            except StoreError:  # no store or no version of this name yet
-                latest = None
-            if latest is not None and not force:
-                previous = store.load(name, latest)
-                if dict(previous.fingerprint) == fingerprint:
-                    self.log.info("Reference table unchanged (%s rows, sha256 %s…): keeping "
-                                  "%s@%s, not learning again.", fingerprint["rows"],
-                                  fingerprint["sha256"][:12], name, latest)
-                    payload = self._payload(store, name, latest, previous, learned=False,
-                                            seed=previous.random_state, started=started)
-                    push_links(self, context, artefact=payload["path"])
-                    self._lineage = {"inputs": [{"location": str(reference)}]}
-                    return payload
-                self.log.info("Reference table changed since %s@%s: learning again.",
-                              name, latest)
-            policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
             settings = dict(target=target, classifier=str(self.classifier),
                             n_search=to_int(self.n_search, "n_search", minimum=1),
                             n_test=to_int(self.n_test, "n_test", minimum=1),
@@ -221,15 +197,22 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                             max_seconds=_budget(self.max_seconds), sample=self.sample,
                             # progress lines (estimate, fits, time left) in the task log
                             progress=None)
-            if self.scheduler:
-                from astrid_airflow import astrid_on_dask
-
-                result = astrid_on_dask(table, scheduler=str(self.scheduler), **settings)
-            else:
-                result = astrid(table, n_jobs=to_int(self.n_jobs, "n_jobs"), **settings)
-            artefact = GroupingArtefact.from_result(result, table,
-                                                    created_at=run_timestamp(context))
-            version = store.save(name, artefact, extra_files=gate_extra_files(artefact, policy))
+            learned = learn_or_reuse(
+                table, store, name, settings, force=to_bool(self.force, "force"),
+                scheduler=str(self.scheduler) if self.scheduler else None,
+                n_jobs=to_int(self.n_jobs, "n_jobs"),
+                policy=GatePolicy.from_dict(policy_overrides(self.gate_policy)),
+                created_at=run_timestamp(context))
+        version, artefact = learned.version, learned.artefact
+        if not learned.learned:
+            self.log.info("Reference table unchanged (%s rows, sha256 %s…): keeping %s@%s, "
+                          "not learning again.", artefact.fingerprint["rows"],
+                          artefact.fingerprint["sha256"][:12], name, version)
+            payload = self._payload(store, name, version, artefact, learned=False,
+                                    seed=artefact.random_state, started=started)
+            push_links(self, context, artefact=payload["path"])
+            self._lineage = {"inputs": [{"location": str(reference)}]}
+            return payload
         self.log.info("Saved %s@%s: grouping %s (k=%d) in %.1f s.", name, version,
                       artefact.grouping, artefact.k, time.perf_counter() - started)
         payload = self._payload(store, name, version, artefact, learned=True, seed=seed,
