@@ -264,32 +264,39 @@ class ReleasePlan:
 
 
 def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
-                 receipt_file: Any, release_id: str, *, sha256: str,
-                 report_files: list | None = None, has_metrics: bool = False,
-                 run_id: str | None = None) -> ReleasePlan:
-    """The archive, current file and manifest of a release (layout in docs/airflow.md).
+                 receipt_file: Any, release_id: str, *, sha256: str, run_after: str | None,
+                 report_files: list | None = None, run_id: str | None = None,
+                 write_archive: bool = True, published_at: str | None = None) -> ReleasePlan:
+    """The archive, current file and manifest of a release, in protocol order.
 
     ``<dir>/<file>`` is the current release, ``<dir>/<stem>.release.json`` its manifest
-    and ``<dir>/releases/<release_id>/`` the immutable archive (file, receipt, metrics,
-    validation JSON, Data Docs and the release report's files, ``index.html`` last).
-    ``receipt`` must be a passing receipt of ``sha256`` (checked by the caller).
+    and ``<dir>/releases/<release_id>/`` the immutable archive: receipt, validation JSON,
+    Data Docs, metrics and the release report's files (``index.html`` last), then the
+    file itself, whose presence marks a complete archive. ``write_archive=False`` (the
+    archive already holds these bytes, :func:`~astrid_airflow.decide_release`) leaves it
+    as it is. The receipt must already be checked
+    (:func:`~astrid_airflow.check_receipt`); the release decided.
     """
     archive = destination.parent / "releases" / release_id
     archived = archive / destination.name
-    copies = [(surrogate, archived), (receipt_file, archive / receipt_file.name)]
+    copies = [(receipt_file, archive / receipt_file.name)]
     named = {}
     for key in ("validation", "data_docs"):
         if receipt.get(key):
             src = type(surrogate)(receipt[key])
-            copies.append((src, archive / src.name))
             named[key] = str(archive / src.name)
-    if has_metrics:
+            if src.exists():
+                copies.append((src, archive / src.name))
+    if metrics_path(surrogate).exists():
         copies.append((metrics_path(surrogate), archive / metrics_path(surrogate).name))
     report_dir = None
-    if report_files:
-        report_dir = archive / report_files[0].parent.name
+    if receipt.get("report"):
+        report_dir = archive / type(surrogate)(receipt["report"]).parent.name
         copies += [(f, report_dir / f.name)
-                   for f in sorted(report_files, key=lambda p: p.name == "index.html")]
+                   for f in sorted(report_files or [], key=lambda p: p.name == "index.html")]
+    copies.append((surrogate, archived))
+    if not write_archive:
+        copies = []
     copies.append((surrogate, destination))
     manifest = {
         "release_id": release_id,
@@ -303,7 +310,9 @@ def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
         "report": str(report_dir / "index.html") if report_dir else None,
         "expectations": receipt.get("expectations"),
         "run_id": run_id,
-        "published_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "run_after": run_after,
+        "published_at": published_at or
+        _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     extra = {"release_id": release_id, "published": str(destination),
              "archived": str(archived), "sha256": sha256,

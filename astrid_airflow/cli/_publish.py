@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="name of the release directory (default: UTC time)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the gate's utility check (drawn and recorded if omitted)")
+    p.add_argument("--force", action="store_true",
+                   help="publish even an older release or the current one again (an "
+                        "archive never changes)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
 
@@ -50,10 +53,11 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .._atomic import atomic_path, atomic_write_text
-    from .._errors import GateError, ParameterError
+    from .._errors import ParameterError
     from .._io import check_regular_file
     from .._jsonable import load_json, plain
-    from .._pipeline import metrics_path, release_plan
+    from .._pipeline import release_plan
+    from .._release import check_receipt, decide_release, release_time
     from ._common import print_json
 
     surrogate, destination = Path(args.surrogate).absolute(), \
@@ -81,16 +85,28 @@ def _run(args: argparse.Namespace) -> int:
         print(f"astrid publish: gate FAILED for {surrogate} (failed: "
               f"{receipt.get('failed')}); nothing published.")
         return 1
-    if receipt.get("sha256") != digest:
-        raise GateError(f"Refusing to publish {surrogate}: it is not the file the gate "
-                        f"passed (receipt for sha256 {str(receipt.get('sha256'))[:12]}…, the "
-                        f"file now hashes to {digest[:12]}…).")
+    # the release protocol shared with the publish operator: exact bytes, forward only
+    check_receipt(receipt, surrogate=str(receipt.get("surrogate", surrogate)),
+                  sha256=digest, where=str(receipt_file))
+    now = _dt.datetime.now(_dt.UTC)
+    manifest_file = destination.parent / f"{destination.stem}.release.json"
+    archived = destination.parent / "releases" / release_id / destination.name
+    current = load_json(manifest_file.read_bytes(), f"release manifest {manifest_file}") \
+        if manifest_file.exists() else None
+    decision = decide_release(
+        current, release_id=release_id, sha256=digest, run_after=release_time(now),
+        archived_sha256=hashlib.sha256(archived.read_bytes()).hexdigest()
+        if archived.exists() else None, force=args.force)
+    if not decision.publish:
+        print(f"astrid publish: not publishing: {decision.reason}")
+        return 0
     report = receipt.get("report")
     report_files = sorted(p for p in Path(report).parent.iterdir() if p.is_file()) \
         if report and Path(report).exists() else None
     plan = release_plan(surrogate, destination, receipt, receipt_file, release_id,
-                        sha256=digest, report_files=report_files,
-                        has_metrics=metrics_path(surrogate).exists())
+                        sha256=digest, run_after=release_time(now),
+                        report_files=report_files, write_archive=decision.write_archive,
+                        published_at=now.isoformat(timespec="seconds"))
     for src, dst in plan.copies:
         with atomic_path(dst, overwrite=True) as tmp:
             Path(tmp).write_bytes(Path(src).read_bytes())
