@@ -54,7 +54,6 @@ from ._common import (
 from ._lineage import RecordsLineage
 from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
-from .shuffle import metrics_path
 from .sql import TableRef, as_table, database_source, sql_errors
 
 __all__ = ["PublishSurrogateOperator", "release_id_from_run"]
@@ -219,7 +218,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     def _publish_file(self, context: Any, surrogate: Any, destination: Any,
                       receipt_path: Any, receipt: dict[str, Any], digest: str,
                       release_id: str) -> dict[str, Any]:
-        from astrid_airflow import decide_release, release_time
+        from astrid_airflow import decide_release, release_plan, release_time
 
         archive = destination.parent / "releases" / release_id
         archived = archive / destination.name
@@ -239,59 +238,26 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             self.log.warning("Not publishing: %s", decision.reason)
             raise AirflowSkipException(f"Not publishing: {decision.reason}")
         self.log.info("Publishing: %s", decision.reason)
-        report_dir = None
-        if receipt.get("report"):
-            report_dir = archive / as_path(receipt["report"], "report").parent.name
-        if decision.write_archive:
-            # 1. the immutable archive (receipt, validation JSON, Data Docs, metrics,
-            # report, then the file itself: its presence marks a complete archive)
-            atomic_copy(receipt_path, archive / receipt_path.name)
-            for key in ("validation", "data_docs"):
-                if receipt.get(key):
-                    src = as_path(receipt[key], key)
-                    if src.exists():
-                        atomic_copy(src, archive / src.name)
-            if metrics_path(surrogate).exists():
-                atomic_copy(metrics_path(surrogate),
-                            archive / metrics_path(surrogate).name)
-            if report_dir is not None:
-                # the release report directory, file by file (its index.html last)
-                source = as_path(receipt["report"], "report").parent
-                files = sorted((p for p in source.iterdir() if p.is_file()),
-                               key=lambda p: p.name == "index.html")
-                for entry in files:
-                    atomic_copy(entry, report_dir / entry.name)
-            atomic_copy(surrogate, archived)
-        else:
+        if not decision.write_archive:
             self.log.info("Archive %s already holds these bytes; kept as it is.", archive)
-        # 2. the current release, in one rename
-        atomic_copy(surrogate, destination)
-        # 3. its manifest
-        manifest = {
-            "release_id": release_id,
-            "published": str(destination),
-            "archived": str(archived),
-            "sha256": digest,
-            "artefact": receipt.get("artefact"),
-            "original": receipt.get("original"),
-            "validation": str(archive / as_path(receipt["validation"], "validation").name)
-            if receipt.get("validation") else None,
-            "data_docs": str(archive / as_path(receipt["data_docs"], "data_docs").name)
-            if receipt.get("data_docs") else None,
-            "report": str(report_dir / "index.html") if report_dir else None,
-            "expectations": receipt.get("expectations"),
-            "run_id": context.get("run_id"),
-            "run_after": run_after,
-            "published_at": now.isoformat(timespec="seconds"),
-        }
+        report = as_path(receipt["report"], "report") if receipt.get("report") else None
+        plan = release_plan(
+            surrogate, destination, receipt, receipt_path, release_id, sha256=digest,
+            run_after=run_after, run_id=context.get("run_id"),
+            report_files=[p for p in report.parent.iterdir() if p.is_file()]
+            if report is not None else None,
+            write_archive=decision.write_archive,
+            published_at=now.isoformat(timespec="seconds"))
+        # archive (file last: its presence marks a complete archive), current file, ...
+        for src, dst in plan.copies:
+            atomic_copy(src, dst)
+        manifest = plan.manifest
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
         push_links(self, context, data_docs=manifest["data_docs"], report=manifest["report"],
                    artefact=receipt.get("artefact_path"))
         self._lineage["outputs"] = [{"location": str(destination), "version": release_id},
                                     {"location": str(archived), "version": release_id}]
-        extra = {"release_id": release_id, "published": str(destination),
-                 "archived": str(archived), "sha256": digest,
-                 "artefact": receipt.get("artefact")}
+        extra = plan.extra
         events = context.get("outlet_events")
         for outlet in self.outlets or []:
             if isinstance(outlet, Asset) and events is not None:
