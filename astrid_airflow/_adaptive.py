@@ -10,11 +10,16 @@ into this object (:meth:`AdaptiveConfig.from_keywords`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ._errors import ParameterError
-from ._validation import check_fraction, check_nonnegative, check_positive_int
+from ._validation import (
+    check_fraction,
+    check_nonnegative,
+    check_positive_int,
+    dataclass_from_dict,
+)
 
 __all__ = ["AdaptiveConfig", "ADAPTIVE_KEYWORDS"]
 
@@ -111,9 +116,4 @@ class AdaptiveConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AdaptiveConfig:
         """Build from :meth:`to_dict` output; unknown keys are an error."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(str(k) for k in data if k not in known)
-        if unknown:
-            raise ParameterError(f"Invalid adaptive settings: unknown key(s) {unknown}; "
-                                 f"known: {sorted(known)}.")
-        return cls(**dict(data))
+        return dataclass_from_dict(cls, data, "adaptive settings")

@@ -31,7 +31,7 @@ import pandas as pd
 from ._errors import AstridError, DataError, GateError, ParameterError, StoreError
 from ._jsonable import load_json
 from ._jsonable import plain as _plain
-from ._validation import check_positive_int, fresh_seed
+from ._validation import check_positive_int, dataclass_from_dict, fresh_seed
 
 __all__ = [
     "SUITE_FILE",
@@ -181,15 +181,7 @@ class GatePolicy:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GatePolicy:
         """Build a policy from :meth:`to_dict` output; unknown keys are an error."""
-        if not isinstance(data, Mapping):
-            raise ParameterError(f"Invalid gate policy: expected an object, got "
-                                 f"{type(data).__name__}.")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(str(k) for k in data if k not in known)
-        if unknown:
-            raise ParameterError(f"Invalid gate policy: unknown key(s) {unknown}; known: "
-                                 f"{sorted(known)}.")
-        return cls(**dict(data))
+        return dataclass_from_dict(cls, data, "gate policy")
 
     @classmethod
     def from_json(cls, text: str) -> GatePolicy:

@@ -16,6 +16,7 @@ __all__ = [
     "check_nonnegative",
     "check_positive_int",
     "check_seed_sequence",
+    "dataclass_from_dict",
     "fresh_seed",
     "SEED_BITS",
 ]
@@ -108,3 +109,20 @@ def check_seed_sequence(random_state: object) -> np.random.SeedSequence:
         f"Invalid random_state: {random_state!r}. Must be None, a non-negative int, "
         "a numpy SeedSequence or a numpy Generator."
     )
+
+
+def dataclass_from_dict(cls: type, data: object, what: str) -> object:
+    """``cls(**data)`` for a settings dataclass; a non-mapping or unknown keys are a
+    ``ParameterError`` naming ``what`` (e.g. ``"gate policy"``)."""
+    from collections.abc import Mapping
+    from dataclasses import fields
+
+    if not isinstance(data, Mapping):
+        raise ParameterError(f"Invalid {what}: expected an object, got "
+                             f"{type(data).__name__}.")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ParameterError(f"Invalid {what}: unknown key(s) {unknown}; known: "
+                             f"{sorted(known)}.")
+    return cls(**dict(data))
