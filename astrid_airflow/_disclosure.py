@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, ParameterError
-from ._metrics import _Source, _source, row_hashes
+from ._metrics import TableSource, row_hashes, table_source
 from ._surrogate import resolve_grouping
 from ._validation import check_positive_int
 
@@ -202,7 +202,7 @@ def _code_dtype(n: int) -> type:
     return np.int64
 
 
-def _class_codes(sources: Sequence[_Source], target: str) -> tuple[list[np.ndarray], int]:
+def _class_codes(sources: Sequence[TableSource], target: str) -> tuple[list[np.ndarray], int]:
     """Class codes shared by the tables (labels compared through their hashes)."""
     hashes = [row_hashes(s, [target]) for s in sources]
     codes, uniques = pd.factorize(np.concatenate(hashes))
@@ -213,7 +213,7 @@ def _class_codes(sources: Sequence[_Source], target: str) -> tuple[list[np.ndarr
     return out, len(uniques)
 
 
-def _code_group(sources: Sequence[_Source], columns: Sequence[str],
+def _code_group(sources: Sequence[TableSource], columns: Sequence[str],
                 classes: Sequence[np.ndarray], bits: int) -> _Coded:
     """Number the (group value, class) combinations of ``sources`` (one hash table).
 
@@ -481,13 +481,13 @@ def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
 # -------------------------------------------------------------------------- public API
 
 def _prepare(tables: Sequence[tuple[Any, str]], target: Any, grouping: Any, k: int | None
-             ) -> tuple[list[_Source], Any, str]:
+             ) -> tuple[list[TableSource], Any, str]:
     if k is not None:
         check_positive_int(k, "k")
     resolved, target, _ = resolve_grouping(grouping, target)
     sources = []
     for table, what in tables:
-        src = _source(table, what)
+        src = table_source(table, what)
         src.require([*resolved.columns, target], what)
         if src.num_rows == 0:
             raise DataError(f"The {what} is empty (0 rows).")
@@ -495,7 +495,7 @@ def _prepare(tables: Sequence[tuple[Any, str]], target: Any, grouping: Any, k: i
     return sources, resolved, target
 
 
-def _risk(sources: list[_Source], grouping: Any, target: str, k: int | None,
+def _risk(sources: list[TableSource], grouping: Any, target: str, k: int | None,
           pairs: bool) -> tuple[list[GroupDisclosure], list[PairLinkage]]:
     classes, n_classes = _class_codes(sources, target)
     bits = max(1, int(n_classes - 1).bit_length())

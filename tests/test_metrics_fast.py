@@ -18,7 +18,6 @@ import pytest
 from astrid_airflow import Grouping, make_surrogate
 from astrid_airflow._metrics import (
     _U64,
-    _source,
     _splitmix,
     expected_intact_row_proportion,
     intact_row_proportion,
@@ -26,6 +25,7 @@ from astrid_airflow._metrics import (
     match_probabilities,
     row_hashes,
     surrogate_metrics,
+    table_source,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
@@ -37,7 +37,7 @@ def reference_intact(orig, surr, cols):
 
 
 def reference_expected(table, grouping, target):
-    src = _source(table, "table")
+    src = table_source(table, "table")
     if grouping.k == 1:
         return 1.0
     h = row_hashes(src, [target])
@@ -154,13 +154,13 @@ def test_blocked_match_probabilities_are_bit_identical(block, monkeypatch):
 
 
 def test_metrics_do_not_depend_on_the_thread_count(monkeypatch):
-    from astrid_airflow import _surrogate
+    from astrid_airflow import _permutation
 
     t = random_table(800, 9)
     grouping = Grouping.parse("a;f;s,c;b;u")
     s = make_surrogate(t, grouping, target="y", random_state=1)
     got = []
     for threads in (1, 2, 3):
-        monkeypatch.setattr(_surrogate, "THREADS", threads)
+        monkeypatch.setattr(_permutation, "THREADS", threads)
         got.append(surrogate_metrics(t, s, grouping, target="y", utility=False).to_dict())
     assert got[0] == got[1] == got[2]
