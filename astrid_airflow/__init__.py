@@ -105,6 +105,7 @@ _EXPORTS: dict[str, str] = {
     "astrid_on_dask": "_dask",
     "submit_astrid": "_dask",
     "collect_astrid": "_dask",
+    "detached_status": "_dask",
     "test_grouping_on_dask": "_dask",
     "spark_surrogate": "_spark",
     "spark_shuffle_parquet": "_spark",

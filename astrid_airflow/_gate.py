@@ -789,7 +789,7 @@ def validate_surrogate(
     artefact.check_table(original_df)
     utility, source = _utility_function(original_df, artefact, effective, seed, metrics,
                                         remedies)
-    from ._surrogate import remedied, release_recipe
+    from ._surrogate import release_recipe, remedied
 
     recipe = release_recipe(artefact, remedies)
     # The release's domain: what a GoldenEye shuffle of the remedied batch must keep,

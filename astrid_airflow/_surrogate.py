@@ -35,10 +35,10 @@ import pandas as pd
 from ._errors import DataError, ParameterError
 from ._grouping import Grouping, as_grouping
 from ._permutation import (
-    n_threads,
-    run_threaded,
     group_permutations,
+    n_threads,
     pandas_class_codes,
+    run_threaded,
     seed_of_copies,
     shuffle_frame,
     small_codes,
@@ -324,16 +324,16 @@ def read_arrow_schema(path: str | os.PathLike) -> Any:
     return read_schema(path)
 
 
-def _writer(kind: str, path: str, schema: Any) -> Any:
+def arrow_writer(kind: str, path: str, schema: Any) -> Any:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
     if kind == "parquet":
         return pq.ParquetWriter(path, schema)
-    return pcsv.CSVWriter(path, _csv_schema(schema))
+    return pcsv.CSVWriter(path, csv_schema(schema))
 
 
-def _csv_schema(schema: Any) -> Any:
+def csv_schema(schema: Any) -> Any:
     import pyarrow as pa
 
     # The CSV writer has no dictionary type: categoricals are written as their values.
@@ -355,7 +355,7 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
     import pyarrow as pa
 
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
-    schema = table.schema if kind == "parquet" else _csv_schema(table.schema)
+    schema = table.schema if kind == "parquet" else csv_schema(table.schema)
     n = table.num_rows
     chunk = CHUNK_ROWS
 
@@ -372,12 +372,12 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
         return out
 
     if n_threads() == 1:
-        with contextlib.closing(_writer(kind, path, table.schema)) as writer:
+        with contextlib.closing(arrow_writer(kind, path, table.schema)) as writer:
             for start in range(0, max(n, 1), chunk):
                 writer.write_table(pa.Table.from_arrays(
                     [piece((c, start)) for c in table.column_names], schema=schema))
         return
-    with contextlib.closing(_writer(kind, path, table.schema)) as writer, \
+    with contextlib.closing(arrow_writer(kind, path, table.schema)) as writer, \
             ThreadPoolExecutor(1) as write_pool:
         pending = None
         try:

@@ -14,8 +14,10 @@ from ._fits import Task, prepare_fit_data, run_one
 from ._forest import onedal_available
 from ._permutation import class_codes
 from ._split import prepare, stratified_split
+from ._surrogate import CHUNK_ROWS as SHUFFLE_CHUNK_ROWS
 
 __all__ = [
+    "SHUFFLE_CHUNK_ROWS",
     "Task",
     "class_codes",
     "is_numeric_column",

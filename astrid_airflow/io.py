@@ -16,9 +16,18 @@ from ._atomic import (
     fs_write_bytes,
     is_local,
 )
+from ._dbapi import publish_dbapi, read_dbapi_to_parquet
 from ._fs import using
 from ._jsonable import load_json, native, plain, strict
-from ._sql import CHUNK_ROWS, SqlConnectionError, SqlPublishError, connect, sql_source
+from ._sql import (
+    CHUNK_ROWS,
+    SqlConnectionError,
+    SqlPublishError,
+    connect,
+    publish_table,
+    sql_source,
+    sql_to_parquet,
+)
 
 __all__ = [
     "CHUNK_ROWS",
@@ -34,7 +43,11 @@ __all__ = [
     "load_json",
     "native",
     "plain",
+    "publish_dbapi",
+    "publish_table",
+    "read_dbapi_to_parquet",
     "sql_source",
+    "sql_to_parquet",
     "strict",
     "using",
 ]

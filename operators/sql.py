@@ -208,7 +208,7 @@ def local_table(value: Any, *, chunk_rows: int | None = None) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="astrid_sql_") as tmp:
         path = os.path.join(tmp, "table.parquet")
         if hook is not None:
-            from astrid_airflow._dbapi import read_dbapi_to_parquet
+            from astrid_airflow.io import read_dbapi_to_parquet
 
             read_dbapi_to_parquet(hook.get_conn, path, table=value.table, query=value.query,
                                   dialect=hook_dialect(hook),
@@ -232,7 +232,7 @@ def publish_to_table(local: str, destination: TableRef, *, comment: Any,
 
         return publish_table(local, database_source(destination), comment=comment,
                              lock_timeout=lock_timeout, guard=guard)
-    from astrid_airflow._dbapi import publish_dbapi
+    from astrid_airflow.io import publish_dbapi
 
     if not destination.table:
         raise AirflowFailException(f"Cannot publish to {destination}: name a table, not a "

@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     if not counts[0].sort_index().equals(counts[1].sort_index()):
         raise DataError(f"--surrogate's class counts differ from --original's: it is not "
                         f"a GoldenEye surrogate of that table (class {target!r}).")
-    from .._surrogate import remedied, release_recipe
+    from .._surrogate import release_recipe, remedied
 
     # The attacker knows the published recipe: their knowledge (the original's rows)
     # and the control rows are put into the release's domain with it.
