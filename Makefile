@@ -19,7 +19,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest --ignore=tests/test_postgres_dag.py
+	# own process: after test_dags' dag.test() runs, the shared Airflow DB keeps Assets
+	# of another demo root, and the PostgreSQL DAG's tasks then meet 'inactive asset'
+	$(PY) -m pytest tests/test_postgres_dag.py
 
 demo: $(STAMP)
 	VENV=$(VENV) bash scripts/demo.sh

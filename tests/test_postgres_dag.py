@@ -107,11 +107,13 @@ def demo(tmp_path_factory, airflow_db, conn_env):
 
     drop_demo_tables(conn_env)
     root = tmp_path_factory.mktemp("astrid_pg_demo")
+    # kept set for the module, as in test_dags: dag.test() re-parses dags/ into the DB,
+    # and the Assets there must be the ones the tasks emit to (else "inactive asset")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASTRID_DEMO_ROOT", str(root))
         bag = DagBag(dag_folder=str(DAG_FILE))
-    assert bag.import_errors == {}
-    yield types.SimpleNamespace(root=root, dag=bag.dags[DAG_ID], url=conn_env)
+        assert bag.import_errors == {}
+        yield types.SimpleNamespace(root=root, dag=bag.dags[DAG_ID], url=conn_env)
     drop_demo_tables(conn_env)
 
 
