@@ -28,11 +28,14 @@ SHARED = _REPO.parent / "shared"
 UCI = SHARED / "datasets" / "uci"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def airflow_db() -> pathlib.Path:
     """A freshly reset SQLite metadata DB in the session's temporary AIRFLOW_HOME.
 
     Needed only by tests that run DAGs (``dag.test()``); costs about a second.
+    Reset per module: each module parses the DAGs under its own demo root, and
+    Assets of an earlier module's root (same names, other URIs) would otherwise
+    stay active and make this module's Asset events 'inactive'.
     Returns the AIRFLOW_HOME.
     """
     from airflow.utils import db
