@@ -39,11 +39,12 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, ParameterError
-from ._metrics import _Source, _source, _splitmix, row_hashes
+from ._metrics import TableSource, row_hashes, splitmix, table_source
 from ._surrogate import resolve_grouping
 from ._validation import check_positive_int
 
 __all__ = [
+    "PAIR_SAMPLE_ROWS",
     "LINKAGE_Z",
     "DisclosureRisk",
     "GroupDisclosure",
@@ -210,7 +211,7 @@ def _code_dtype(n: int) -> type:
     return np.int64
 
 
-def _class_codes(sources: Sequence[_Source], target: str) -> tuple[list[np.ndarray], int]:
+def _class_codes(sources: Sequence[TableSource], target: str) -> tuple[list[np.ndarray], int]:
     """Class codes shared by the tables (labels compared through their hashes)."""
     hashes = [row_hashes(s, [target]) for s in sources]
     codes, uniques = pd.factorize(np.concatenate(hashes))
@@ -221,7 +222,7 @@ def _class_codes(sources: Sequence[_Source], target: str) -> tuple[list[np.ndarr
     return out, len(uniques)
 
 
-def _code_group(sources: Sequence[_Source], columns: Sequence[str],
+def _code_group(sources: Sequence[TableSource], columns: Sequence[str],
                 classes: Sequence[np.ndarray], bits: int) -> _Coded:
     """Number the (group value, class) combinations of ``sources`` (one hash table).
 
@@ -566,7 +567,7 @@ def _prepare_big(keys: list[np.ndarray], n_keys_r: int, threshold: int, mask: np
                         counts_o=np.bincount(codes[0], minlength=uniq.shape[0]),
                         h32=None, k_o=None, rows=None, class_of=(uniq & mask).astype(np.int64))
         del codes, uniq
-    mixed = [_splitmix(key) for key in keys]
+    mixed = [splitmix(key) for key in keys]
     s = np.sort(key_o)
     distinct_o = bool((s[1:] != s[:-1]).all())
     n_keys_o = n_o if distinct_o else int(np.count_nonzero(s[1:] != s[:-1])) + 1
@@ -648,7 +649,7 @@ def _workers(n_jobs: int | None) -> int:
     return int(n_jobs)
 
 
-def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | None,
+def _risk_large(sources: list[TableSource], grouping: Any, target: str, k: int | None,
                 pairs: bool, n_jobs: int | None = None
                 ) -> tuple[list[GroupDisclosure], list[PairLinkage]]:
     """:func:`_risk` for tables of more than :data:`PAIR_SAMPLE_ROWS` rows.
@@ -716,13 +717,13 @@ def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | Non
 # -------------------------------------------------------------------------- public API
 
 def _prepare(tables: Sequence[tuple[Any, str]], target: Any, grouping: Any, k: int | None
-             ) -> tuple[list[_Source], Any, str]:
+             ) -> tuple[list[TableSource], Any, str]:
     if k is not None:
         check_positive_int(k, "k")
     resolved, target, _ = resolve_grouping(grouping, target)
     sources = []
     for table, what in tables:
-        src = _source(table, what)
+        src = table_source(table, what)
         src.require([*resolved.columns, target], what)
         if src.num_rows == 0:
             raise DataError(f"The {what} is empty (0 rows).")
@@ -730,7 +731,7 @@ def _prepare(tables: Sequence[tuple[Any, str]], target: Any, grouping: Any, k: i
     return sources, resolved, target
 
 
-def _risk(sources: list[_Source], grouping: Any, target: str, k: int | None,
+def _risk(sources: list[TableSource], grouping: Any, target: str, k: int | None,
           pairs: bool, n_jobs: int | None = None
           ) -> tuple[list[GroupDisclosure], list[PairLinkage]]:
     if sources[0].num_rows > PAIR_SAMPLE_ROWS:
