@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +39,7 @@ import pandas as pd
 
 from ._errors import DataError, ParameterError
 from ._metrics import TableSource, row_hashes, splitmix, table_source
+from ._permutation import run_threaded
 from ._surrogate import resolve_grouping
 from ._validation import check_positive_int
 
@@ -677,11 +677,9 @@ def _risk_large(sources: list[TableSource], grouping: Any, target: str, k: int |
         measured, n_keys_r = _sorted_measures(g, keys[released], bits, k)
         return measured, _prepare_big(keys, n_keys_r, threshold, mask) if with_pairs else None
 
-    # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); map
-    # keeps the order and nothing is random, so the result is the same for any n_jobs.
-    pool = ThreadPoolExecutor(max_workers=_workers(n_jobs))
-    with pool:
-        prepared = list(pool.map(prepare, grouping.groups))
+    # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); the
+    # order is kept and nothing is random, so the result is the same for any n_jobs.
+    prepared = run_threaded(prepare, grouping.groups, _workers(n_jobs))
     groups = [m for m, _ in prepared if m is not None]
     big = [b for _, b in prepared]
     del prepared
@@ -709,8 +707,7 @@ def _risk_large(sources: list[TableSource], grouping: Any, target: str, k: int |
                            sd_linked_share=sd, n_rows=n_r, sample_fraction=fraction)
 
     todo = [(i, j) for i in range(len(big)) for j in range(i + 1, len(big))]
-    with ThreadPoolExecutor(max_workers=_workers(n_jobs)) as pool:
-        out_pairs.extend(pool.map(one, todo))
+    out_pairs.extend(run_threaded(one, todo, _workers(n_jobs)))
     return groups, out_pairs
 
 

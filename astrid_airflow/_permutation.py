@@ -177,9 +177,11 @@ def n_threads() -> int:
     return max(1, pa.cpu_count())
 
 
-def run_threaded(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-    """``[fn(x) for x in items]`` on :func:`n_threads` threads (numpy/Arrow free the GIL)."""
-    workers = min(n_threads(), len(items))
+def run_threaded(fn: Callable[[Any], Any], items: Sequence[Any],
+                 workers: int | None = None) -> list[Any]:
+    """``[fn(x) for x in items]``, in order, on ``workers`` threads (default
+    :func:`n_threads`; numpy and Arrow free the GIL)."""
+    workers = min(n_threads() if workers is None else workers, len(items))
     if workers <= 1:
         return [fn(x) for x in items]
     from concurrent.futures import ThreadPoolExecutor

@@ -37,7 +37,7 @@ from ._common import (
 )
 from ._lineage import RecordsLineage, metric_name, numeric
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links, resolve_link
-from .shuffle import artefact_dataset, metrics_path, split_ref
+from .shuffle import artefact_dataset, metrics_path, resolve_artefact
 from .sql import TableRef, as_table, local_table, sql_errors
 
 __all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
@@ -154,12 +154,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow import (
-            ArtefactStore,
-            ParameterError,
-            gate_receipt,
-            validate_surrogate,
-        )
+        from astrid_airflow import gate_receipt, validate_surrogate
 
         original = as_table(self.original, "original")
         surrogate = as_path(self.surrogate, "surrogate")
@@ -170,13 +165,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         overrides = policy_overrides(self.policy)
         with translate_errors(f"Cannot gate {surrogate}"), \
                 sql_errors(f"Cannot read {original}"):
-            name, version = split_ref(self.artefact)
-            name = name or (str(self.name) if self.name else None)
-            if not name:
-                raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
-                                     "give NAME@VERSION, or 'latest' with name=.")
-            store = ArtefactStore(root, fs=fs)
-            version = store.resolve(name, version)
+            store, name, version = resolve_artefact(root, fs, self.artefact, self.name)
             artefact_path = store.location(name, version).path
             ref = f"{root.rstrip('/')}/{name}@{version}"
             if not surrogate.exists():

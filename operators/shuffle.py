@@ -29,7 +29,9 @@ from ._common import (
 from ._lineage import RecordsLineage, numeric
 from .sql import as_table, local_table, sql_errors
 
-__all__ = ["GoldenEyeShuffleOperator", "metrics_path", "split_ref"]
+__all__ = [
+    "GoldenEyeShuffleOperator", "metrics_path", "resolve_artefact", "split_ref",
+]
 
 
 def artefact_dataset(store: str, artefact: str) -> dict[str, Any]:
@@ -63,6 +65,20 @@ def split_ref(ref: object) -> tuple[str | None, str]:
         return None, "latest"
     name, version = split_artefact_ref(text.removesuffix("@"))
     return name, version or "latest"
+
+
+def resolve_artefact(root: str, fs: Any, ref: object, name: object = None
+                     ) -> tuple[Any, str, str]:
+    """``(store, NAME, VERSION)`` of an operator's ``artefact``/``name`` arguments."""
+    from astrid_airflow import ArtefactStore, ParameterError
+
+    found, version = split_ref(ref)
+    found = found or (str(name) if name else None)
+    if not found:
+        raise ParameterError(f"Invalid artefact reference {ref!r}: "
+                             "give NAME@VERSION, or 'latest' with name=.")
+    store = ArtefactStore(root, fs=fs)
+    return store, found, store.resolve(found, version)
 
 
 class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
@@ -134,7 +150,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         self.remedies = remedies
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow import ArtefactStore, ParameterError, stage_surrogate
+        from astrid_airflow import ParameterError, stage_surrogate
 
         table = as_table(self.table, "table")
         out = as_path(self.out, "out")
@@ -145,13 +161,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         remedies = to_bool(self.remedies, "remedies")
         started = time.perf_counter()
         with translate_errors(f"Cannot shuffle {table}"), sql_errors(f"Cannot read {table}"):
-            name, version = split_ref(self.artefact)
-            name = name or (str(self.name) if self.name else None)
-            if not name:
-                raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
-                                     "give NAME@VERSION, or 'latest' with name=.")
-            store = ArtefactStore(root, fs=fs)
-            version = store.resolve(name, version)
+            store, name, version = resolve_artefact(root, fs, self.artefact, self.name)
             artefact = store.load(name, version)
             engine = str(self.engine)
             if engine not in {"local", "spark"}:

@@ -31,7 +31,10 @@ def _outside_violations(path: Path) -> list[str]:
     Relative imports inside ``operators/`` (the provider's own ``._common``) are the
     provider's business and allowed.
     """
-    text = path.read_text(encoding="utf-8")
+    return [f"{path.name}: {v}" for v in _private_imports(path.read_text(encoding="utf-8"))]
+
+
+def _private_imports(text: str) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
@@ -48,7 +51,7 @@ def _outside_violations(path: Path) -> list[str]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                 "import" in node.value and PRIVATE_PATH.search(node.value):
             out.append(f"code string: {PRIVATE_PATH.search(node.value).group(0)}")
-    return [f"{path.name}: {v}" for v in out]
+    return out
 
 
 def _library_violations(path: Path) -> list[str]:
@@ -76,6 +79,26 @@ def test_library_modules_import_no_private_names_of_each_other():
     bad = [v for f in sorted((ROOT / "astrid_airflow").rglob("*.py"))
            for v in _library_violations(f)]
     assert not bad, "private cross-module imports:\n" + "\n".join(bad)
+
+
+DOC_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def test_docs_examples_only_public_names():
+    # the docs' code examples are what users copy: public names only (issue 20)
+    bad = [f"{md.relative_to(ROOT)}: {v}"
+           for md in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+           for block in DOC_BLOCK.findall(md.read_text(encoding="utf-8"))
+           for v in _block_imports(block)]
+    assert not bad, "private astrid_airflow imports in docs:\n" + "\n".join(bad)
+
+
+def _block_imports(block: str) -> list[str]:
+    try:
+        return _private_imports(block)
+    except SyntaxError:  # a sketch such as ``Operator(task_id="x", ...)``: its import lines
+        return [line.strip() for line in block.splitlines()
+                if re.match(r"\s*(from|import)\s", line) and PRIVATE_PATH.search(line)]
 
 
 def test_the_guard_sees_a_private_import(tmp_path):
