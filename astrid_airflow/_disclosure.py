@@ -305,23 +305,35 @@ def _min_hypergeometric_moments(n: Any, k_a: Any, k_b: Any, m: Any
     var = mean * (n - k_a) * (n - k_b) / (n * np.maximum(n - 1, 1))
     need = np.flatnonzero(m < np.minimum(k_a, k_b))
     if need.size:
-        mm = m[need]
+        mm, nn, ka, kb = m[need], n[need], k_a[need], k_b[need]
         # Only t within 12 sd of E[H] carry probability (< 1e-30 outside, by the
-        # hypergeometric's Chernoff-Hoeffding tail), so the sums over t < m start there.
+        # hypergeometric's Chernoff-Hoeffding tail), so the sums over t < m start there,
+        # and not below K_a + K_b - n_c (the two sets of rows must overlap that much).
+        # t < m < min(K_a, K_b), so every other term is in the support.
         lo = np.clip(np.floor(mean[need] - 12.0 * np.sqrt(var[need]) - 1.0), 0, mm)
-        lo = lo.astype(np.int64)
+        lo = np.minimum(np.maximum(lo.astype(np.int64), ka + kb - nn), mm)
         span = mm - lo
         idx = np.repeat(np.arange(need.size), span)
-        t = np.arange(idx.size) - np.repeat(np.cumsum(span) - span, span) + lo[idx]
-        nn, ka, kb = n[need], k_a[need], k_b[need]
+        t = np.arange(idx.size) - np.repeat(np.cumsum(span) - span - lo, span)
         # log P(H = t) = base - lnG(t+1) - lnG(ka-t+1) - lnG(kb-t+1) - lnG(n-ka-kb+t+1)
         base = (gammaln(ka + 1.0) + gammaln(nn - ka + 1.0) + gammaln(kb + 1.0)
                 + gammaln(nn - kb + 1.0) - gammaln(nn + 1.0))
-        ka, kb, rest = ka[idx], kb[idx], (nn - ka - kb)[idx]
-        ok = (t <= ka) & (t <= kb) & (rest + t >= 0)  # outside the support P = 0
-        tt = np.where(ok, t, 0)
-        p = np.where(ok, np.exp(base[idx] - gammaln(tt + 1.0) - gammaln(ka - tt + 1.0)
-                                - gammaln(kb - tt + 1.0) - gammaln(rest + tt + 1.0)), 0.0)
+        # ln(x!) from tables when the terms outnumber the table's entries (the same
+        # floats: a table is gammaln itself): t, K_a - t, K_b - t are at most max K, and
+        # n_c - K_a - K_b + t is n_c minus at most K_a + K_b
+        top = int(max(ka.max(), kb.max()))
+        small = (gammaln(np.arange(top + 1) + 1.0).__getitem__ if t.size > top + 1
+                 else lambda x: gammaln(x + 1.0))
+        cls_of, nn_u = _distinct(nn)
+        width = 2 * top + 1
+        if t.size > nn_u.size * width:
+            table = gammaln(nn_u[:, None] - np.arange(width)[None, :] + 1.0)
+            far = table[cls_of[idx], (ka + kb)[idx] - t]
+            del table
+        else:
+            far = gammaln((nn - ka - kb)[idx] + t + 1.0)
+        p = np.exp(base[idx] - small(t) - small(ka[idx] - t) - small(kb[idx] - t) - far)
+        del far
         s_p = np.bincount(idx, weights=p, minlength=need.size)
         tail = np.clip(1.0 - s_p, 0.0, 1.0)  # P(H >= m)
         # E[min(H, m)^j] = sum_{t<m} t^j P(H=t) + m^j P(H >= m)
@@ -332,6 +344,35 @@ def _min_hypergeometric_moments(n: Any, k_a: Any, k_b: Any, m: Any
     return mean, var
 
 
+def _distinct(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each value among the distinct values, the distinct values); few
+    distinct values (class sizes) are found with a hash table, not a sort."""
+    code, uniq = pd.factorize(x, sort=False)
+    return code, np.asarray(uniq)
+
+
+def _distinct_tuples(*columns: np.ndarray, counts: bool = False
+                     ) -> tuple[list[np.ndarray], np.ndarray]:
+    """The distinct rows of the non-negative integer ``columns`` (as columns) and each
+    row's index among them (``counts``: how many rows each has instead), packed into
+    one int64 when the bits fit (a 1-D sort)."""
+    cols = [np.asarray(c, dtype=np.int64) for c in columns]
+    bits = [max(1, int(c.max()).bit_length()) if c.size else 1 for c in cols]
+    if sum(bits) > 63:
+        uniq, inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        inv = inv.ravel()
+        return list(uniq.T), np.bincount(inv) if counts else inv
+    packed = np.zeros(cols[0].shape[0], dtype=np.int64)
+    for c, b in zip(cols, bits):
+        packed = (packed << b) | c
+    uniq, inv = np.unique(packed, return_counts=counts, return_inverse=not counts)
+    parts = []
+    for b in reversed(bits):
+        parts.append(uniq & ((1 << b) - 1))
+        uniq = uniq >> b
+    return parts[::-1], inv.ravel()
+
+
 def _keyed_moments(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray, m: np.ndarray
                    ) -> tuple[float, float]:
     """Sums over keys of the mean and variance of ``min(H, m)``.
@@ -339,20 +380,7 @@ def _keyed_moments(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray, m: np.ndarra
     Keys sharing (n_c, K_a, K_b, m) have the same moments, and there are few distinct
     such tuples (K and m are small or alike), so they are computed once per tuple.
     """
-    cols = [np.asarray(c, dtype=np.int64) for c in (n, k_a, k_b, m)]
-    bits = [max(1, int(c.max()).bit_length()) for c in cols]
-    if sum(bits) <= 63:  # pack the tuple into one int64 and count the distinct ones
-        packed = np.zeros(cols[0].shape[0], dtype=np.int64)
-        for c, b in zip(cols, bits):
-            packed = (packed << b) | c
-        uniq, weight = np.unique(packed, return_counts=True)
-        parts = []
-        for b in reversed(bits):
-            parts.append(uniq & ((1 << b) - 1))
-            uniq = uniq >> b
-        cols = parts[::-1]
-    else:
-        weight = np.ones(cols[0].shape[0], dtype=np.int64)
+    cols, weight = _distinct_tuples(n, k_a, k_b, m, counts=True)
     mean, var = _min_hypergeometric_moments(*cols)
     return float(np.dot(mean, weight)), float(np.dot(var, weight))
 
@@ -366,10 +394,8 @@ def _moments_per_key(n: np.ndarray, k_a: np.ndarray, k_b: np.ndarray, m: np.ndar
     var = mean * (n - k_a) * (n - k_b) / (n * np.maximum(n - 1, 1))
     need = np.flatnonzero(m < np.minimum(k_a, k_b))
     if need.size:
-        tup = np.stack([n[need], k_a[need], k_b[need], m[need]], axis=1)
-        uniq, inv = np.unique(tup, axis=0, return_inverse=True)
-        mu, vu = _min_hypergeometric_moments(*uniq.T)
-        inv = inv.ravel()
+        cols, inv = _distinct_tuples(n[need], k_a[need], k_b[need], m[need])
+        mu, vu = _min_hypergeometric_moments(*cols)
         mean[need], var[need] = mu[inv], vu[inv]
     return mean, var
 
@@ -510,38 +536,48 @@ def _pair(a: _Linkable, b: _Linkable, class_size: np.ndarray, n: int
 class _Big:
     """One group of a large table, prepared for sampled pairing (see :func:`_risk_large`).
 
-    ``codes`` (joint, both tables) for a group with few keys, else 32-bit key hashes;
-    ``k_o`` the original's rows per key on each original row (None: all 1); ``rows``
-    the rows of each table whose key is in the group's key sample.
+    ``codes`` (joint, both tables) for a group with few keys. Otherwise 32-bit key
+    hashes, except the original's of a group whose keys repeat there: its raw keys
+    (``key_o``), with the sorted distinct keys (``uniq``) and their row counts
+    (``count``), so K is looked up for the sampled rows only instead of being stored
+    per row. ``rows``: the rows of each table whose key is in the group's key sample.
     """
 
     n_keys: int
     codes: list[np.ndarray] | None
     counts_o: np.ndarray | None      # rows per code in the original (with ``codes``)
-    h32: list[np.ndarray] | None
-    k_o: np.ndarray | None
-    rows: list[np.ndarray] | None
-    class_of: np.ndarray | None      # class code of each code (with ``codes``)
+    h32: list[np.ndarray | None] | None
+    key_o: np.ndarray | None = None
+    uniq: np.ndarray | None = None
+    count: np.ndarray | None = None
+    rows: list[np.ndarray] | None = None
+    class_of: np.ndarray | None = None  # class code of each code (with ``codes``)
 
     def ids(self, table: int, at: np.ndarray) -> np.ndarray:
-        src = self.codes if self.codes is not None else self.h32
-        return src[table][at].astype(_U64)
+        if self.codes is not None:
+            return self.codes[table][at].astype(_U64)
+        if table == 0 and self.key_o is not None:
+            return splitmix(self.key_o[at]) >> _U64(32)
+        return self.h32[table][at].astype(_U64)
 
     def k_of(self, at: np.ndarray) -> np.ndarray:
         if self.codes is not None:
             return self.counts_o[self.codes[0][at]]
-        return np.ones(at.shape[0], np.int64) if self.k_o is None else self.k_o[at]
+        if self.key_o is None:
+            return np.ones(at.shape[0], np.int64)
+        return self.count[np.searchsorted(self.uniq, self.key_o[at])]
 
 
-def _sorted_measures(columns: Sequence[str], key_r: np.ndarray, bits: int, k: int | None
-                     ) -> tuple[GroupDisclosure | None, int]:
-    """Per-group measures of the release from its sorted (value hash | class) keys, and
-    the number of distinct keys (one sort instead of a hash table: faster at 10^7)."""
-    s = np.sort(key_r)
+def _runs(s: np.ndarray) -> np.ndarray:
+    """Start of every run of equal values of the sorted ``s``."""
+    return np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+
+
+def _sorted_measures(columns: Sequence[str], s: np.ndarray, starts: np.ndarray, bits: int,
+                     k: int) -> GroupDisclosure:
+    """Per-group measures of the release from its sorted (value hash | class) keys ``s``
+    and their run starts (one sort instead of a hash table: faster at 10^7)."""
     n = s.shape[0]
-    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
-    if k is None:
-        return None, int(starts.shape[0])
     cnt = np.diff(np.r_[starts, n])
     val = s[starts] >> _U64(bits)
     vid = np.cumsum(np.r_[True, val[1:] != val[:-1]]) - 1
@@ -549,40 +585,109 @@ def _sorted_measures(columns: Sequence[str], key_r: np.ndarray, bits: int, k: in
     return GroupDisclosure(
         columns=tuple(columns), k=k, k_min=int(cnt.min()),
         share_below_k=float(cnt[cnt < k].sum() / n),
-        class_disclosure_share=float(cnt[disclosed].sum() / n), n_rows=n), \
-        int(starts.shape[0])
+        class_disclosure_share=float(cnt[disclosed].sum() / n), n_rows=n)
 
 
-def _prepare_big(keys: list[np.ndarray], n_keys_r: int, threshold: int, mask: np.uint64
-                 ) -> _Big:
-    """Codes or 32-bit hashes, K per original row and the key sample of one group."""
+def _few_keys(key: np.ndarray) -> bool:
+    """Guess from ~20 000 evenly spaced rows whether ``key`` has at most
+    :data:`_SMALL_KEYS` distinct values (then one hash table beats a sort). Only the
+    speed depends on the guess: the paths give the same result."""
+    step = max(1, key.shape[0] // 20_000)
+    return len(pd.unique(key[::step])) <= _SMALL_KEYS
+
+
+def _fingerprint(mixed: np.ndarray) -> tuple[int, int]:
+    """Order-free fingerprint of a multiset of SplitMix-mixed keys: the sums of the
+    keys and of their squares, mod 2^64. Two different multisets agree with
+    probability about 2^-64, as two different rows share a row hash."""
+    total, squares = _U64(0), _U64(0)
+    step = 1 << 20  # bounded temporaries
+    with np.errstate(over="ignore"):
+        for i in range(0, mixed.shape[0], step):
+            m = mixed[i:i + step]
+            total += np.add.reduce(m, dtype=_U64)
+            squares += np.add.reduce(m * m, dtype=_U64)
+    return int(total), int(squares)
+
+
+def _prepare_group(columns: Sequence[str], keys: list[np.ndarray], released: int,
+                   bits: int, k: int | None, pairs: bool, threshold: int
+                   ) -> tuple[GroupDisclosure | None, _Big | None]:
+    """Per-group measures of the release and, with ``pairs``, the group's :class:`_Big`.
+
+    A group with few keys is numbered with one hash table over both tables; any other
+    is sorted once (the release). The original's keys are sorted too only when their
+    multiset differs from the release's (a genuine GoldenEye shuffle keeps it: then the
+    release's sort gives the original's key counts as well).
+    """
+    mask = _U64((1 << bits) - 1)
+    key_r = keys[released]
+    n_o = keys[0].shape[0]
+
+    def numbered() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        both = np.concatenate(keys) if pairs else key_r
+        code, uniq = pd.factorize(both)  # hashing, not sorting: O(n)
+        lo = released * n_o if pairs else 0
+        return code, uniq, np.bincount(code[lo:lo + key_r.shape[0]], minlength=len(uniq))
+
+    def small(code: np.ndarray, uniq: np.ndarray, counts_r: np.ndarray) -> _Big | None:
+        n_u = uniq.shape[0]
+        if np.count_nonzero(counts_r) > _SMALL_KEYS or n_u > 4 * _SMALL_KEYS:
+            return None
+        dt = _code_dtype(n_u)
+        codes = [code[:n_o].astype(dt), code[n_o:].astype(dt)]
+        return _Big(n_keys=int(n_u), codes=codes,
+                    counts_o=np.bincount(codes[0], minlength=n_u), h32=None,
+                    class_of=(uniq & mask).astype(np.int64))
+
+    measured = None
+    tried = _few_keys(key_r)
+    if tried:
+        code, uniq, counts_r = numbered()
+        if k is not None:
+            measured = _measure_group(columns, counts_r,
+                                      pd.factorize(uniq >> _U64(bits))[0], k)
+        if not pairs:
+            return measured, None
+        big = small(code, uniq, counts_r)
+        if big is not None:
+            return measured, big
+        del code, uniq, counts_r
+    s_r = np.sort(key_r)
+    starts = _runs(s_r)
+    if measured is None and k is not None:
+        measured = _sorted_measures(columns, s_r, starts, bits, k)
+    n_keys_r = int(starts.shape[0])
+    if not pairs:
+        return measured, None
+    if n_keys_r <= _SMALL_KEYS and not tried:  # guessed wrong: few keys after all
+        big = small(*numbered())
+        if big is not None:
+            return measured, big
     key_o = keys[0]
-    n_o = key_o.shape[0]
-    if n_keys_r <= _SMALL_KEYS:  # few keys (a category): exact joint codes
-        codes, uniq = pd.factorize(np.concatenate(keys))
-        if uniq.shape[0] <= 4 * _SMALL_KEYS:
-            dt = _code_dtype(uniq.shape[0])
-            codes = [codes[:n_o].astype(dt), codes[n_o:].astype(dt)]
-            return _Big(n_keys=int(uniq.shape[0]), codes=codes,
-                        counts_o=np.bincount(codes[0], minlength=uniq.shape[0]),
-                        h32=None, k_o=None, rows=None, class_of=(uniq & mask).astype(np.int64))
-        del codes, uniq
     mixed = [splitmix(key) for key in keys]
-    s = np.sort(key_o)
-    distinct_o = bool((s[1:] != s[:-1]).all())
-    n_keys_o = n_o if distinct_o else int(np.count_nonzero(s[1:] != s[:-1])) + 1
-    del s
-    k_o = None
-    if not distinct_o:
-        codes, uniq = pd.factorize(key_o)
-        k_o = np.bincount(codes).astype(np.uint32)[codes]
-        del codes, uniq
+    if key_o.shape[0] == key_r.shape[0] and \
+            _fingerprint(mixed[0]) == _fingerprint(mixed[released]):
+        s_o, starts_o = s_r, starts  # the same multiset of keys
+    else:
+        s_o = np.sort(key_o)
+        starts_o = _runs(s_o)
+    del s_r, starts
+    n_keys_o = int(starts_o.shape[0])
+    uniq = count = None
+    if n_keys_o < key_o.shape[0]:  # keys repeat in the original: K per key
+        uniq = s_o[starts_o]
+        count = np.diff(np.r_[starts_o, key_o.shape[0]])
+    else:
+        key_o = None
+    del s_o, starts_o
     # A key is sampled when its hash falls below the threshold: a function of the key,
     # so every row holding a sampled key is in, in both tables.
     rows = [np.flatnonzero(m < _U64(threshold)) for m in mixed]
-    h32 = [(m >> _U64(32)).astype(np.uint32) for m in mixed]
-    return _Big(n_keys=max(n_keys_o, n_keys_r), codes=None, counts_o=None, h32=h32,
-                k_o=k_o, rows=rows, class_of=None)
+    h32 = [None if (i == 0 and key_o is not None) else (m >> _U64(32)).astype(np.uint32)
+           for i, m in enumerate(mixed)]
+    return measured, _Big(n_keys=max(n_keys_o, n_keys_r), codes=None, counts_o=None,
+                          h32=h32, key_o=key_o, uniq=uniq, count=count, rows=rows)
 
 
 def _pair_small(a: _Big, b: _Big, cls: np.ndarray, class_size: np.ndarray, n: int
@@ -619,8 +724,8 @@ def _pair_sampled(a: _Big, b: _Big, cls: np.ndarray, class_size: np.ndarray,
     n_s = ro.shape[0]
     if n_s == 0:
         return 0.0, 0.0, 0.0, 0
-    ko = (a.h32[0][ro].astype(_U64) << _U64(32)) | b.ids(0, ro)
-    kr = (a.h32[1][rr].astype(_U64) << _U64(32)) | b.ids(1, rr)
+    ko = (a.ids(0, ro) << _U64(32)) | b.ids(0, ro)
+    kr = (a.ids(1, rr) << _U64(32)) | b.ids(1, rr)
     order = np.argsort(ko)  # SIMD argsort; any row of a key gives its K_a, K_b, class
     ko = ko[order]
     starts = np.flatnonzero(np.r_[True, ko[1:] != ko[:-1]])
@@ -674,8 +779,7 @@ def _risk_large(sources: list[TableSource], grouping: Any, target: str, k: int |
 
     def prepare(g: Sequence[str]) -> tuple[GroupDisclosure | None, _Big | None]:
         keys = [(row_hashes(s, g) & ~mask) | c for s, c in zip(sources, cls_u64)]
-        measured, n_keys_r = _sorted_measures(g, keys[released], bits, k)
-        return measured, _prepare_big(keys, n_keys_r, threshold, mask) if with_pairs else None
+        return _prepare_group(g, keys, released, bits, k, with_pairs, threshold)
 
     # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); the
     # order is kept and nothing is random, so the result is the same for any n_jobs.

@@ -329,3 +329,26 @@ def test_sampled_pairs_keep_the_decision(monkeypatch):
                if p.excess > p.tolerance(0.03)}
     assert {(("f",), ("g",)), (("f",), ("i",)), (("g",), ("i",))} <= failing
     assert not any(("s",) in p for p in failing)
+
+
+@pytest.mark.parametrize("how", ["shuffle", "random_rows"])
+def test_large_table_shortcuts_do_not_change_the_result(how, monkeypatch):
+    # The few-keys guess and the multiset fingerprint only choose how to count: forcing
+    # every path gives the same figures (a release drawn with replacement has another
+    # multiset of keys, so the original is sorted on its own there).
+    import astrid_airflow._disclosure as mod
+
+    n, g = 6_000, "f;g;i;c;s"
+    t = _mixed(n, 1)
+    r = make_surrogate(t, g, target="y", random_state=2) if how == "shuffle" else \
+        t.iloc[np.random.default_rng(3).integers(0, n, n)].reset_index(drop=True)
+    monkeypatch.setattr(mod, "PAIR_SAMPLE_ROWS", 1_000)
+    want = disclosure_risk(t, r, target="y", grouping=g, k=3)
+    for name, value in (("_few_keys", lambda key: True), ("_few_keys", lambda key: False),
+                        ("_fingerprint", lambda mixed: object())):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(mod, name, value)
+            assert disclosure_risk(t, r, target="y", grouping=g, k=3) == want, name
+    for d, w in zip(want.groups, brute_groups(r, "y", Grouping.parse(g).groups, 3)):
+        assert (d.columns, d.k_min) == (w[0], w[1])
+        assert (d.share_below_k, d.class_disclosure_share) == pytest.approx(w[2:])
