@@ -214,7 +214,7 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(rows: list[dict], started: float) -> None:
+def _write(rows: list[dict], started: float, stem: str = "e2e_release") -> None:
     from astrid_airflow._atomic import atomic_write_text
     from astrid_airflow._jsonable import plain
 
@@ -224,9 +224,9 @@ def _write(rows: list[dict], started: float) -> None:
                "n_attacks": _benchlib.N_ATTACKS, "anonymeter": _benchlib.ANONYMETER,
                "max_accuracy_loss": MAX_LOSS, "targets": _benchlib.ANONYMETER_TARGETS}
     RESULTS.mkdir(exist_ok=True)
-    atomic_write_text(RESULTS / "e2e_release.json",
+    atomic_write_text(RESULTS / f"{stem}.json",
                       json.dumps(plain(payload), indent=1) + "\n", overwrite=True)
-    atomic_write_text(RESULTS / "e2e_release.md",
+    atomic_write_text(RESULTS / f"{stem}.md",
                       "# End to end: astrid learn, shuffle, validate, then anonymeter "
                       "(issue 17)\n\n" + markdown(rows) +
                       f"\nTotal {payload['seconds']} s on {os.cpu_count()} shared cores "
@@ -236,16 +236,25 @@ def _write(rows: list[dict], started: float) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tables", default=",".join(TABLES))
+    ap.add_argument("--stem", default="e2e_release",
+                    help="results file name (a table run apart, merged with --merge)")
+    ap.add_argument("--merge", action="store_true",
+                    help="add these tables to the existing results (replacing their rows)")
     args = ap.parse_args()
     started = time.perf_counter()
+    names = args.tables.split(",")
     rows: list[dict] = []
+    if args.merge and (RESULTS / "e2e_release.json").exists():
+        old = json.loads((RESULTS / "e2e_release.json").read_text())["tables"]
+        rows = [r for r in old if r["table"] not in names]
     _benchlib.anonymeter_python()  # create the venv first (not timed with a table)
     with tempfile.TemporaryDirectory(prefix="astrid_e2e_") as tmp:
-        for name in args.tables.split(","):
+        for name in names:
             print(f"{name} ...", flush=True)
             rows.append(run_table(name, Path(tmp)))
             print(f"  {_verdict(rows[-1])}", flush=True)
-            _write(rows, started)
+            rows.sort(key=lambda r: TABLES.index(r["table"]) if r["table"] in TABLES else 99)
+            _write(rows, started, args.stem)
     print(markdown(rows))
     return 0
 

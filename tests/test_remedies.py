@@ -306,6 +306,11 @@ def test_choose_release_records_candidates_and_never_loosens_the_policy():
     assert refused.release["status"] == "refused" and refused.recipe is None
     assert refused.release["policy"] == strict.to_dict()
     assert "privacy" in refused.release_refused
+    # the refusal names each failed check with its figure and the group at fault
+    assert "k_min" in refused.release_refused and "in group {" in refused.release_refused
+    # MDAV was tried on every grouping with a multi-column group, not only the learned
+    labels = [c["label"] for c in rel["candidates"]]
+    assert "learned (k=2), MDAV" in labels
     # remedies off: the learned grouping, no release
     assert choose_release(t, result, remedies=False).release is None
 
@@ -415,3 +420,19 @@ def test_cli_risk_puts_the_original_into_the_release_domain(tmp_path, capsys):
     assert all(p["linked_share"] - p["expected_linked_share"] < 0.1 for p in out["pairs"])
     assert main([*args, "--no-remedies"]) == 0
     assert json.loads(capsys.readouterr().out)["remedies"] is None
+
+
+def test_a_failing_group_is_split_along_the_per_k_table_first():
+    from astrid_airflow import Grouping
+    from astrid_airflow._choice import _split_along_table
+
+    g = Grouping([["a", "b", "c", "d"], ["e", "f"]])
+    finer = [g, Grouping([["a", "b"], ["c", "d"], ["e", "f"]]),
+             Grouping([["a"], ["b"], ["c", "d"], ["e"], ["f"]])]
+    # only the failing group is cut, into its parts in the first finer grouping
+    assert _split_along_table(g, [("a", "b", "c", "d")], finer).to_list() == \
+        Grouping([["a", "b"], ["c", "d"], ["e", "f"]]).to_list()
+    assert _split_along_table(g, [("e", "f")], finer).to_list() == \
+        Grouping([["a", "b", "c", "d"], ["e"], ["f"]]).to_list()
+    # no finer grouping cuts it: no candidate (the split into singletons remains)
+    assert _split_along_table(g, [("e", "f")], finer[:2]) is None
