@@ -69,6 +69,10 @@ def _json(out: str) -> dict | None:
         return None
 
 
+def _short(name: str) -> str:
+    return name.removeprefix("expect_surrogate_").removesuffix("_to_be_at_most")
+
+
 def _gate(code: int, out: str) -> dict:
     d = _json(out) or {}
     failed = [e for e in d.get("expectations", []) if not e.get("success", True)]
@@ -182,7 +186,7 @@ def markdown(rows: list[dict]) -> str:
         if "validate" in r:
             a, acc = r["anonymeter"], r["accuracy"]
             gate = "pass" if r["validate"]["passed"] else "FAIL: " + ", ".join(
-                e["name"] for e in r["validate"]["failed"])
+                _short(e["name"]) for e in r["validate"]["failed"])
             member = f(a["infer_member"]) or "n/a (all singletons)"
             lines.append(
                 f"| {r['table']} | {r['learn']['seconds']} | written | {gate} | "
@@ -193,7 +197,7 @@ def markdown(rows: list[dict]) -> str:
         else:
             raw = r.get("raw_validate")
             gate = ("raw release: " + ("pass" if raw["passed"] else "FAIL: " + ", ".join(
-                e["name"] for e in raw["failed"]))) if raw else ""
+                _short(e["name"]) for e in raw["failed"]))) if raw else ""
             acc = r.get("raw_accuracy")
             accs = (f"raw: {acc['svm']['original']:.3f} → {acc['svm']['published']:.3f} "
                     f"({acc['svm']['loss']:+.3f})") if acc else ""
@@ -243,6 +247,7 @@ def _render() -> None:
     atomic_write_text(RESULTS / "e2e_release.md",
                       "# End to end: astrid learn, shuffle, validate, then anonymeter "
                       "(issue 17)\n\n" + markdown(d["tables"]) +
+                      (f"\n{d['note']}.\n" if d.get("note") else "") +
                       f"\nTotal {d['seconds']} s on {d['machine']['cpu_count']} shared "
                       f"cores (load at the end {d['machine']['load'][0]:.1f}).\n",
                       overwrite=True)
