@@ -187,9 +187,9 @@ def run_phase(script: str, name: str, src: str, out: str) -> dict:
     return d
 
 
-def baseline_mib(imports: str) -> float:
-    """Resident memory of an interpreter that only imported ``imports`` (comma list)."""
-    code = (f"import {imports}; import sys; sys.path.insert(0, {str(HERE)!r}); "
+def baseline_mib(setup: str) -> float:
+    """Resident memory of an interpreter that only ran ``setup`` (its imports)."""
+    code = (f"{setup}; import sys; sys.path.insert(0, {str(HERE)!r}); "
             "import _benchlib; print(_benchlib.peak_mib())")
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True,
                                 text=True, check=True).stdout)

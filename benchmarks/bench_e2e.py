@@ -140,7 +140,7 @@ def run_table(name: str, tmp: Path) -> dict:
                                       str(dst))
             if code != 0:
                 raise SystemExit(f"astrid generalise failed: {err}")
-        from astrid_airflow._store import load_artefact
+        from astrid_airflow import load_artefact
 
         groups = load_artefact(ref).artefact.grouping.groups  # the released grouping
         t0 = time.perf_counter()
@@ -221,8 +221,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def _write(rows: list[dict], started: float, stem: str = "e2e_release") -> None:
-    from astrid_airflow._atomic import atomic_write_text
-    from astrid_airflow._jsonable import plain
+    from astrid_airflow.io import atomic_write_text, plain
 
     payload = {"tables": rows, "seconds": round(time.perf_counter() - started, 1),
                "machine": {"platform": platform.platform(), "python": sys.version.split()[0],
@@ -241,7 +240,7 @@ def _write(rows: list[dict], started: float, stem: str = "e2e_release") -> None:
 
 def _render() -> None:
     """Rewrite the markdown from the JSON (e.g. after merging a table run apart)."""
-    from astrid_airflow._atomic import atomic_write_text
+    from astrid_airflow.io import atomic_write_text
 
     d = json.loads((RESULTS / "e2e_release.json").read_text())
     atomic_write_text(RESULTS / "e2e_release.md",
