@@ -57,6 +57,30 @@ def _split(grouping: Grouping, failing: list[tuple[str, ...]]) -> Grouping:
     return Grouping(groups)
 
 
+def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
+                       finer: list[Grouping]) -> Grouping | None:
+    """Each failing group cut into its parts in the next finer grouping of the table.
+
+    ASTRID's per-k table is a hierarchy of dependence: the first finer grouping that
+    cuts a group into several parts is the split that keeps the most of the group's
+    joint structure (the other groups are kept as they are). ``None``: no finer
+    grouping cuts any failing group.
+    """
+    groups: list[list[str]] = []
+    changed = False
+    for g in grouping.groups:
+        parts = [list(g)]
+        if tuple(g) in failing:
+            for f in finer:  # ordered by k, coarsest first
+                cut = [[c for c in h if c in g] for h in f.groups]
+                cut = [h for h in cut if h]
+                if len(cut) > 1:
+                    parts, changed = cut, True
+                    break
+        groups.extend(parts)
+    return Grouping(groups) if changed else None
+
+
 def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any
                   ) -> tuple[dict[str, Any], list[str]]:
     from ._disclosure import group_disclosure
@@ -64,13 +88,19 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
 
     groups = group_disclosure(remedied, target=target, grouping=grouping,
                               k=policy.disclosure_k)
-    below = max(d.share_below_k for d in groups)
-    disc = max(d.class_disclosure_share for d in groups)
+    worst_below = max(groups, key=lambda d: d.share_below_k)
+    worst_disc = max(groups, key=lambda d: d.class_disclosure_share)
+    below = worst_below.share_below_k
+    disc = worst_disc.class_disclosure_share
     unique = largest_group_unique_share(remedied, grouping)
     intact = expected_intact_row_proportion(remedied, grouping, target)
+    # the worst group of each per-group check: the refusal names it
     risks = {"share_below_k": below, "class_disclosure_share": disc,
              "largest_group_unique_share": unique,
-             "expected_intact_row_proportion": intact}
+             "expected_intact_row_proportion": intact,
+             "worst_share_below_k_group": {"columns": list(worst_below.columns),
+                                           "k_min": worst_below.k_min},
+             "worst_class_disclosure_group": {"columns": list(worst_disc.columns)}}
     failed = []
     if below > policy.max_share_below_k:
         failed.append("share_below_k")
@@ -183,8 +213,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     cands: list[dict[str, Any]] = []
     queue = _candidates(d, attrs)
     learned = Grouping(d["grouping"])
-    if len(table) <= MDAV_MAX_ROWS and any(len(g) > 1 for g in learned.groups):
-        queue.append(("learned, MDAV", learned))
+    # the table's groupings, coarsest first: where a failing group is split
+    finer = sorted({Grouping(r["grouping"]) for r in d.get("table") or []
+                    if r.get("grouping")}, key=lambda g: (g.k, g.to_list()))
+    mdav_ok = len(table) <= MDAV_MAX_ROWS
     done: set = set()
     i = 0
     while i < len(queue):
@@ -194,6 +226,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         if (grouping, method) in done:
             continue
         done.add((grouping, method))
+        if method == "bins" and mdav_ok and any(len(g) > 1 for g in grouping.groups):
+            # microaggregation within class of the same grouping's multi-column groups
+            queue.append((f"{label}, MDAV", grouping))
         recipe, report = fit_recipe(table, target=target, grouping=grouping,
                                     k=policy.disclosure_k,
                                     max_share_below_k=policy.max_share_below_k,
@@ -202,8 +237,11 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         failing = [tuple(g["columns"]) for g in report if not g["passed"]
                    and len(g["columns"]) > 1]
         if failing and method == "bins":
-            split = _split(grouping, failing)
-            queue.append((f"{label}, unsafe group(s) split", split))
+            along = _split_along_table(grouping, failing, finer)
+            if along is not None:
+                queue.append((f"{label}, unsafe group(s) split along the per-k table",
+                              along))
+            queue.append((f"{label}, unsafe group(s) split", _split(grouping, failing)))
         remedied = apply_recipe(work, recipe, target=target)
         risks, failed = _cheap_checks(remedied, grouping, target, policy)
         cands.append({"label": label, "grouping": grouping.to_list(), "method": method,
@@ -265,17 +303,56 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     return dataclasses.replace(art, release=release)
 
 
+def _cols(columns: list[str]) -> str:
+    return "{" + ", ".join(columns[:3]) + (f", +{len(columns) - 3} more" if len(columns) > 3
+                                           else "") + "}"
+
+
+def _why(c: dict[str, Any], policy: Any) -> str:
+    """The failed checks of a candidate with their figures (and the group at fault)."""
+    r, out = c["risks"], []
+    for f in c["failed"]:
+        if f == "share_below_k":
+            w = r.get("worst_share_below_k_group") or {}
+            out.append(f"{r['share_below_k']:.3f} of rows in classes below k="
+                       f"{policy.disclosure_k} > {policy.max_share_below_k} (k_min "
+                       f"{w.get('k_min')} in group {_cols(w.get('columns', []))})")
+        elif f == "class_disclosure":
+            w = r.get("worst_class_disclosure_group") or {}
+            out.append(f"class disclosure {r['class_disclosure_share']:.3f} > "
+                       f"{policy.max_class_disclosure_share} in group "
+                       f"{_cols(w.get('columns', []))}")
+        elif f == "largest_group_unique_share":
+            out.append(f"largest group's unique share {r[f]:.3f} > "
+                       f"{policy.max_largest_group_unique_share}")
+        elif f == "intact_rows":
+            out.append(f"expected intact rows {r['expected_intact_row_proportion']:.3f} > "
+                       f"{policy.max_intact}")
+        elif f == "utility":
+            out.append(f"loses {c['accuracy_drop']:.3f} accuracy > "
+                       f"{policy.max_accuracy_drop}")
+        else:  # an attack: its upper 95 % bound
+            limit = getattr(policy, f"max_{f}_risk", None)
+            out.append(f"{f} risk upper bound {r.get(f'{f}_upper', float('nan')):.3f} > "
+                       f"{limit}")
+    return "; ".join(out)
+
+
 def _refusal(cands: list[dict[str, Any]], policy: Any) -> str:
     private = [c for c in cands if not (set(c["failed"]) - {"utility"})]
-    useful = [c for c in cands if "utility" not in c["failed"]]
+    useful = sorted((c for c in cands if "utility" not in c["failed"]),
+                    key=lambda c: -c["accuracy_surrogate"])
+    within = (f"; the {len(useful)} release(s) within it fail privacy (most accurate: "
+              + " | ".join(f"{c['label']}: {_why(c, policy)}" for c in useful[:2]) + ")"
+              if useful else "; no candidate is within it")
     if private:
         best = max(private, key=lambda c: c["accuracy_surrogate"])
         return (f"privacy vs utility: the most accurate release passing every privacy "
-                f"expectation ({best['label']}) loses {best['accuracy_drop']:.3f} accuracy "
-                f"on held-out real rows, above max_accuracy_drop {policy.max_accuracy_drop}"
-                + (f"; the {len(useful)} release(s) within it fail privacy ("
-                   + "; ".join(f"{c['label']}: {', '.join(c['failed'])}" for c in useful[:3])
-                   + ")" if useful else ""))
+                f"expectation checked before the attacks ({best['label']}) loses "
+                f"{best['accuracy_drop']:.3f} accuracy on held-out real rows, above "
+                f"max_accuracy_drop {policy.max_accuracy_drop}" + within)
+    closest = min(cands, key=lambda c: (len(c["failed"]), -c["accuracy_surrogate"]))
     worst = sorted({f for c in cands for f in c["failed"]})
     return ("privacy: no candidate grouping with remedies passes every privacy expectation "
-            f"of the policy (failing: {', '.join(worst)})")
+            f"of the policy (failing: {', '.join(worst)}; closest: {closest['label']}: "
+            f"{_why(closest, policy)})")

@@ -40,56 +40,15 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULTS = HERE / "results"
-VENV = HERE / ".venv-anonymeter"
 GROUPINGS = RESULTS / "anonymeter_groupings.json"
 DATASETS = ("vehicle", "diabetes", "credit-a")
-N_ATTACKS = 200
-ANONYMETER = "anonymeter==1.1.0"
 
-# Runs inside the anonymeter venv: one JSON spec in, one JSON result out.
-RUNNER = r'''
-import json, sys, warnings
-import numpy as np, pandas as pd
-from anonymeter.evaluators import (InferenceEvaluator, LinkabilityEvaluator,
-                                   SinglingOutEvaluator)
-warnings.simplefilter("ignore")
-spec = json.load(open(sys.argv[1]))
-out = []
-for case in spec["cases"]:
-    ori, syn, ctl = (pd.read_csv(case[k]) for k in ("ori", "syn", "control"))
-    for a in case["attacks"]:
-        np.random.seed(a["seed"])  # anonymeter samples targets with pandas' global RNG
-        n = spec["n_attacks"]
-        if a["kind"] == "linkability":
-            ev = LinkabilityEvaluator(ori, syn, aux_cols=tuple(a["aux"]), n_attacks=n,
-                                      control=ctl).evaluate(n_jobs=1)
-        elif a["kind"] == "inference":
-            # 1.1.0 defaults to regression=False (exact match) for every secret; ask for
-            # its 5 % tolerance on numeric secrets, as the project does.
-            ev = InferenceEvaluator(ori, syn, aux_cols=a["aux"], secret=a["secret"],
-                                    regression=a["regression"], n_attacks=n,
-                                    control=ctl).evaluate(n_jobs=1)
-        else:
-            ev = SinglingOutEvaluator(ori, syn, n_attacks=n,
-                                      control=ctl).evaluate(mode="univariate")
-        r, res = ev.risk(), ev.results()
-        out.append({"case": case["name"], "attack": a["name"], "risk": float(r.value),
-                    "ci": [float(r.ci[0]), float(r.ci[1])], "n_attacks": int(res.n_attacks_ori),
-                    "n_success": int(res.n_success),
-                    "n_control_success": float(res.n_control)})
-json.dump(out, open(sys.argv[2], "w"))
-'''
+sys.path.insert(0, str(HERE))
+import _benchlib  # noqa: E402  (the throw-away venv and the runner live there)
 
-
-def anonymeter_python() -> Path:
-    """The throw-away venv's python, created (and anonymeter installed) on first use."""
-    py = VENV / "bin" / "python"
-    ok = py.exists() and subprocess.run([str(py), "-c", "import anonymeter"],
-                                        capture_output=True).returncode == 0
-    if not ok:
-        subprocess.run(["python3.11", "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", ANONYMETER], check=True)
-    return py
+N_ATTACKS = _benchlib.N_ATTACKS
+ANONYMETER = _benchlib.ANONYMETER
+_fmt = _benchlib.fmt_risk
 
 
 def learned_grouping(name: str, part_csv: Path, target: str) -> list[list[str]]:
@@ -160,7 +119,7 @@ def main() -> int:
     from astrid_airflow.engine import class_codes, is_numeric_column, stratified_split
 
     started = time.perf_counter()
-    py = anonymeter_python()
+    _benchlib.anonymeter_python()  # create the venv before timing
     rows: list[dict] = []
     spec: dict = {"n_attacks": N_ATTACKS, "cases": []}
     ours_seconds = 0.0
@@ -208,13 +167,9 @@ def main() -> int:
                 spec["cases"].append({"name": case, "ori": str(paths["ori"]),
                                       "syn": str(syn_path), "control": str(paths["control"]),
                                       "attacks": plan})
-        (tmp_path / "spec.json").write_text(json.dumps(spec))
-        (tmp_path / "runner.py").write_text(RUNNER)
         t0 = time.perf_counter()
-        subprocess.run([str(py), str(tmp_path / "runner.py"), str(tmp_path / "spec.json"),
-                        str(tmp_path / "out.json")], check=True, cwd=tmp)
+        anon = _benchlib.run_anonymeter(spec, tmp_path)
         anon_seconds = time.perf_counter() - t0
-        anon = json.loads((tmp_path / "out.json").read_text())
     for row, a in zip(rows, anon):
         assert a["attack"] == row["attack"]
         row["anonymeter"] = {k: a[k] for k in ("risk", "ci", "n_attacks", "n_success",
@@ -249,10 +204,6 @@ def _describe(grouping) -> str:
     if sizes[0] == 1:
         return "all singletons"
     return f"{grouping.k} groups, largest {sizes[0]} of {sum(sizes)} columns"
-
-
-def _fmt(d: dict) -> str:
-    return f"{d['risk']:.2f} ({d['ci'][0]:.2f}–{d['ci'][1]:.2f})"
 
 
 def compact_table(summary: dict, rows: list[dict]) -> str:

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _benchlib
 import bench_shuffle as shuffle_bench
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -65,20 +65,12 @@ PHASES = {"risk": phase_risk, "table": phase_table_mib}
 
 
 def run_phase(name: str, src: str, out: str) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--phase", name, "--src", src,
-                           "--out", out], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"phase {name} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return _benchlib.run_phase(__file__, name, src, out)
 
 
 def baseline_mib() -> float:
-    here = str(Path(__file__).parent)
-    code = ("import astrid_airflow as a, pyarrow.parquet; a.disclosure_risk;"
-            f"import sys; sys.path.insert(0, {here!r}); import bench_shuffle as b;"
-            "print(b.peak_mib())")
-    return float(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                text=True, check=True).stdout)
+    return _benchlib.baseline_mib("import astrid_airflow as a, pyarrow.parquet; "
+                                  "a.disclosure_risk")
 
 
 def main() -> None:

@@ -33,9 +33,7 @@ Writes ``results/release_comparison.{json,md}``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -49,24 +47,13 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-SDV_VENV = HERE / ".venv-sdv"
-SDV = "sdv==2.0.0"
 TABLES = ("vehicle", "diabetes", "credit-a", "segment")
-N_ATTACKS = 200
 
+sys.path.insert(0, str(HERE))
+import _benchlib  # noqa: E402  (throw-away venvs, anonymeter runner, formatting)
+import uci  # noqa: E402
 
-def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-uci = _module("uci")
-anon = _module("bench_anonymeter")
-# reuse an anonymeter venv built by another checkout when this one has none
-if not (anon.VENV / "bin" / "python").exists() and os.environ.get("ASTRID_ANONYMETER_VENV"):
-    anon.VENV = Path(os.environ["ASTRID_ANONYMETER_VENV"])
+N_ATTACKS = _benchlib.N_ATTACKS
 
 SDV_RUNNER = r'''
 import json, sys, warnings
@@ -83,16 +70,6 @@ s.fit({"table": df})  # SDV 2.0: data as {table name: DataFrame}
 syn = s.sample(len(df))
 (syn["table"] if isinstance(syn, dict) else syn).to_csv(out, index=False)
 '''
-
-
-def sdv_python() -> Path:
-    py = SDV_VENV / "bin" / "python"
-    ok = py.exists() and subprocess.run([str(py), "-c", "import sdv"],
-                                        capture_output=True).returncode == 0
-    if not ok:
-        subprocess.run(["python3.11", "-m", "venv", str(SDV_VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", SDV], check=True)
-    return py
 
 
 def _like(frame: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
@@ -144,43 +121,6 @@ def our_risks(ori, rel, ctl, target, grouping) -> dict:
     }
 
 
-def anonymeter_on(name, ori, rel, ctl, target, grouping, tmp: Path) -> dict:
-    attrs = [c for c in ori.columns if c != target]
-    half = len(attrs) // 2
-    attacks = [{"name": "linkability", "kind": "linkability",
-                "aux": [attrs[:half], attrs[half:]], "seed": 0}]
-    for i, c in enumerate(attrs):
-        attacks.append({"name": f"class from {c}", "kind": "inference", "secret": target,
-                        "aux": [c], "regression": False, "seed": 1 + i})
-    for g in grouping.groups:
-        for c in g if len(g) > 1 else ():
-            attacks.append({"name": f"{c} from group-mates", "kind": "inference",
-                            "secret": c, "aux": [m for m in g if m != c],
-                            "regression": bool(pd.api.types.is_numeric_dtype(ori[c])),
-                            "seed": 100 + len(attacks)})
-    paths = {k: tmp / f"{name}-{k}.csv" for k in ("ori", "syn", "control")}
-    for k, t in zip(paths, (ori, rel, ctl)):
-        t.to_csv(paths[k], index=False)
-    spec = {"n_attacks": N_ATTACKS, "cases": [{"name": name, **{k: str(p) for k, p in
-                                                                 paths.items()},
-                                                "attacks": attacks}]}
-    (tmp / "spec.json").write_text(json.dumps(spec))
-    subprocess.run([str(anon.anonymeter_python()), "-c", anon.RUNNER, str(tmp / "spec.json"),
-                    str(tmp / "out.json")], check=True)
-    out = json.loads((tmp / "out.json").read_text())
-
-    def worst(prefix_or_pred):
-        rows = [o for o in out if prefix_or_pred(o["attack"])]
-        if not rows:
-            return None
-        b = max(rows, key=lambda o: o["risk"])
-        return {"risk": b["risk"], "ci": b["ci"], "attack": b["attack"]}
-
-    return {"linkability": worst(lambda a: a == "linkability"),
-            "class_from_one": worst(lambda a: a.startswith("class from")),
-            "infer_member": worst(lambda a: a.endswith("group-mates"))}
-
-
 def _split(name: str):
     from sklearn.model_selection import train_test_split
 
@@ -196,7 +136,7 @@ def sdv_row(name: str, part, ctl, target: str, tmp: Path) -> dict:
         src, out = tmp / f"{name}-sdv-in.csv", tmp / f"{name}-sdv-out.csv"
         part.to_csv(src, index=False)
         started = time.perf_counter()
-        subprocess.run([str(sdv_python()), "-c", SDV_RUNNER, str(src), str(out), "0"],
+        subprocess.run([str(_benchlib.sdv_python()), "-c", SDV_RUNNER, str(src), str(out), "0"],
                        check=True, capture_output=True)
         seconds = time.perf_counter() - started
         syn = _like(pd.read_csv(out), part)
@@ -268,7 +208,8 @@ def run_table(name: str, tmp: Path, sdv: bool = True) -> dict:
                "risks": our_risks(pd_, rem, cd_, target, grouping),
                "recipe": recipe.to_dict()}
         try:
-            row["anonymeter"] = anonymeter_on(name, pd_, rem, cd_, target, grouping, tmp)
+            row["anonymeter"] = _benchlib.anonymeter_release_attacks(
+                name, pd_, rem, cd_, target, grouping.groups, tmp)
         except Exception as exc:  # the throw-away venv may be unavailable offline
             row["anonymeter"] = {"error": f"{type(exc).__name__}: {exc}"}
         rows.append(row)
@@ -278,10 +219,7 @@ def run_table(name: str, tmp: Path, sdv: bool = True) -> dict:
             "releases": rows}
 
 
-def _r(x) -> str:
-    if not x:
-        return ""
-    return f"{x['risk']:.2f} ({x['ci'][0]:.2f}–{x['ci'][1]:.2f})"
+_r = _benchlib.fmt_risk
 
 
 def markdown(results: list[dict]) -> str:
@@ -312,9 +250,7 @@ def markdown(results: list[dict]) -> str:
             if "error" in a:
                 lines.append(f"| {t['table']} | {r['release']} | {a['error']} | | | |")
                 continue
-            ok = ((a["linkability"] or {"risk": 0})["risk"] <= 0.10
-                  and (a["class_from_one"] or {"risk": 0})["risk"] <= 0.20
-                  and (a["infer_member"] or {"risk": 0})["risk"] <= 0.20)
+            ok = _benchlib.meets_anonymeter_targets(a)
             member = _r(a["infer_member"]) or "n/a (all singletons)"
             lines.append(f"| {t['table']} | {r['release']} | {_r(a['linkability'])} | "
                          f"{_r(a['class_from_one'])} ({a['class_from_one']['attack']}) | "

@@ -29,13 +29,15 @@ import json
 import os
 import platform
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(RESULTS.parent))
+import _benchlib  # noqa: E402  (fresh-subprocess phases and peak memory)
+
 N_FLOAT, N_INT, N_CAT, N_STR = 10, 4, 3, 3
 
 
@@ -44,14 +46,7 @@ def columns() -> list[str]:
             + [f"c{i}" for i in range(N_CAT)] + [f"s{i}" for i in range(N_STR)])
 
 
-def peak_mib() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+peak_mib = _benchlib.peak_mib
 
 
 def generate(path: str, rows: int, seed: int) -> dict:
@@ -181,24 +176,13 @@ PHASES = {"shuffle": phase_shuffle, "floor": phase_floor, "limit": phase_limit,
 
 
 def run_phase(name: str, src: str, out: str) -> dict:
-    load = os.getloadavg()[0]
-    proc = subprocess.run([sys.executable, __file__, "--phase", name, "--src", src,
-                           "--out", out], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"phase {name} failed:\n{proc.stderr}")
-    d = json.loads(proc.stdout.strip().splitlines()[-1])
-    d["load_before_after"] = [load, os.getloadavg()[0]]
-    return d
+    return _benchlib.run_phase(__file__, name, src, out)
 
 
 def baseline_mib() -> float:
     # Resident memory of an interpreter that imported the library, pyarrow and pandas.
-    here = str(Path(__file__).parent)
-    code = ("import astrid_airflow as a, pyarrow.parquet; a.make_surrogate; a.surrogate_metrics;"
-            f"import sys; sys.path.insert(0, {here!r}); import bench_shuffle as b;"
-            "print(b.peak_mib())")
-    return float(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                text=True, check=True).stdout)
+    return _benchlib.baseline_mib("import astrid_airflow as a, pyarrow.parquet; "
+                                  "a.make_surrogate; a.surrogate_metrics")
 
 
 def main() -> None:

@@ -306,6 +306,9 @@ def test_choose_release_records_candidates_and_never_loosens_the_policy():
     assert refused.release["status"] == "refused" and refused.recipe is None
     assert refused.release["policy"] == strict.to_dict()
     assert "privacy" in refused.release_refused
+    # MDAV was tried on every grouping with a multi-column group, not only the learned
+    labels = [c["label"] for c in rel["candidates"]]
+    assert "learned (k=2), MDAV" in labels
     # remedies off: the learned grouping, no release
     assert choose_release(t, result, remedies=False).release is None
 
@@ -415,3 +418,46 @@ def test_cli_risk_puts_the_original_into_the_release_domain(tmp_path, capsys):
     assert all(p["linked_share"] - p["expected_linked_share"] < 0.1 for p in out["pairs"])
     assert main([*args, "--no-remedies"]) == 0
     assert json.loads(capsys.readouterr().out)["remedies"] is None
+
+
+def test_a_failing_group_is_split_along_the_per_k_table_first():
+    from astrid_airflow import Grouping
+    from astrid_airflow._choice import _split_along_table
+
+    g = Grouping([["a", "b", "c", "d"], ["e", "f"]])
+    finer = [g, Grouping([["a", "b"], ["c", "d"], ["e", "f"]]),
+             Grouping([["a"], ["b"], ["c", "d"], ["e"], ["f"]])]
+    # only the failing group is cut, into its parts in the first finer grouping
+    assert _split_along_table(g, [("a", "b", "c", "d")], finer).to_list() == \
+        Grouping([["a", "b"], ["c", "d"], ["e", "f"]]).to_list()
+    assert _split_along_table(g, [("e", "f")], finer).to_list() == \
+        Grouping([["a", "b", "c", "d"], ["e"], ["f"]]).to_list()
+    # no finer grouping cuts it: no candidate (the split into singletons remains)
+    assert _split_along_table(g, [("e", "f")], finer[:2]) is None
+
+
+def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
+    from astrid_airflow import GatePolicy
+    from astrid_airflow._choice import _refusal
+
+    policy = GatePolicy()
+    cols = [f"c{i}" for i in range(6)]
+    risks = {"share_below_k": 0.4, "class_disclosure_share": 1.0,
+             "expected_intact_row_proportion": 0.08,
+             "worst_share_below_k_group": {"columns": cols, "k_min": 1},
+             "worst_class_disclosure_group": {"columns": ["a", "b"]}}
+    private = {"label": "all singletons", "failed": ["utility"], "risks": {},
+               "accuracy_surrogate": 0.6, "accuracy_drop": 0.17}
+    leaky = {"label": "learned, MDAV", "risks": risks, "accuracy_surrogate": 0.76,
+             "accuracy_drop": 0.01,
+             "failed": ["share_below_k", "class_disclosure", "intact_rows"]}
+    why = _refusal([private, leaky], policy)
+    assert "(all singletons) loses 0.170 accuracy" in why and "max_accuracy_drop 0.02" in why
+    assert "k_min 1 in group {c0, c1, c2, +3 more}" in why
+    assert "class disclosure 1.000 > 0.05 in group {a, b}" in why
+    assert "expected intact rows 0.080 > 0.01" in why
+    # nothing passes privacy: the closest candidate and its failures are named
+    attacked = {**leaky, "failed": ["linkability"], "risks": {"linkability_upper": 0.31}}
+    why = _refusal([leaky, attacked], policy)
+    assert why.startswith("privacy: no candidate") and \
+        "linkability risk upper bound 0.310 > 0.1" in why

@@ -1,0 +1,204 @@
+"""Machinery shared by the benchmark scripts (one implementation each).
+
+* Throw-away virtual environments for tools that can never be project dependencies
+  (anonymeter 1.1.0 pins numpy<1.27 and pyarrow<22; SDV likewise): :func:`venv_python`.
+* anonymeter itself on a release: :data:`ANONYMETER_RUNNER` (runs in its venv),
+  :func:`run_anonymeter` and :func:`anonymeter_release_attacks` (the issue-17 targets:
+  linkability, the class from any single column, a group member from its group-mates).
+* Phases measured in a fresh subprocess (their own peak memory): :func:`run_phase`,
+  :func:`peak_mib`, :func:`baseline_mib`.
+* Formatting: :func:`fmt_risk` (``risk (low–high)``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ANONYMETER = "anonymeter==1.1.0"
+ANONYMETER_VENV = HERE / ".venv-anonymeter"
+SDV = "sdv==2.0.0"
+SDV_VENV = HERE / ".venv-sdv"
+#: Attacks per anonymeter evaluation (as the project's risk benchmarks).
+N_ATTACKS = 200
+
+
+# --------------------------------------------------------------- throw-away venvs
+
+def venv_python(venv: Path, requirement: str, module: str, env_override: str = "") -> Path:
+    """Python of a throw-away venv holding ``requirement`` (created on first use).
+
+    ``env_override``: an environment variable naming an existing venv to reuse (e.g. one
+    another checkout built), used when ``venv`` has none.
+    """
+    py = venv / "bin" / "python"
+    if not py.exists() and env_override and os.environ.get(env_override):
+        py = Path(os.environ[env_override]) / "bin" / "python"
+
+    def works(p: Path) -> bool:
+        return p.exists() and subprocess.run([str(p), "-c", f"import {module}"],
+                                             capture_output=True).returncode == 0
+
+    if not works(py):
+        py = venv / "bin" / "python"
+        subprocess.run(["python3.11", "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", requirement], check=True)
+    return py
+
+
+def anonymeter_python() -> Path:
+    return venv_python(ANONYMETER_VENV, ANONYMETER, "anonymeter", "ASTRID_ANONYMETER_VENV")
+
+
+def sdv_python() -> Path:
+    return venv_python(SDV_VENV, SDV, "sdv", "ASTRID_SDV_VENV")
+
+
+# Runs inside the anonymeter venv: one JSON spec in, one JSON result out.
+ANONYMETER_RUNNER = r'''
+import json, sys, warnings
+import numpy as np, pandas as pd
+from anonymeter.evaluators import (InferenceEvaluator, LinkabilityEvaluator,
+                                   SinglingOutEvaluator)
+warnings.simplefilter("ignore")
+spec = json.load(open(sys.argv[1]))
+out = []
+for case in spec["cases"]:
+    ori, syn, ctl = (pd.read_csv(case[k]) for k in ("ori", "syn", "control"))
+    for a in case["attacks"]:
+        np.random.seed(a["seed"])  # anonymeter samples targets with pandas' global RNG
+        n = spec["n_attacks"]
+        if a["kind"] == "linkability":
+            ev = LinkabilityEvaluator(ori, syn, aux_cols=tuple(a["aux"]), n_attacks=n,
+                                      control=ctl).evaluate(n_jobs=1)
+        elif a["kind"] == "inference":
+            # 1.1.0 defaults to regression=False (exact match) for every secret; ask for
+            # its 5 % tolerance on numeric secrets, as the project does.
+            ev = InferenceEvaluator(ori, syn, aux_cols=a["aux"], secret=a["secret"],
+                                    regression=a["regression"], n_attacks=n,
+                                    control=ctl).evaluate(n_jobs=1)
+        else:
+            ev = SinglingOutEvaluator(ori, syn, n_attacks=n,
+                                      control=ctl).evaluate(mode="univariate")
+        r, res = ev.risk(), ev.results()
+        out.append({"case": case["name"], "attack": a["name"], "risk": float(r.value),
+                    "ci": [float(r.ci[0]), float(r.ci[1])], "n_attacks": int(res.n_attacks_ori),
+                    "n_success": int(res.n_success),
+                    "n_control_success": float(res.n_control)})
+json.dump(out, open(sys.argv[2], "w"))
+'''
+
+
+def run_anonymeter(spec: dict, tmp: Path) -> list[dict]:
+    """Run :data:`ANONYMETER_RUNNER` on ``spec`` (cases of CSV paths and attacks)."""
+    (tmp / "anonymeter_spec.json").write_text(json.dumps(spec))
+    (tmp / "anonymeter_runner.py").write_text(ANONYMETER_RUNNER)
+    subprocess.run([str(anonymeter_python()), str(tmp / "anonymeter_runner.py"),
+                    str(tmp / "anonymeter_spec.json"), str(tmp / "anonymeter_out.json")],
+                   check=True, cwd=tmp)
+    return json.loads((tmp / "anonymeter_out.json").read_text())
+
+
+def anonymeter_release_attacks(name: str, ori, rel, ctl, target: str, groups, tmp: Path
+                               ) -> dict:
+    """anonymeter on a release: the worst risk of each issue-17 target.
+
+    ``ori``/``rel``/``ctl`` are DataFrames (or CSV paths) in the release's domain (the
+    attacker knows the published recipe); ``groups`` the released grouping's column
+    lists. Attacks: linkability with the attributes in two halves; the class from every
+    single column; every member of a multi-column group from its group-mates
+    (regression tolerance for numeric secrets). Returns, per target, the worst
+    ``{"risk", "ci", "attack"}`` (``None`` when there is no such attack).
+    """
+    import pandas as pd
+
+    frames = [pd.read_csv(t) if isinstance(t, (str, Path)) else t for t in (ori, rel, ctl)]
+    ori = frames[0]
+    attrs = [c for c in ori.columns if c != target]
+    half = len(attrs) // 2
+    attacks = [{"name": "linkability", "kind": "linkability",
+                "aux": [attrs[:half], attrs[half:]], "seed": 0}]
+    for i, c in enumerate(attrs):
+        attacks.append({"name": f"class from {c}", "kind": "inference", "secret": target,
+                        "aux": [c], "regression": False, "seed": 1 + i})
+    for g in groups:
+        for c in g if len(g) > 1 else ():
+            attacks.append({"name": f"{c} from group-mates", "kind": "inference",
+                            "secret": c, "aux": [m for m in g if m != c],
+                            "regression": bool(pd.api.types.is_numeric_dtype(ori[c])),
+                            "seed": 100 + len(attacks)})
+    paths = {k: tmp / f"{name}-{k}.csv" for k in ("ori", "syn", "control")}
+    for k, t in zip(paths, frames):
+        t.to_csv(paths[k], index=False)
+    out = run_anonymeter({"n_attacks": N_ATTACKS, "cases": [
+        {"name": name, **{k: str(p) for k, p in paths.items()}, "attacks": attacks}]}, tmp)
+
+    def worst(pred) -> dict | None:
+        rows = [o for o in out if pred(o["attack"])]
+        if not rows:
+            return None
+        b = max(rows, key=lambda o: o["risk"])
+        return {"risk": b["risk"], "ci": b["ci"], "attack": b["attack"]}
+
+    return {"linkability": worst(lambda a: a == "linkability"),
+            "class_from_one": worst(lambda a: a.startswith("class from")),
+            "infer_member": worst(lambda a: a.endswith("group-mates"))}
+
+
+#: The issue-17 targets on anonymeter's point estimates.
+ANONYMETER_TARGETS = {"linkability": 0.10, "class_from_one": 0.20, "infer_member": 0.20}
+
+
+def meets_anonymeter_targets(a: dict) -> bool:
+    return all((a.get(k) or {"risk": 0.0})["risk"] <= v for k, v in ANONYMETER_TARGETS.items())
+
+
+# ------------------------------------------------------------ measured phases
+
+def peak_mib() -> float:
+    """This process's peak resident memory (MiB)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def run_phase(script: str, name: str, src: str, out: str) -> dict:
+    """Run ``script --phase name --src src --out out`` in a fresh interpreter.
+
+    The script prints one JSON object as its last line; the load average before and
+    after is added (on a shared machine the wall time mostly measures the others).
+    """
+    load = os.getloadavg()[0]
+    proc = subprocess.run([sys.executable, script, "--phase", name, "--src", src,
+                           "--out", out], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"phase {name} failed:\n{proc.stderr}")
+    d = json.loads(proc.stdout.strip().splitlines()[-1])
+    d["load_before_after"] = [load, os.getloadavg()[0]]
+    return d
+
+
+def baseline_mib(setup: str) -> float:
+    """Resident memory of an interpreter that only ran ``setup`` (its imports)."""
+    code = (f"{setup}; import sys; sys.path.insert(0, {str(HERE)!r}); "
+            "import _benchlib; print(_benchlib.peak_mib())")
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                text=True, check=True).stdout)
+
+
+# ----------------------------------------------------------------- formatting
+
+def fmt_risk(d: dict | None) -> str:
+    """``risk (low–high)``; empty for a missing estimate."""
+    if not d:
+        return ""
+    return f"{d['risk']:.2f} ({d['ci'][0]:.2f}–{d['ci'][1]:.2f})"

@@ -1,0 +1,287 @@
+"""End to end, as a user runs the product: learn, shuffle, validate, then a real attack.
+
+Issue 17's must-show on vehicle, diabetes, credit-a and segment (UCI ARFF cleaned by
+``benchmarks/uci.py``), each split 50/50 stratified by class (seed 0, as
+``bench_release.py``) into the release part (what the data team owns) and the control
+part (held-out real rows the tool never sees). On the release part, written as Parquet, the
+real command line with its defaults:
+
+1. ``astrid learn part.parquet --target class --store S --name N --seed 0`` — exact ASTRID
+   (SVM, R' = 100, R = 250), then the privacy-aware choice of the release (grouping +
+   remedies) under the **default** gate policy; remedies are on by default;
+2. ``astrid shuffle part.parquet --artefact S/N --out published.parquet --seed 2`` — applies the
+   artefact's recipe and shuffles (it refuses to publish when the choice refused);
+3. ``astrid validate --original part.parquet --surrogate published.parquet --artefact S/N
+   --seed 0`` — the default gate (exit 0 = every expectation passed);
+4. anonymeter 1.1.0 itself (its throw-away venv, ``_benchlib``) on the published file,
+   the release part and the control part put into the release's domain with
+   ``astrid generalise`` (the attacker knows the published recipe): linkability (the
+   attributes in two halves) <= 0.10, inference of the class from any single column
+   <= 0.20, inference of any member of a multi-column group from its group-mates
+   <= 0.20 (point estimates; 95 % intervals reported);
+5. accuracy on the control part (in the release's domain) of a classifier trained on the
+   published file, against the same classifier trained on the release part and tested
+   on the raw control part: loss <= 0.05. Both the artefact's classifier (``svm``, the
+   gate's) and a random forest (``rf``) are reported.
+
+When the choice refuses, step 2 exits 2 and nothing is published; the row then shows
+the refusal (the trade-off that could not be made), and the raw release
+(``--no-remedies`` on shuffle and validate) is judged by the gate for comparison.
+
+Run (final numbers, not niced): ``.venv/bin/python benchmarks/bench_e2e.py
+[--tables diabetes,...]``; ``ASTRID_ANONYMETER_VENV`` reuses an existing anonymeter
+venv. Writes ``results/e2e_release.{json,md}`` after every table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+TABLES = ("diabetes", "credit-a", "vehicle", "segment")
+MAX_LOSS = 0.05
+
+sys.path.insert(0, str(HERE))
+import _benchlib  # noqa: E402
+import bench_release  # noqa: E402  (the split and the accuracy measure)
+
+
+def _astrid(*args: str) -> tuple[int, str, str, float]:
+    exe = Path(sys.executable).parent / "astrid"
+    t0 = time.perf_counter()
+    p = subprocess.run([str(exe), *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr, round(time.perf_counter() - t0, 1)
+
+
+def _json(out: str) -> dict | None:
+    try:
+        return json.loads(out)
+    except json.JSONDecodeError:
+        return None
+
+
+def _short(name: str) -> str:
+    return name.removeprefix("expect_surrogate_").removesuffix("_to_be_at_most")
+
+
+def _gate(code: int, out: str) -> dict:
+    d = _json(out) or {}
+    failed = [e for e in d.get("expectations", []) if not e.get("success", True)]
+    return {"exit": code, "passed": code == 0,
+            "failed": [{"name": e.get("name"), "observed": e.get("observed_value")}
+                       for e in failed]}
+
+
+def _accuracies(train_path: Path, test_path: Path, part_path: Path, ctl_path: Path,
+                target: str) -> dict:
+    from astrid_airflow import read_table
+
+    train, test = read_table(train_path), read_table(test_path)
+    part, ctl = read_table(part_path), read_table(ctl_path)
+    out = {}
+    for clf in ("svm", "rf"):
+        orig = _accuracy(part, ctl, target, clf)
+        pub = _accuracy(train, test, target, clf)
+        out[clf] = {"original": orig, "published": pub, "loss": orig - pub}
+    return out
+
+
+def _accuracy(train, test, target: str, preset: str) -> float:
+    import numpy as np
+
+    from astrid_airflow import make_classifier
+
+    attrs = [c for c in train.columns if c != target]
+    model = make_classifier(preset, random_state=0, n_attributes=len(attrs))
+    model.fit(train[attrs], train[target].astype(str).to_numpy())
+    return float(np.mean(model.predict(test[attrs]) == test[target].astype(str).to_numpy()))
+
+
+def run_table(name: str, tmp: Path) -> dict:
+    table, target, part, ctl = bench_release._split(name)
+    d = tmp / name
+    d.mkdir()
+    # Parquet keeps the column types exactly (a CSV of a float column whose values are
+    # all integral reads back as integers: see the note in the results)
+    part_file, ctl_file, store = d / "part.parquet", d / "control.parquet", d / "store"
+    part.to_parquet(part_file, index=False)
+    ctl.to_parquet(ctl_file, index=False)
+    ref = f"{store}/{name}"
+    row: dict = {"table": name, "rows": len(table), "release_rows": len(part)}
+    code, out, err, s = _astrid("learn", str(part_file), "--target", target, "--store",
+                                str(store), "--name", name, "--seed", "0", "--json",
+                                "--quiet")
+    learned = _json(out) or {}
+    row["learn"] = {"exit": code, "seconds": s, "grouping": learned.get("grouping"),
+                    "release": learned.get("release"), "stderr": err.strip()[-500:]}
+    if code != 0:
+        return row
+    pub = d / "published.parquet"
+    code, out, err, s = _astrid("shuffle", str(part_file), "--artefact", ref, "--out",
+                                str(pub), "--seed", "2", "--json")
+    row["shuffle"] = {"exit": code, "seconds": s, "message": err.strip()[-600:]}
+    if code == 0:
+        code, out, err, s = _astrid("validate", "--original", str(part_file), "--surrogate",
+                                    str(pub), "--artefact", ref, "--seed", "0", "--json")
+        row["validate"] = {**_gate(code, out), "seconds": s}
+        gen_part, gen_ctl = (d / "part_release_domain.parquet",
+                             d / "control_release_domain.parquet")
+        for src, dst in ((part_file, gen_part), (ctl_file, gen_ctl)):
+            code, _, err, _ = _astrid("generalise", str(src), "--artefact", ref, "--out",
+                                      str(dst))
+            if code != 0:
+                raise SystemExit(f"astrid generalise failed: {err}")
+        from astrid_airflow import load_artefact
+
+        groups = load_artefact(ref).artefact.grouping.groups  # the released grouping
+        t0 = time.perf_counter()
+        from astrid_airflow import read_table
+
+        row["anonymeter"] = _benchlib.anonymeter_release_attacks(
+            name, read_table(gen_part), read_table(pub), read_table(gen_ctl), target,
+            groups, d)
+        row["anonymeter"]["seconds"] = round(time.perf_counter() - t0, 1)
+        row["anonymeter"]["meets_targets"] = _benchlib.meets_anonymeter_targets(
+            row["anonymeter"])
+        row["accuracy"] = _accuracies(pub, gen_ctl, part_file, ctl_file, target)
+    else:  # refused: what the gate says of the raw release the user could force
+        raw = d / "raw.parquet"
+        code, out, err, s = _astrid("shuffle", str(part_file), "--artefact", ref, "--out",
+                                    str(raw), "--seed", "2", "--no-remedies", "--json")
+        row["raw_shuffle"] = {"exit": code, "seconds": s}
+        code, out, err, s = _astrid("validate", "--original", str(part_file), "--surrogate",
+                                    str(raw), "--artefact", ref, "--seed", "0",
+                                    "--no-remedies", "--json")
+        row["raw_validate"] = {**_gate(code, out), "seconds": s}
+        row["raw_accuracy"] = _accuracies(raw, ctl_file, part_file, ctl_file, target)
+    return row
+
+
+def _verdict(r: dict) -> str:
+    if "validate" not in r:
+        return "refused (nothing published)"
+    a, acc = r["anonymeter"], r["accuracy"]["svm"]
+    missed = ([] if r["validate"]["passed"] else ["the gate (nothing published)"]) + \
+        ([] if a["meets_targets"] else ["an anonymeter target"]) + \
+        ([] if acc["loss"] <= MAX_LOSS else ["the accuracy loss"])
+    return "misses " + ", ".join(missed) if missed else "**meets every target**"
+
+
+def markdown(rows: list[dict]) -> str:
+    f = _benchlib.fmt_risk
+    lines = ["| table | learn + choice (s) | shuffle | default gate | anonymeter linkability "
+             "| class from one column (worst) | group member from group-mates (worst) "
+             "| accuracy svm: original → published (loss) | rf (loss) | verdict |",
+             "|" + "---|" * 10]
+    for r in rows:
+        if "validate" in r:
+            a, acc = r["anonymeter"], r["accuracy"]
+            gate = "pass" if r["validate"]["passed"] else "FAIL: " + ", ".join(
+                _short(e["name"]) for e in r["validate"]["failed"])
+            member = f(a["infer_member"]) or "n/a (all singletons)"
+            lines.append(
+                f"| {r['table']} | {r['learn']['seconds']} | written | {gate} | "
+                f"{f(a['linkability'])} | {f(a['class_from_one'])} | {member} | "
+                f"{acc['svm']['original']:.3f} → {acc['svm']['published']:.3f} "
+                f"({acc['svm']['loss']:+.3f}) | {acc['rf']['original']:.3f} → "
+                f"{acc['rf']['published']:.3f} ({acc['rf']['loss']:+.3f}) | {_verdict(r)} |")
+        else:
+            raw = r.get("raw_validate")
+            gate = ("raw release: " + ("pass" if raw["passed"] else "FAIL: " + ", ".join(
+                _short(e["name"]) for e in raw["failed"]))) if raw else ""
+            acc = r.get("raw_accuracy")
+            accs = (f"raw: {acc['svm']['original']:.3f} → {acc['svm']['published']:.3f} "
+                    f"({acc['svm']['loss']:+.3f})") if acc else ""
+            lines.append(f"| {r['table']} | {r['learn']['seconds']} | refused (exit "
+                         f"{r.get('shuffle', {}).get('exit')}) | {gate} | | | | {accs} | | "
+                         f"{_verdict(r)} |")
+    lines += ["", "Refusals and choices (as `astrid learn` reports them):", ""]
+    for r in rows:
+        rel = r["learn"].get("release") or {}
+        if rel.get("status") == "refused":
+            lines.append(f"* {r['table']}: refused — {rel.get('reason')}")
+        elif rel:
+            u = rel.get("utility") or {}
+            lines.append(f"* {r['table']}: chosen grouping {rel.get('grouping')} with "
+                         f"{rel.get('remedied')} remedied column(s)/group(s) out of "
+                         f"{rel.get('candidates')} candidates; the choice's own measure "
+                         f"(one split of the release part): accuracy "
+                         f"{u.get('accuracy_original', float('nan')):.3f} original, "
+                         f"{u.get('accuracy_remedied_release', float('nan')):.3f} remedied")
+    return "\n".join(lines) + "\n"
+
+
+def _write(rows: list[dict], started: float, stem: str = "e2e_release") -> None:
+    from astrid_airflow.io import atomic_write_text, plain
+
+    payload = {"tables": rows, "seconds": round(time.perf_counter() - started, 1),
+               "machine": {"platform": platform.platform(), "python": sys.version.split()[0],
+                           "cpu_count": os.cpu_count(), "load": list(os.getloadavg())},
+               "n_attacks": _benchlib.N_ATTACKS, "anonymeter": _benchlib.ANONYMETER,
+               "max_accuracy_loss": MAX_LOSS, "targets": _benchlib.ANONYMETER_TARGETS}
+    RESULTS.mkdir(exist_ok=True)
+    atomic_write_text(RESULTS / f"{stem}.json",
+                      json.dumps(plain(payload), indent=1) + "\n", overwrite=True)
+    atomic_write_text(RESULTS / f"{stem}.md",
+                      "# End to end: astrid learn, shuffle, validate, then anonymeter "
+                      "(issue 17)\n\n" + markdown(rows) +
+                      f"\nTotal {payload['seconds']} s on {os.cpu_count()} shared cores "
+                      f"(load at the end {os.getloadavg()[0]:.1f}).\n", overwrite=True)
+
+
+def _render() -> None:
+    """Rewrite the markdown from the JSON (e.g. after merging a table run apart)."""
+    from astrid_airflow.io import atomic_write_text
+
+    d = json.loads((RESULTS / "e2e_release.json").read_text())
+    atomic_write_text(RESULTS / "e2e_release.md",
+                      "# End to end: astrid learn, shuffle, validate, then anonymeter "
+                      "(issue 17)\n\n" + markdown(d["tables"]) +
+                      (f"\n{d['note']}.\n" if d.get("note") else "") +
+                      f"\nTotal {d['seconds']} s on {d['machine']['cpu_count']} shared "
+                      f"cores (load at the end {d['machine']['load'][0]:.1f}).\n",
+                      overwrite=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", default=",".join(TABLES))
+    ap.add_argument("--stem", default="e2e_release",
+                    help="results file name (a table run apart, merged with --merge)")
+    ap.add_argument("--merge", action="store_true",
+                    help="add these tables to the existing results (replacing their rows)")
+    ap.add_argument("--render", action="store_true",
+                    help="only rewrite results/e2e_release.md from its JSON")
+    args = ap.parse_args()
+    if args.render:
+        _render()
+        return 0
+    started = time.perf_counter()
+    names = args.tables.split(",")
+    rows: list[dict] = []
+    if args.merge and (RESULTS / "e2e_release.json").exists():
+        old = json.loads((RESULTS / "e2e_release.json").read_text())["tables"]
+        rows = [r for r in old if r["table"] not in names]
+    _benchlib.anonymeter_python()  # create the venv first (not timed with a table)
+    with tempfile.TemporaryDirectory(prefix="astrid_e2e_") as tmp:
+        for name in names:
+            print(f"{name} ...", flush=True)
+            rows.append(run_table(name, Path(tmp)))
+            print(f"  {_verdict(rows[-1])}", flush=True)
+            rows.sort(key=lambda r: TABLES.index(r["table"]) if r["table"] in TABLES else 99)
+            _write(rows, started, args.stem)
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
