@@ -748,7 +748,7 @@ def validate_surrogate(
                                       random_state=random_state, metrics=metrics,
                                       verbose=verbose)
     from ._file_shape import check_publishable
-    from ._io import read_table
+    from ._io import csv_floats_like, read_table
 
     artefact, location = _resolve_artefact(artefact)
     if isinstance(policy, Mapping):  # reject bad overrides before touching the store
@@ -795,6 +795,7 @@ def validate_surrogate(
     # The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
     # and what an attacker who knows the published recipe compares against.
     judged_original = remedied(original_df, recipe, artefact.target)
+    surrogate_df = csv_floats_like(surrogate_df, surrogate, judged_original)
     _keep_default_suite(artefact, location, suite_info)  # every input is checked by now
 
     gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target, effective,

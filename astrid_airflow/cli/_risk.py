@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from .._errors import AstridError, DataError, ParameterError
-    from .._io import read_table
+    from .._io import csv_floats_like, read_table
     from .._risk import measure_risk
     from .._store import load_artefact
     from ._common import print_json
@@ -79,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
     recipe = release_recipe(artefact, not args.no_remedies)
     original = remedied(original[columns], recipe, target)
     control = None if control is None else remedied(control[columns], recipe, target)
+    surrogate = csv_floats_like(surrogate, args.surrogate, original)
     report = measure_risk(
         original[columns], surrogate[columns], target=target, grouping=artefact.grouping,
         control=None if control is None else control[columns], n_attacks=args.n_attacks,
