@@ -44,16 +44,36 @@ def sort_attributes(m: int, reward: Reward,
     return detached + remaining
 
 
-def split_scores(order: Sequence[int], reward: Reward) -> np.ndarray:
-    """Line 7: t_i = reward({a_1..a_i}, {a_{i+1}..a_m}) for i = 1..m−1."""
+def split_scores(order: Sequence[int], reward: Reward, free: int = 0) -> np.ndarray:
+    """Line 7: t_i = reward({a_1..a_i}, {a_{i+1}..a_m}) for i = 1..m−1.
+
+    The first ``free_cuts(free, m)`` cuts (inside and at the end of a screen's free
+    prefix: they separate only attributes the screen found independent of every other
+    given the class, so they break no dependence it sees) are not evaluated: NaN, which
+    ``best_cuts`` ranks first, as it would rank a cut that breaks nothing.
+    """
     order = list(order)
-    return np.asarray(reward([(tuple(order[:i]), tuple(order[i:]))
-                              for i in range(1, len(order))]), dtype=float)
+    t = np.full(len(order) - 1, np.nan)
+    n_free = free_cuts(free, len(order))
+    if n_free < t.size:
+        t[n_free:] = np.asarray(reward([(tuple(order[:i]), tuple(order[i:]))
+                                        for i in range(n_free + 1, len(order))]), dtype=float)
+    return t
+
+
+def free_cuts(free: int, m: int) -> int:
+    """How many leading cuts of an order of ``m`` starting with ``free`` screened-out
+    attributes are not evaluated (cuts 1..free, at most m − 1)."""
+    return min(max(0, int(free)), m - 1)
 
 
 def best_cuts(scores: Sequence[float], k: int) -> list[int]:
-    """Line 9: the k−1 cut positions (1-based) with the largest t_i (ties: earliest)."""
-    ranked = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+    """Line 9: the k−1 cut positions (1-based) with the largest t_i (ties: earliest).
+
+    Cuts not evaluated (NaN, a screen's free prefix: ``split_scores``) rank first.
+    """
+    s = np.asarray(scores, dtype=float)
+    ranked = np.argsort(-np.where(np.isnan(s), np.inf, s), kind="stable")
     return sorted(int(i) + 1 for i in ranked[: k - 1])
 
 

@@ -84,7 +84,8 @@ def fits_planned(m: int, n_search: int, n_test: int, *, score_each_k: bool,
     (after a screen; the others are detached without fits).
     """
     s = m if m_sorted is None else m_sorted  # attributes the sorting evaluates
-    search = n_search * max(0, s * (s + 1) // 2 - 1) + (m - 1) * n_search
+    # 2-splits: only cuts after the free prefix are evaluated (_clustering.split_scores)
+    search = n_search * max(0, s * (s + 1) // 2 - 1) + max(0, min(s, m) - 1) * n_search
     tests = (m - 1) * n_test + 1
     if not adaptive:
         exact = search + (m - 1) * n_search * bool(score_each_k) + tests

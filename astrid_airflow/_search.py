@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from ._classifiers import classifier_spec
-from ._clustering import best_cuts, sort_attributes, split_scores
+from ._clustering import best_cuts, free_cuts, sort_attributes, split_scores
 from ._cost import (
     CostEstimate,
     calibrate,
@@ -431,7 +431,7 @@ def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search
 
     # 2. Scores of every 2-split of the order (line 7), groupings for every k (8-11).
     t = split_scores(detached, lambda parts: reward(parts, halve_ss.spawn(len(parts)),
-                                                    "2-splits"))
+                                                    "2-splits"), free=len(first))
     groupings = {1: Grouping([order])}
     for k in range(2, m + 1):
         groupings[k] = Grouping.from_cuts(order, best_cuts(t, k))
@@ -466,9 +466,14 @@ def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search
         grouping=groupings[chosen], k=chosen, table=tuple(rows), order=tuple(order),
         baseline_accuracy=a0, p_og=rows[-1].p, n_fits=n_fits,
         seconds=time.perf_counter() - start,
-        search_scores={"sorting": sorting_log, "splits": [float(v) for v in t]},
+        search_scores={"sorting": sorting_log, "splits": _splits_record(t)},
         n_fits_exact=n_fits_exact, cpu_seconds=stats["cpu_seconds"], **common)
 
+
+
+def _splits_record(t: np.ndarray) -> list[float | None]:
+    # None: a cut the screen made unnecessary to evaluate (NaN is not JSON)
+    return [None if np.isnan(v) else float(v) for v in t]
 
 
 def _bad(name: str, value: object):
@@ -524,15 +529,21 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
     order = [attrs[i] for i in detached]
 
     # 2. 2-split scores, raced as a ranking with common random numbers.
+    # Cuts inside the screen's free prefix are not raced (split_scores: NaN, ranked first).
     split_seeds = halve_ss.spawn(n_search)
-    parts = [(tuple(detached[:i]), tuple(detached[i:])) for i in range(1, m)]
-    ranked = race_ranking(lambda idx, first, count: scores_of(
-        "splits", [parts[i] for i in idx], split_seeds, first, count),
-        len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk,
-        delta_sd=delta_sd)
-    record["splits"] = {"rounds": int(ranked.rounds.max()), "stop": ranked.stop,
-                        "rounds_per_cut": ranked.rounds.tolist()}
-    t = ranked.means
+    n_free = free_cuts(len(first), m)
+    parts = [(tuple(detached[:i]), tuple(detached[i:])) for i in range(n_free + 1, m)]
+    t = np.full(m - 1, np.nan)
+    record["splits"] = {"rounds": 0, "stop": "no cut to race", "rounds_per_cut": [],
+                        "free_cuts": n_free}
+    if parts:
+        ranked = race_ranking(lambda idx, first, count: scores_of(
+            "splits", [parts[i] for i in idx], split_seeds, first, count),
+            len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk,
+            delta_sd=delta_sd)
+        record["splits"].update(rounds=int(ranked.rounds.max()), stop=ranked.stop,
+                                rounds_per_cut=ranked.rounds.tolist())
+        t[n_free:] = ranked.means
     groupings = {1: Grouping([order])}
     for k in range(2, m + 1):
         groupings[k] = Grouping.from_cuts(order, best_cuts(t, k))
@@ -602,6 +613,6 @@ def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_sea
         grouping=groupings[chosen], k=chosen, table=table, order=tuple(order),
         baseline_accuracy=a0, p_og=rows[m].p, n_fits=sum(fits.values()),
         seconds=time.perf_counter() - start,
-        search_scores={"sorting": sorting_log, "splits": [float(v) for v in t]},
+        search_scores={"sorting": sorting_log, "splits": _splits_record(t)},
         n_fits_exact=n_fits_exact, adaptive=record,
         cpu_seconds=run["stats"]["cpu_seconds"], **common)

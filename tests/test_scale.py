@@ -334,9 +334,23 @@ def test_astrid_with_the_screen_sorts_only_the_dependent_attributes():
     assert s["blocks"] == planted and s["rows"] == 750  # training + search rows only
     assert list(r.order[:len(s["free"])]) == s["free"]  # detached first, column order
     m, m_sorted = 12, 12 - len(s["free"])
+    # 2-splits: only the cuts after the free prefix (those inside it break nothing the
+    # screen sees); acc_search and the p-values: every k
     assert r.n_fits == r.n_fits_exact == (3 * (m_sorted * (m_sorted + 1) // 2 - 1)
-                                          + 3 * (m - 1) * 2 + 4 * (m - 1) + 1)
+                                          + 3 * (m_sorted - 1) + 3 * (m - 1)
+                                          + 4 * (m - 1) + 1)
     assert len(r.search_scores["sorting"]) == m_sorted - 1  # evaluated steps only
+    f = len(s["free"])
+    splits = r.search_scores["splits"]
+    assert splits[:f] == [None] * f and None not in splits[f:]
+    # the free cuts rank first: k <= f + 1 only splits off free attributes, one by one
+    for k in range(2, f + 2):
+        assert [set(g) for g in r.table[k - 1].grouping.groups][:k - 1] == [
+            {a} for a in s["free"][:k - 1]]
+    fast = astrid(table, target="class", n_search=3, n_test=4, random_state=0, screen=True,
+                  adaptive=True)
+    assert fast.search_scores["splits"][:f] == [None] * f
+    assert fast.adaptive["splits"]["free_cuts"] == f
     off = astrid(table, target="class", n_search=3, n_test=4, random_state=0, screen=False)
     assert off.screen is None and off.n_fits > r.n_fits
     auto = astrid(table, target="class", n_search=3, n_test=4, random_state=0)
