@@ -79,6 +79,7 @@ def main() -> None:
     p.add_argument("--cols", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--smoke", action="store_true", help=f"add {' '.join(SMOKE)}")
+    p.add_argument("--tag", default="", help="suffix of the result file (variant runs)")
     p.add_argument("--learn-args", nargs=argparse.REMAINDER, default=None,
                    help=f"astrid learn flags (default: {' '.join(DEFAULT_LEARN)})")
     args = p.parse_args()
@@ -112,7 +113,8 @@ def main() -> None:
                    estimate=result["estimate"], sample=result["sample"],
                    screen=result["screen"], **recovered(planted, result["grouping"]))
     RESULTS.mkdir(exist_ok=True)
-    name = f"scale_{args.rows}x{args.cols}{'_smoke' if args.smoke else ''}.json"
+    name = (f"scale_{args.rows}x{args.cols}{'_smoke' if args.smoke else ''}"
+            f"{'_' + args.tag if args.tag else ''}.json")
     (RESULTS / name).write_text(json.dumps(out, indent=2))
     write_summary()
     for line in log:

@@ -355,3 +355,32 @@ def test_astrid_with_the_screen_sorts_only_the_dependent_attributes():
     assert off.screen is None and off.n_fits > r.n_fits
     auto = astrid(table, target="class", n_search=3, n_test=4, random_state=0)
     assert auto.screen is None  # "auto": only above 40 attributes
+
+
+def test_cli_defaults_take_the_scalable_path_above_the_row_threshold(
+        tmp_path, capsys, caplog, synthetic, monkeypatch):
+    import astrid_airflow._sample as sampling
+
+    path = tmp_path / "t.csv"
+    synthetic.to_csv(path, index=False)  # 1,000 rows
+    run = ["learn", str(path), "--target", "class", "--r-search", "3", "--r-test", "5",
+           "--seed", "0", "--json"]
+    assert main([*run, "--quiet"]) == 0  # small: the paper's run, unchanged
+    small = json.loads(capsys.readouterr().out)
+    assert small["classifier"]["preset"] == "svm" and small["adaptive"] is None
+    assert small["sample"] is None
+    monkeypatch.setattr(sampling, "LARGE_TABLE_ROWS", 999)
+    with caplog.at_level(logging.INFO, logger="astrid_airflow"):
+        assert main(run) == 0
+    large = json.loads(capsys.readouterr().out)
+    assert large["classifier"]["preset"] == "hgb" and large["adaptive"] is not None
+    assert large["sample"]["rule"] == "auto"
+    assert any("large-table defaults --classifier hgb --sample auto --adaptive" in m
+               for m in caplog.messages)
+    # a flag given wins over the large-table default
+    assert main([*run, "--quiet", "--classifier", "nb", "--exact", "--sample", "none"]) == 0
+    chosen = json.loads(capsys.readouterr().out)
+    assert chosen["classifier"]["preset"] == "nb" and chosen["adaptive"] is None
+    assert chosen["sample"] is None
+    assert main([*run, "--quiet", "--adaptive", "--exact"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
