@@ -45,8 +45,9 @@ def recovered(planted: list[list[str]], learned: list[list[str]]) -> dict:
 
 def write_summary() -> None:
     """``results/scale.md``: one row per ``scale_*.json`` run."""
-    rows = ["| table | args | exit | wall s | limit | sample rows (rule) | screen free / "
-            "blocks | fits (estimate) | estimated s | k | planted recovered (exact) | "
+    rows = ["| table | args | exit (143: stopped) | wall s | limit | sample rows (rule) | "
+            "screen free / blocks | fits (estimate) | estimated s | k | planted recovered "
+            "(exact) | "
             "load start / end |", "|" + "---|" * 12]
     for path in sorted(RESULTS.glob("scale_*.json")):
         r = json.loads(path.read_text())
@@ -58,7 +59,7 @@ def write_summary() -> None:
         rows.append(
             f"| {r['rows']:,} x {r['cols']}{' smoke' if 'smoke' in path.name else ''} | "
             f"`{' '.join(r['args'])}` | {r['exit']} | {r['wall_seconds']} | {limit} | "
-            f"{format(smp['rows'], ',') if smp else 'all'} ({smp.get('rule', '-')}) | "
+            f"{format(smp['rows'], ',') if smp else '-'} ({smp.get('rule', '-')}) | "
             f"{len(scr.get('free', []))} / {len(scr.get('blocks', []))} | "
             f"{r.get('n_fits', '-')} ({est.get('fits', '-')}) | "
             f"{round(est['seconds']) if est else '-'} | {r.get('k', '-')} | "
