@@ -31,6 +31,7 @@ from ._errors import (
     short_list,
 )
 from ._grouping import Grouping
+from ._jsonable import native, strict
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -64,8 +65,7 @@ _KINDS = ("integer", "float", "boolean", "string", "datetime", "timedelta", "oth
 
 def _json_scalar(value: Any, what: str) -> Any:
     """A JSON scalar for ``value`` (numpy scalars unwrapped), or ``ArtefactError``."""
-    if isinstance(value, np.generic):
-        value = value.item()
+    value = native(value)
     if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, numbers.Integral):
@@ -77,27 +77,6 @@ def _json_scalar(value: Any, what: str) -> Any:
         return value
     raise ArtefactError(f"{what} holds {value!r} ({type(value).__name__}), "
                         "which is not a JSON scalar (str, int, float, bool).")
-
-
-def _jsonable(obj: Any) -> Any:
-    """Deep copy of ``obj`` with numpy/tuple values made JSON-native; NaN/inf -> None."""
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, Grouping):
-        return obj.to_list()
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if obj is None or isinstance(obj, (str, bool, int, float)):
-        return obj
-    if hasattr(obj, "to_dict"):
-        return _jsonable(obj.to_dict())
-    raise ArtefactError(f"Value {obj!r} ({type(obj).__name__}) cannot be stored as JSON.")
 
 
 # ------------------------------------------------------------------------- column kinds
@@ -167,7 +146,7 @@ def column_kind(series: pd.Series) -> str:
     return _kind_of_dtype(series.dtype, series)
 
 
-def _compatible(expected: str, got: str) -> bool:
+def compatible_kind(expected: str, got: str) -> bool:
     # An all-missing column fits anything; integers may arrive where floats were seen
     # (ARFF REAL is always float), but not the other way round.
     return got == expected or got == "empty" or (expected == "float" and got == "integer")
@@ -275,7 +254,7 @@ def _table_columns(table: Any) -> tuple[list[str], dict[str, str], dict[str, str
                          "expected a pandas DataFrame, a pyarrow Table or a pyarrow Schema.")
 
 
-def _unique_values(table: Any, column: str) -> list:
+def unique_values(table: Any, column: str) -> list:
     if isinstance(table, pd.DataFrame):
         col = table[column]
         if isinstance(col.dtype, pd.CategoricalDtype):
@@ -283,7 +262,7 @@ def _unique_values(table: Any, column: str) -> list:
             vals = col.cat.categories[np.unique(codes[codes >= 0])]
         else:
             vals = col.dropna().unique()
-        return [v.item() if isinstance(v, np.generic) else v for v in vals]
+        return [native(v) for v in vals]
     import pyarrow.compute as pc
 
     return [v for v in pc.unique(table.column(column)).to_pylist() if v is not None]
@@ -360,9 +339,9 @@ class GroupingArtefact:
         if self.files is not None:
             object.__setattr__(self, "files", dict(self.files))
         if self.release is not None:
-            object.__setattr__(self, "release", _jsonable(dict(self.release)))
-        object.__setattr__(self, "result", _jsonable(self.result))
-        object.__setattr__(self, "classifier", _jsonable(self.classifier))
+            object.__setattr__(self, "release", strict(dict(self.release), ArtefactError))
+        object.__setattr__(self, "result", strict(self.result, ArtefactError))
+        object.__setattr__(self, "classifier", strict(self.classifier, ArtefactError))
         if isinstance(self.alpha, numbers.Real) and not isinstance(self.alpha, bool):
             object.__setattr__(self, "alpha", float(self.alpha))
         _validate(self.to_dict())
@@ -456,14 +435,14 @@ class GroupingArtefact:
                 "cleaning).")
         classes = d.get("classes")
         if classes is None:
-            classes = _unique_values(reference_table, target)
+            classes = unique_values(reference_table, target)
         return cls(
             grouping=grouping,
             target=target,
             classes=tuple(_json_scalar(c, "The class labels") for c in classes),
             schema=tuple(schema_of(reference_table)),
             fingerprint=fingerprint_table(reference_table),
-            result=_jsonable(d),
+            result=strict(d, ArtefactError),
             classifier=d["classifier"],
             scoring=d["scoring"],
             alpha=d["alpha"],
@@ -482,10 +461,10 @@ class GroupingArtefact:
             "grouping": self.grouping.to_list(),
             "target": self.target,
             "classes": list(self.classes),
-            "schema": [_jsonable(e) for e in self.schema],
+            "schema": [strict(e, ArtefactError) for e in self.schema],
             "fingerprint": dict(self.fingerprint),
-            "result": _jsonable(self.result),
-            "classifier": _jsonable(self.classifier),
+            "result": strict(self.result, ArtefactError),
+            "classifier": strict(self.classifier, ArtefactError),
             "scoring": self.scoring,
             "alpha": self.alpha,
             "n_search": self.n_search,
@@ -497,7 +476,7 @@ class GroupingArtefact:
         if self.files is not None:
             out["files"] = dict(self.files)
         if self.release is not None:
-            out["release"] = _jsonable(self.release)
+            out["release"] = strict(self.release, ArtefactError)
         return out
 
     def to_json(self) -> str:
@@ -585,7 +564,7 @@ class GroupingArtefact:
             if name not in kinds:
                 continue
             entry = self.column_schema(name)
-            if not _compatible(entry["kind"], kinds[name]):
+            if not compatible_kind(entry["kind"], kinds[name]):
                 problems.append(f"column {name!r} should be {entry['kind']} "
                                 f"({entry['dtype']}) but is {kinds[name]} ({dtypes[name]})")
         if problems:
@@ -598,13 +577,13 @@ class GroupingArtefact:
         if has_data:
             if self.target in names:
                 known = set(self.classes)
-                unseen_classes = [v for v in _unique_values(table, self.target)
+                unseen_classes = [v for v in unique_values(table, self.target)
                                   if v not in known]
             for entry in self.schema:
                 if "categories" in entry and entry["name"] in names \
                         and entry["name"] != self.target:
                     known = set(entry["categories"])
-                    vals = [v for v in _unique_values(table, entry["name"])
+                    vals = [v for v in unique_values(table, entry["name"])
                             if v not in known]
                     if vals:
                         unseen_categories[entry["name"]] = vals

@@ -31,8 +31,12 @@ __all__ = [
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
+    "fs_put_file",
     "fs_write_bytes",
+    "fsync_dir",
     "is_local",
+    "replace_dir",
+    "staged_dir",
     "refuse_overwriting_inputs",
     "split_url",
 ]
@@ -66,7 +70,8 @@ def _tmp_name(dest: str) -> str:
     return os.path.join(head, f".{tail}.{uuid.uuid4().hex[:12]}.tmp")
 
 
-def _fsync_dir(directory: str) -> None:
+def fsync_dir(directory: str) -> None:
+    """``fsync`` a directory so a rename inside it survives a power cut (best effort)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:  # some platforms/filesystems cannot open a directory
@@ -115,7 +120,7 @@ def _publish_local(tmp: str, dest: str, overwrite: bool) -> None:
             os.rename(tmp, dest)
         else:
             os.unlink(tmp)
-    _fsync_dir(os.path.dirname(dest))
+    fsync_dir(os.path.dirname(dest))
 
 
 def _remove_quietly(path: str) -> None:
@@ -253,6 +258,24 @@ def fs_write_bytes(fs: object, path: str, data: bytes, *, overwrite: bool = Fals
     _put_remote(fs, bytes(data), path, overwrite, fs.unstrip_protocol(path))
 
 
+def fs_put_file(fs: object, local: str, dest: str, *, overwrite: bool = False) -> None:
+    """Upload the complete local file ``local`` to ``dest`` in ``fs`` atomically.
+
+    Written to a temporary key beside ``dest`` and then moved onto it (an object store
+    publishes a key in one step); a local ``fs`` goes through :func:`atomic_path`.
+    """
+    from fsspec.implementations.local import LocalFileSystem
+
+    if isinstance(fs, LocalFileSystem):
+        with atomic_path(dest, overwrite=overwrite) as tmp, open(local, "rb") as fin, \
+                open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout, length=1 << 20)
+        return
+    if not overwrite and fs.exists(dest):
+        raise _exists_error(fs.unstrip_protocol(dest))
+    _put_remote(fs, local, dest, overwrite, fs.unstrip_protocol(dest))
+
+
 def _put_remote(fs, source: str | bytes, dest: str, overwrite: bool, shown: object) -> None:
     """Upload ``source`` (a local file or bytes) to a temporary key, then move it."""
     key = _tmp_name(dest)
@@ -354,7 +377,7 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[str]:
         for entry in os.scandir(tmp):
             if entry.is_file(follow_symlinks=False):
                 _fsync_file(entry.path)
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         if os.path.lexists(dest):  # an existing *empty* directory would be replaced
             raise FileExistsError(errno.EEXIST, "destination exists", dest)
         try:
@@ -363,7 +386,58 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[str]:
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
                 raise FileExistsError(errno.EEXIST, "destination exists", dest) from None
             raise
-        _fsync_dir(parent)
+        fsync_dir(parent)
     except BaseException:
         _remove_quietly(tmp)
         raise
+
+
+def staged_dir(parent: str, prefix: str, files: dict[str, bytes], *,
+               file_mode: int | None = None, last: str | None = None) -> str:
+    """A new hidden temporary directory in ``parent`` holding ``files``, all durable.
+
+    Each file is written, flushed and ``fsync``-ed (``last`` is written after the
+    others, so a directory that holds it is complete), then the directory itself; the
+    caller renames it into place (:func:`replace_dir`, or a rename that claims a name).
+    ``OSError`` propagates, with nothing left behind.
+    """
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".tmp")
+    try:
+        for name in sorted(files, key=lambda f: f == last):
+            path = os.path.join(tmp, name)
+            with open(path, "wb") as fh:
+                fh.write(files[name])
+                fh.flush()
+                os.fsync(fh.fileno())
+            if file_mode is not None:
+                os.chmod(path, file_mode)
+        fsync_dir(tmp)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    return tmp
+
+
+def replace_dir(tmp: str, dest: str) -> None:
+    """Move the complete directory ``tmp`` to ``dest``, swapping out an existing one.
+
+    The old directory is renamed aside, the new one renamed in (the old one is put back
+    if that fails), then the old one is removed: a reader sees the old or the new
+    directory, never a mix. ``tmp`` is consumed on success.
+    """
+    parent = os.path.dirname(dest) or "."
+    old = None
+    if os.path.lexists(dest):
+        old = os.path.join(parent, f".{os.path.basename(dest)}.{uuid.uuid4().hex[:8]}.old")
+        os.rename(dest, old)
+        try:
+            os.rename(tmp, dest)
+        except OSError:
+            os.rename(old, dest)
+            raise
+    else:
+        os.rename(tmp, dest)
+    fsync_dir(parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

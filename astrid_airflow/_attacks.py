@@ -181,7 +181,7 @@ def _result(attack: str, n: int, ok_t: int, ok_c: int, ok_b: int, **kw: Any) -> 
 # -------------------------------------------------------------------------- encoding
 
 @dataclass
-class _Tables:
+class AttackTables:
     """Training, released and control tables encoded with shared codes and ranges.
 
     Numeric columns are float64 (NaN missing); the others integer codes shared by the
@@ -199,7 +199,7 @@ class _Tables:
 
     @classmethod
     def encode(cls, original: pd.DataFrame, released: pd.DataFrame,
-               control: pd.DataFrame) -> _Tables:
+               control: pd.DataFrame) -> AttackTables:
         for name, t in (("original", original), ("released", released),
                         ("control", control)):
             if not isinstance(t, pd.DataFrame):
@@ -304,7 +304,7 @@ def _targets(n_rows: int, n_attacks: int, rng: np.random.Generator) -> np.ndarra
     return np.sort(rng.choice(n_rows, size=min(n_attacks, n_rows), replace=False))
 
 
-def _sampled_note(t: _Tables, n: int) -> str:
+def _sampled_note(t: AttackTables, n: int) -> str:
     if n < min(t.train.shape[0], t.control.shape[0]):
         return (f"{n} targets sampled from {t.train.shape[0]} training and "
                 f"{t.control.shape[0]} control rows")
@@ -350,7 +350,7 @@ def linkability_split(columns: Sequence[str], grouping: Grouping | None = None, 
     return tuple(sorted(a, key=columns.index)), tuple(sorted(b, key=columns.index))
 
 
-def _linkability(t: _Tables, aux: tuple[Sequence[str], Sequence[str]], n_attacks: int,
+def linkability_attack(t: AttackTables, aux: tuple[Sequence[str], Sequence[str]], n_attacks: int,
                  seed: np.random.SeedSequence, variant: str | None) -> AttackRisk:
     ia, ib = t.index(aux[0]), t.index(aux[1])
     if not len(ia) or not len(ib) or set(ia) & set(ib):
@@ -399,13 +399,13 @@ def linkability_risk(original: pd.DataFrame, released: pd.DataFrame,
     AttackRisk
     """
     n_attacks = check_positive_int(n_attacks, "n_attacks")
-    t = _Tables.encode(original, released, control)
-    return _linkability(t, aux_columns, n_attacks, check_seed_sequence(random_state), None)
+    t = AttackTables.encode(original, released, control)
+    return linkability_attack(t, aux_columns, n_attacks, check_seed_sequence(random_state), None)
 
 
 # ------------------------------------------------------------------------- inference
 
-def _inference(t: _Tables, secret: str, aux: Sequence[str], n_attacks: int,
+def inference_attack(t: AttackTables, secret: str, aux: Sequence[str], n_attacks: int,
                seed: np.random.SeedSequence, variant: str | None,
                tolerance: float = TOLERANCE) -> AttackRisk:
     (js,) = t.index([secret])
@@ -466,8 +466,8 @@ def inference_risk(original: pd.DataFrame, released: pd.DataFrame, control: pd.D
     n_attacks = check_positive_int(n_attacks, "n_attacks")
     if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 1):
         raise ParameterError(f"Invalid tolerance: {tolerance!r}. Must be in [0, 1).")
-    t = _Tables.encode(original, released, control)
-    return _inference(t, secret, list(aux_columns), n_attacks,
+    t = AttackTables.encode(original, released, control)
+    return inference_attack(t, secret, list(aux_columns), n_attacks,
                       check_seed_sequence(random_state), None, float(tolerance))
 
 
@@ -519,7 +519,7 @@ def _single_match(x: np.ndarray, numeric: np.ndarray, cols: np.ndarray, ops: np.
     return counts == 1
 
 
-def _univariate_predicates(t: _Tables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _univariate_predicates(t: AttackTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cols, ops, vals = [], [], []
     rel = t.released
     for j in range(rel.shape[1]):
@@ -543,7 +543,7 @@ def _univariate_predicates(t: _Tables) -> tuple[np.ndarray, np.ndarray, np.ndarr
             np.array(vals, dtype=np.float64)[:, None])
 
 
-def _multivariate_predicates(t: _Tables, n_wanted: int, n_cols: int,
+def _multivariate_predicates(t: AttackTables, n_wanted: int, n_cols: int,
                              rng: np.random.Generator, max_attempts: int
                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rel = t.released
@@ -579,7 +579,7 @@ def _multivariate_predicates(t: _Tables, n_wanted: int, n_cols: int,
             np.array([k[2] for k in keys], dtype=np.float64))
 
 
-def _singling_out(t: _Tables, mode: str, n_attacks: int, seed: np.random.SeedSequence,
+def singling_out_attack(t: AttackTables, mode: str, n_attacks: int, seed: np.random.SeedSequence,
                   n_cols: int = 3, max_attempts: int | None = None) -> AttackRisk:
     s = seed.spawn(4)
     rng = np.random.default_rng(s[0])
@@ -658,6 +658,6 @@ def singling_out_risk(original: pd.DataFrame, released: pd.DataFrame,
     """
     n_attacks = check_positive_int(n_attacks, "n_attacks")
     n_cols = check_positive_int(n_cols, "n_cols")
-    t = _Tables.encode(original, released, control)
-    return _singling_out(t, mode, n_attacks, check_seed_sequence(random_state), n_cols,
+    t = AttackTables.encode(original, released, control)
+    return singling_out_attack(t, mode, n_attacks, check_seed_sequence(random_state), n_cols,
                          max_attempts)

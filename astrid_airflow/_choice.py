@@ -172,12 +172,12 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         codes = pandas_class_codes(table[target], target)
         work = table.iloc[stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)]
         work = work.reset_index(drop=True)
-    from ._metrics import _classifier_preset
+    from ._metrics import classifier_preset
 
     # as the gate: the policy's classifier, else the preset the grouping was learned with
     classifier = classifier if classifier is not None else policy.classifier
     if classifier is None:
-        classifier = _classifier_preset(None, type("R", (), {"classifier":
+        classifier = classifier_preset(None, type("R", (), {"classifier":
                                                             d.get("classifier")})())
 
     cands: list[dict[str, Any]] = []

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._fits import FitData, Task, _run_one, backend_kind
+from ._fits import FitData, Task, backend_kind, run_one
 from ._progress import format_seconds
 
 __all__ = ["ADAPTIVE_REDUCTION", "CostEstimate", "calibrate", "effective_workers",
@@ -142,7 +142,7 @@ def calibrate(data: FitData, seed: np.random.SeedSequence, n_attributes: int, *,
     with threadpool_limits(limits=1):
         for s in seed.spawn(max_fits):
             t0 = time.perf_counter()
-            _run_one(data, Task("search", singles, s))
+            run_one(data, Task("search", singles, s))
             times.append(time.perf_counter() - t0)
             if time.perf_counter() - start >= max_seconds:
                 break

@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +38,13 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, ParameterError
-from ._metrics import _Source, _source, _splitmix, row_hashes
+from ._metrics import TableSource, row_hashes, splitmix, table_source
+from ._permutation import run_threaded
 from ._surrogate import resolve_grouping
 from ._validation import check_positive_int
 
 __all__ = [
+    "PAIR_SAMPLE_ROWS",
     "LINKAGE_Z",
     "DisclosureRisk",
     "GroupDisclosure",
@@ -210,7 +211,7 @@ def _code_dtype(n: int) -> type:
     return np.int64
 
 
-def _class_codes(sources: Sequence[_Source], target: str) -> tuple[list[np.ndarray], int]:
+def _class_codes(sources: Sequence[TableSource], target: str) -> tuple[list[np.ndarray], int]:
     """Class codes shared by the tables (labels compared through their hashes)."""
     hashes = [row_hashes(s, [target]) for s in sources]
     codes, uniques = pd.factorize(np.concatenate(hashes))
@@ -221,7 +222,7 @@ def _class_codes(sources: Sequence[_Source], target: str) -> tuple[list[np.ndarr
     return out, len(uniques)
 
 
-def _code_group(sources: Sequence[_Source], columns: Sequence[str],
+def _code_group(sources: Sequence[TableSource], columns: Sequence[str],
                 classes: Sequence[np.ndarray], bits: int) -> _Coded:
     """Number the (group value, class) combinations of ``sources`` (one hash table).
 
@@ -566,7 +567,7 @@ def _prepare_big(keys: list[np.ndarray], n_keys_r: int, threshold: int, mask: np
                         counts_o=np.bincount(codes[0], minlength=uniq.shape[0]),
                         h32=None, k_o=None, rows=None, class_of=(uniq & mask).astype(np.int64))
         del codes, uniq
-    mixed = [_splitmix(key) for key in keys]
+    mixed = [splitmix(key) for key in keys]
     s = np.sort(key_o)
     distinct_o = bool((s[1:] != s[:-1]).all())
     n_keys_o = n_o if distinct_o else int(np.count_nonzero(s[1:] != s[:-1])) + 1
@@ -648,7 +649,7 @@ def _workers(n_jobs: int | None) -> int:
     return int(n_jobs)
 
 
-def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | None,
+def _risk_large(sources: list[TableSource], grouping: Any, target: str, k: int | None,
                 pairs: bool, n_jobs: int | None = None
                 ) -> tuple[list[GroupDisclosure], list[PairLinkage]]:
     """:func:`_risk` for tables of more than :data:`PAIR_SAMPLE_ROWS` rows.
@@ -676,11 +677,9 @@ def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | Non
         measured, n_keys_r = _sorted_measures(g, keys[released], bits, k)
         return measured, _prepare_big(keys, n_keys_r, threshold, mask) if with_pairs else None
 
-    # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); map
-    # keeps the order and nothing is random, so the result is the same for any n_jobs.
-    pool = ThreadPoolExecutor(max_workers=_workers(n_jobs))
-    with pool:
-        prepared = list(pool.map(prepare, grouping.groups))
+    # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); the
+    # order is kept and nothing is random, so the result is the same for any n_jobs.
+    prepared = run_threaded(prepare, grouping.groups, _workers(n_jobs))
     groups = [m for m, _ in prepared if m is not None]
     big = [b for _, b in prepared]
     del prepared
@@ -708,21 +707,20 @@ def _risk_large(sources: list[_Source], grouping: Any, target: str, k: int | Non
                            sd_linked_share=sd, n_rows=n_r, sample_fraction=fraction)
 
     todo = [(i, j) for i in range(len(big)) for j in range(i + 1, len(big))]
-    with ThreadPoolExecutor(max_workers=_workers(n_jobs)) as pool:
-        out_pairs.extend(pool.map(one, todo))
+    out_pairs.extend(run_threaded(one, todo, _workers(n_jobs)))
     return groups, out_pairs
 
 
 # -------------------------------------------------------------------------- public API
 
 def _prepare(tables: Sequence[tuple[Any, str]], target: Any, grouping: Any, k: int | None
-             ) -> tuple[list[_Source], Any, str]:
+             ) -> tuple[list[TableSource], Any, str]:
     if k is not None:
         check_positive_int(k, "k")
     resolved, target, _ = resolve_grouping(grouping, target)
     sources = []
     for table, what in tables:
-        src = _source(table, what)
+        src = table_source(table, what)
         src.require([*resolved.columns, target], what)
         if src.num_rows == 0:
             raise DataError(f"The {what} is empty (0 rows).")
@@ -730,7 +728,7 @@ def _prepare(tables: Sequence[tuple[Any, str]], target: Any, grouping: Any, k: i
     return sources, resolved, target
 
 
-def _risk(sources: list[_Source], grouping: Any, target: str, k: int | None,
+def _risk(sources: list[TableSource], grouping: Any, target: str, k: int | None,
           pairs: bool, n_jobs: int | None = None
           ) -> tuple[list[GroupDisclosure], list[PairLinkage]]:
     if sources[0].num_rows > PAIR_SAMPLE_ROWS:

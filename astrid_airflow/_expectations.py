@@ -43,10 +43,18 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:  # the expectations' field types; the real ones come from _gx_kit()
+    Threshold = float
+    Reference = str
+    Count = int
+
+from ._jsonable import native
 
 __all__ = [
     "EXPECTATIONS",
@@ -60,6 +68,7 @@ __all__ = [
     "import_gx",
     "quiet_gx_logging",
     "multiset_differences",
+    "same_multiset",
     "register_expectations",
     "schema_differences",
 ]
@@ -305,13 +314,22 @@ def multiset_differences(original: pd.DataFrame, surrogate: pd.DataFrame, target
         ha, hb = row_hashes(original, cols), row_hashes(surrogate, cols)
         for k in range(len(uniques)):
             va, vb = np.sort(ha[ca == k]), np.sort(hb[cb == k])
-            if va.shape == vb.shape and np.array_equal(va, vb):
+            if same_multiset(va, vb):
                 continue
             label = label_of.get(int(uniques[k]), "(only in the surrogate)")
             out.append({"class": _scalar(label), "columns": cols,
                         "rows_original": int(va.size), "rows_surrogate": int(vb.size),
                         "differing_values": _sorted_difference(va, vb)})
     return out
+
+
+def same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays of row hashes (:func:`._metrics.row_hashes`) hold one multiset.
+
+    The one per-class multiset check: the gate's integrity expectation and the release
+    report's per-class comparison both use it.
+    """
+    return a.shape == b.shape and np.array_equal(np.sort(a), np.sort(b))
 
 
 def _sorted_difference(a: np.ndarray, b: np.ndarray) -> int:
@@ -323,8 +341,7 @@ def _sorted_difference(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def _scalar(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        value = value.item()
+    value = native(value)
     if isinstance(value, float) and value != value:
         return None
     return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
@@ -473,8 +490,9 @@ def register_expectations(*, verbose: bool = False) -> dict[str, type]:
         return dict(_REGISTERED)
 
 
-def _define() -> dict[str, type]:  # one class per check, defined together
-    from typing import ClassVar, Union
+def _gx_kit() -> SimpleNamespace:
+    """What every factory below needs from GX (imported here, lazily), plus two helpers."""
+    from typing import Union
 
     from great_expectations.core.suite_parameters import SuiteParameterDict
     from great_expectations.execution_engine import PandasExecutionEngine
@@ -496,138 +514,6 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         df, _, _ = engine.get_compute_domain(domain_kwargs, domain_type="table")
         return df
 
-    # ----------------------------------------------------------------- metrics
-    class IntactRowProportion(TableMetricProvider):
-        metric_name = "astrid.intact_row_proportion"
-        value_keys = ("reference",)
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            from ._metrics import intact_row_proportion
-
-            ref = _reference(metric_value_kwargs["reference"])
-            surrogate = table_of(execution_engine, metric_domain_kwargs)
-            # On the columns both tables have: a dropped column (an integrity failure
-            # of its own) must not hide rows that are intact on the others.
-            columns = [c for c in ref.original.columns if c in surrogate.columns]
-            if not columns:
-                return 0.0
-            return float(intact_row_proportion(ref.original, surrogate, columns=columns))
-
-    class LargestGroupUniqueShare(TableMetricProvider):
-        metric_name = "astrid.largest_group_unique_share"
-        value_keys = ("grouping",)
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            from ._grouping import Grouping
-            from ._metrics import largest_group_unique_share
-
-            table = table_of(execution_engine, metric_domain_kwargs)
-            # Columns missing from the surrogate are an integrity failure; measure the
-            # groups on what is there.
-            groups = [[c for c in g if c in table.columns]
-                      for g in metric_value_kwargs["grouping"]]
-            groups = [g for g in groups if g]
-            if not groups or len(table) == 0:
-                return 0.0
-            return _share_value(largest_group_unique_share(table, Grouping(groups)))
-
-    class GroupDisclosureMetric(TableMetricProvider):
-        metric_name = "astrid.group_disclosure"
-        value_keys = ("reference", "grouping", "k")
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            ref = _reference(metric_value_kwargs["reference"])
-            return group_disclosure_values(
-                table_of(execution_engine, metric_domain_kwargs), ref.target,
-                metric_value_kwargs["grouping"], int(metric_value_kwargs["k"]))
-
-    class CrossGroupLinkage(TableMetricProvider):
-        metric_name = "astrid.cross_group_linkage"
-        value_keys = ("reference", "grouping")
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            ref = _reference(metric_value_kwargs["reference"])
-            return linkage_values(ref.original,
-                                  table_of(execution_engine, metric_domain_kwargs),
-                                  ref.target, metric_value_kwargs["grouping"])
-
-    class AttackRisks(TableMetricProvider):
-        metric_name = "astrid.attack_risks"
-        value_keys = ("reference", "grouping", "n")
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            ref = _reference(metric_value_kwargs["reference"])
-            return ref.attack_value([list(g) for g in metric_value_kwargs["grouping"]],
-                                    int(metric_value_kwargs["n"]))
-
-    class SurrogateUtility(TableMetricProvider):
-        metric_name = "astrid.surrogate_utility"
-        value_keys = ("reference",)
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            return dict(_reference(metric_value_kwargs["reference"]).utility_value())
-
-    class SchemaDifferences(TableMetricProvider):
-        metric_name = "astrid.schema_differences"
-        value_keys = ("reference",)
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            ref = _reference(metric_value_kwargs["reference"])
-            return schema_differences(ref.original,
-                                      table_of(execution_engine, metric_domain_kwargs))
-
-    class ReferenceRowCount(TableMetricProvider):
-        metric_name = "astrid.reference_row_count"
-        value_keys = ("reference",)
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            return len(_reference(metric_value_kwargs["reference"]).original)
-
-    class ClassChanges(TableMetricProvider):
-        metric_name = "astrid.class_changes"
-        value_keys = ("reference",)
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            ref = _reference(metric_value_kwargs["reference"])
-            return class_changes(ref.original, table_of(execution_engine,
-                                                        metric_domain_kwargs), ref.target)
-
-    class MultisetDifferences(TableMetricProvider):
-        metric_name = "astrid.multiset_differences"
-        value_keys = ("reference", "groups")
-
-        @metric_value(engine=PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            ref = _reference(metric_value_kwargs["reference"])
-            groups = metric_value_kwargs.get("groups")
-            return multiset_differences(
-                ref.original, table_of(execution_engine, metric_domain_kwargs), ref.target,
-                None if groups is None else [list(g) for g in groups])
-
-    _ = (IntactRowProportion, LargestGroupUniqueShare, GroupDisclosureMetric,
-         CrossGroupLinkage, AttackRisks, SurrogateUtility, SchemaDifferences, ReferenceRowCount,
-         ClassChanges, MultisetDifferences)  # registered on definition
-
-    # ------------------------------------------------------------ expectations
     def prescriptive(template: str, params: Sequence[str]):
         """A Data Docs sentence for an expectation (GX shows raw kwargs otherwise)."""
 
@@ -653,27 +539,250 @@ def _define() -> dict[str, type]:  # one class per check, defined together
 
         return _prescriptive_renderer
 
-    Threshold = Union[float, SuiteParameterDict]  # noqa: UP007 - pydantic v1 field type
-    Reference = Union[str, SuiteParameterDict]  # noqa: UP007
-    Count = Union[int, SuiteParameterDict]  # noqa: UP007
+    return SimpleNamespace(
+        TableMetricProvider=TableMetricProvider, BatchExpectation=BatchExpectation,
+        metric_value=metric_value, PandasExecutionEngine=PandasExecutionEngine,
+        table_of=table_of, prescriptive=prescriptive,
+        # pydantic v1 field types of the expectations' parameters
+        Threshold=Union[float, SuiteParameterDict],  # noqa: UP007
+        Reference=Union[str, SuiteParameterDict],  # noqa: UP007
+        Count=Union[int, SuiteParameterDict],  # noqa: UP007
+    )
 
-    # Plain mixins (not Expectation subclasses, which GX would register by name).
-    class _AtMost:
-        """A scalar metric of the surrogate at most ``threshold``."""
 
-        def _observe(self, metrics: dict) -> tuple[float, dict]:
-            value = metrics[self.metric_dependencies[0]]
-            return float(value), {}
+# ------------------------------------------------------------------ metrics
+# One factory per GX class (GX's own layout: one module per expectation, which the
+# layout move brings); a metric registers itself with GX when its class is defined.
 
-        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
-            observed, details = self._observe(metrics)
-            threshold = float(self.configuration.kwargs["threshold"])
-            # Accuracies are fractions k/n: 0.96 - 0.94 must not exceed 0.02 by rounding.
-            return {"success": bool(observed <= threshold + _EPS),
-                    "result": {"observed_value": observed,
-                               "details": {"threshold": threshold, **details}}}
+def _intact_row_proportion(kit: SimpleNamespace) -> type:
+    class IntactRowProportion(kit.TableMetricProvider):
+        metric_name = "astrid.intact_row_proportion"
+        value_keys = ("reference",)
 
-    class ExpectSurrogateIntactRowProportionToBeAtMost(_AtMost, BatchExpectation):
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            from ._metrics import intact_row_proportion
+
+            ref = _reference(metric_value_kwargs["reference"])
+            surrogate = kit.table_of(execution_engine, metric_domain_kwargs)
+            # On the columns both tables have: a dropped column (an integrity failure
+            # of its own) must not hide rows that are intact on the others.
+            columns = [c for c in ref.original.columns if c in surrogate.columns]
+            if not columns:
+                return 0.0
+            return float(intact_row_proportion(ref.original, surrogate, columns=columns))
+
+    return IntactRowProportion
+
+
+def _largest_group_unique_share(kit: SimpleNamespace) -> type:
+    class LargestGroupUniqueShare(kit.TableMetricProvider):
+        metric_name = "astrid.largest_group_unique_share"
+        value_keys = ("grouping",)
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            from ._grouping import Grouping
+            from ._metrics import largest_group_unique_share
+
+            table = kit.table_of(execution_engine, metric_domain_kwargs)
+            # Columns missing from the surrogate are an integrity failure; measure the
+            # groups on what is there.
+            groups = [[c for c in g if c in table.columns]
+                      for g in metric_value_kwargs["grouping"]]
+            groups = [g for g in groups if g]
+            if not groups or len(table) == 0:
+                return 0.0
+            return _share_value(largest_group_unique_share(table, Grouping(groups)))
+
+    return LargestGroupUniqueShare
+
+
+def _group_disclosure_metric(kit: SimpleNamespace) -> type:
+    class GroupDisclosureMetric(kit.TableMetricProvider):
+        metric_name = "astrid.group_disclosure"
+        value_keys = ("reference", "grouping", "k")
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return group_disclosure_values(
+                kit.table_of(execution_engine, metric_domain_kwargs), ref.target,
+                metric_value_kwargs["grouping"], int(metric_value_kwargs["k"]))
+
+    return GroupDisclosureMetric
+
+
+def _cross_group_linkage(kit: SimpleNamespace) -> type:
+    class CrossGroupLinkage(kit.TableMetricProvider):
+        metric_name = "astrid.cross_group_linkage"
+        value_keys = ("reference", "grouping")
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return linkage_values(ref.original,
+                                  kit.table_of(execution_engine, metric_domain_kwargs),
+                                  ref.target, metric_value_kwargs["grouping"])
+
+    return CrossGroupLinkage
+
+
+def _attack_risks(kit: SimpleNamespace) -> type:
+    class AttackRisks(kit.TableMetricProvider):
+        metric_name = "astrid.attack_risks"
+        value_keys = ("reference", "grouping", "n")
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return ref.attack_value([list(g) for g in metric_value_kwargs["grouping"]],
+                                    int(metric_value_kwargs["n"]))
+
+    return AttackRisks
+
+
+def _surrogate_utility(kit: SimpleNamespace) -> type:
+    class SurrogateUtility(kit.TableMetricProvider):
+        metric_name = "astrid.surrogate_utility"
+        value_keys = ("reference",)
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            return dict(_reference(metric_value_kwargs["reference"]).utility_value())
+
+    return SurrogateUtility
+
+
+def _schema_differences(kit: SimpleNamespace) -> type:
+    class SchemaDifferences(kit.TableMetricProvider):
+        metric_name = "astrid.schema_differences"
+        value_keys = ("reference",)
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return schema_differences(ref.original,
+                                      kit.table_of(execution_engine, metric_domain_kwargs))
+
+    return SchemaDifferences
+
+
+def _reference_row_count(kit: SimpleNamespace) -> type:
+    class ReferenceRowCount(kit.TableMetricProvider):
+        metric_name = "astrid.reference_row_count"
+        value_keys = ("reference",)
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            return len(_reference(metric_value_kwargs["reference"]).original)
+
+    return ReferenceRowCount
+
+
+def _class_changes(kit: SimpleNamespace) -> type:
+    class ClassChanges(kit.TableMetricProvider):
+        metric_name = "astrid.class_changes"
+        value_keys = ("reference",)
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            return class_changes(ref.original, kit.table_of(execution_engine,
+                                                        metric_domain_kwargs), ref.target)
+
+    return ClassChanges
+
+
+def _multiset_differences(kit: SimpleNamespace) -> type:
+    class MultisetDifferences(kit.TableMetricProvider):
+        metric_name = "astrid.multiset_differences"
+        value_keys = ("reference", "groups")
+
+        @kit.metric_value(engine=kit.PandasExecutionEngine)
+        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
+                    metrics, runtime_configuration):
+            ref = _reference(metric_value_kwargs["reference"])
+            groups = metric_value_kwargs.get("groups")
+            return multiset_differences(
+                ref.original, kit.table_of(execution_engine, metric_domain_kwargs), ref.target,
+                None if groups is None else [list(g) for g in groups])
+
+    return MultisetDifferences
+
+
+# ----------------------------------------------------------- expectations
+# Plain mixins (not Expectation subclasses, which GX would register by name).
+
+class _AtMost:
+    """A scalar metric of the surrogate at most ``threshold``."""
+
+    def _observe(self, metrics: dict) -> tuple[float, dict]:
+        value = metrics[self.metric_dependencies[0]]
+        return float(value), {}
+
+    def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+        observed, details = self._observe(metrics)
+        threshold = float(self.configuration.kwargs["threshold"])
+        # Accuracies are fractions k/n: 0.96 - 0.94 must not exceed 0.02 by rounding.
+        return {"success": bool(observed <= threshold + _EPS),
+                "result": {"observed_value": observed,
+                           "details": {"threshold": threshold, **details}}}
+
+
+class _WorstGroup:
+    """The worst group's ``measure`` at most ``threshold`` (the failing groups named)."""
+
+    measure: ClassVar[str] = ""
+
+    def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+        threshold = float(self.configuration.kwargs["threshold"])
+        ok, observed, details = judge_group_disclosure(
+            metrics["astrid.group_disclosure"], self.measure, threshold)
+        details = {"threshold": threshold, **details}
+        if "k" not in details and "k" in self.configuration.kwargs:  # not measured
+            details["k"] = int(self.configuration.kwargs["k"])
+        return {"success": ok, "result": {"observed_value": observed,
+                                          "details": details}}
+
+
+class _AttackAtMost:
+    """Every variant of one attack with its upper 95 % bound at most ``threshold``."""
+
+    attack: ClassVar[str] = ""
+
+    def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+        threshold = float(self.configuration.kwargs["threshold"])
+        ok, observed, details = judge_attack(metrics["astrid.attack_risks"],
+                                             self.attack, threshold)
+        return {"success": ok, "result": {"observed_value": observed,
+                                          "details": {"threshold": threshold, **details}}}
+
+
+class _NoDifferences:
+    """An integrity metric reporting a list (or count) of differences."""
+
+    def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
+        found = metrics[self.metric_dependencies[0]]
+        count = found if isinstance(found, int) else len(found)
+        details: dict[str, Any] = {"threshold": 0}
+        if not isinstance(found, int):
+            details["differences"] = list(found)[:_MAX_DETAILS]
+        return {"success": count == 0,
+                "result": {"observed_value": int(count), "details": details}}
+
+
+def _expect_surrogate_intact_row_proportion_to_be_at_most(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateIntactRowProportionToBeAtMost(_AtMost, kit.BatchExpectation):
         """Privacy: the proportion of the original's unique rows found unchanged in the
         surrogate (the paper's P_anon, Sec. 6.2) is at most ``threshold``."""
 
@@ -682,11 +791,15 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.intact_row_proportion",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Intact-row proportion (share of the original's unique rows found unchanged "
             "in the surrogate) must be at most $threshold.", ["threshold"])
 
-    class ExpectSurrogateLargestGroupUniqueShareToBeAtMost(_AtMost, BatchExpectation):
+    return ExpectSurrogateIntactRowProportionToBeAtMost
+
+
+def _expect_surrogate_largest_group_unique_share_to_be_at_most(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateLargestGroupUniqueShareToBeAtMost(_AtMost, kit.BatchExpectation):
         """Privacy: for the grouping's largest group, the share of rows whose values on
         that group's columns are unique in the table is at most ``threshold``."""
 
@@ -696,26 +809,15 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "grouping")
         metric_dependencies: ClassVar[tuple[str, ...]] = (
             "astrid.largest_group_unique_share",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Share of rows unique on the largest group's columns (linkage risk) must be "
             "at most $threshold.", ["threshold"])
 
-    class _WorstGroup:
-        """The worst group's ``measure`` at most ``threshold`` (the failing groups named)."""
+    return ExpectSurrogateLargestGroupUniqueShareToBeAtMost
 
-        measure: ClassVar[str] = ""
 
-        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
-            threshold = float(self.configuration.kwargs["threshold"])
-            ok, observed, details = judge_group_disclosure(
-                metrics["astrid.group_disclosure"], self.measure, threshold)
-            details = {"threshold": threshold, **details}
-            if "k" not in details and "k" in self.configuration.kwargs:  # not measured
-                details["k"] = int(self.configuration.kwargs["k"])
-            return {"success": ok, "result": {"observed_value": observed,
-                                              "details": details}}
-
-    class ExpectSurrogateGroupShareBelowKToBeAtMost(_WorstGroup, BatchExpectation):
+def _expect_surrogate_group_share_below_k_to_be_at_most(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateGroupShareBelowKToBeAtMost(_WorstGroup, kit.BatchExpectation):
         """Privacy: for every group of the grouping, the share of rows whose (group
         values, class) combination is shared by fewer than ``k`` rows is at most
         ``threshold`` (k-anonymity of each group's projection with a suppression
@@ -729,11 +831,15 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "k")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.group_disclosure",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "In every group, the share of rows whose group values and class are shared "
             "by fewer than $k rows must be at most $threshold.", ["threshold", "k"])
 
-    class ExpectSurrogateGroupClassDisclosureShareToBeAtMost(_WorstGroup, BatchExpectation):
+    return ExpectSurrogateGroupShareBelowKToBeAtMost
+
+
+def _expect_surrogate_group_class_disclosure_share_to_be_at_most(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateGroupClassDisclosureShareToBeAtMost(_WorstGroup, kit.BatchExpectation):
         """Privacy: for every group, the share of rows whose group values occur in one
         class only (so they disclose the class: distinct l-diversity with l = 2 fails)
         is at most ``threshold``."""
@@ -746,11 +852,15 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "k")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.group_disclosure",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "In every group, the share of rows whose group values occur in one class only "
             "(class disclosure) must be at most $threshold.", ["threshold"])
 
-    class ExpectSurrogateCrossGroupLinkageToBeAtMostExpected(BatchExpectation):
+    return ExpectSurrogateGroupClassDisclosureShareToBeAtMost
+
+
+def _expect_surrogate_cross_group_linkage_to_be_at_most_expected(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateCrossGroupLinkageToBeAtMostExpected(kit.BatchExpectation):
         """Privacy: for every pair of groups, the share of rows whose two group tuples
         still sit together as in an original row of the same class exceeds its
         expectation under independent within-class shuffles by at most
@@ -762,7 +872,7 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.cross_group_linkage",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "For every pair of groups, the share of rows still linked as in the original "
             "must exceed its expectation under independent shuffles by at most "
             "$threshold (or 6 standard deviations, if larger).", ["threshold"])
@@ -774,20 +884,11 @@ def _define() -> dict[str, type]:  # one class per check, defined together
             return {"success": ok, "result": {"observed_value": observed,
                                               "details": {"threshold": threshold, **details}}}
 
+    return ExpectSurrogateCrossGroupLinkageToBeAtMostExpected
 
-    class _AttackAtMost:
-        """Every variant of one attack with its upper 95 % bound at most ``threshold``."""
 
-        attack: ClassVar[str] = ""
-
-        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
-            threshold = float(self.configuration.kwargs["threshold"])
-            ok, observed, details = judge_attack(metrics["astrid.attack_risks"],
-                                                 self.attack, threshold)
-            return {"success": ok, "result": {"observed_value": observed,
-                                              "details": {"threshold": threshold, **details}}}
-
-    class ExpectSurrogateSinglingOutRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+def _expect_surrogate_singling_out_risk_to_be_at_most(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateSinglingOutRiskToBeAtMost(_AttackAtMost, kit.BatchExpectation):
         """Privacy: the singling-out risk of Giomi et al. (PETS 2023), univariate and
         multivariate predicates, on a shadow release of the original (a GoldenEye
         surrogate of a random half, the rest as control), has its upper 95 % bound at
@@ -801,11 +902,15 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
         attack: ClassVar[str] = "singling_out"
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Singling-out risk (Giomi et al. 2023; shadow release, $n attacks) must have "
             "its upper 95 % bound at most $threshold.", ["threshold", "n"])
 
-    class ExpectSurrogateLinkabilityRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+    return ExpectSurrogateSinglingOutRiskToBeAtMost
+
+
+def _expect_surrogate_linkability_risk_to_be_at_most(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateLinkabilityRiskToBeAtMost(_AttackAtMost, kit.BatchExpectation):
         """Privacy: the linkability risk of Giomi et al. (the attacker's two column sets
         cut the largest group, or split at random), on a shadow release, has its upper
         95 % bound at most ``threshold``."""
@@ -818,11 +923,15 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
         attack: ClassVar[str] = "linkability"
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Linkability risk (Giomi et al. 2023; shadow release, $n attacks) must have "
             "its upper 95 % bound at most $threshold.", ["threshold", "n"])
 
-    class ExpectSurrogateInferenceRiskToBeAtMost(_AttackAtMost, BatchExpectation):
+    return ExpectSurrogateLinkabilityRiskToBeAtMost
+
+
+def _expect_surrogate_inference_risk_to_be_at_most(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateInferenceRiskToBeAtMost(_AttackAtMost, kit.BatchExpectation):
         """Privacy: the inference risk of Giomi et al. for every secret (the class from
         the attributes or from one column, each member of a multi-column group from its
         group-mates), on a shadow release, has its upper 95 % bound at most
@@ -836,11 +945,16 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
         attack: ClassVar[str] = "inference"
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Inference risk of every secret (Giomi et al. 2023; shadow release, $n "
             "attacks) must have its upper 95 % bound at most $threshold.",
             ["threshold", "n"])
-    class ExpectSurrogateAccuracyDropToBeAtMost(_AtMost, BatchExpectation):
+
+    return ExpectSurrogateInferenceRiskToBeAtMost
+
+
+def _expect_surrogate_accuracy_drop_to_be_at_most(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateAccuracyDropToBeAtMost(_AtMost, kit.BatchExpectation):
         """Utility: accuracy of the classifier trained on a surrogate is at least the
         accuracy of the one trained on the original minus ``threshold``, both scored on
         the same held-out original rows."""
@@ -850,37 +964,33 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
         success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.surrogate_utility",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Surrogate accuracy must be at least the original accuracy minus $threshold "
             "(train on surrogate, test on the same held-out real rows).", ["threshold"])
 
         def _observe(self, metrics: dict) -> tuple[float, dict]:
             return _utility_observation(metrics["astrid.surrogate_utility"])
 
-    class _NoDifferences:
-        """An integrity metric reporting a list (or count) of differences."""
+    return ExpectSurrogateAccuracyDropToBeAtMost
 
-        def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
-            found = metrics[self.metric_dependencies[0]]
-            count = found if isinstance(found, int) else len(found)
-            details: dict[str, Any] = {"threshold": 0}
-            if not isinstance(found, int):
-                details["differences"] = list(found)[:_MAX_DETAILS]
-            return {"success": count == 0,
-                    "result": {"observed_value": int(count), "details": details}}
 
-    class ExpectSurrogateSchemaToMatchOriginal(_NoDifferences, BatchExpectation):
+def _expect_surrogate_schema_to_match_original(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateSchemaToMatchOriginal(_NoDifferences, kit.BatchExpectation):
         """Integrity: same columns, in the same order, of the same kinds."""
 
         reference: Reference
         domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
         success_keys: ClassVar[tuple[str, ...]] = ("reference",)
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.schema_differences",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Columns, their order and their types must match the original (differences "
             "must be 0).", [])
 
-    class ExpectSurrogateRowCountToMatchOriginal(BatchExpectation):
+    return ExpectSurrogateSchemaToMatchOriginal
+
+
+def _expect_surrogate_row_count_to_match_original(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateRowCountToMatchOriginal(kit.BatchExpectation):
         """Integrity: the surrogate has exactly as many rows as the original."""
 
         reference: Reference
@@ -888,7 +998,7 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         success_keys: ClassVar[tuple[str, ...]] = ("reference",)
         metric_dependencies: ClassVar[tuple[str, ...]] = (
             "table.row_count", "astrid.reference_row_count")
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Must have exactly as many rows as the original.", [])
 
         def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
@@ -897,18 +1007,26 @@ def _define() -> dict[str, type]:  # one class per check, defined together
             return {"success": rows == expected,
                     "result": {"observed_value": rows, "details": {"threshold": expected}}}
 
-    class ExpectSurrogateClassColumnToBeUnchanged(_NoDifferences, BatchExpectation):
+    return ExpectSurrogateRowCountToMatchOriginal
+
+
+def _expect_surrogate_class_column_to_be_unchanged(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateClassColumnToBeUnchanged(_NoDifferences, kit.BatchExpectation):
         """Integrity: the class column equals the original's, row for row."""
 
         reference: Reference
         domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
         success_keys: ClassVar[tuple[str, ...]] = ("reference",)
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.class_changes",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "The class column must equal the original's row for row (changed labels "
             "must be 0).", [])
 
-    class ExpectSurrogateColumnValuesToMatchOriginalPerClass(_NoDifferences, BatchExpectation):
+    return ExpectSurrogateClassColumnToBeUnchanged
+
+
+def _expect_surrogate_column_values_to_match_original_per_class(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateColumnValuesToMatchOriginalPerClass(_NoDifferences, kit.BatchExpectation):
         """Integrity: within every class, every column has the original's multiset of
         values (what a GoldenEye shuffle guarantees)."""
 
@@ -916,11 +1034,15 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
         success_keys: ClassVar[tuple[str, ...]] = ("reference",)
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.multiset_differences",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Within every class, every column must hold the original's multiset of values "
             "(differing class/column pairs must be 0).", [])
 
-    class ExpectSurrogateGroupsToMatchOriginalPerClass(_NoDifferences, BatchExpectation):
+    return ExpectSurrogateColumnValuesToMatchOriginalPerClass
+
+
+def _expect_surrogate_groups_to_match_original_per_class(kit: SimpleNamespace) -> type:
+    class ExpectSurrogateGroupsToMatchOriginalPerClass(_NoDifferences, kit.BatchExpectation):
         """Integrity: within every class, the value tuples of every group of the
         artefact's grouping have the original's multiset, i.e. the surrogate was
         shuffled with this grouping (or a coarser one), not a finer one."""
@@ -930,29 +1052,54 @@ def _define() -> dict[str, type]:  # one class per check, defined together
         groups: list
         success_keys: ClassVar[tuple[str, ...]] = ("reference", "groups")
         metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.multiset_differences",)
-        _prescriptive_renderer = prescriptive(
+        _prescriptive_renderer = kit.prescriptive(
             "Within every class, the columns of each group $groups must move together: "
             "each group's value tuples must keep the original's multiset (differing "
             "class/group pairs must be 0).", ["groups"])
 
-    classes = [
-        ExpectSurrogateIntactRowProportionToBeAtMost,
-        ExpectSurrogateLargestGroupUniqueShareToBeAtMost,
-        ExpectSurrogateGroupShareBelowKToBeAtMost,
-        ExpectSurrogateGroupClassDisclosureShareToBeAtMost,
-        ExpectSurrogateCrossGroupLinkageToBeAtMostExpected,
-        ExpectSurrogateSinglingOutRiskToBeAtMost,
-        ExpectSurrogateLinkabilityRiskToBeAtMost,
-        ExpectSurrogateInferenceRiskToBeAtMost,
-        ExpectSurrogateAccuracyDropToBeAtMost,
-        ExpectSurrogateSchemaToMatchOriginal,
-        ExpectSurrogateRowCountToMatchOriginal,
-        ExpectSurrogateClassColumnToBeUnchanged,
-        ExpectSurrogateColumnValuesToMatchOriginalPerClass,
-        ExpectSurrogateGroupsToMatchOriginalPerClass,
-    ]
+    return ExpectSurrogateGroupsToMatchOriginalPerClass
+
+
+#: The registry: every metric, then every expectation in suite order (EXPECTATIONS).
+METRIC_FACTORIES = (
+    _intact_row_proportion,
+    _largest_group_unique_share,
+    _group_disclosure_metric,
+    _cross_group_linkage,
+    _attack_risks,
+    _surrogate_utility,
+    _schema_differences,
+    _reference_row_count,
+    _class_changes,
+    _multiset_differences,
+)
+EXPECTATION_FACTORIES = (
+    _expect_surrogate_intact_row_proportion_to_be_at_most,
+    _expect_surrogate_largest_group_unique_share_to_be_at_most,
+    _expect_surrogate_group_share_below_k_to_be_at_most,
+    _expect_surrogate_group_class_disclosure_share_to_be_at_most,
+    _expect_surrogate_cross_group_linkage_to_be_at_most_expected,
+    _expect_surrogate_singling_out_risk_to_be_at_most,
+    _expect_surrogate_linkability_risk_to_be_at_most,
+    _expect_surrogate_inference_risk_to_be_at_most,
+    _expect_surrogate_accuracy_drop_to_be_at_most,
+    _expect_surrogate_schema_to_match_original,
+    _expect_surrogate_row_count_to_match_original,
+    _expect_surrogate_class_column_to_be_unchanged,
+    _expect_surrogate_column_values_to_match_original_per_class,
+    _expect_surrogate_groups_to_match_original_per_class,
+)
+
+
+def _define() -> dict[str, type]:
+    """Define every metric and expectation class (GX registers them on definition)."""
+    kit = _gx_kit()
+    for factory in METRIC_FACTORIES:
+        factory(kit)
+    classes = [factory(kit) for factory in EXPECTATION_FACTORIES]
     for cls in classes:  # annotations are strings here (PEP 563); pydantic resolves them
-        cls.update_forward_refs(Threshold=Threshold, Reference=Reference, Count=Count)
+        cls.update_forward_refs(Threshold=kit.Threshold, Reference=kit.Reference,
+                                Count=kit.Count)
     out = {cls.expectation_type: cls for cls in classes}
     assert list(out) == list(EXPECTATIONS), "EXPECTATIONS and the classes disagree"
     return out

@@ -91,10 +91,10 @@ def publishability_problems(source: Any, artefact: Any) -> list[str]:
     """Every reason ``source`` is not publishable (empty when it is); see the module."""
     if not isinstance(source, (str, os.PathLike)):  # a DataFrame: no container
         return []  # (anything else is refused by the reader with its own message)
-    from ._io import _is_sql_url
+    from ._sql import is_sql_url
 
     text = os.fspath(source)
-    if _is_sql_url(text):
+    if is_sql_url(text):
         return _sql_problems(text, artefact)
     suffix = os.path.splitext(text.split("?")[0])[1].lower()
     if suffix in (".parquet", ".pq"):
@@ -510,7 +510,7 @@ def _csv_problems(text: str, artefact: Any) -> list[str]:
 # ------------------------------------------------------------------------- PostgreSQL
 
 def _sql_problems(url: str, artefact: Any) -> list[str]:
-    from ._sql import _qualified, connect, sql_source
+    from ._sql import connect, qualified_name, sql_source
 
     src = sql_source(url)
     if not src.table:  # a query's result: only its columns can carry anything
@@ -518,7 +518,7 @@ def _sql_problems(url: str, artefact: Any) -> list[str]:
 
         return _column_problems(read_sql_arrow(src).schema.names, artefact)
     with connect(src) as conn, conn.cursor() as cur:
-        name = _qualified(src).as_string(cur)
+        name = qualified_name(src).as_string(cur)
         cur.execute("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) "
                     "AND attnum > 0 AND NOT attisdropped ORDER BY attnum", (name,))
         out = _column_problems([r[0] for r in cur.fetchall()], artefact)

@@ -122,7 +122,7 @@ def _permuted(data: FitData, groups: Groups, rng: np.random.Generator):
     return out
 
 
-def _run_one(data: FitData, task: Task) -> float:
+def run_one(data: FitData, task: Task) -> float:
     rng = np.random.default_rng(task.seed)
     X = data.X_train if task.groups is None else _permuted(data, task.groups, rng)
     model = set_random_state(clone(data.model), int(rng.integers(0, 2**31 - 1)))
@@ -135,7 +135,7 @@ def _run_one(data: FitData, task: Task) -> float:
 def _run_batch(data: FitData, tasks: Sequence[Task]) -> tuple[list[float], float]:
     start = time.process_time()
     with threadpool_limits(limits=1):
-        scores = [_run_one(data, t) for t in tasks]
+        scores = [run_one(data, t) for t in tasks]
     return scores, time.process_time() - start
 
 
@@ -247,7 +247,7 @@ def run_tasks(data: FitData, tasks: Sequence[Task], *, n_jobs: int = 1,
             start = time.process_time()
             with threadpool_limits(limits=1):
                 for t in tasks:
-                    scores.append(_run_one(data, t))
+                    scores.append(run_one(data, t))
                     bar.update(1)
             stats["cpu_seconds"] += time.process_time() - start
             return np.asarray(scores, dtype=float)

@@ -26,9 +26,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ._artefact import _compatible, column_kind
+from ._artefact import column_kind, compatible_kind
 from ._errors import DataError, ParameterError, SchemaMismatchError, short_list
 from ._grouping import Grouping, letters
+from ._jsonable import native
 from ._validation import check_positive_int, check_seed_sequence
 
 __all__ = ["CollectionPlan", "FusionReport", "FusionResult", "collection_plan",
@@ -214,7 +215,7 @@ def _check_kinds(part: _Part, artefact: Any) -> None:
     for c in part.table.columns:
         entry = artefact.column_schema(str(c))
         got = column_kind(part.table[c])
-        if not _compatible(entry["kind"], got):
+        if not compatible_kind(entry["kind"], got):
             problems.append(f"column {str(c)!r} should be {entry['kind']} ({entry['dtype']})"
                             f" but is {got} ({part.table[c].dtype})")
     if problems:
@@ -224,7 +225,7 @@ def _check_kinds(part: _Part, artefact: Any) -> None:
 
 def _labels(series: pd.Series) -> list:
     vals = series.dropna().unique()
-    return [v.item() if isinstance(v, np.generic) else v for v in vals]
+    return [native(v) for v in vals]
 
 
 def _check_classes(parts: list[_Part], target: str, known: Sequence) -> tuple[list, list[str]]:

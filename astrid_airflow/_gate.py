@@ -31,7 +31,7 @@ import pandas as pd
 from ._errors import AstridError, DataError, GateError, ParameterError, StoreError
 from ._jsonable import load_json
 from ._jsonable import plain as _plain
-from ._validation import check_positive_int
+from ._validation import check_positive_int, dataclass_from_dict, fresh_seed
 
 __all__ = [
     "SUITE_FILE",
@@ -181,15 +181,7 @@ class GatePolicy:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GatePolicy:
         """Build a policy from :meth:`to_dict` output; unknown keys are an error."""
-        if not isinstance(data, Mapping):
-            raise ParameterError(f"Invalid gate policy: expected an object, got "
-                                 f"{type(data).__name__}.")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(str(k) for k in data if k not in known)
-        if unknown:
-            raise ParameterError(f"Invalid gate policy: unknown key(s) {unknown}; known: "
-                                 f"{sorted(known)}.")
-        return cls(**dict(data))
+        return dataclass_from_dict(cls, data, "gate policy")
 
     @classmethod
     def from_json(cls, text: str) -> GatePolicy:
@@ -797,12 +789,12 @@ def validate_surrogate(
     artefact.check_table(original_df)
     utility, source = _utility_function(original_df, artefact, effective, seed, metrics,
                                         remedies)
-    from ._surrogate import _remedied, release_recipe
+    from ._surrogate import release_recipe, remedied
 
     recipe = release_recipe(artefact, remedies)
     # The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
     # and what an attacker who knows the published recipe compares against.
-    judged_original = _remedied(original_df, recipe, artefact.target)
+    judged_original = remedied(original_df, recipe, artefact.target)
     _keep_default_suite(artefact, location, suite_info)  # every input is checked by now
 
     gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target, effective,
@@ -829,9 +821,9 @@ def validate_surrogate(
 
 def _file_digest(source: Any) -> str | None:
     """SHA-256 of a surrogate file's bytes (None for a DataFrame or a database table)."""
-    from ._io import _is_sql_url
+    from ._sql import is_sql_url
 
-    if isinstance(source, pd.DataFrame) or _is_sql_url(os.fspath(source)):
+    if isinstance(source, pd.DataFrame) or is_sql_url(os.fspath(source)):
         return None
     import fsspec
 
@@ -918,7 +910,7 @@ def _keep_default_suite(artefact: Any, location: Any, suite_info: dict[str, Any]
 def _check_seed(random_state: object) -> int:
     if random_state is None:
         # Drawn here and recorded in the result, so a gate decision can be replayed.
-        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+        return fresh_seed()
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) \
             or random_state < 0:
         raise ParameterError(f"Invalid random_state: {random_state!r}. Must be None or a "
@@ -942,7 +934,7 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
 
     def compute() -> dict[str, Any]:
         from ._metrics import stratified_subsample, surrogate_utility
-        from ._surrogate import pandas_class_codes
+        from ._permutation import pandas_class_codes
 
         root_seed = np.random.SeedSequence(seed)
         table, note = original, None

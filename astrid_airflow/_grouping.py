@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import string
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from ._errors import GroupingError
+from ._errors import GroupingError, ParameterError
 
-__all__ = ["Grouping", "letters"]
+__all__ = ["Grouping", "as_grouping", "group_letter", "letters"]
 
 
 class Grouping:
@@ -121,8 +122,27 @@ class Grouping:
         return [[pos[c] for c in g] for g in self._groups]
 
 
-def _letter(i: int) -> str:
-    # A..Z, then AA, AB, ... for groupings with more than 26 groups.
+def as_grouping(grouping: Any) -> Grouping:
+    """A :class:`Grouping` from a Grouping, ``"a,b;c"`` text or a list of lists of names.
+
+    Raises ``ParameterError`` for anything else.
+    """
+    if isinstance(grouping, Grouping):
+        return grouping
+    if isinstance(grouping, str):
+        return Grouping.parse(grouping)
+    if isinstance(grouping, Sequence):
+        return Grouping(grouping)
+    raise ParameterError(f"Invalid grouping: {grouping!r}. Expected a GroupingArtefact, a "
+                         "Grouping, 'a,b;c' text or a list of lists of column names.")
+
+
+def group_letter(i: int) -> str:
+    """Letter of the ``i``-th group (0-based): A..Z, then AA, AB, ...
+
+    >>> [group_letter(i) for i in (0, 25, 26, 27)]
+    ['A', 'Z', 'AA', 'AB']
+    """
     alphabet = string.ascii_uppercase
     out = ""
     i += 1
@@ -147,7 +167,7 @@ def letters(grouping: Grouping, order: Sequence[str]) -> str:
     for c in order:
         gi = group_of[c]
         if gi not in label:
-            label[gi] = _letter(len(label))
+            label[gi] = group_letter(len(label))
         tokens.append((gi, label[gi]))
     out = []
     for i, (gi, lab) in enumerate(tokens):

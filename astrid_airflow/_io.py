@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, os_error_message, short_list
+from ._jsonable import native
+from ._sql import is_sql_url
 
 __all__ = ["read_table", "read_arrow", "read_schema", "input_format", "check_finite",
            "check_regular_file",
@@ -66,7 +68,7 @@ def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, 
         elif kind == "parquet":
             import pyarrow.parquet as pq
 
-            fs, inner = _filesystem(text)
+            fs, inner = filesystem(text)
             with (fs.open(inner, "rb") if fs is not None else open(inner, "rb")) as fh:
                 _check_unique_names(pq.read_schema(fh).names, text)
             table = pq.read_table(inner, columns=cols, filesystem=fs)
@@ -107,7 +109,7 @@ def read_schema(source: str | os.PathLike, *, kind: str | None = None) -> Any:
     check_regular_file(text)
     import pyarrow.parquet as pq
 
-    fs, inner = _filesystem(text)
+    fs, inner = filesystem(text)
     with _read_errors(text):
         schema = pq.read_schema(inner, filesystem=fs)
     _check_unique_names(schema.names, text)
@@ -123,7 +125,7 @@ def check_regular_file(path: str | os.PathLike, what: str = "Unreadable file") -
     import stat
 
     text = os.fspath(path)
-    fs, inner = _filesystem(text)
+    fs, inner = filesystem(text)
     if fs is not None:
         return
     try:
@@ -141,7 +143,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _filesystem(path: str) -> tuple[Any, str]:
+def filesystem(path: str) -> tuple[Any, str]:
     """``(None, local path)`` or ``(fsspec filesystem, path inside it)``."""
     from ._atomic import split_url
 
@@ -153,7 +155,7 @@ def _read_csv_arrow(path: str, columns: list[str] | None) -> Any:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    fs, inner = _filesystem(path)
+    fs, inner = filesystem(path)
 
     def open_() -> Any:
         return fs.open(inner, "rb") if fs is not None else open(inner, "rb")
@@ -233,7 +235,7 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
     if isinstance(source, pd.DataFrame):
         check_finite(source)
         return source
-    if isinstance(source, str) and _is_sql_url(source):
+    if isinstance(source, str) and is_sql_url(source):
         from ._sql import read_sql
 
         table = read_sql(source)
@@ -267,12 +269,6 @@ def _check_unique_names(names: list[str], path: str) -> None:
     if dup:
         raise DataError(f"Unreadable file {path!r}: duplicated column name(s) "
                         f"{short_list(dup)}.")
-
-
-def _is_sql_url(text: str) -> bool:
-    # cheap prefix test, so reading files never imports the SQL module
-    head = text.lstrip()[:24].lower()
-    return head.startswith(("postgresql://", "postgresql+", "postgres://", "postgres+"))
 
 
 def _read_arff(path: str) -> pd.DataFrame:
@@ -312,7 +308,7 @@ def check_table(table: pd.DataFrame, target: str, *, min_rows_per_class: int = 1
     if y.isna().any():
         raise DataError(f"Target column {target!r} has {int(y.isna().sum())} missing value(s).")
     counts = y.value_counts()
-    labels = [_plain(v) for v in counts.index.tolist()]  # plain Python labels in messages
+    labels = [native(v) for v in counts.index.tolist()]  # plain Python labels in messages
     if len(counts) < 2:
         raise DataError(f"Target column {target!r} has a single class ({labels[0]!r}); "
                         "at least two are needed.")
@@ -362,10 +358,6 @@ def check_attributes(table: pd.DataFrame, attributes: list[str]) -> None:
             warnings.warn(f"Column {c!r} is a categorical with {levels} levels in {n} rows: "
                           "its one-hot encoding is wide and it identifies rows; consider "
                           "binning or dropping it.", LinkageWarning, stacklevel=3)
-
-
-def _plain(value: object) -> object:
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def _is_nested(value: object) -> bool:

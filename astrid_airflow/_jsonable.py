@@ -10,24 +10,63 @@ from typing import Any
 import numpy as np
 
 from ._errors import AstridError, DataError
+from ._grouping import Grouping
 
-__all__ = ["plain", "load_json", "MAX_JSON_DEPTH"]
+__all__ = ["native", "plain", "strict", "load_json", "MAX_JSON_DEPTH"]
 
 #: Deepest nesting accepted in JSON read from disk (artefacts and suites need < 10).
 MAX_JSON_DEPTH = 64
 
 
+def native(value: Any) -> Any:
+    """``value`` with a numpy scalar unwrapped to its Python equivalent (else unchanged).
+
+    >>> type(native(np.int64(3))).__name__, native("a")
+    ('int', 'a')
+    """
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def plain(obj: Any) -> Any:
-    """A copy of ``obj`` that ``json.dumps(..., allow_nan=False)`` accepts."""
+    """A copy of ``obj`` that ``json.dumps(..., allow_nan=False)`` accepts (lenient).
+
+    Mappings, lists, tuples and numpy arrays are copied, numpy scalars unwrapped and
+    non-finite floats become ``None``; anything else is passed through unchanged.
+
+    >>> plain({"a": np.float64("nan"), "b": (np.int8(1), 2.5)})
+    {'a': None, 'b': [1, 2.5]}
+    """
     if isinstance(obj, Mapping):
         return {str(k): plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [plain(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
+    if isinstance(obj, np.ndarray):
+        return [plain(v) for v in obj.tolist()]
+    obj = native(obj)
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def strict(obj: Any, error: type[AstridError] = DataError) -> Any:
+    """Like :func:`plain`, but only JSON values come out; anything else raises ``error``.
+
+    A :class:`~astrid_airflow.Grouping` becomes its list of lists; other objects with
+    ``to_dict()`` are converted through it.
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): strict(v, error) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [strict(v, error) for v in (obj.tolist() if isinstance(obj, np.ndarray)
+                                          else obj)]
+    if isinstance(obj, Grouping):
+        return strict(obj.to_list(), error)
+    obj = plain(obj)
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    if hasattr(obj, "to_dict"):
+        return strict(obj.to_dict(), error)
+    raise error(f"Value {obj!r} ({type(obj).__name__}) cannot be stored as JSON.")
 
 
 def _reject_constant(name: str) -> None:

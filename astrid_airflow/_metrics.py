@@ -29,17 +29,16 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, ParameterError, short_list
-from ._grouping import Grouping
+from ._grouping import Grouping, as_grouping
+from ._permutation import pandas_class_codes
 from ._surrogate import (
     ProtectsNothingWarning,
     TableFile,
-    _as_grouping,
-    _is_arrow_table,
-    _remedied,
+    is_arrow_table,
     make_surrogate,
-    pandas_class_codes,
     read_arrow,
     release_recipe,
+    remedied,
     resolve_grouping,
 )
 from ._validation import check_positive_int, check_seed_sequence
@@ -64,11 +63,11 @@ _NULL_HASH = _U64(0x5BD1E9955BD1E995)
 
 # ------------------------------------------------------------------------ table access
 
-def _source(table: Any, what: str) -> _Source:
-    return table if isinstance(table, _Source) else _Source(table, what)
+def table_source(table: Any, what: str) -> TableSource:
+    return table if isinstance(table, TableSource) else TableSource(table, what)
 
 
-class _Source:
+class TableSource:
     """Column-wise access to a DataFrame, Arrow table or Parquet/CSV file."""
 
     def __init__(self, table: Any, what: str):
@@ -76,13 +75,13 @@ class _Source:
         if isinstance(table, pd.DataFrame):
             self.columns = [str(c) for c in table.columns]
             self.num_rows = len(table)
-        elif _is_arrow_table(table):
+        elif is_arrow_table(table):
             self.columns = list(table.column_names)
             self.num_rows = table.num_rows
         elif isinstance(table, (str, os.PathLike, TableFile)):
             import pyarrow.parquet as pq
 
-            from ._io import _filesystem, input_format
+            from ._io import filesystem, input_format
 
             self.path = table if isinstance(table, TableFile) else os.fspath(table)
             kind = table.kind if isinstance(table, TableFile) else input_format(self.path)
@@ -91,7 +90,7 @@ class _Source:
                 self.columns, self.num_rows = list(table.column_names), table.num_rows
             else:
                 shown = getattr(self.path, "path", self.path)
-                fs, inner = _filesystem(shown)
+                fs, inner = filesystem(shown)
                 try:
                     meta = pq.read_metadata(inner, filesystem=fs)
                 except FileNotFoundError:
@@ -122,7 +121,7 @@ class _Source:
 
 # ------------------------------------------------------------------------- row hashes
 
-def _splitmix(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def splitmix(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """SplitMix64 finaliser: a bijective, well-mixed map of uint64 (wraps by design).
 
     In place when ``out`` is given (``out=x`` overwrites ``x``): one 8-byte-per-row
@@ -185,7 +184,7 @@ def _hash_array(arr: Any) -> np.ndarray:
         vals = arr.cast(pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
         vals = vals + 0.0  # -0.0 -> 0.0 (and a private copy, hashed in place)
         missing = np.isnan(vals) if arr.null_count or pa.types.is_floating(typ) else None
-        out = _splitmix(vals.view(_U64), out=vals.view(_U64))
+        out = splitmix(vals.view(_U64), out=vals.view(_U64))
         if missing is not None and missing.any():
             out[missing] = _NULL_HASH
         return out
@@ -232,7 +231,7 @@ def row_hashes(table: Any, columns: Sequence[str]) -> np.ndarray:
     the container (DataFrame, Arrow, Parquet, CSV); distinct rows collide with probability
     about 2^-64 per pair, i.e. < 3e-6 for any pair in 10M rows.
     """
-    src = _source(table, "table")
+    src = table_source(table, "table")
     src.require(columns, "table")
     h = np.full(src.num_rows, _U64(0x243F6A8885A308D3), dtype=_U64)
     for c in columns:
@@ -240,7 +239,7 @@ def row_hashes(table: Any, columns: Sequence[str]) -> np.ndarray:
         if hc.shape[0] != h.shape[0]:
             raise DataError(f"Column {c!r} has {hc.shape[0]} values for {h.shape[0]} rows.")
         h ^= hc
-        _splitmix(h, out=h)
+        splitmix(h, out=h)
     return h
 
 
@@ -349,8 +348,8 @@ def intact_row_proportion(original: Any, surrogate: Any, *,
     >>> intact_row_proportion(t, t.iloc[::-1])
     1.0
     """
-    orig = _source(original, "original")
-    surr = _source(surrogate, "surrogate")
+    orig = table_source(original, "original")
+    surr = table_source(surrogate, "surrogate")
     cols = list(orig.columns) if columns is None else [str(c) for c in columns]
     if not cols:
         raise ParameterError("Invalid columns: []. Must name at least one column.")
@@ -485,7 +484,7 @@ def _match_probabilities(rows_of: Callable[[int, int], np.ndarray], shape: tuple
     return out
 
 
-def _group_counts(src: _Source, grouping: Grouping, class_hash: np.ndarray,
+def _group_counts(src: TableSource, grouping: Grouping, class_hash: np.ndarray,
                   rows: np.ndarray) -> np.ndarray:
     """``(len(rows), G)``: for each of ``rows``, the same-class rows sharing its group values.
 
@@ -495,24 +494,24 @@ def _group_counts(src: _Source, grouping: Grouping, class_hash: np.ndarray,
     for g, cols in enumerate(grouping.groups):
         key = row_hashes(src, cols)
         key ^= class_hash
-        out[:, g] = _key_counts(_splitmix(key, out=key))[rows]
+        out[:, g] = _key_counts(splitmix(key, out=key))[rows]
     return out
 
 
-def _class_hash_and_sizes(src: _Source, target: str) -> tuple[np.ndarray, np.ndarray]:
+def _class_hash_and_sizes(src: TableSource, target: str) -> tuple[np.ndarray, np.ndarray]:
     h = row_hashes(src, [target])
     return _class_hash_and_sizes_of(h)
 
 
 def _class_hash_and_sizes_of(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # h: row hashes of the class column; returns a salted class key and class sizes.
-    return _splitmix(h + _U64(1)), _key_counts(h)
+    return splitmix(h + _U64(1)), _key_counts(h)
 
 
 def _prepare(table: Any, grouping_or_artefact: Any, target: str | None
-             ) -> tuple[_Source, Grouping, str, Any]:
+             ) -> tuple[TableSource, Grouping, str, Any]:
     grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
-    src = _source(table, "table")
+    src = table_source(table, "table")
     if artefact is not None and src.table is not None:
         artefact.check_table(src.table)
     src.require([target], "table")
@@ -580,8 +579,8 @@ def largest_group_unique_share(table: Any, grouping: Any, target: str | None = N
         ``|{i : no other row has row i's values on the largest group}| / n_rows``.
     """
     if target is None and not hasattr(grouping, "target"):
-        resolved = _as_grouping(grouping)
-        src = _source(table, "table")
+        resolved = as_grouping(grouping)
+        src = table_source(table, "table")
         src.require(list(resolved.columns), "table")
         if src.num_rows == 0:
             raise DataError("The table is empty (0 rows).")
@@ -591,20 +590,20 @@ def largest_group_unique_share(table: Any, grouping: Any, target: str | None = N
     return float(np.mean(_key_counts(row_hashes(src, largest)) == 1))
 
 
-def _privacy_metrics(src: _Source, surrogate: Any, grouping: Grouping, target: str
+def _privacy_metrics(src: TableSource, surrogate: Any, grouping: Grouping, target: str
                      ) -> tuple[float, float, float]:
     """``(intact, expected, unique share)`` as the three public functions give them.
 
     One pass over the columns instead of one per metric: each column of either table is
     read and hashed once, and everything is counted with hash tables. Groups are handled
-    on :func:`~astrid_airflow._surrogate._n_threads` threads (Arrow reads, numpy and
+    on :func:`~astrid_airflow._permutation.n_threads` threads (Arrow reads, numpy and
     pandas' hash tables free the GIL), a few at a time to bound memory. Row keys here
     chain the group hashes rather than the column hashes (both sides alike), which
     changes no count; the per-row group counts are kept as uint32 (4 bytes a cell).
     """
-    from ._surrogate import _n_threads, _run_threaded
+    from ._permutation import n_threads, run_threaded
 
-    surr = _source(surrogate, "surrogate")
+    surr = table_source(surrogate, "surrogate")
     cols = [*grouping.columns, target]
     surr.require(cols, "surrogate")
     n = src.num_rows
@@ -626,20 +625,20 @@ def _privacy_metrics(src: _Source, surrogate: Any, grouping: Grouping, target: s
                 return h, row_hashes(surr, grouping.groups[g]), g_share
         if grouping.k > 1:
             k = h ^ class_hash
-            counts[g] = _key_counts(_splitmix(k, out=k), ones_as_none=True)
+            counts[g] = _key_counts(splitmix(k, out=k), ones_as_none=True)
         return h, row_hashes(surr, grouping.groups[g]), g_share
 
-    step = _n_threads()
+    step = n_threads()
     for lo in range(0, grouping.k, step):
-        for h, h_s, g_share in _run_threaded(group, range(lo, min(grouping.k, lo + step))):
+        for h, h_s, g_share in run_threaded(group, range(lo, min(grouping.k, lo + step))):
             share = g_share if g_share is not None else share
             key ^= h
-            _splitmix(key, out=key)
+            splitmix(key, out=key)
             key_s ^= h_s
-            _splitmix(key_s, out=key_s)
+            splitmix(key_s, out=key_s)
     for k, h in ((key, h_class), (key_s, row_hashes(surr, [target]))):
         k ^= h
-        _splitmix(k, out=k)
+        splitmix(k, out=k)
     first = _first_rows(key)
     intact = float(_share_found(key[first], key_s))
     del key, key_s
@@ -683,7 +682,7 @@ class UtilityResult:
         return asdict(self)
 
 
-def _classifier_preset(classifier: Any, artefact: Any) -> Any:
+def classifier_preset(classifier: Any, artefact: Any) -> Any:
     if classifier is not None:
         return classifier
     spec = getattr(artefact, "classifier", None)
@@ -743,7 +742,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     from ._io import check_table
 
     grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
-    if _is_arrow_table(table):
+    if is_arrow_table(table):
         table = table.to_pandas()
     if not isinstance(table, pd.DataFrame):
         raise DataError(f"surrogate_utility needs a DataFrame or pyarrow Table, got "
@@ -756,7 +755,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
             or not 0.0 < test_size < 1.0:
         raise ParameterError(f"Invalid test_size: {test_size!r}. Must be a number in (0, 1).")
     n_repeats = check_positive_int(n_repeats, "n_repeats")
-    classifier = _classifier_preset(classifier, artefact)
+    classifier = classifier_preset(classifier, artefact)
     if recipe is None:
         recipe = release_recipe(artefact, remedies)
     codes = pandas_class_codes(table[target], target)
@@ -772,12 +771,12 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
             raise DataError(f"Cannot split the table for the utility check: {exc}") from None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            surrogate = make_surrogate(_remedied(train, recipe, target), grouping,
+            surrogate = make_surrogate(remedied(train, recipe, target), grouping,
                                        target=target, random_state=shuffle_seed)
         seed = int(model_seed.generate_state(1)[0] >> 1)
         y_test = test[target].to_numpy()
         for data, scores, held in ((train, acc_o, test),
-                                   (surrogate, acc_s, _remedied(test, recipe, target))):
+                                   (surrogate, acc_s, remedied(test, recipe, target))):
             model = make_classifier(classifier, random_state=seed,
                                     n_attributes=len(grouping.columns))
             model.fit(data.drop(columns=[target]), data[target].to_numpy())
@@ -866,8 +865,8 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
     """
     src, grouping, target_name, artefact = _prepare(original, grouping_or_artefact, target)
     recipe = release_recipe(artefact, remedies)
-    published = src if recipe is None else _source(
-        _remedied(_as_frame(src) if src.path is None else read_arrow(src.path), recipe,
+    published = src if recipe is None else table_source(
+        remedied(_as_frame(src) if src.path is None else read_arrow(src.path), recipe,
                   target_name), "original")
     intact, expected, unique_share = _privacy_metrics(published, surrogate, grouping,
                                                       target_name)
@@ -905,14 +904,14 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
         utility_note=note)
 
 
-def _as_frame(src: _Source) -> pd.DataFrame:
+def _as_frame(src: TableSource) -> pd.DataFrame:
     if isinstance(src.table, pd.DataFrame):
         return src.table
     table = src.table if src.table is not None else read_arrow(src.path)
     return table.to_pandas()
 
 
-def _take_rows(src: _Source, rows: np.ndarray) -> pd.DataFrame:
+def _take_rows(src: TableSource, rows: np.ndarray) -> pd.DataFrame:
     if isinstance(src.table, pd.DataFrame):
         return src.table.iloc[rows].reset_index(drop=True)
     table = src.table if src.table is not None else read_arrow(src.path)

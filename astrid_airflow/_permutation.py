@@ -7,16 +7,28 @@ group of attributes, so the columns of one group move together.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ._errors import DataError
-from ._grouping import Grouping
+from ._grouping import Grouping, as_grouping
 from ._validation import check_seed_sequence
 
-__all__ = ["goldeneye_indices", "goldeneye_permute", "class_codes"]
+__all__ = [
+    "class_blocks",
+    "class_codes",
+    "goldeneye_indices",
+    "goldeneye_permute",
+    "group_permutations",
+    "pandas_class_codes",
+    "seed_of_copies",
+    "shuffle_frame",
+    "small_codes",
+    "within_class_permutation",
+]
 
 
 def class_codes(labels: Sequence | np.ndarray | pd.Series) -> np.ndarray:
@@ -85,37 +97,97 @@ def goldeneye_permute(
     -------
     DataFrame
         Same index, columns and dtypes; within every class each column keeps its
-        multiset of values, and the columns of one group stay aligned row-wise.
+        multiset of values, and the columns of one group stay aligned row-wise. The
+        same rows as :func:`~astrid_airflow.make_surrogate` for the same table, grouping
+        and seed (one implementation: :func:`seed_of_copies`, :func:`group_permutations`,
+        :func:`shuffle_frame`), without its schema checks and warning.
     """
-    grouping = _as_grouping(grouping)
+    grouping = as_grouping(grouping)
     if target not in table.columns:
         raise DataError(f"Target column {target!r} is not in the table.")
-    attrs = [c for c in table.columns if c != target]
-    grouping.check_partition_of(attrs)
-    rng = np.random.default_rng(check_seed_sequence(random_state))
-    perm = goldeneye_indices(class_codes(table[target]), grouping.k, rng)
-    columns = {}
-    for g, cols in enumerate(grouping.groups):
-        rows = perm[g]
-        for c in cols:
-            columns[c] = table[c].to_numpy(copy=False)[rows] if _plain(table[c]) else \
-                table[c].iloc[rows].to_numpy()
-    out = table.copy()
-    for c, values in columns.items():
-        out[c] = pd.Series(values, index=table.index, dtype=table[c].dtype)
+    grouping.check_partition_of([c for c in table.columns if c != target])
+    codes = pandas_class_codes(table[target], target)
+    perms = group_permutations(codes, grouping.k, seed_of_copies(random_state, 1)[0])
+    return shuffle_frame(table, grouping, perms, target)
+
+
+def seed_of_copies(random_state: object, n_copies: int) -> list[np.random.SeedSequence]:
+    """One ``SeedSequence`` per surrogate copy, spawned from the root of ``random_state``.
+
+    Copy ``i`` spawns one child per group in :func:`group_permutations`, so copy 0 of
+    ``n_copies=k`` equals the single copy of ``n_copies=1`` (docs/engine.md, "Seeds").
+    """
+    return check_seed_sequence(random_state).spawn(n_copies)
+
+
+def small_codes(codes: np.ndarray, n_classes: int) -> np.ndarray:
+    # A narrow dtype keeps goldeneye_indices' stable argsort cheap on big tables.
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_classes <= np.iinfo(dtype).max:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.int64, copy=False)
+
+
+def pandas_class_codes(labels: pd.Series, target: str) -> np.ndarray:
+    """Class codes numbered in order of first appearance (nulls rejected)."""
+    n_missing = int(labels.isna().sum())
+    if n_missing:
+        raise DataError(f"Target column {target!r} has {n_missing} missing value(s); "
+                        "every row needs a class to be shuffled within.")
+    codes, uniques = pd.factorize(labels, sort=False)
+    return small_codes(codes, len(uniques))
+
+
+def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence) -> np.ndarray:
+    """Source rows of one surrogate: ``(k, n)``, row ``g`` for group ``g``.
+
+    One independent within-class permutation per group, each equal to
+    :func:`~astrid_airflow.goldeneye_indices` with its own spawned stream; int32 when
+    the row count allows (halves the memory of a 10M-row table's index arrays). The
+    groups are permuted on :data:`THREADS` threads (each with its own generator, so the
+    result does not depend on the thread count).
+    """
+    n = codes.shape[0]
+    dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    out = np.empty((k, n), dtype=dtype)
+    if n == 0:
+        return out
+    order, bounds = class_blocks(codes)
+    order = order.astype(dtype, copy=False)
+
+    def one(g_child: tuple[int, np.random.SeedSequence]) -> None:
+        g, child = g_child
+        within_class_permutation(order, bounds, np.random.default_rng(child), out[g])
+
+    run_threaded(one, list(enumerate(seed.spawn(k))))
     return out
 
 
-def _plain(series: pd.Series) -> bool:
-    return isinstance(series.dtype, np.dtype)
+#: Threads for the permutations and the file shuffle's gathers and write (None: Arrow's
+#: CPU count). Output never depends on it: each group has its own generator and every
+#: chunk is written in order.
+THREADS: int | None = None
 
 
-def _as_grouping(grouping: Grouping | Sequence[Sequence[str]] | str) -> Grouping:
-    if isinstance(grouping, Grouping):
-        return grouping
-    if isinstance(grouping, str):
-        return Grouping.parse(grouping)
-    return Grouping(grouping)
+def n_threads() -> int:
+    if THREADS is not None:
+        return max(1, int(THREADS))
+    import pyarrow as pa
+
+    return max(1, pa.cpu_count())
+
+
+def run_threaded(fn: Callable[[Any], Any], items: Sequence[Any],
+                 workers: int | None = None) -> list[Any]:
+    """``[fn(x) for x in items]``, in order, on ``workers`` threads (default
+    :func:`n_threads`; numpy and Arrow free the GIL)."""
+    workers = min(n_threads() if workers is None else workers, len(items))
+    if workers <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
 
 
 def class_blocks(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -154,4 +226,22 @@ def within_class_permutation(order: np.ndarray, bounds: np.ndarray,
     for lo, hi in itertools.pairwise(bounds):
         rng.shuffle(buf[lo:hi])
     out[order] = buf
+    return out
+
+
+def shuffle_frame(table: pd.DataFrame, grouping: Grouping, perms: np.ndarray,
+                    target: str) -> pd.DataFrame:
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    columns = {}
+    for c in table.columns:
+        series = table[c]
+        if c == target:
+            columns[c] = series
+            continue
+        rows = perms[group_of[c]]
+        values = series.array.take(rows) if not isinstance(series.dtype, np.dtype) else \
+            series.to_numpy(copy=False)[rows]
+        columns[c] = pd.Series(values, index=table.index, name=c, dtype=series.dtype)
+    out = pd.DataFrame(columns, index=table.index)
+    out.attrs = dict(table.attrs)
     return out

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ._grouping import group_letter
+
 __all__ = [
     "DPI",
     "GROUP_COLOURS",
@@ -193,15 +195,6 @@ def group_ids(groups: Sequence[Sequence[str]], order: Sequence[str]) -> list[int
     return [ids.setdefault(group_of[c], len(ids)) for c in order]
 
 
-def _letter(i: int) -> str:
-    out = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        out = chr(65 + r) + out
-    return out
-
-
 def _ink(hex_colour: str) -> str:
     r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
     return "#000000" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "#ffffff"
@@ -238,7 +231,7 @@ def grouping_matrix_figure(table: Sequence[Mapping[str, Any]], order: Sequence[s
     ax.add_collection(LineCollection(rules, colors="white", linewidths=2.0))
     for i in range(n_k):
         for j in range(d):
-            text = _letter(int(ids[i, j]))
+            text = group_letter(int(ids[i, j]))
             size = min(9.0, 0.5 * cell_pt / max(1, len(text)) * 1.6)
             if size >= 4.5:
                 colour = GROUP_COLOURS[ids[i, j] % len(GROUP_COLOURS)]
@@ -380,7 +373,7 @@ def disclosure_figure(groups: Sequence[Mapping[str, Any]], *, max_share_below_k:
     n = len(groups)
     fig = _figure(10.0, 1.2 + 0.38 * n)
     axes = fig.subplots(1, 2, sharey=True)
-    labels = [f"{_letter(i)}: " + (short(g["columns"][0], 24) if len(g["columns"]) == 1
+    labels = [f"{group_letter(i)}: " + (short(g["columns"][0], 24) if len(g["columns"]) == 1
                                        else f"{len(g['columns'])} columns")
               for i, g in enumerate(groups)]
     y = np.arange(n)[::-1]

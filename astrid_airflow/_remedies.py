@@ -483,7 +483,7 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     import os
 
     from ._atomic import atomic_path
-    from ._surrogate import _writer, file_format, read_arrow, release_recipe
+    from ._surrogate import arrow_writer, file_format, read_arrow, release_recipe
 
     recipe = release_recipe(artefact, True)
     if recipe is None:
@@ -494,11 +494,11 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     artefact.check_table(table.schema)
     table = apply_recipe(table, recipe, target=artefact.target)
     with atomic_path(out, overwrite=overwrite) as tmp, \
-            contextlib.closing(_writer(kind, tmp, table.schema)) as writer:
+            contextlib.closing(arrow_writer(kind, tmp, table.schema)) as writer:
         if kind == "csv":
-            from ._surrogate import _csv_schema
+            from ._surrogate import csv_schema
 
-            table = table.cast(_csv_schema(table.schema))
+            table = table.cast(csv_schema(table.schema))
         writer.write_table(table)
     return {"out": out, "rows": table.num_rows}
 

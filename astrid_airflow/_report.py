@@ -29,8 +29,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +38,9 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ArtefactError, DataError, ParameterError, StoreError, short_list
+from ._grouping import group_letter
 from ._html import safe_href, text
+from ._jsonable import native
 from ._jsonable import plain as _plain
 
 __all__ = [
@@ -108,24 +108,8 @@ class ColumnCheck:
                 "classes": [c.to_dict() for c in self.classes]}
 
 
-def _native(v: Any) -> Any:
-    return v.item() if isinstance(v, np.generic) else v
-
-
-def _same_multiset(a: pd.Series, b: pd.Series, numeric: bool) -> bool:
-    if len(a) != len(b):
-        return False
-    if numeric:
-        x = np.sort(a.to_numpy(dtype=float, na_value=np.nan))
-        y = np.sort(b.to_numpy(dtype=float, na_value=np.nan))
-        return bool(np.array_equal(x, y, equal_nan=True))
-    if int(a.isna().sum()) != int(b.isna().sum()):
-        return False
-    return _counts(a) == _counts(b)
-
-
 def _counts(s: pd.Series) -> dict[Any, int]:
-    return {_native(k): int(v) for k, v in s.dropna().astype(object).value_counts().items()}
+    return {native(k): int(v) for k, v in s.dropna().astype(object).value_counts().items()}
 
 
 def _is_numeric(s: pd.Series) -> bool:
@@ -138,9 +122,10 @@ def distribution_checks(original: pd.DataFrame, surrogate: pd.DataFrame, target:
 
     A GoldenEye surrogate permutes rows within a class, so for each attribute and class
     the surrogate's values must be the original's values reordered: the check is exact
-    multiset equality (sorted values equal, missing values counted). For display, numeric
-    attributes with more than :data:`QUANTILE_MIN_DISTINCT` distinct values are summarised
-    by their quantiles at 0, 5, ..., 100 %, the others by counts per category.
+    multiset equality (the gate's check: equal sorted row hashes of the values). For
+    display, numeric attributes with more than :data:`QUANTILE_MIN_DISTINCT` distinct
+    values are summarised by their quantiles at 0, 5, ..., 100 %, the others by counts
+    per category.
 
     Parameters
     ----------
@@ -157,13 +142,17 @@ def distribution_checks(original: pd.DataFrame, surrogate: pd.DataFrame, target:
             raise DataError(f"The {name} table lacks column(s) {short_list(missing)}.")
     labels_o = original[target].astype(object)
     labels_s = surrogate[target].astype(object)
-    labels = list(dict.fromkeys([_native(v) for v in pd.unique(labels_o.dropna())] +
-                                [_native(v) for v in pd.unique(labels_s.dropna())]))
+    labels = list(dict.fromkeys([native(v) for v in pd.unique(labels_o.dropna())] +
+                                [native(v) for v in pd.unique(labels_s.dropna())]))
     rows_o = {lab: (labels_o == lab).to_numpy() for lab in labels}
     rows_s = {lab: (labels_s == lab).to_numpy() for lab in labels}
+    from ._expectations import same_multiset
+    from ._metrics import row_hashes
+
     out = []
     for col in columns:
         so, ss = original[col], surrogate[col]
+        ho, hs = row_hashes(original, [col]), row_hashes(surrogate, [col])
         numeric = _is_numeric(so) and _is_numeric(ss)
         kind = "quantiles" if numeric and so.nunique() > QUANTILE_MIN_DISTINCT else "counts"
         cats: list[Any] = []
@@ -172,7 +161,7 @@ def distribution_checks(original: pd.DataFrame, surrogate: pd.DataFrame, target:
         checks = []
         for lab in labels:
             a, b = so[rows_o[lab]], ss[rows_s[lab]]
-            same = _same_multiset(a, b, numeric)
+            same = same_multiset(ho[rows_o[lab]], hs[rows_s[lab]])
             if kind == "quantiles":
                 x, y = _quantiles(a), _quantiles(b)
                 diff = np.abs(x - y)
@@ -234,7 +223,7 @@ def _resolve(artefact: Any) -> tuple[Any, Any, str | None]:
     return result, artefact, ref
 
 
-def _load_metrics(metrics: Any, k: int) -> dict[str, Any] | None:
+def load_metrics(metrics: Any, k: int) -> dict[str, Any] | None:
     if metrics is None:
         return None
     if isinstance(metrics, (str, os.PathLike)):
@@ -424,14 +413,8 @@ def _groups_html(result: Any) -> str:
     for c, i in zip(result.order, ids):
         first.setdefault(i, []).append(c)
     return '<p class="groups">' + "".join(
-        f'<span style="background:{_colour(i)}">{_e(_letter(i))}: {{'
+        f'<span style="background:{_colour(i)}">{_e(group_letter(i))}: {{'
         f'{_e(", ".join(cols))}}}</span>' for i, cols in first.items()) + "</p>"
-
-
-def _letter(i: int) -> str:
-    from ._plots import _letter as letter
-
-    return letter(i)
 
 
 def _release_html(metrics: Mapping[str, Any] | None, checks: list[ColumnCheck] | None,
@@ -650,32 +633,17 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
         if not _is_report_dir(dest):
             raise StoreError(f"Refusing to replace {dest!r}: it is not an astrid report "
                              "directory (no report.json of ours); choose another --out.")
+    from ._atomic import replace_dir, staged_dir
+
     parent = os.path.dirname(dest) or "."
     try:
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(dest)}.", suffix=".tmp")
+        tmp = staged_dir(parent, f".{os.path.basename(dest)}.", files)
     except OSError as exc:
         raise StoreError(f"Cannot write the report to {dest!r}: {exc.strerror or exc}.") \
             from None
-    old = None
     try:
-        for name, data in files.items():
-            with open(os.path.join(tmp, name), "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
         os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report is meant to be read
-        if os.path.lexists(dest):  # swap: old aside, new in, old removed
-            old = os.path.join(parent, f".{os.path.basename(dest)}.{uuid.uuid4().hex[:8]}.old")
-            os.rename(dest, old)
-            try:
-                os.rename(tmp, dest)
-            except OSError:
-                os.rename(old, dest)
-                old = None
-                raise
-        else:
-            os.rename(tmp, dest)
+        replace_dir(tmp, dest)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise StoreError(f"Cannot write the report to {dest!r}: {exc.strerror or exc}.") \
@@ -683,8 +651,6 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _publish(out_dir: str | os.PathLike, files: dict[str, bytes], overwrite: bool) -> str:
@@ -759,7 +725,7 @@ def write_report(artefact: Any, out_dir: str | os.PathLike, *,
         raise ParameterError(f"Invalid title: {title!r}. Must be a string.")
     if data_docs is not None and not isinstance(data_docs, str):
         raise ParameterError(f"Invalid data_docs: {data_docs!r}. Must be a link (string).")
-    metrics = _load_metrics(surrogate_metrics, result.k)
+    metrics = load_metrics(surrogate_metrics, result.k)
     checks = note = disclosure = None
     if original is not None:
         orig, surr = _table(original, "original"), _table(surrogate, "surrogate")
@@ -882,7 +848,7 @@ def _disclosure(original: pd.DataFrame, surrogate: pd.DataFrame, result: Any
 def _disclosure_html(d: Mapping[str, Any], figures: dict[str, str]) -> str:
     pol = d["policy"]
     rows = "".join(
-        f"<tr><th>{_e(_letter(i))}</th><td>{_e(', '.join(map(str, g['columns'])))}</td>"
+        f"<tr><th>{_e(group_letter(i))}</th><td>{_e(', '.join(map(str, g['columns'])))}</td>"
         f"<td class='num'>{g['k_min']}</td>"
         f"<td class='num {'fail' if g['share_below_k'] > pol['max_share_below_k'] else ''}'>"
         f"{_f(g['share_below_k'])}</td>"

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ._grouping import Grouping, letters
+from ._jsonable import native
 
 __all__ = ["AstridResult", "GroupingTestResult", "KRow"]
 
@@ -121,7 +122,7 @@ class AstridResult:
             "table": [r.to_dict() for r in self.table],
             "baseline_accuracy": self.baseline_accuracy, "p_og": _num(self.p_og),
             "n_fits": self.n_fits, "seconds": self.seconds, "order": list(self.order),
-            "target": self.target, "classes": [_jsonable(c) for c in self.classes],
+            "target": self.target, "classes": [native(c) for c in self.classes],
             "columns": list(self.columns), "classifier": self.classifier,
             "scoring": self.scoring, "alpha": self.alpha, "n_search": self.n_search,
             "n_test": self.n_test, "random_state": self.random_state, "split": self.split,
@@ -177,9 +178,3 @@ class AstridResult:
 
 def _fmt(v: float | None) -> str:
     return "" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.generic):
-        return v.item()
-    return v

@@ -23,16 +23,16 @@ import pandas as pd
 
 from ._attacks import (
     AttackRisk,
-    _inference,
-    _linkability,
-    _singling_out,
-    _Tables,
+    AttackTables,
+    inference_attack,
+    linkability_attack,
     linkability_split,
+    singling_out_attack,
 )
 from ._disclosure import GroupDisclosure, PairLinkage
 from ._errors import DataError, ParameterError
 from ._grouping import Grouping
-from ._validation import check_positive_int
+from ._validation import check_positive_int, fresh_seed
 
 __all__ = ["RiskReport", "measure_risk", "shadow_attacks"]
 
@@ -110,7 +110,7 @@ class RiskReport:
 def _seed(random_state: object) -> int:
     if random_state is None:
         # Drawn here and recorded in the report, so the figures can be replayed.
-        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+        return fresh_seed()
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) \
             or random_state < 0:
         raise ParameterError(f"Invalid random_state: {random_state!r}. Must be None or a "
@@ -189,7 +189,7 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
     else:
         train, attacked, ctl, info, mode = original, released, control, None, "given"
     columns = list(map(str, attacked.columns))
-    t = _Tables.encode(train, attacked[columns], ctl)
+    t = AttackTables.encode(train, attacked[columns], ctl)
     attrs = [c for c in columns if c != target]
 
     plan: list[tuple[str, dict[str, Any]]] = [
@@ -215,13 +215,13 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
                                         "inference": []}
     for (kind, args), s in zip(plan, s_attacks.spawn(len(plan))):
         if kind == "singling_out":
-            r = _singling_out(t, args["mode"], n_attacks, s)
+            r = singling_out_attack(t, args["mode"], n_attacks, s)
         elif kind == "linkability":
             s_split, s_attack = s.spawn(2)
             aux = linkability_split(attrs, grouping, how=args["how"], random_state=s_split)
-            r = _linkability(t, aux, n_attacks, s_attack, args["how"])
+            r = linkability_attack(t, aux, n_attacks, s_attack, args["how"])
         else:
-            r = _inference(t, args["secret"], args["aux"], n_attacks, s, args["variant"])
+            r = inference_attack(t, args["secret"], args["aux"], n_attacks, s, args["variant"])
         out[kind].append(r)
     if not out["linkability"]:
         out["linkability"].append(AttackRisk("linkability", 0.0, (0.0, 0.0), 0,

@@ -30,10 +30,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import numbers
 import time
+from typing import Any
 
 import numpy as np
 
+from ._adaptive import ADAPTIVE_KEYWORDS, AdaptiveConfig
 from ._classifiers import classifier_spec
 from ._clustering import best_cuts, free_cuts, sort_attributes, split_scores
 from ._cost import (
@@ -83,19 +86,13 @@ def astrid(
     backend: str | None = None,
     progress: bool | None = None,
     score_each_k: bool = True,
-    adaptive: bool = False,
-    adaptive_risk: float = 0.01,
-    adaptive_delta: float = 0.01,
-    adaptive_delta_sd: float | None = 1.0,
-    adaptive_batch: int = 10,
-    adaptive_race_risk: float = 0.2,
-    adaptive_race_batch: int = 5,
-    adaptive_verify: bool = False,
+    adaptive: bool | AdaptiveConfig = False,
     max_seconds: float | None = None,
     over_budget: str = "refuse",
     sample: int | str | None = None,
     screen: bool | str = "auto",
     _search_seed: int | None = None,
+    **adaptive_options: Any,
 ) -> AstridResult:
     """Find the highest-cardinality grouping not rejected at level ``alpha``.
 
@@ -128,34 +125,19 @@ def astrid(
     score_each_k : bool, default=True
         Also compute T̂ of every k's grouping on the search split (as the R package).
         Ignored in adaptive mode (not needed for the choice).
-    adaptive : bool, default=False
-        Racing in the search and sequential p-values (see the module docstring); R' and
-        R become budgets. The result reports ``n_fits``, ``n_fits_exact`` and the
-        stopping record in ``adaptive``.
-    adaptive_risk : float, default=0.01
-        Bound on the chance that a sequential p-value decides differently from the exact
-        test with R draws (and the error level of the racing bounds).
-    adaptive_delta : float, default=0.01
-        Indifference zone of the racing: candidates whose mean reward is surely within
-        ``adaptive_delta`` of the leader's are treated as ties.
-    adaptive_delta_sd : float or None, default=1.0
-        Scales the indifference zone to the noise: a pair's zone is
-        ``min(adaptive_delta, adaptive_delta_sd * s)``, ``s`` the Monte Carlo sd of a
-        single permuted fit's score for the two candidates (so near-perfect accuracies,
-        whose differences are tiny, are still ordered). None: ``adaptive_delta`` alone.
-    adaptive_batch : int, default=10
-        Permutations per look of the sequential p-values.
-    adaptive_race_risk : float, default=0.2
-        Error level of each look's racing bounds (Bonferroni over the candidates). A
-        racing error only changes which grouping is tested, never a p-value's validity.
-    adaptive_race_batch : int, default=5
-        Rounds (common permutation seeds) between the looks of the races.
-    adaptive_verify : bool, default=False
-        Audit the sequential p-values: afterwards, complete every tested k's draws to R
-        (the exact test's draws) and record the exact p-value and decision beside the
-        sequential one (``adaptive["p_values"][k]["exact_p"]``, ``"exact_rejected"``),
-        and whether the exact p-values on these groupings choose the same k
-        (``adaptive["verify"]``). Costs the extra fits, reported apart from ``n_fits``.
+    adaptive : bool or AdaptiveConfig, default=False
+        Racing in the search and sequential p-values (see the module docstring): far
+        fewer fits, the same decisions up to a reported risk; ``n_search`` and ``n_test``
+        become budgets. True uses the default :class:`AdaptiveConfig`; an
+        ``AdaptiveConfig`` sets its risks, zones, batches and ``verify``. The stopping
+        record is in ``result.adaptive``.
+    **adaptive_options
+        The settings as keywords, as before ``AdaptiveConfig`` (a contract: they keep
+        working): ``adaptive_risk``, ``adaptive_delta``, ``adaptive_delta_sd``,
+        ``adaptive_batch``, ``adaptive_race_risk``, ``adaptive_race_batch``,
+        ``adaptive_verify`` map to the fields ``risk``, ``delta``, ``delta_sd``,
+        ``batch``, ``race_risk``, ``race_batch``, ``verify`` (applied over ``adaptive``
+        when it is a config). Any other keyword is a ``TypeError``.
     max_seconds : float or None, default=None
         Budget of the search in seconds. Before the search a few fits are timed and the
         run is estimated (fits x seconds per fit / workers; adaptive mode: its expected
@@ -195,23 +177,10 @@ def astrid(
     scoring = check_scoring(scoring)
     n_jobs = check_n_jobs(n_jobs)
     root = check_seed_sequence(random_state)
-    adaptive_batch = check_positive_int(adaptive_batch, "adaptive_batch")
-    adaptive_race_batch = check_positive_int(adaptive_race_batch, "adaptive_race_batch")
-    if adaptive:
-        if not isinstance(adaptive_risk, float) or not 0.0 < adaptive_risk < 1.0:
-            _bad("adaptive_risk", adaptive_risk)
-        if not isinstance(adaptive_race_risk, float) or not 0.0 < adaptive_race_risk < 1.0:
-            _bad("adaptive_race_risk", adaptive_race_risk)
-        if not isinstance(adaptive_delta, (int, float)) or not 0.0 <= adaptive_delta < 1.0:
-            _bad("adaptive_delta", adaptive_delta)
-        if adaptive_delta_sd is not None and (
-                isinstance(adaptive_delta_sd, bool)
-                or not isinstance(adaptive_delta_sd, (int, float))
-                or not 0.0 <= adaptive_delta_sd < math.inf):
-            raise ParameterError(f"Invalid adaptive_delta_sd: {adaptive_delta_sd!r}. "
-                                 "Must be a finite number >= 0, or None.")
+    config = _adaptive_config(adaptive, adaptive_options)
+    adaptive = config is not None
     if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(
-            max_seconds, (int, float)) or not 0 < max_seconds < math.inf):
+            max_seconds, numbers.Real) or not 0 < max_seconds < math.inf):
         raise ParameterError(f"Invalid max_seconds: {max_seconds!r}. Must be a number > 0 "
                              "or None.")
     if over_budget not in ("refuse", "sample"):
@@ -339,14 +308,11 @@ def astrid(
     searched = time.perf_counter()
     with tracker, shared_fit_data(fit_data, n_jobs, backend) as fit_data:
         if adaptive:
-            result = _adaptive(
-                fit_data, attrs, run, start, common, n_fits_exact,
+            search = _AdaptiveSearch(
+                fit_data=fit_data, attrs=list(attrs), run=run,
                 seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search,
-                n_test=n_test, alpha=alpha, risk=adaptive_risk,
-                delta=float(adaptive_delta),
-                delta_sd=None if adaptive_delta_sd is None else float(adaptive_delta_sd),
-                batch=adaptive_batch, race_risk=adaptive_race_risk,
-                race_batch=adaptive_race_batch, verify=bool(adaptive_verify), first=first)
+                n_test=n_test, alpha=alpha, config=config)
+            result = _adaptive(search, start, common, n_fits_exact, first=first)
         else:
             result = _exact(fit_data, attrs, run, start, common, n_fits_exact,
                             seeds=(base_ss, sort_ss, halve_ss, k_ss, p_ss),
@@ -476,28 +442,72 @@ def _splits_record(t: np.ndarray) -> list[float | None]:
     return [None if np.isnan(v) else float(v) for v in t]
 
 
-def _bad(name: str, value: object):
-    raise ParameterError(f"Invalid {name}: {value!r}. Must be a number in (0, 1).")
+def _adaptive_config(adaptive: object, options: dict[str, Any]) -> AdaptiveConfig | None:
+    """The run's :class:`AdaptiveConfig`, or None when adaptive mode is off.
+
+    The ``adaptive_*`` keywords are mapped into the config (unknown keywords are a
+    ``TypeError``); with adaptive mode off only the batch sizes are checked, as before.
+    """
+    if isinstance(adaptive, AdaptiveConfig):
+        return AdaptiveConfig.from_keywords(adaptive, **options)
+    if isinstance(adaptive, (bool, np.bool_)) or (isinstance(adaptive, numbers.Integral)
+                                                  and adaptive in (0, 1)):
+        if adaptive:
+            return AdaptiveConfig.from_keywords(**options)
+        checked = {k: v for k, v in options.items()
+                   if k in ("adaptive_batch", "adaptive_race_batch")}
+        AdaptiveConfig.from_keywords(**checked)
+        unknown = sorted(set(options) - set(ADAPTIVE_KEYWORDS.values()))
+        if unknown:
+            raise TypeError(f"astrid() got unexpected keyword argument(s) {unknown}")
+        return None
+    raise ParameterError(f"Invalid adaptive: {adaptive!r}. Must be True, False or an "
+                         "AdaptiveConfig.")
 
 
-def _adaptive(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search,
-              n_test, alpha, risk, delta, delta_sd, batch, race_risk, race_batch,
-              verify=False, first=()) -> AstridResult:
-    """Alg. 1 with racing and sequential p-values (see the module docstring)."""
-    base_ss, sort_ss, halve_ss, p_ss = seeds
-    m = len(attrs)
-    fits = {"baseline": 1, "sorting": 0, "splits": 0, "p_values": 0}
-    record: dict = {"risk": risk, "race_risk": race_risk, "delta": delta,
-                    "delta_sd": delta_sd, "batch": batch,
-                    "race_batch": race_batch,
-                    "sorting": []}
+@dataclasses.dataclass
+class _AdaptiveSearch:
+    """One adaptive run: its inputs, settings, fit counters and stopping record."""
 
-    def scores_of(kind: str, parts, round_seeds, first: int, count: int) -> np.ndarray:
+    fit_data: Any
+    attrs: list[str]
+    run: dict
+    seeds: tuple
+    n_search: int
+    n_test: int
+    alpha: float
+    config: AdaptiveConfig
+    fits: dict = dataclasses.field(default_factory=lambda: {
+        "baseline": 1, "sorting": 0, "splits": 0, "p_values": 0})
+    record: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        c = self.config
+        self.record.update(risk=c.risk, race_risk=c.race_risk, delta=c.delta,
+                           delta_sd=c.delta_sd, batch=c.batch, race_batch=c.race_batch,
+                           sorting=[])
+
+    def scores_of(self, kind: str, parts, round_seeds, first: int, count: int) -> np.ndarray:
+        """Fits of ``parts`` on rounds ``first..first+count``, counted under ``kind``."""
         # Common random numbers: round r uses round_seeds[r] for every candidate.
         tasks = [Task("search", p, round_seeds[first + r]) for p in parts
                  for r in range(count)]
-        fits[kind] += len(tasks)
-        return run_tasks(fit_data, tasks, desc=kind, **run).reshape(len(parts), count)
+        self.fits[kind] += len(tasks)
+        return run_tasks(self.fit_data, tasks, desc=kind, **self.run).reshape(
+            len(parts), count)
+
+
+def _adaptive(search: _AdaptiveSearch, start: float, common: dict, n_fits_exact: int, *,
+              first=()) -> AstridResult:
+    """Alg. 1 with racing and sequential p-values (see the module docstring)."""
+    fit_data, attrs, run = search.fit_data, search.attrs, search.run
+    base_ss, sort_ss, halve_ss, p_ss = search.seeds
+    n_search, n_test, alpha = search.n_search, search.n_test, search.alpha
+    c = search.config
+    risk, delta, delta_sd, batch = c.risk, c.delta, c.delta_sd, c.batch
+    race_risk, race_batch, verify = c.race_risk, c.race_batch, c.verify
+    m = len(attrs)
+    fits, record, scores_of = search.fits, search.record, search.scores_of
 
     # 1. Sorting, one race per step.
     step_seeds = iter(sort_ss.spawn(m))

@@ -57,7 +57,7 @@ import numpy as np
 
 from ._errors import DataError, ParameterError, StoreError
 from ._grouping import Grouping
-from ._surrogate import _warn_if_one_group, release_recipe, resolve_grouping
+from ._surrogate import release_recipe, resolve_grouping, warn_if_one_group
 from ._validation import check_seed_sequence
 
 __all__ = [
@@ -186,7 +186,7 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
     recipe = release_recipe(artefact, remedies)
     columns = _check_spark_table(df, grouping, target, artefact)
-    _warn_if_one_group(grouping)
+    warn_if_one_group(grouping)
     if recipe is not None:
         df = _spark_remedied(df, recipe, target)
     spark = df.sparkSession

@@ -269,7 +269,7 @@ def _first_line(exc: BaseException) -> str:
     return " ".join(text.splitlines()[0].split()) if text else type(exc).__name__
 
 
-def _qualified(src: SqlSource) -> Any:
+def qualified_name(src: SqlSource) -> Any:
     from psycopg import sql
 
     parts = (src.schema, src.name) if src.schema else (src.name,)
@@ -387,7 +387,7 @@ def _select(cur: Any, src: SqlSource) -> tuple[Any, list[SqlColumn]]:
         select = sql.SQL(src.query)
         cur.execute(sql.SQL("SELECT * FROM ({}) AS astrid_q LIMIT 0").format(select))
         return select, _describe(cur, src.shown)
-    target = _qualified(src)
+    target = qualified_name(src)
     name = target.as_string(cur)
     cur.execute("SELECT to_regclass(%s)", (name,))
     if cur.fetchone()[0] is None:
@@ -609,7 +609,7 @@ def _definitions(cur: Any, schema: Any, like: SqlSource | None) -> list[SqlColum
                         f"(bad {bad!r}, duplicated {dup!r}).")
     if like is not None:
         try:
-            cur.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(_qualified(like)))
+            cur.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(qualified_name(like)))
         except Exception as exc:
             raise DataError(f"Cannot read the column types of {like.table!r}: "
                             f"{_first_line(exc)}") from None
@@ -768,10 +768,10 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
             cur = conn.cursor()
             columns = _definitions(cur, schema, like_src)
             cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                        (_qualified(src).as_string(cur),))
+                        (qualified_name(src).as_string(cur),))
             cur.execute("SELECT c.oid, c.relkind, n.nspname FROM pg_class c JOIN pg_namespace n"
                         " ON n.oid = c.relnamespace WHERE c.oid = to_regclass(%s)",
-                        (_qualified(src).as_string(cur),))
+                        (qualified_name(src).as_string(cur),))
             found = cur.fetchone()
             if guard is not None:
                 current = None

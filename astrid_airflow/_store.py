@@ -24,14 +24,13 @@ import hashlib
 import os
 import re
 import shutil
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ._artefact import GroupingArtefact
-from ._atomic import fs_write_bytes
+from ._atomic import fs_write_bytes, fsync_dir, staged_dir
 from ._errors import ArtefactError, AstridError, ParameterError, StoreError
 
 __all__ = [
@@ -43,6 +42,7 @@ __all__ = [
     "check_outside_store",
     "load_artefact",
     "parse_artefact_ref",
+    "split_artefact_ref",
 ]
 
 ARTEFACT_FILE = "artefact.json"
@@ -408,21 +408,12 @@ class ArtefactStore:
         base = os.path.join(self._root, name)
         self.refuse_links(name)
         try:
-            os.makedirs(base, exist_ok=True)
-            tmp = tempfile.mkdtemp(dir=base, prefix=".saving-", suffix=".tmp")
+            # artefact.json last, so that even the temporary directory is complete
+            # whenever it holds one; versions are immutable (read-only files).
+            tmp = staged_dir(base, ".saving-", files, file_mode=0o444, last=ARTEFACT_FILE)
         except OSError as exc:
             raise _write_error(exc, self.root) from None
         try:
-            # artefact.json last, so that even the temporary directory is complete
-            # whenever it holds one.
-            for fname in sorted(files, key=lambda f: f == ARTEFACT_FILE):
-                path = os.path.join(tmp, fname)
-                with open(path, "wb") as fh:
-                    fh.write(files[fname])
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.chmod(path, 0o444)  # versions are immutable
-            _fsync_dir(tmp)
             for _ in range(_MAX_ATTEMPTS):
                 number = max(self._numbers(name, complete=False), default=0) + 1
                 dest = os.path.join(base, _version_id(number))
@@ -434,7 +425,7 @@ class ArtefactStore:
                     if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
                         continue  # another saver took this number: take the next one
                     raise
-                _fsync_dir(base)
+                fsync_dir(base)
                 return _version_id(number)
             raise StoreError(f"Could not claim a version number for {name!r} in "
                              f"{self.root!r} after {_MAX_ATTEMPTS} attempts.")
@@ -484,15 +475,6 @@ class ArtefactStore:
 
 
 # --------------------------------------------------------------------------- helpers
-
-def _fsync_dir(path: str) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
 
 def _read_error(exc: OSError, shown: str) -> StoreError:
     if isinstance(exc, PermissionError):
@@ -611,6 +593,21 @@ def _remote_store_directory_kind(fs: Any, directory: str) -> str | None:
     return None
 
 
+def split_artefact_ref(ref: str) -> tuple[str, str | None]:
+    """``"TEXT@VERSION"`` -> ``(TEXT, VERSION)``; ``(ref, None)`` without a version suffix.
+
+    The one parser of the ``@VERSION`` suffix (``v0003``, ``3`` or ``latest``) of an
+    artefact reference, for :func:`parse_artefact_ref` and the operators' ``NAME@VERSION``.
+
+    >>> split_artefact_ref("store/syn@v0002"), split_artefact_ref("store/syn")
+    (('store/syn', 'v0002'), ('store/syn', None))
+    """
+    head, at, tail = ref.rpartition("@")
+    if at and "/" not in tail and _VERSION_REF.fullmatch(tail.strip()):
+        return head, tail.strip()
+    return ref, None
+
+
 def parse_artefact_ref(ref: str | os.PathLike, *, fs: Any = None) -> ArtefactLocation:
     """Resolve an artefact reference to its location (without reading the artefact).
 
@@ -632,10 +629,7 @@ def parse_artefact_ref(ref: str | os.PathLike, *, fs: Any = None) -> ArtefactLoc
     if not text or not text.strip():
         raise ParameterError(f"Invalid artefact reference {ref!r}: expected a path to an "
                              "artefact.json, a version directory or ROOT/NAME[@VERSION].")
-    version: str | None = None
-    head, at, tail = text.rpartition("@")
-    if at and "/" not in tail and _VERSION_REF.fullmatch(tail.strip()):
-        text, version = head, tail.strip()
+    text, version = split_artefact_ref(text)
     try:
         fs, inner = url_to_fs(text, fs)
     except (ImportError, ValueError) as exc:

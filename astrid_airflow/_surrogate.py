@@ -16,7 +16,7 @@ column, computes the per-group index arrays (int32 when they fit; groups on one 
 per core) while reading the table once in Arrow, and writes the output in row chunks,
 each gathered with Arrow ``take`` on both cores while the previous chunk is written; the
 peak memory is the Arrow table plus the index arrays plus two output chunks. Output
-bytes never depend on the thread count (:data:`THREADS`).
+bytes never depend on the thread count (:data:`~astrid_airflow._permutation.THREADS`).
 """
 
 from __future__ import annotations
@@ -33,15 +33,24 @@ import numpy as np
 import pandas as pd
 
 from ._errors import DataError, ParameterError
-from ._grouping import Grouping
-from ._permutation import class_blocks, within_class_permutation
-from ._validation import check_positive_int, check_seed_sequence
+from ._grouping import Grouping, as_grouping
+from ._permutation import (
+    group_permutations,
+    n_threads,
+    pandas_class_codes,
+    run_threaded,
+    seed_of_copies,
+    shuffle_frame,
+    small_codes,
+)
+from ._validation import check_positive_int
 
 __all__ = [
     "make_surrogate",
     "shuffle_file",
     "surrogate_paths",
     "resolve_grouping",
+    "is_arrow_table",
     "ProtectsNothingWarning",
     "TableFile",
 ]
@@ -74,22 +83,11 @@ def resolve_grouping(artefact_or_grouping: Any, target: str | None) -> tuple[Gro
         if target is not None and target != obj.target:
             raise ParameterError(f"Invalid target: {target!r}. The artefact's class column "
                                  f"is {obj.target!r}.")
-        return _as_grouping(obj.grouping), str(obj.target), obj
+        return as_grouping(obj.grouping), str(obj.target), obj
     if target is None or not isinstance(target, str):
         raise ParameterError(f"Invalid target: {target!r}. A grouping needs the name of "
                              "the class column (target=...).")
-    return _as_grouping(obj), target, None
-
-
-def _as_grouping(grouping: Any) -> Grouping:
-    if isinstance(grouping, Grouping):
-        return grouping
-    if isinstance(grouping, str):
-        return Grouping.parse(grouping)
-    if isinstance(grouping, Sequence):
-        return Grouping(grouping)
-    raise ParameterError(f"Invalid grouping: {grouping!r}. Expected a GroupingArtefact, a "
-                         "Grouping, 'a,b;c' text or a list of lists of column names.")
+    return as_grouping(obj), target, None
 
 
 def release_recipe(artefact: Any, remedies: object = True) -> Any:
@@ -113,7 +111,7 @@ def release_recipe(artefact: Any, remedies: object = True) -> Any:
     return getattr(artefact, "recipe", None)
 
 
-def _remedied(table: Any, recipe: Any, target: str) -> Any:
+def remedied(table: Any, recipe: Any, target: str) -> Any:
     if recipe is None:
         return table
     from ._remedies import apply_recipe
@@ -121,7 +119,7 @@ def _remedied(table: Any, recipe: Any, target: str) -> Any:
     return apply_recipe(table, recipe, target=target)
 
 
-def _warn_if_one_group(grouping: Grouping) -> None:
+def warn_if_one_group(grouping: Grouping) -> None:
     if grouping.k == 1:
         warnings.warn("The grouping has a single group: every surrogate row is an original "
                       "row (intact-row proportion 1); the surrogate protects nothing.",
@@ -129,24 +127,6 @@ def _warn_if_one_group(grouping: Grouping) -> None:
 
 
 # --------------------------------------------------------------------------- class codes
-
-def _small_codes(codes: np.ndarray, n_classes: int) -> np.ndarray:
-    # A narrow dtype keeps goldeneye_indices' stable argsort cheap on big tables.
-    for dtype in (np.int8, np.int16, np.int32):
-        if n_classes <= np.iinfo(dtype).max:
-            return codes.astype(dtype, copy=False)
-    return codes.astype(np.int64, copy=False)
-
-
-def pandas_class_codes(labels: pd.Series, target: str) -> np.ndarray:
-    """Class codes numbered in order of first appearance (nulls rejected)."""
-    n_missing = int(labels.isna().sum())
-    if n_missing:
-        raise DataError(f"Target column {target!r} has {n_missing} missing value(s); "
-                        "every row needs a class to be shuffled within.")
-    codes, uniques = pd.factorize(labels, sort=False)
-    return _small_codes(codes, len(uniques))
-
 
 def arrow_class_codes(column: Any, target: str) -> np.ndarray:
     """Class codes of an Arrow column, numbered as :func:`pandas_class_codes` does."""
@@ -170,64 +150,10 @@ def arrow_class_codes(column: Any, target: str) -> np.ndarray:
     codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False)
                             for c in encoded.chunks]) if encoded.num_chunks > 1 else \
         encoded.chunk(0).indices.to_numpy(zero_copy_only=False)
-    return _small_codes(codes, n_classes)
+    return small_codes(codes, n_classes)
 
 
 # ------------------------------------------------------------------------- permutations
-
-def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence) -> np.ndarray:
-    """Source rows of one surrogate: ``(k, n)``, row ``g`` for group ``g``.
-
-    One independent within-class permutation per group, each equal to
-    :func:`~astrid_airflow.goldeneye_indices` with its own spawned stream; int32 when
-    the row count allows (halves the memory of a 10M-row table's index arrays). The
-    groups are permuted on :data:`THREADS` threads (each with its own generator, so the
-    result does not depend on the thread count).
-    """
-    n = codes.shape[0]
-    dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
-    out = np.empty((k, n), dtype=dtype)
-    if n == 0:
-        return out
-    order, bounds = class_blocks(codes)
-    order = order.astype(dtype, copy=False)
-
-    def one(g_child: tuple[int, np.random.SeedSequence]) -> None:
-        g, child = g_child
-        within_class_permutation(order, bounds, np.random.default_rng(child), out[g])
-
-    _run_threaded(one, list(enumerate(seed.spawn(k))))
-    return out
-
-
-#: Threads for the file shuffle's permutations, gathers and write (None: Arrow's CPU
-#: count). Output never depends on it: each group has its own generator and every
-#: chunk is written in order.
-THREADS: int | None = None
-
-
-def _n_threads() -> int:
-    if THREADS is not None:
-        return max(1, int(THREADS))
-    import pyarrow as pa
-
-    return max(1, pa.cpu_count())
-
-
-def _run_threaded(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-    """``[fn(x) for x in items]`` on :func:`_n_threads` threads (numpy/Arrow free the GIL)."""
-    workers = min(_n_threads(), len(items))
-    if workers <= 1:
-        return [fn(x) for x in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(fn, items))
-
-
-def _copy_seeds(random_state: object, n_copies: int) -> list[np.random.SeedSequence]:
-    return check_seed_sequence(random_state).spawn(n_copies)
-
 
 # ------------------------------------------------------------------------------ tables
 
@@ -246,24 +172,6 @@ def _check_columns(columns: Sequence[str], grouping: Grouping, target: str) -> l
     return attrs
 
 
-def _shuffle_pandas(table: pd.DataFrame, grouping: Grouping, perms: np.ndarray,
-                    target: str) -> pd.DataFrame:
-    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
-    columns = {}
-    for c in table.columns:
-        series = table[c]
-        if c == target:
-            columns[c] = series
-            continue
-        rows = perms[group_of[c]]
-        values = series.array.take(rows) if not isinstance(series.dtype, np.dtype) else \
-            series.to_numpy(copy=False)[rows]
-        columns[c] = pd.Series(values, index=table.index, name=c, dtype=series.dtype)
-    out = pd.DataFrame(columns, index=table.index)
-    out.attrs = dict(table.attrs)
-    return out
-
-
 def _shuffle_arrow(table: Any, grouping: Grouping, perms: np.ndarray, target: str) -> Any:
     import pyarrow as pa
 
@@ -275,7 +183,7 @@ def _shuffle_arrow(table: Any, grouping: Grouping, perms: np.ndarray, target: st
     return pa.Table.from_arrays(arrays, schema=table.schema)
 
 
-def _is_arrow_table(obj: object) -> bool:
+def is_arrow_table(obj: object) -> bool:
     try:
         import pyarrow as pa
     except ImportError:  # pragma: no cover - pyarrow is a dependency
@@ -331,7 +239,7 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     """
     grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
     n_copies = check_positive_int(n_copies, "n_copies")
-    is_arrow = _is_arrow_table(table)
+    is_arrow = is_arrow_table(table)
     if not is_arrow and not isinstance(table, pd.DataFrame):
         raise DataError(f"Cannot make a surrogate of {type(table).__name__}; pass a pandas "
                         "DataFrame or a pyarrow Table (or use shuffle_file for files).")
@@ -342,15 +250,15 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
         artefact.check_table(table)
     columns = table.column_names if is_arrow else list(table.columns)
     _check_columns(columns, grouping, target)
-    _warn_if_one_group(grouping)
-    table = _remedied(table, recipe, target)
+    warn_if_one_group(grouping)
+    table = remedied(table, recipe, target)
     codes = arrow_class_codes(table.column(target), target) if is_arrow else \
         pandas_class_codes(table[target], target)
     out = []
-    for seed in _copy_seeds(random_state, n_copies):
+    for seed in seed_of_copies(random_state, n_copies):
         perms = group_permutations(codes, grouping.k, seed)
         out.append(_shuffle_arrow(table, grouping, perms, target) if is_arrow else
-                   _shuffle_pandas(table, grouping, perms, target))
+                   shuffle_frame(table, grouping, perms, target))
     return out[0] if n_copies == 1 else out
 
 
@@ -416,16 +324,16 @@ def read_arrow_schema(path: str | os.PathLike) -> Any:
     return read_schema(path)
 
 
-def _writer(kind: str, path: str, schema: Any) -> Any:
+def arrow_writer(kind: str, path: str, schema: Any) -> Any:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
     if kind == "parquet":
         return pq.ParquetWriter(path, schema)
-    return pcsv.CSVWriter(path, _csv_schema(schema))
+    return pcsv.CSVWriter(path, csv_schema(schema))
 
 
-def _csv_schema(schema: Any) -> Any:
+def csv_schema(schema: Any) -> Any:
     import pyarrow as pa
 
     # The CSV writer has no dictionary type: categoricals are written as their values.
@@ -437,7 +345,7 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
                     kind: str, path: str) -> None:
     """Write ``table`` with its columns gathered by ``perms``, in chunks of CHUNK_ROWS rows.
 
-    A pipeline on :func:`_n_threads` threads: the columns of chunk i+1 are gathered in
+    A pipeline on :func:`n_threads` threads: the columns of chunk i+1 are gathered in
     parallel (Arrow ``take`` frees the GIL) while a writer thread encodes chunk i, so the
     single-threaded Parquet/CSV encoder overlaps the gathers; at most two output chunks
     are alive. Chunks are written in order: the bytes are those of a sequential write.
@@ -447,7 +355,7 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
     import pyarrow as pa
 
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
-    schema = table.schema if kind == "parquet" else _csv_schema(table.schema)
+    schema = table.schema if kind == "parquet" else csv_schema(table.schema)
     n = table.num_rows
     chunk = CHUNK_ROWS
 
@@ -463,19 +371,19 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
             out = out.cast(out.type.value_type)
         return out
 
-    if _n_threads() == 1:
-        with contextlib.closing(_writer(kind, path, table.schema)) as writer:
+    if n_threads() == 1:
+        with contextlib.closing(arrow_writer(kind, path, table.schema)) as writer:
             for start in range(0, max(n, 1), chunk):
                 writer.write_table(pa.Table.from_arrays(
                     [piece((c, start)) for c in table.column_names], schema=schema))
         return
-    with contextlib.closing(_writer(kind, path, table.schema)) as writer, \
+    with contextlib.closing(arrow_writer(kind, path, table.schema)) as writer, \
             ThreadPoolExecutor(1) as write_pool:
         pending = None
         try:
             for start in range(0, max(n, 1), chunk):
                 batch = pa.Table.from_arrays(
-                    _run_threaded(piece, [(c, start) for c in table.column_names]),
+                    run_threaded(piece, [(c, start) for c in table.column_names]),
                     schema=schema)
                 if pending is not None:
                     pending.result()  # chunk i-1 written: two chunks alive at most
@@ -571,16 +479,16 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     if art is not None:
         art.check_table(schema)
     _check_columns(schema.names, grouping, target)
-    _warn_if_one_group(grouping)
+    warn_if_one_group(grouping)
     with contextlib.ExitStack() as stack:
         tmps = [stack.enter_context(atomic_path(p, overwrite=overwrite)) for p in outs]
         labels = (table if table is not None else read_arrow(src, [target])).column(target)
         codes = arrow_class_codes(labels, target)
         del labels
-        seeds = _copy_seeds(random_state, n_copies)
+        seeds = seed_of_copies(random_state, n_copies)
         # The first copy's permutations are drawn while Arrow reads the table.
         table, perms = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
-        table = _remedied(table, recipe, target)
+        table = remedied(table, recipe, target)
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
             if i:
                 perms = group_permutations(codes, grouping.k, seed)

@@ -21,8 +21,7 @@ import numpy as np
 from ._classifiers import classifier_spec
 from ._errors import ParameterError
 from ._fits import Task, prepare_fit_data, run_tasks
-from ._grouping import Grouping
-from ._permutation import _as_grouping
+from ._grouping import Grouping, as_grouping
 from ._result import GroupingTestResult
 from ._scoring import check_scoring
 from ._sequential import plan, run_sequential
@@ -121,7 +120,7 @@ def test_grouping(
         raise ParameterError(f"Invalid test_size: {test_size!r}. Must be in (0, 1).")
     root = check_seed_sequence(random_state)
     prep = prepare(data, target, min_rows_per_class=2)
-    grouping = _as_grouping(grouping).check_partition_of(prep.attributes)
+    grouping = as_grouping(grouping).check_partition_of(prep.attributes)
     split_ss, base_ss, null_ss = root.spawn(3)
     train, test = stratified_split(prep.codes, 1.0 - float(test_size), split_ss)
     X = prep.table[prep.attributes]
@@ -160,4 +159,8 @@ def test_grouping(
                 "adaptive": record})
 
 
-test_grouping.__test__ = False  # keep pytest from collecting the imported function
+# keep pytest from collecting the imported function. ``test_grouping`` (and the module
+# name ``_test``, which forces the CLI module to be ``cli/_testcmd.py``) are public
+# contract and stay; the layout move puts this module at ``engine/grouping_test.py``
+# (issue 20), and only the public name keeps needing this flag.
+test_grouping.__test__ = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -10,10 +11,28 @@ from ._errors import ParameterError
 
 __all__ = [
     "check_alpha",
+    "check_fraction",
     "check_n_jobs",
+    "check_nonnegative",
     "check_positive_int",
     "check_seed_sequence",
+    "dataclass_from_dict",
+    "fresh_seed",
+    "SEED_BITS",
 ]
+
+#: Width of every seed the library draws or reports: 63 bits, so a seed survives every
+#: JSON/XCom/SQLite round trip as an integer (docs/engine.md, "Seeds").
+SEED_BITS = 63
+
+
+def fresh_seed() -> int:
+    """A new seed from OS entropy, ``0 <= seed < 2**63``, to be recorded and replayed.
+
+    The one place a seed is drawn when the caller gave none (CLI ``--seed``, the gate's
+    and the risk report's ``random_state=None``).
+    """
+    return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> (64 - SEED_BITS))
 
 
 def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
@@ -29,11 +48,33 @@ def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_fraction(value: object, name: str, *, zero: bool = False) -> float:
+    """Return ``value`` as a float in (0, 1) (``[0, 1)`` with ``zero=True``).
+
+    Any real number is accepted (``numpy.float32(0.05)`` like ``0.05``); bools are not.
+
+    >>> check_fraction(1.5, "alpha")
+    Traceback (most recent call last):
+    ...
+    astrid_airflow._errors.ParameterError: Invalid alpha: 1.5. Must be a number in (0, 1).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not (0.0 <= value < 1.0 if zero else 0.0 < value < 1.0):
+        raise ParameterError(f"Invalid {name}: {value!r}. Must be a number in (0, 1).")
+    return float(value)
+
+
+def check_nonnegative(value: object, name: str) -> float:
+    """Return ``value`` as a finite float >= 0 (any real number; not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not 0.0 <= value < math.inf:
+        raise ParameterError(f"Invalid {name}: {value!r}. Must be a finite number >= 0.")
+    return float(value)
+
+
 def check_alpha(alpha: object) -> float:
     """Return ``alpha`` as a float in the open interval (0, 1)."""
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
-        raise ParameterError(f"Invalid alpha: {alpha!r}. Must be a number in (0, 1).")
-    return float(alpha)
+    return check_fraction(alpha, "alpha")
 
 
 def check_n_jobs(n_jobs: object) -> int:
@@ -52,14 +93,14 @@ def check_seed_sequence(random_state: object) -> np.random.SeedSequence:
     """Turn a ``random_state`` into the root ``SeedSequence`` of a run.
 
     Accepts ``None`` (fresh entropy), a non-negative int, a ``SeedSequence`` or a
-    ``numpy.random.Generator`` (one 128-bit seed is drawn from it).
+    ``numpy.random.Generator`` (one 63-bit seed is drawn from it).
     """
     if random_state is None:
         return np.random.SeedSequence()
     if isinstance(random_state, np.random.SeedSequence):
         return random_state
     if isinstance(random_state, np.random.Generator):
-        return np.random.SeedSequence(int(random_state.integers(0, 2**63 - 1)))
+        return np.random.SeedSequence(int(random_state.integers(0, 2**SEED_BITS - 1)))
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
             raise ParameterError(f"Invalid random_state: {random_state}. Must be >= 0.")
@@ -68,3 +109,20 @@ def check_seed_sequence(random_state: object) -> np.random.SeedSequence:
         f"Invalid random_state: {random_state!r}. Must be None, a non-negative int, "
         "a numpy SeedSequence or a numpy Generator."
     )
+
+
+def dataclass_from_dict(cls: type, data: object, what: str) -> object:
+    """``cls(**data)`` for a settings dataclass; a non-mapping or unknown keys are a
+    ``ParameterError`` naming ``what`` (e.g. ``"gate policy"``)."""
+    from collections.abc import Mapping
+    from dataclasses import fields
+
+    if not isinstance(data, Mapping):
+        raise ParameterError(f"Invalid {what}: expected an object, got "
+                             f"{type(data).__name__}.")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(str(k) for k in data if k not in known)
+    if unknown:
+        raise ParameterError(f"Invalid {what}: unknown key(s) {unknown}; known: "
+                             f"{sorted(known)}.")
+    return cls(**dict(data))

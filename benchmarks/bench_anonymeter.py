@@ -109,7 +109,7 @@ def learned_grouping(name: str, part_csv: Path, target: str) -> list[list[str]]:
 
 def attack_plan(attrs: list[str], target: str, grouping, released) -> list[dict]:
     """The attacks run by both implementations, with the same attacker knowledge."""
-    from astrid_airflow._attacks import linkability_split
+    from astrid_airflow import linkability_split
 
     largest = max(grouping.groups, key=len)
     member = largest[0]
@@ -133,7 +133,7 @@ def attack_plan(attrs: list[str], target: str, grouping, released) -> list[dict]
 
 
 def ours(kind: str, a: dict, ori, syn, ctl, seed: int):
-    from astrid_airflow._attacks import inference_risk, linkability_risk, singling_out_risk
+    from astrid_airflow import inference_risk, linkability_risk, singling_out_risk
 
     if kind == "linkability":
         return linkability_risk(ori, syn, ctl, aux_columns=tuple(a["aux"]),
@@ -157,9 +157,7 @@ def main() -> int:
     import uci  # benchmarks/uci.py: the ARFF files cleaned as the other benchmarks do
 
     from astrid_airflow import Grouping, make_surrogate, read_table
-    from astrid_airflow._encoding import is_numeric_column
-    from astrid_airflow._permutation import class_codes
-    from astrid_airflow._split import stratified_split
+    from astrid_airflow.engine import class_codes, is_numeric_column, stratified_split
 
     started = time.perf_counter()
     py = anonymeter_python()
@@ -234,8 +232,7 @@ def main() -> int:
                     "load": list(os.getloadavg()),
                     "shared": "2 cores shared with other sessions; run with nice -n 10"},
     }
-    from astrid_airflow._atomic import atomic_write_text
-    from astrid_airflow._jsonable import plain
+    from astrid_airflow.io import atomic_write_text, plain
 
     RESULTS.mkdir(exist_ok=True)
     atomic_write_text(RESULTS / "anonymeter_crosscheck.json",

@@ -412,9 +412,7 @@ def per_fit(out: Path, repeats: int = 10) -> None:
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from astrid_airflow._fits import prepare_fit_data
-    from astrid_airflow._forest import onedal_available
-    from astrid_airflow._split import prepare, stratified_split
+    from astrid_airflow.engine import onedal_available, prepare, prepare_fit_data, stratified_split
 
     cases = [("svm", None), ("rf", {"backend": "sklearn"}), ("rf", {"backend": "lean"})]
     if onedal_available():

@@ -28,8 +28,13 @@ sys.path.insert(0, str(HERE))
 
 from uci import DATASETS, load  # noqa: E402
 
-from astrid_airflow._fits import Task, _run_one, prepare_fit_data  # noqa: E402
-from astrid_airflow._split import prepare, stratified_split  # noqa: E402
+from astrid_airflow.engine import (  # noqa: E402
+    Task,
+    prepare,
+    prepare_fit_data,
+    run_one,
+    stratified_split,
+)
 
 RESULTS = HERE / "results"
 
@@ -51,7 +56,7 @@ def measure(name: str, presets: list[str], seeds: int) -> list[dict]:
                                     scoring="accuracy", n_classes=len(prep.classes))
             with threadpool_limits(limits=1):
                 t0 = time.perf_counter()
-                acc.append(_run_one(data, Task("valid", None, fit_ss)))
+                acc.append(run_one(data, Task("valid", None, fit_ss)))
                 ms.append(1e3 * (time.perf_counter() - t0))
         rows.append({"dataset": name, "rows": len(prep.codes), "m": len(prep.attributes),
                      "classes": len(prep.classes), "preset": preset,

@@ -212,8 +212,14 @@ def sdv_row(name: str, part, ctl, target: str, tmp: Path) -> dict:
 
 
 def run_table(name: str, tmp: Path, sdv: bool = True) -> dict:
-    from astrid_airflow import GatePolicy, Grouping, apply_recipe, choose_release, make_surrogate
-    from astrid_airflow._surrogate import ProtectsNothingWarning
+    from astrid_airflow import (
+        GatePolicy,
+        Grouping,
+        ProtectsNothingWarning,
+        apply_recipe,
+        choose_release,
+        make_surrogate,
+    )
 
     warnings.simplefilter("ignore", ProtectsNothingWarning)
     table, target, part, ctl = _split(name)

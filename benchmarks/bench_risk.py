@@ -5,7 +5,7 @@ Generates the table of ``bench_shuffle.py`` (``--rows`` rows, default 10 million
 float64, 4 int64 with 10^6 levels, 3 dictionary-encoded categoricals, 3 strings with
 1000 levels, a 3-class label) as Parquet and shuffles it with the all-singletons grouping
 (20 groups, 190 pairs: the most pairs). A fresh subprocess then reads both files as
-``astrid risk`` does (:func:`astrid_airflow._io.read_table`) and times
+``astrid risk`` does (:func:`astrid_airflow.read_table`) and times
 :func:`astrid_airflow.measure_risk` (per-group disclosure, exact; pair linkage, on a key
 sample above ``PAIR_SAMPLE_ROWS`` rows; every attack on a shadow release of 40 000 rows):
 wall and CPU seconds, and the peak RSS above the process with both tables loaded,
@@ -55,9 +55,14 @@ def _reset_peak() -> bool:
 def phase_risk(src: str, out: str, n_jobs: int) -> dict:
     import resource
 
-    import astrid_airflow._disclosure as disclosure
-    from astrid_airflow import Grouping, measure_risk, worst_group, worst_pair
-    from astrid_airflow._io import read_table
+    from astrid_airflow import (
+        PAIR_SAMPLE_ROWS,
+        Grouping,
+        measure_risk,
+        read_table,
+        worst_group,
+        worst_pair,
+    )
 
     original = read_table(src)
     surrogate = read_table(out)
@@ -84,7 +89,7 @@ def phase_risk(src: str, out: str, n_jobs: int) -> dict:
             "max_excess_over_tolerance": max(p.excess / p.tolerance(0.03)
                                              for p in report.pairs),
             "sample_fraction": min(p.sample_fraction for p in report.pairs),
-            "pair_sample_rows": disclosure.PAIR_SAMPLE_ROWS,
+            "pair_sample_rows": PAIR_SAMPLE_ROWS,
             "attacks": {k: [r.risk for r in v] for k, v in (
                 ("singling_out", report.singling_out), ("linkability", report.linkability),
                 ("inference", report.inference))},

@@ -5,7 +5,7 @@
 
 Generates ``make_planted(rows, cols)`` (numeric pairs with a class-dependent
 correlation sign, a categorical pair, an irreducible triple, two single signals and
-numeric/categorical noise; ``astrid_airflow._synthetic``), writes it as Parquet, runs
+numeric/categorical noise; ``astrid_airflow.make_planted``), writes it as Parquet, runs
 ``astrid learn`` on it as a scheduled job would (a subprocess, stderr not a terminal)
 and records: the wall time, the log (the estimate line and the progress lines), the
 chosen grouping, and whether the planted groups were recovered — each planted group
@@ -73,7 +73,7 @@ def write_summary() -> None:
 
 
 def main() -> None:
-    from astrid_airflow._synthetic import make_planted
+    from astrid_airflow import make_planted
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=1_000_000)

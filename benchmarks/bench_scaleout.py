@@ -58,9 +58,7 @@ def _shuffle_bench_module():
 def bench_fits() -> dict:
     from distributed import LocalCluster
 
-    from astrid_airflow._dask import dask_parallel
-    from astrid_airflow._synthetic import make_synthetic
-    from astrid_airflow._test import test_grouping
+    from astrid_airflow import dask_parallel, make_synthetic, test_grouping
 
     def run(table, clf, r, n_jobs):
         t0 = time.perf_counter()
@@ -125,8 +123,7 @@ def phase_spark(src: str, out: str, metrics: str) -> dict:
     warnings.simplefilter("ignore")
     from pyspark.sql import SparkSession
 
-    from astrid_airflow import Grouping
-    from astrid_airflow._spark import spark_intact_row_proportion, spark_shuffle_parquet
+    from astrid_airflow import Grouping, spark_intact_row_proportion, spark_shuffle_parquet
 
     cols = _shuffle_bench_module().columns()
     t0 = time.perf_counter()

@@ -126,7 +126,7 @@ def phase_floor(src: str, out: str) -> dict:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from astrid_airflow._surrogate import CHUNK_ROWS
+    from astrid_airflow.engine import SHUFFLE_CHUNK_ROWS as CHUNK_ROWS
 
     threads = pa.cpu_count()
     names = columns()
@@ -164,8 +164,7 @@ def phase_floor(src: str, out: str) -> dict:
 
 
 def phase_metrics(src: str, out: str) -> dict:
-    from astrid_airflow import Grouping
-    from astrid_airflow._metrics import surrogate_metrics
+    from astrid_airflow import Grouping, surrogate_metrics
 
     t0 = time.perf_counter()
     m = surrogate_metrics(src, out, Grouping.singletons(columns()), target="class",
@@ -195,7 +194,7 @@ def run_phase(name: str, src: str, out: str) -> dict:
 def baseline_mib() -> float:
     # Resident memory of an interpreter that imported the library, pyarrow and pandas.
     here = str(Path(__file__).parent)
-    code = ("import astrid_airflow._surrogate, astrid_airflow._metrics, pyarrow.parquet;"
+    code = ("import astrid_airflow as a, pyarrow.parquet; a.make_surrogate; a.surrogate_metrics;"
             f"import sys; sys.path.insert(0, {here!r}); import bench_shuffle as b;"
             "print(b.peak_mib())")
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True,

@@ -42,7 +42,7 @@ with DAG(
         from airflow.sdk import ObjectStoragePath
         from airflow.sdk.exceptions import AirflowFailException
 
-        from astrid_airflow._jsonable import load_json
+        from astrid_airflow.io import load_json
 
         extras = [dict(e.extra or {}) for e in
                   (triggering_asset_events or {}).get(RELEASE, [])]

@@ -151,7 +151,7 @@ def _create_demo_table(source, csv_path: str) -> str:
     """``CREATE TABLE`` + ``COPY`` of a bundled CSV, in one transaction, if missing."""
     from psycopg import sql
 
-    from astrid_airflow._sql import connect
+    from astrid_airflow.io import connect
 
     with connect(source) as conn, conn.transaction():
         # serialise concurrent first runs; the check below then sees the winner's table

@@ -16,7 +16,6 @@ import numbers
 import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 from airflow.sdk import ObjectStoragePath
 from airflow.sdk.exceptions import AirflowFailException
 
-from astrid_airflow._errors import AstridError
+from astrid_airflow import AstridError
 
 __all__ = [
     "as_path",
@@ -153,7 +152,7 @@ def policy_overrides(policy: object) -> dict[str, Any]:
     if policy is None or policy == "":
         return {}
     if isinstance(policy, str):
-        from astrid_airflow._jsonable import load_json
+        from astrid_airflow.io import load_json
 
         try:
             policy = load_json(policy, "gate policy JSON")
@@ -244,44 +243,33 @@ def local_output(path: ObjectStoragePath) -> Iterator[str]:
 def atomic_copy(src: ObjectStoragePath, dst: ObjectStoragePath) -> None:
     """Copy ``src`` to ``dst`` so that a reader of ``dst`` sees the old or the new file.
 
-    Local destinations go through the library's ``atomic_path`` (temporary file in the
-    same directory, fsync, rename); remote ones are written to a temporary key beside
-    the target and moved onto it (object stores publish a key in one step).
+    The library's one atomic writer does it: a local destination through a temporary
+    file in its directory (fsync, rename), a remote one through a temporary key beside
+    the target, moved onto it.
     """
-    from astrid_airflow._atomic import atomic_path
+    from astrid_airflow.io import atomic_path, fs_put_file
 
     if is_local(dst):
         with atomic_path(dst.path, overwrite=True) as tmp:
             with src.open("rb") as fin, open(tmp, "wb") as fout:
                 shutil.copyfileobj(fin, fout, length=1 << 20)
         return
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp_key = dst.parent / f".{dst.name}.tmp-{uuid.uuid4().hex}"
-    try:
-        with src.open("rb") as fin, tmp_key.open("wb") as fout:
+    with tempfile.TemporaryDirectory(prefix="astrid_copy_") as scratch:
+        local = os.path.join(scratch, dst.name or "data")
+        with src.open("rb") as fin, open(local, "wb") as fout:
             shutil.copyfileobj(fin, fout, length=1 << 20)
-        tmp_key.replace(dst)
-    finally:
-        if tmp_key.exists():
-            tmp_key.unlink()
+        fs_put_file(dst.fs, local, dst.path, overwrite=True)
 
 
 def atomic_write_text(dst: ObjectStoragePath, text: str) -> None:
     """Write ``text`` to ``dst`` atomically (see :func:`atomic_copy`)."""
-    from astrid_airflow._atomic import atomic_path
+    from astrid_airflow.io import atomic_write_text as write_local
+    from astrid_airflow.io import fs_write_bytes
 
     if is_local(dst):
-        with atomic_path(dst.path, overwrite=True) as tmp:
-            Path(tmp).write_text(text, encoding="utf-8")
+        write_local(dst.path, text, overwrite=True)
         return
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp_key = dst.parent / f".{dst.name}.tmp-{uuid.uuid4().hex}"
-    try:
-        tmp_key.write_text(text, encoding="utf-8")
-        tmp_key.replace(dst)
-    finally:
-        if tmp_key.exists():
-            tmp_key.unlink()
+    fs_write_bytes(dst.fs, dst.path, text.encode("utf-8"), overwrite=True)
 
 
 def sha256_of(path: ObjectStoragePath) -> str:
@@ -294,20 +282,15 @@ def sha256_of(path: ObjectStoragePath) -> str:
 
 
 def json_small(obj: Any) -> Any:
-    """A JSON-safe copy for XCom: numpy scalars to Python, NaN/inf to ``None``."""
-    if isinstance(obj, Mapping):
-        return {str(k): json_small(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_small(v) for v in obj]
-    if hasattr(obj, "item") and type(obj).__module__ == "numpy":  # numpy scalar
-        obj = obj.item()
-    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
-        return obj
-    if isinstance(obj, numbers.Integral):
-        return int(obj)
-    if isinstance(obj, numbers.Real):
-        value = float(obj)
-        return value if math.isfinite(value) else None
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    return json.loads(json.dumps(obj, default=str))
+    """A JSON-safe copy for XCom: numpy scalars to Python, NaN/inf to ``None``.
+
+    The library's lenient converter (``astrid_airflow.io.plain``); what it leaves that
+    JSON cannot hold (paths, dates) becomes text.
+    """
+    from astrid_airflow.io import plain
+
+    return json.loads(json.dumps(plain(obj), default=_as_text, allow_nan=False))
+
+
+def _as_text(value: Any) -> str:
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)

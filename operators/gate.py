@@ -11,7 +11,6 @@ improve by waiting) with a message naming each failed expectation and its observ
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -38,7 +37,7 @@ from ._common import (
 )
 from ._lineage import RecordsLineage, metric_name, numeric
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links, resolve_link
-from .shuffle import artefact_dataset, metrics_path, split_ref
+from .shuffle import artefact_dataset, metrics_path, resolve_artefact
 from .sql import TableRef, as_table, local_table, sql_errors
 
 __all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
@@ -155,9 +154,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow._errors import ParameterError
-        from astrid_airflow._gate import validate_surrogate
-        from astrid_airflow._store import ArtefactStore
+        from astrid_airflow import gate_receipt, validate_surrogate
 
         original = as_table(self.original, "original")
         surrogate = as_path(self.surrogate, "surrogate")
@@ -168,13 +165,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         overrides = policy_overrides(self.policy)
         with translate_errors(f"Cannot gate {surrogate}"), \
                 sql_errors(f"Cannot read {original}"):
-            name, version = split_ref(self.artefact)
-            name = name or (str(self.name) if self.name else None)
-            if not name:
-                raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
-                                     "give NAME@VERSION, or 'latest' with name=.")
-            store = ArtefactStore(root, fs=fs)
-            version = store.resolve(name, version)
+            store, name, version = resolve_artefact(root, fs, self.artefact, self.name)
             artefact_path = store.location(name, version).path
             ref = f"{root.rstrip('/')}/{name}@{version}"
             if not surrogate.exists():
@@ -200,26 +191,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         report = result.to_dict()
         validation = out_dir / Path(report["validation_json"]).name
         docs = out_dir / Path(report["data_docs"]).name
-        receipt = {
-            "success": result.success,
-            "surrogate": str(surrogate),
-            "sha256": digest,
-            "original": str(original),
-            "artefact": f"{name}@{version}",
-            "artefact_path": artefact_path,
-            "store": root,
-            "validation": str(validation),
-            "data_docs": str(docs),
-            "failed": result.failed,
-            "expectations": [{k: e[k] for k in ("name", "category", "success",
-                                                 "observed_value", "threshold")}
-                             for e in report["expectations"]],
-            "policy": report["policy"],
-            "random_state": result.random_state,
-            "report": release_report,
-            "run_id": context.get("run_id"),
-            "gated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        }
+        receipt = gate_receipt(result, surrogate=surrogate, sha256=digest,
+                               original=original, artefact=f"{name}@{version}",
+                               artefact_path=artefact_path, store=root, out_dir=out_dir,
+                               report=release_report, run_id=context.get("run_id"))
         receipt_path = gate_receipt_path(surrogate, out_dir)
         atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
         # recorded before a failure is raised: the links of a failed gate work too
@@ -260,14 +235,13 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         Written whether the gate passes or fails, so a reviewer sees why; a report that
         cannot be written is logged and does not decide the release.
         """
-        from astrid_airflow._errors import AstridError
-        from astrid_airflow._fs import using
-        from astrid_airflow._report import write_report
+        from astrid_airflow import AstridError, write_report
+        from astrid_airflow.io import using
 
         target = out_dir / f"{surrogate.stem}.report"
         metrics_file = metrics_path(surrogate)
         # the shuffle operator's receipt nests the SurrogateMetrics under "metrics"
-        from astrid_airflow._jsonable import load_json
+        from astrid_airflow.io import load_json
 
         metrics = load_json(metrics_file.read_bytes(), str(metrics_file))["metrics"] \
             if metrics_file.exists() else None

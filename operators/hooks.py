@@ -32,14 +32,14 @@ class AstridPostgresHook(PostgresHook):
     hook_name = "ASTRID PostgreSQL"
 
     def _source(self, table: str | None = None, query: str | None = None) -> Any:
-        from astrid_airflow._sql import sql_source
+        from astrid_airflow.io import sql_source
 
         return sql_source(self.sqlalchemy_url, table=table, query=query)
 
     def read_to_parquet(self, path: str | os.PathLike, *, table: str | None = None,
                         query: str | None = None, chunk_rows: int | None = None) -> Any:
         """Stream ``table`` (``SCHEMA.NAME``) or ``query`` into a typed Parquet file."""
-        from astrid_airflow._sql import CHUNK_ROWS, sql_to_parquet
+        from astrid_airflow.io import CHUNK_ROWS, sql_to_parquet
 
         return sql_to_parquet(self._source(table, query), path,
                               chunk_rows=chunk_rows or CHUNK_ROWS)
@@ -49,7 +49,7 @@ class AstridPostgresHook(PostgresHook):
                 lock_timeout: float | None = None,
                 guard: Callable[[str | None], None] | None = None) -> dict[str, Any]:
         """Publish a gated file as ``table`` atomically (``_sql.publish_table``)."""
-        from astrid_airflow._sql import publish_table
+        from astrid_airflow.io import publish_table
 
         kwargs: dict[str, Any] = {"comment": comment, "guard": guard}
         if lock_timeout is not None:

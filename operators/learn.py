@@ -185,19 +185,21 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.poll_interval = poll_interval
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow._artefact import fingerprint_table
-        from astrid_airflow._errors import StoreError
-        from astrid_airflow._gate import GatePolicy, gate_extra_files
-        from astrid_airflow._io import check_table, drop_missing_and_constant, read_table
-        from astrid_airflow._search import astrid
-        from astrid_airflow._store import ArtefactStore
+        from astrid_airflow import (
+            ArtefactStore,
+            GatePolicy,
+            check_table,
+            drop_missing_and_constant,
+            fingerprint_table,
+            learn_or_reuse,
+            read_table,
+        )
 
         reference = as_table(self.reference, "reference")
         store_path = as_path(self.store, "store")
         root, fs = store_url(store_path), store_filesystem(store_path)
         name = str(self.name)
         target = str(self.target)
-        force = to_bool(self.force, "force")
         seed = resolve_seed(self.random_state, context)
         started = time.perf_counter()
         with translate_errors(f"Cannot learn {name!r} from {reference}"), \
@@ -209,25 +211,6 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 table = drop_missing_and_constant(table, target)
             check_table(table, target)
             store = ArtefactStore(root, fs=fs)
-            fingerprint = fingerprint_table(table)
-            try:
-                latest = store.latest(name)
-            except StoreError:  # no store or no version of this name yet
-                latest = None
-            if latest is not None and not force:
-                previous = store.load(name, latest)
-                if dict(previous.fingerprint) == fingerprint:
-                    self.log.info("Reference table unchanged (%s rows, sha256 %s…): keeping "
-                                  "%s@%s, not learning again.", fingerprint["rows"],
-                                  fingerprint["sha256"][:12], name, latest)
-                    payload = self._payload(store, name, latest, previous, learned=False,
-                                            seed=previous.random_state, started=started)
-                    push_links(self, context, artefact=payload["path"])
-                    self._lineage = {"inputs": [{"location": str(reference)}]}
-                    return payload
-                self.log.info("Reference table changed since %s@%s: learning again.",
-                              name, latest)
-            policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
             settings = dict(target=target, classifier=str(self.classifier),
                             n_search=to_int(self.n_search, "n_search", minimum=1),
                             n_test=to_int(self.n_test, "n_test", minimum=1),
@@ -236,22 +219,32 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                             max_seconds=_budget(self.max_seconds), sample=self.sample,
                             # progress lines (estimate, fits, time left) in the task log
                             progress=None)
-            if self.scheduler:
-                result = self._on_dask(table, fingerprint, settings)
-            else:
-                result = astrid(table, n_jobs=to_int(self.n_jobs, "n_jobs"), **settings)
-            # the per-k table the CLI prints: the reviewer's view of why this k
-            self.log.info("ASTRID result for %s:\n%s", name, result.format_table())
-            from astrid_airflow._choice import choose_release
-
-            artefact = choose_release(table, result, policy=policy,
-                                      remedies=to_bool(self.remedies, "remedies"),
-                                      random_state=seed, created_at=run_timestamp(context))
-            if artefact.release_refused:
-                self.log.warning("No release of %s within the gate policy: %s. The "
-                                 "shuffle will refuse to publish.", name,
-                                 artefact.release_refused)
-            version = store.save(name, artefact, extra_files=gate_extra_files(artefact, policy))
+            scheduler = str(self.scheduler) if self.scheduler else None
+            learned = learn_or_reuse(
+                table, store, name, settings, force=to_bool(self.force, "force"),
+                scheduler=scheduler, n_jobs=to_int(self.n_jobs, "n_jobs"),
+                policy=GatePolicy.from_dict(policy_overrides(self.gate_policy)),
+                created_at=run_timestamp(context),
+                remedies=to_bool(self.remedies, "remedies"), random_state=seed,
+                # the Dask search may defer (worker slot freed) and resume here
+                run=(lambda t, s: self._on_dask(t, fingerprint_table(t), s))
+                if scheduler else None)
+        version, artefact = learned.version, learned.artefact
+        if not learned.learned:
+            self.log.info("Reference table unchanged (%s rows, sha256 %s…): keeping %s@%s, "
+                          "not learning again.", artefact.fingerprint["rows"],
+                          artefact.fingerprint["sha256"][:12], name, version)
+            payload = self._payload(store, name, version, artefact, learned=False,
+                                    seed=artefact.random_state, started=started)
+            push_links(self, context, artefact=payload["path"])
+            self._lineage = {"inputs": [{"location": str(reference)}]}
+            return payload
+        # the per-k table the CLI prints: the reviewer's view of why this k
+        self.log.info("ASTRID result for %s:\n%s", name, learned.result.format_table())
+        if artefact.release_refused:
+            self.log.warning("No release of %s within the gate policy: %s. The "
+                             "shuffle will refuse to publish.", name,
+                             artefact.release_refused)
         self.log.info("Saved %s@%s: grouping %s (k=%d) in %.1f s.", name, version,
                       artefact.grouping, artefact.k, time.perf_counter() - started)
         payload = self._payload(store, name, version, artefact, learned=True, seed=seed,
@@ -267,7 +260,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
     def _on_dask(self, table: Any, fingerprint: Mapping[str, Any],
                  settings: dict[str, Any]) -> Any:
         """The search on the Dask cluster: waited for here, or deferred (slot freed)."""
-        from astrid_airflow._dask import astrid_on_dask, collect_astrid, submit_astrid
+        from astrid_airflow import astrid_on_dask, collect_astrid, submit_astrid
 
         scheduler = str(self.scheduler)
         resumed = getattr(self, "_resumed", None)

@@ -16,14 +16,14 @@ The operator releases only a file whose gate receipt (written by
 ``SurrogateGateOperator``) says it passed *and* whose bytes still hash to the value the
 gate judged: a failed, missing or stale receipt fails the task and publishes nothing.
 
-Releases only move forward (``astrid_airflow._release``, shared with any other
+Releases only move forward (``astrid_airflow.decide_release``, shared with any other
 publisher): a candidate whose run was due before the current release's is skipped
 unless ``force``, and the current release published again (same id, same SHA-256) is
 skipped too: no rewrite, no second Asset event. The manifest records ``run_after``.
 
 A database destination (``conn://CONN_ID/SCHEMA.TABLE``, see ``operators/sql.py``) is
 loaded into a staging table and swapped in within one transaction
-(``astrid_airflow._sql.publish_table``); the table's comment and
+(``astrid_airflow.publish_table``); the table's comment and
 ``<stem>.release.json`` beside the staged file record the release.
 """
 
@@ -54,7 +54,6 @@ from ._common import (
 from ._lineage import RecordsLineage
 from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
-from .shuffle import metrics_path
 from .sql import TableRef, as_table, publish_to_table, sql_errors
 
 __all__ = ["PublishSurrogateOperator", "release_id_from_run"]
@@ -65,7 +64,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 @contextlib.contextmanager
 def _refused() -> Iterator[None]:
     """A refused release (``ReleaseError``) fails the task without retries, as worded."""
-    from astrid_airflow._errors import ReleaseError
+    from astrid_airflow import ReleaseError
 
     try:
         yield
@@ -87,7 +86,7 @@ def _table_release(comment: str | None) -> dict[str, Any] | None:
 
 def _read_manifest(path: Any) -> dict[str, Any] | None:
     """The current release's manifest, None before the first release."""
-    from astrid_airflow._jsonable import load_json
+    from astrid_airflow.io import load_json
 
     if not path.exists():
         return None
@@ -149,7 +148,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     Every ``Asset`` in ``outlets`` gets the event of this release with ``extra``
     ``{"release_id", "published", "archived", "sha256", "artefact"}``.
 
-    Publication is monotonic and idempotent (``astrid_airflow._release``): a
+    Publication is monotonic and idempotent (``astrid_airflow.decide_release``): a
     release whose run was due before the current release's (clearing an old run), or
     the current release again (same ``release_id`` and SHA-256), is not published; the
     task is **skipped** with the reason in its log, so nothing is rewritten and no
@@ -182,7 +181,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             raise AirflowFailException(f"Refusing to publish {surrogate}: no gate receipt at "
                                        f"{path} (was the surrogate gated?).")
         try:
-            from astrid_airflow._jsonable import load_json
+            from astrid_airflow.io import load_json
 
             receipt = load_json(path.read_bytes(), f"gate receipt {path}")
         except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
@@ -191,7 +190,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         return path, receipt
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow._release import check_receipt, check_release_id
+        from astrid_airflow import check_receipt, check_release_id
 
         surrogate = as_path(self.surrogate, "surrogate")
         destination = as_table(self.destination, "destination")
@@ -219,7 +218,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     def _publish_file(self, context: Any, surrogate: Any, destination: Any,
                       receipt_path: Any, receipt: dict[str, Any], digest: str,
                       release_id: str) -> dict[str, Any]:
-        from astrid_airflow._release import decide_release, release_time
+        from astrid_airflow import decide_release, release_plan, release_time
 
         archive = destination.parent / "releases" / release_id
         archived = archive / destination.name
@@ -239,59 +238,26 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             self.log.warning("Not publishing: %s", decision.reason)
             raise AirflowSkipException(f"Not publishing: {decision.reason}")
         self.log.info("Publishing: %s", decision.reason)
-        report_dir = None
-        if receipt.get("report"):
-            report_dir = archive / as_path(receipt["report"], "report").parent.name
-        if decision.write_archive:
-            # 1. the immutable archive (receipt, validation JSON, Data Docs, metrics,
-            # report, then the file itself: its presence marks a complete archive)
-            atomic_copy(receipt_path, archive / receipt_path.name)
-            for key in ("validation", "data_docs"):
-                if receipt.get(key):
-                    src = as_path(receipt[key], key)
-                    if src.exists():
-                        atomic_copy(src, archive / src.name)
-            if metrics_path(surrogate).exists():
-                atomic_copy(metrics_path(surrogate),
-                            archive / metrics_path(surrogate).name)
-            if report_dir is not None:
-                # the release report directory, file by file (its index.html last)
-                source = as_path(receipt["report"], "report").parent
-                files = sorted((p for p in source.iterdir() if p.is_file()),
-                               key=lambda p: p.name == "index.html")
-                for entry in files:
-                    atomic_copy(entry, report_dir / entry.name)
-            atomic_copy(surrogate, archived)
-        else:
+        if not decision.write_archive:
             self.log.info("Archive %s already holds these bytes; kept as it is.", archive)
-        # 2. the current release, in one rename
-        atomic_copy(surrogate, destination)
-        # 3. its manifest
-        manifest = {
-            "release_id": release_id,
-            "published": str(destination),
-            "archived": str(archived),
-            "sha256": digest,
-            "artefact": receipt.get("artefact"),
-            "original": receipt.get("original"),
-            "validation": str(archive / as_path(receipt["validation"], "validation").name)
-            if receipt.get("validation") else None,
-            "data_docs": str(archive / as_path(receipt["data_docs"], "data_docs").name)
-            if receipt.get("data_docs") else None,
-            "report": str(report_dir / "index.html") if report_dir else None,
-            "expectations": receipt.get("expectations"),
-            "run_id": context.get("run_id"),
-            "run_after": run_after,
-            "published_at": now.isoformat(timespec="seconds"),
-        }
+        report = as_path(receipt["report"], "report") if receipt.get("report") else None
+        plan = release_plan(
+            surrogate, destination, receipt, receipt_path, release_id, sha256=digest,
+            run_after=run_after, run_id=context.get("run_id"),
+            report_files=[p for p in report.parent.iterdir() if p.is_file()]
+            if report is not None else None,
+            write_archive=decision.write_archive,
+            published_at=now.isoformat(timespec="seconds"))
+        # archive (file last: its presence marks a complete archive), current file, ...
+        for src, dst in plan.copies:
+            atomic_copy(src, dst)
+        manifest = plan.manifest
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
         push_links(self, context, data_docs=manifest["data_docs"], report=manifest["report"],
                    artefact=receipt.get("artefact_path"))
         self._lineage["outputs"] = [{"location": str(destination), "version": release_id},
                                     {"location": str(archived), "version": release_id}]
-        extra = {"release_id": release_id, "published": str(destination),
-                 "archived": str(archived), "sha256": digest,
-                 "artefact": receipt.get("artefact")}
+        extra = plan.extra
         events = context.get("outlet_events")
         for outlet in self.outlets or []:
             if isinstance(outlet, Asset) and events is not None:
@@ -303,7 +269,8 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     def _publish_table(self, context: Any, surrogate: Any, destination: TableRef,
                        receipt: dict[str, Any], digest: str, release_id: str) -> dict[str, Any]:
         """Load the gated file into a staging table and swap it in, in one transaction."""
-        from astrid_airflow._release import decide_release, release_time
+        from astrid_airflow import decide_release, release_time
+
         lock_timeout = to_float(self.lock_timeout, "lock_timeout")
         now = _dt.datetime.now(_dt.UTC)
         published_at = now.isoformat(timespec="seconds")

@@ -29,7 +29,9 @@ from ._common import (
 from ._lineage import RecordsLineage, numeric
 from .sql import as_table, local_table, sql_errors
 
-__all__ = ["GoldenEyeShuffleOperator", "metrics_path", "split_ref"]
+__all__ = [
+    "GoldenEyeShuffleOperator", "metrics_path", "resolve_artefact", "split_ref",
+]
 
 
 def artefact_dataset(store: str, artefact: str) -> dict[str, Any]:
@@ -56,11 +58,27 @@ def split_ref(ref: object) -> tuple[str | None, str]:
 
     ``"latest"`` alone has no name (the operator's ``name`` supplies it).
     """
+    from astrid_airflow import split_artefact_ref
+
     text = str(ref).strip()
     if text in {"", "latest"}:
         return None, "latest"
-    name, at, version = text.partition("@")
-    return name, (version.strip() or "latest") if at else "latest"
+    name, version = split_artefact_ref(text.removesuffix("@"))
+    return name, version or "latest"
+
+
+def resolve_artefact(root: str, fs: Any, ref: object, name: object = None
+                     ) -> tuple[Any, str, str]:
+    """``(store, NAME, VERSION)`` of an operator's ``artefact``/``name`` arguments."""
+    from astrid_airflow import ArtefactStore, ParameterError
+
+    found, version = split_ref(ref)
+    found = found or (str(name) if name else None)
+    if not found:
+        raise ParameterError(f"Invalid artefact reference {ref!r}: "
+                             "give NAME@VERSION, or 'latest' with name=.")
+    store = ArtefactStore(root, fs=fs)
+    return store, found, store.resolve(found, version)
 
 
 class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
@@ -132,12 +150,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         self.remedies = remedies
 
     def execute(self, context: Any) -> dict[str, Any]:
-        import warnings
-
-        from astrid_airflow._errors import ParameterError
-        from astrid_airflow._metrics import surrogate_metrics
-        from astrid_airflow._store import ArtefactStore
-        from astrid_airflow._surrogate import ProtectsNothingWarning, shuffle_file
+        from astrid_airflow import ParameterError, stage_surrogate
 
         table = as_table(self.table, "table")
         out = as_path(self.out, "out")
@@ -147,15 +160,8 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         utility = to_bool(self.utility, "utility")
         remedies = to_bool(self.remedies, "remedies")
         started = time.perf_counter()
-        metrics: dict[str, Any] = {}
         with translate_errors(f"Cannot shuffle {table}"), sql_errors(f"Cannot read {table}"):
-            name, version = split_ref(self.artefact)
-            name = name or (str(self.name) if self.name else None)
-            if not name:
-                raise ParameterError(f"Invalid artefact reference {self.artefact!r}: "
-                                     "give NAME@VERSION, or 'latest' with name=.")
-            store = ArtefactStore(root, fs=fs)
-            version = store.resolve(name, version)
+            store, name, version = resolve_artefact(root, fs, self.artefact, self.name)
             artefact = store.load(name, version)
             engine = str(self.engine)
             if engine not in {"local", "spark"}:
@@ -164,19 +170,11 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
                 return self._spark(table, artefact, out, name, version, root, seed, started,
                                    remedies)
             with local_table(table) as src, local_output(out) as dst:
-                def measure(tmps: list) -> None:
-                    # On the complete temporary output: raising here stages nothing.
-                    metrics.update(surrogate_metrics(src, tmps[0], artefact,
-                                                     utility=utility,
-                                                     random_state=seed,
-                                                     remedies=remedies).to_dict())
-
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", ProtectsNothingWarning)
-                    shuffle_file(src, artefact, dst, random_state=seed, overwrite=True,
-                                 before_publish=measure, remedies=remedies)
-        if metrics.get("protects_nothing") or any(
-                issubclass(w.category, ProtectsNothingWarning) for w in caught):
+                staged = stage_surrogate(src, artefact, dst, random_state=seed,
+                                         utility=utility, overwrite=True,
+                                         remedies=remedies)
+        metrics = staged.metrics
+        if staged.protects_nothing:
             self.log.warning("The grouping of %s@%s has a single group: every surrogate "
                              "row is an original row. This surrogate PROTECTS NOTHING.",
                              name, version)
@@ -206,7 +204,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         """Shuffle a Parquet dataset with Spark; metrics are what Spark measures."""
         from pyspark.sql import SparkSession
 
-        from astrid_airflow._spark import spark_shuffle_parquet
+        from astrid_airflow import spark_shuffle_parquet
 
         def url(path: Any) -> str:
             return path.path if getattr(path, "protocol", "") in {"", "file", "local"} \

@@ -11,7 +11,7 @@ connection::
 so they are what XCom, gate receipts, manifests and Asset events carry; the operator
 resolves the connection with Airflow's hooks (the postgres provider's ``PostgresHook``:
 host, port, login, password, database, ``sqlalchemy_query`` extras) into a SQLAlchemy
-URL that it hands to the library (:mod:`astrid_airflow._sql`). A plain
+URL that it hands to the library (:mod:`astrid_airflow.io`). A plain
 ``postgresql://user@host/db?table=...`` URL works too, but not with a password in it:
 that would be written to XCom.
 
@@ -177,7 +177,7 @@ def hook_dialect(hook: Any) -> str:
 
 def database_source(ref: TableRef) -> Any:
     """The library's ``SqlSource`` for ``ref`` (the connection resolved through its hook)."""
-    from astrid_airflow._sql import sql_source
+    from astrid_airflow.io import sql_source
 
     if ref.conn_id is None:
         return sql_source(ref.text)
@@ -201,13 +201,14 @@ def local_table(value: Any, *, chunk_rows: int | None = None) -> Iterator[str]:
         with local_input(value) as path:
             yield path
         return
-    from astrid_airflow._sql import CHUNK_ROWS, sql_to_parquet
+    from astrid_airflow import sql_to_parquet
+    from astrid_airflow.io import CHUNK_ROWS
 
     hook = dbapi_hook(value)
     with tempfile.TemporaryDirectory(prefix="astrid_sql_") as tmp:
         path = os.path.join(tmp, "table.parquet")
         if hook is not None:
-            from astrid_airflow._dbapi import read_dbapi_to_parquet
+            from astrid_airflow.io import read_dbapi_to_parquet
 
             read_dbapi_to_parquet(hook.get_conn, path, table=value.table, query=value.query,
                                   dialect=hook_dialect(hook),
@@ -227,11 +228,11 @@ def publish_to_table(local: str, destination: TableRef, *, comment: Any,
     """
     hook = dbapi_hook(destination)
     if hook is None:
-        from astrid_airflow._sql import publish_table
+        from astrid_airflow import publish_table
 
         return publish_table(local, database_source(destination), comment=comment,
                              lock_timeout=lock_timeout, guard=guard)
-    from astrid_airflow._dbapi import publish_dbapi
+    from astrid_airflow.io import publish_dbapi
 
     if not destination.table:
         raise AirflowFailException(f"Cannot publish to {destination}: name a table, not a "
@@ -246,7 +247,7 @@ def sql_errors(what: str) -> Iterator[None]:
 
     Everything else falls through to ``translate_errors`` (no retries).
     """
-    from astrid_airflow._sql import SqlConnectionError, SqlPublishError
+    from astrid_airflow.io import SqlConnectionError, SqlPublishError
 
     try:
         yield

@@ -44,7 +44,7 @@ class DaskRunTrigger(BaseTrigger):
                  "poll_interval": self.poll_interval})
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from astrid_airflow._dask import detached_status
+        from astrid_airflow import detached_status
 
         while True:
             try:

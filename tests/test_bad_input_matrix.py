@@ -1546,7 +1546,7 @@ def _disk_full(thunk):
 
     from astrid_airflow import _surrogate
 
-    real = _surrogate._writer
+    real = _surrogate.arrow_writer
 
     class Full:
         def __init__(self, kind, path, schema):
@@ -1560,11 +1560,11 @@ def _disk_full(thunk):
             self.inner.close()
 
     def run():
-        _surrogate._writer = Full
+        _surrogate.arrow_writer = Full
         try:
             return thunk()
         finally:
-            _surrogate._writer = real
+            _surrogate.arrow_writer = real
     return run
 
 

@@ -18,14 +18,14 @@ import pytest
 from astrid_airflow import Grouping, make_surrogate
 from astrid_airflow._metrics import (
     _U64,
-    _source,
-    _splitmix,
     expected_intact_row_proportion,
     intact_row_proportion,
     largest_group_unique_share,
     match_probabilities,
     row_hashes,
+    splitmix,
     surrogate_metrics,
+    table_source,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
@@ -37,16 +37,16 @@ def reference_intact(orig, surr, cols):
 
 
 def reference_expected(table, grouping, target):
-    src = _source(table, "table")
+    src = table_source(table, "table")
     if grouping.k == 1:
         return 1.0
     h = row_hashes(src, [target])
     _, inverse, counts = np.unique(h, return_inverse=True, return_counts=True)
-    class_hash, sizes = _splitmix(h + _U64(1)), counts[inverse]
+    class_hash, sizes = splitmix(h + _U64(1)), counts[inverse]
     _, first = np.unique(row_hashes(src, [*grouping.columns, target]), return_index=True)
     out = np.empty((first.shape[0], grouping.k), dtype=np.uint32)
     for g, cols in enumerate(grouping.groups):
-        key = _splitmix(row_hashes(src, cols) ^ class_hash)
+        key = splitmix(row_hashes(src, cols) ^ class_hash)
         _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
         out[:, g] = counts[inverse[first]]
     return float(match_probabilities(out, sizes[first]).mean())
@@ -154,13 +154,13 @@ def test_blocked_match_probabilities_are_bit_identical(block, monkeypatch):
 
 
 def test_metrics_do_not_depend_on_the_thread_count(monkeypatch):
-    from astrid_airflow import _surrogate
+    from astrid_airflow import _permutation
 
     t = random_table(800, 9)
     grouping = Grouping.parse("a;f;s,c;b;u")
     s = make_surrogate(t, grouping, target="y", random_state=1)
     got = []
     for threads in (1, 2, 3):
-        monkeypatch.setattr(_surrogate, "THREADS", threads)
+        monkeypatch.setattr(_permutation, "THREADS", threads)
         got.append(surrogate_metrics(t, s, grouping, target="y", utility=False).to_dict())
     assert got[0] == got[1] == got[2]

@@ -362,6 +362,7 @@ class TestGate:
 
     def test_receipt_names_the_bytes_judged_and_a_file_swapped_meanwhile_fails(
             self, learned, staged, tmp_path, monkeypatch):
+        import astrid_airflow
         import astrid_airflow._gate as gate
 
         path = tmp_path / "surrogate.parquet"
@@ -374,6 +375,8 @@ class TestGate:
             return result
 
         monkeypatch.setattr(gate, "validate_surrogate", judge_then_swap)
+        # the operator imports the public name (issue 20): patch it there too
+        monkeypatch.setattr(astrid_airflow, "validate_surrogate", judge_then_swap)
         op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(path),
                                    store=str(learned.store), artefact="syn", random_state=1)
         with pytest.raises(AirflowFailException, match="changed while it was judged"):

@@ -193,7 +193,7 @@ def test_hgb_preset_splits_categories_natively():
     import pandas as pd
     from threadpoolctl import threadpool_limits
 
-    from astrid_airflow._fits import Task, _run_one, prepare_fit_data
+    from astrid_airflow._fits import Task, prepare_fit_data, run_one
 
     rng = np.random.default_rng(0)
     n = 400
@@ -213,7 +213,7 @@ def test_hgb_preset_splits_categories_natively():
         from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 
         assert _openmp_effective_n_threads() == 1  # one thread per fit, as every preset
-        acc = _run_one(data, Task("valid", None, np.random.SeedSequence(0)))
+        acc = run_one(data, Task("valid", None, np.random.SeedSequence(0)))
     assert acc > 0.8
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from astrid_airflow import _surrogate, make_surrogate, shuffle_file
+from astrid_airflow import _permutation, _surrogate, make_surrogate, shuffle_file
 from astrid_airflow._surrogate import group_permutations
 
 GROUPING = "f0,c0;f1;i0,s0;c1;s1;f2,i1"
@@ -106,7 +106,7 @@ def test_shuffle_output_is_pinned(src, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("threads", [1, 3])
 def test_output_does_not_depend_on_the_thread_count(src, tmp_path, monkeypatch, threads):
-    monkeypatch.setattr(_surrogate, "THREADS", threads)
+    monkeypatch.setattr(_permutation, "THREADS", threads)
     assert _outputs(src, tmp_path, monkeypatch) == PINNED
 
 

@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
     "plan-collection": "_plan",
     "risk": "_risk",
     "generalise": "_generalise",
+    "publish": "_publish",
 }
 
 

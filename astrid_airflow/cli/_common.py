@@ -14,6 +14,19 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(plain(obj), indent=2, sort_keys=False) + "\n")
 
 
+#: The one description of an artefact reference on the command line.
+ARTEFACT_REF_HELP = "artefact.json path, version directory, or ROOT/NAME[@VERSION]"
+
+
+def add_artefact_argument(parser, *, positional: bool = False, metavar: str = "REF") -> None:
+    """``--artefact REF`` (required), or a positional ``REF``."""
+    if positional:
+        parser.add_argument("artefact", metavar=metavar, help=ARTEFACT_REF_HELP)
+    else:
+        parser.add_argument("--artefact", required=True, metavar=metavar,
+                            help=ARTEFACT_REF_HELP)
+
+
 def add_classifier_param_argument(parser) -> None:
     parser.add_argument("--classifier-param", action="append", default=[], metavar="KEY=VALUE",
                         help="set a parameter of the classifier's model, e.g. "

@@ -16,6 +16,8 @@ import re
 import time
 from typing import Any
 
+from ._common import add_artefact_argument
+
 _INDEXED = re.compile(r"^(\d+)=(.+)$")
 _REPLACE = {"auto": None, "always": True, "never": False}
 
@@ -26,8 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Fuse one table per group of a learned grouping (each with that "
                     "group's columns and the class column) into training rows, pairing "
                     "rows at random within class (ASTRID paper, Sec. 6.3).")
-    p.add_argument("--artefact", required=True, metavar="REF",
-                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p)
     p.add_argument("--part", required=True, action="extend", nargs="+",
                    metavar="GROUP_OR_FILE",
                    help="a part: FILE (.csv, .parquet, .arff; matched to its group by its "
@@ -72,13 +73,12 @@ def _parts(items: list[str]) -> list[str] | dict[int, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from .._atomic import atomic_path, refuse_overwriting_inputs
     from .._errors import ParameterError
     from .._fusion import fuse_parts
     from .._store import load_artefact
     from .._surrogate import file_format
+    from .._validation import fresh_seed
     from ._common import print_json
 
     if args.seed is not None and args.seed < 0:
@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ParameterError(f"Invalid --rows: {args.rows}. Must be an integer >= 1.")
     kind = file_format(args.out)  # fail on a bad suffix before reading anything
     parts = _parts(args.part)
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    seed = args.seed if args.seed is not None else fresh_seed()
     refuse_overwriting_inputs([args.out], list(parts.values() if isinstance(parts, dict)
                                                else parts))
     started = time.perf_counter()

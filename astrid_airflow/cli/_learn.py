@@ -84,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._adaptive import AdaptiveConfig
     from .._errors import ParameterError
     from .._io import drop_missing_and_constant, read_table
     from .._search import astrid
@@ -125,12 +126,11 @@ def run(args: argparse.Namespace) -> int:
                   classifier_params=parse_classifier_params(args.classifier_param),
                   n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
                   scoring=args.scoring, random_state=args.seed,
-                  adaptive=args.adaptive, adaptive_risk=args.adaptive_risk,
-                  adaptive_delta=args.adaptive_delta,
-                  adaptive_delta_sd=(None if args.adaptive_delta_sd < 0
-                                     else args.adaptive_delta_sd),
-                  adaptive_race_risk=args.adaptive_race_risk,
-                  adaptive_verify=args.adaptive_verify,
+                  adaptive=AdaptiveConfig(
+                      risk=args.adaptive_risk, delta=args.adaptive_delta,
+                      delta_sd=None if args.adaptive_delta_sd < 0 else args.adaptive_delta_sd,
+                      race_risk=args.adaptive_race_risk, verify=args.adaptive_verify)
+                  if args.adaptive else False,
                   max_seconds=args.max_seconds, over_budget=args.over_budget,
                   sample=args.sample,
                   screen={"auto": "auto", "on": True, "off": False}[args.screen],
@@ -146,16 +146,14 @@ def run(args: argparse.Namespace) -> int:
         result = astrid(table, n_jobs=args.jobs, **kwargs)
     payload = result.to_dict()
     if args.store:
-        from .._choice import choose_release
-        from .._gate import gate_extra_files
+        from .._pipeline import save_learned
         from .._store import ArtefactStore
 
-        # the release (grouping + remedies) of least utility loss within the policy
-        artefact = choose_release(table, result, policy=policy,
-                                  remedies=not args.no_remedies, random_state=args.seed)
+        # the release (grouping + remedies) of least utility loss within the policy;
         # the gate suite is stored with the version, so reviewers see the rules
-        version = ArtefactStore(args.store).save(
-            args.name, artefact, extra_files=gate_extra_files(artefact, policy))
+        version, artefact = save_learned(result, table, ArtefactStore(args.store), args.name,
+                                         policy=policy, remedies=not args.no_remedies,
+                                         random_state=args.seed)
         payload["artefact"] = {"store": args.store, "name": args.name, "version": version}
         payload["release"] = _release_summary(artefact)
     if args.json:

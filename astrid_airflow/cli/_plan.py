@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._common import add_artefact_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -19,8 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Print which attributes must be collected together in one "
                     "questionnaire or source and which may be collected separately, with "
                     "the chosen grouping's p-value and accuracy cost.")
-    p.add_argument("artefact", metavar="REF",
-                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p, positional=True)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=_run)
 

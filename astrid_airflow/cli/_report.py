@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._common import add_artefact_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -17,8 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "grouping table, accuracy and p-value against k, the groups at each k "
                     "and, for a release, privacy, utility and per-class distribution "
                     "checks of the surrogate.")
-    p.add_argument("artefact", metavar="ARTEFACT_REF",
-                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p, positional=True, metavar="ARTEFACT_REF")
     p.add_argument("--out", required=True, metavar="DIR", help="report directory to write")
     p.add_argument("--surrogate-metrics", metavar="FILE",
                    help="JSON printed by `astrid shuffle --json` for the release")
@@ -38,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from .._errors import ParameterError
-    from .._report import _load_metrics, write_report
+    from .._report import load_metrics, write_report
     from .._store import load_artefact
     from ._common import print_json
 
@@ -48,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
         if not args.surrogate_metrics:
             raise ParameterError("--original needs --surrogate (or --surrogate-metrics "
                                  "naming the surrogate in its 'out' key).")
-        out = _load_metrics(args.surrogate_metrics, loaded.artefact.grouping.k).get("out")
+        out = load_metrics(args.surrogate_metrics, loaded.artefact.grouping.k).get("out")
         if not isinstance(out, str):
             raise ParameterError("--original needs --surrogate: the surrogate metrics name "
                                  "no single 'out' file.")

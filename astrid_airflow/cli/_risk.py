@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._common import add_artefact_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -23,8 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the table the surrogate was made from (CSV, Parquet, ARFF)")
     p.add_argument("--surrogate", required=True, metavar="FILE",
                    help="the released surrogate (CSV or Parquet)")
-    p.add_argument("--artefact", required=True, metavar="REF",
-                   help="artefact.json, version directory or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p)
     p.add_argument("--control", default=None, metavar="DATA",
                    help="rows of the same population that did NOT go into the surrogate "
                         "(default: attack a shadow release of half the original)")
@@ -71,13 +72,13 @@ def _run(args: argparse.Namespace) -> int:
     if not counts[0].sort_index().equals(counts[1].sort_index()):
         raise DataError(f"--surrogate's class counts differ from --original's: it is not "
                         f"a GoldenEye surrogate of that table (class {target!r}).")
-    from .._surrogate import _remedied, release_recipe
+    from .._surrogate import release_recipe, remedied
 
     # The attacker knows the published recipe: their knowledge (the original's rows)
     # and the control rows are put into the release's domain with it.
     recipe = release_recipe(artefact, not args.no_remedies)
-    original = _remedied(original[columns], recipe, target)
-    control = None if control is None else _remedied(control[columns], recipe, target)
+    original = remedied(original[columns], recipe, target)
+    control = None if control is None else remedied(control[columns], recipe, target)
     report = measure_risk(
         original[columns], surrogate[columns], target=target, grouping=artefact.grouping,
         control=None if control is None else control[columns], n_attacks=args.n_attacks,

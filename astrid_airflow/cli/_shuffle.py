@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Any
 
+from ._common import add_artefact_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -24,8 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "largest group's unique share and train-on-surrogate accuracy.")
     p.add_argument("data", metavar="DATA", help="input table: .parquet, .csv or .arff (or URL), or "
                    "a PostgreSQL table: postgresql://USER@HOST/DB?table=NAME")
-    p.add_argument("--artefact", required=True, metavar="REF",
-                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p)
     p.add_argument("--out", required=True, metavar="FILE",
                    help="output .parquet or .csv (copies go to FILE-1.ext, FILE-2.ext...), "
                    "or a PostgreSQL table postgresql://...?table=NAME, published atomically "
@@ -75,40 +76,25 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
-    import warnings
-
-    import numpy as np
-
     from .._errors import ParameterError
-    from .._metrics import intact_row_proportion, surrogate_metrics
+    from .._pipeline import stage_surrogate
     from .._store import load_artefact
-    from .._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
+    from .._validation import fresh_seed
     from ._common import print_json
 
     if args.seed is not None and args.seed < 0:
         raise ParameterError(f"Invalid --seed: {args.seed}. Must be >= 0.")
     if args.n_copies < 1:
         raise ParameterError(f"Invalid --n-copies: {args.n_copies}. Must be an integer >= 1.")
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    seed = args.seed if args.seed is not None else fresh_seed()
     artefact, location = load_artefact(args.artefact)
     started = time.perf_counter()
-    report: dict[str, Any] = {}
-
-    def measure(tmps: list) -> None:
-        # Runs on the complete temporary outputs; raising here publishes nothing.
-        d = surrogate_metrics(data, tmps[0], artefact, utility=not args.no_utility,
-                              random_state=seed, remedies=not args.no_remedies).to_dict()
-        if len(tmps) > 1:
-            d["copies"] = [intact_row_proportion(data, t, columns=list(
-                artefact.columns)) for t in tmps]
-        report.update(d)
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ProtectsNothingWarning)
-        shuffle_file(data, artefact, dest, random_state=seed,
-                     n_copies=args.n_copies, overwrite=args.overwrite,
-                     before_publish=measure, remedies=not args.no_remedies)
-    outs = surrogate_paths(dest, args.n_copies)
+    staged = stage_surrogate(data, artefact, dest, random_state=seed,
+                             n_copies=args.n_copies, utility=not args.no_utility,
+                             overwrite=args.overwrite,
+                             remedies=not args.no_remedies)
+    report: dict[str, Any] = dict(staged.metrics)
+    outs = staged.paths
     from .._sql import is_sql_url
 
     if is_sql_url(args.out):  # the complete, measured surrogate goes into the table
@@ -116,11 +102,10 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
 
         publish_table(outs[0], args.out, replace=args.overwrite)
         outs = [sql_source(args.out, need="table").shown]  # no password in the output
-    if any(issubclass(w.category, ProtectsNothingWarning) for w in caught) \
-            or report.get("protects_nothing"):
+    if staged.protects_nothing:
         _loud("the artefact's grouping has a single group, so every surrogate row is an "
               "original row (intact-row proportion 1): this surrogate PROTECTS NOTHING.")
-    copies = report.pop("copies", None)
+    copies = staged.copies
     out: dict[str, Any] = {
         "out": outs[0] if args.n_copies == 1 else outs,
         "rows": report.pop("rows"),
@@ -161,7 +146,7 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
 def _value_notes(data: str, artefact: Any) -> list[str]:
     """Class labels and categories of the input unseen at learning time (allowed, but
     reported): only the class column and the categorical columns are read."""
-    from .._artefact import SchemaCheck, _unique_values
+    from .._artefact import SchemaCheck, unique_values
 
     cats = {e["name"]: set(e["categories"]) for e in artefact.schema
             if "categories" in e and e["name"] != artefact.target}
@@ -171,7 +156,7 @@ def _value_notes(data: str, artefact: Any) -> list[str]:
     table = read_arrow(data, columns)  # the one reader: same values the shuffle saw
     known = set(artefact.classes)
     check = SchemaCheck(
-        unseen_classes=[v for v in _unique_values(table, artefact.target) if v not in known],
+        unseen_classes=[v for v in unique_values(table, artefact.target) if v not in known],
         unseen_categories={c: vals for c, k in cats.items()
-                           if (vals := [v for v in _unique_values(table, c) if v not in k])})
+                           if (vals := [v for v in unique_values(table, c) if v not in k])})
     return check.notes

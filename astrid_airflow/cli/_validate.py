@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._common import add_artefact_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -24,8 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the surrogate to release (CSV or Parquet, or a PostgreSQL table "
                         "URL); refused (exit 2) if it carries more than the artefact's "
                         "columns (docs/gate.md)")
-    p.add_argument("--artefact", required=True, metavar="REF",
-                   help="artefact.json, version directory or ROOT/NAME[@VERSION]")
+    add_artefact_argument(p)
     p.add_argument("--max-intact", type=float, default=None, metavar="P",
                    help="largest intact-row proportion allowed (stored policy, default 0.01)")
     p.add_argument("--max-accuracy-drop", type=float, default=None, metavar="D",

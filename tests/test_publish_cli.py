@@ -1,0 +1,89 @@
+"""`astrid publish`: the release protocol on the command line (issue 20)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from astrid_airflow import ArtefactStore, GroupingArtefact, make_synthetic
+from astrid_airflow.cli import main
+
+
+@pytest.fixture
+def staged(tmp_path, capsys):
+    table = make_synthetic(60, random_state=4)
+    src = tmp_path / "original.parquet"
+    table.to_parquet(src)
+    result = {"grouping": [["a1", "a2"], ["a3"], ["a4"]], "k": 3, "table": [],
+              "target": "class", "classifier": {"preset": "nb"}, "scoring": "accuracy",
+              "alpha": 0.05, "n_search": 5, "n_test": 10, "random_state": 0}
+    ArtefactStore(tmp_path / "store").save("syn", GroupingArtefact.from_result(result, table))
+    surrogate = tmp_path / "staging" / "surrogate.parquet"
+    assert main(["shuffle", str(src), "--artefact", str(tmp_path / "store" / "syn"),
+                 "--out", str(surrogate), "--seed", "1", "--no-utility", "--json"]) == 0
+    capsys.readouterr()
+    return tmp_path, src, surrogate
+
+
+def _receipt(surrogate, success=True, sha=None):
+    path = surrogate.parent / f"{surrogate.stem}.gate.json"
+    path.write_text(json.dumps({
+        "success": success, "surrogate": str(surrogate), "failed": [] if success else ["x"],
+        "sha256": sha or hashlib.sha256(surrogate.read_bytes()).hexdigest(),
+        "artefact": "syn@v0001", "expectations": []}))
+    return path
+
+
+def test_publish_with_a_passing_receipt_archives_then_promotes(staged, capsys):
+    tmp, _, surrogate = staged
+    dest = tmp / "published" / "surrogate.parquet"
+    code = main(["publish", str(surrogate), "--destination", str(dest),
+                 "--receipt", str(_receipt(surrogate)), "--release-id", "r1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert dest.read_bytes() == surrogate.read_bytes()
+    assert (tmp / "published" / "releases" / "r1" / "surrogate.parquet").exists()
+    assert (tmp / "published" / "releases" / "r1" / "surrogate.gate.json").exists()
+    manifest = json.loads((tmp / "published" / "surrogate.release.json").read_text())
+    assert manifest["sha256"] == out["sha256"] and manifest["release_id"] == "r1"
+
+
+@pytest.mark.parametrize(("receipt_kw", "code"), [
+    pytest.param({"success": False}, 1, id="failed gate: exit 1, nothing published"),
+    pytest.param({"sha": "0" * 64}, 2, id="stale receipt: exit 2"),
+])
+def test_publish_refuses_without_a_matching_passing_receipt(staged, capsys, receipt_kw, code):
+    tmp, _, surrogate = staged
+    dest = tmp / "published" / "surrogate.parquet"
+    assert main(["publish", str(surrogate), "--destination", str(dest),
+                 "--receipt", str(_receipt(surrogate, **receipt_kw))]) == code
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param([], id="neither receipt nor gate inputs"),
+    pytest.param(["--receipt", "r.json", "--original", "o.csv", "--artefact", "a"],
+                 id="both"),
+    pytest.param(["--receipt", "missing.gate.json"], id="no such receipt"),
+    pytest.param(["--receipt", "RECEIPT", "--release-id", "../x"], id="unsafe release id"),
+])
+def test_bad_input_exits_2_with_one_line(staged, capsys, argv):
+    tmp, _, surrogate = staged
+    argv = [str(_receipt(surrogate)) if a == "RECEIPT" else a for a in argv]
+    assert main(["publish", str(surrogate), "--destination",
+                 str(tmp / "p" / "surrogate.parquet"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("astrid publish: error:") and "\n" not in err
+
+
+def test_publish_gates_here_and_writes_the_receipt(staged, capsys):
+    tmp, src, surrogate = staged
+    dest = tmp / "published" / "surrogate.parquet"
+    code = main(["publish", str(surrogate), "--destination", str(dest), "--original",
+                 str(src), "--artefact", str(tmp / "store" / "syn"), "--seed", "0"])
+    receipt = json.loads((surrogate.parent / "surrogate.gate.json").read_text())
+    assert receipt["sha256"] == hashlib.sha256(surrogate.read_bytes()).hexdigest()
+    assert code == (0 if receipt["success"] else 1)
+    assert dest.exists() == receipt["success"]
