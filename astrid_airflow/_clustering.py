@@ -23,25 +23,44 @@ Reward = Callable[[list[Partition]], np.ndarray]
 
 def sort_attributes(m: int, reward: Reward,
                     on_step: Callable[[int, list[int], np.ndarray], None] | None = None,
-                    first: Sequence[int] = ()) -> list[int]:
+                    first: Sequence[int] = (),
+                    blocks: Sequence[Sequence[int]] | None = None) -> list[int]:
     """Lines 1–6: detach singletons greedily, each time the argmax of the reward.
 
     Candidate ``j`` is scored on ``{C \\ {j}} ∪ {{l} : l ∈ B ∪ {j}}``. Ties go to the
     first candidate in the current order; the last attribute needs no evaluation.
     ``first`` (attributes a screen found independent of all others given the class) are
-    detached before the others, in the given order, without evaluation.
+    detached before the others, in the given order, without evaluation. ``blocks`` (the
+    screen's connected components of dependent pairs, covering every other attribute)
+    are sorted one after another: the candidates of a step are the current block's
+    remaining attributes (C still holds every attribute not yet detached), and a block's
+    last attribute is detached without evaluation, like the last attribute overall —
+    it depends on no attribute left outside its block. Cost: the sum of
+    b(b+1)/2 − 1 over blocks instead of m'(m'+1)/2 − 1.
     """
     detached: list[int] = list(first)
     remaining = [i for i in range(m) if i not in set(detached)]
-    while len(remaining) > 1:
-        candidates = [(tuple(c for c in remaining if c != j),
-                       *((b,) for b in [*detached, j])) for j in remaining]
-        scores = np.asarray(reward(candidates), dtype=float)
-        best = int(np.argmax(scores))
-        if on_step is not None:
-            on_step(len(detached), list(remaining), scores)
-        detached.append(remaining.pop(best))
+    for block in ([remaining] if blocks is None else [list(b) for b in blocks]):
+        todo = [i for i in remaining if i in set(block)]
+        while len(todo) > 1:
+            candidates = [(tuple(c for c in remaining if c != j),
+                           *((b,) for b in [*detached, j])) for j in todo]
+            scores = np.asarray(reward(candidates), dtype=float)
+            best = int(np.argmax(scores))
+            if on_step is not None:
+                on_step(len(detached), list(todo), scores)
+            detached.append(todo.pop(best))
+            remaining.remove(detached[-1])
+        detached += todo
+        remaining = [i for i in remaining if i not in set(todo)]
     return detached + remaining
+
+
+def sorting_evaluations(m_sorted: int, blocks: Sequence[int] | None = None) -> int:
+    """Candidates ``sort_attributes`` evaluates: m'(m'+1)/2 − 1 for one block of m'
+    attributes, the sum over blocks of sizes ``blocks`` otherwise."""
+    sizes = [m_sorted] if blocks is None else list(blocks)
+    return sum(max(0, b * (b + 1) // 2 - 1) for b in sizes)
 
 
 def split_scores(order: Sequence[int], reward: Reward, free: int = 0) -> np.ndarray:

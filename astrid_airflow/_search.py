@@ -229,11 +229,13 @@ def astrid(
 
     screening = screen is True or (screen == "auto" and m > SCREEN_MIN_ATTRIBUTES)
 
-    def screened(prep: Prepared, rows: np.ndarray) -> tuple[list[int], dict | None]:
+    def screened(prep: Prepared, rows: np.ndarray
+                 ) -> tuple[list[int], list[list[int]] | None, dict | None]:
         # Free attributes (dependent on none given the class) skip the sorting's
-        # evaluations; only the training and search rows are looked at.
+        # evaluations, the blocks are sorted one after another; only the training and
+        # search rows are looked at.
         if not screening:
-            return [], None
+            return [], None, None
         if rows.size > SCREEN_MAX_ROWS:
             rows = rows[stratified_sample(prep.codes[rows], SCREEN_MAX_ROWS, screen_ss)]
         t0 = time.perf_counter()
@@ -251,13 +253,13 @@ def astrid(
         log.info("astrid screen: %d of %d attributes depend on none given the class; the "
                  "sorting evaluates the other %d (blocks: %s)", len(first), m, m - len(first),
                  record["blocks"])
-        return first, record
+        return first, [list(b) for b in blocks if len(b) > 1], record
 
     fit_data, split, rows = setup(prep)
-    first, screen_record = screened(prep, rows)
+    first, blocks, screen_record = screened(prep, rows)
     workers = effective_workers(n_jobs, backend)
     counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k, adaptive=adaptive,
-                          m_sorted=m - len(first))
+                          m_sorted=m - len(first), blocks=_sizes(blocks))
 
     def cost(fit_data: FitData) -> CostEstimate:
         spf, n_cal, s_cal = calibrate_run(fit_data, calib_ss, m, n_jobs=n_jobs,
@@ -277,9 +279,9 @@ def astrid(
             prep, sample_record = _sampled(full, rows, draw_ss, rule="budget")
             sample_record["max_seconds"] = float(max_seconds)
             fit_data, split, rows = setup(prep)
-            first, screen_record = screened(prep, rows)
+            first, blocks, screen_record = screened(prep, rows)
             counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
-                                  adaptive=adaptive, m_sorted=m - len(first))
+                                  adaptive=adaptive, m_sorted=m - len(first), blocks=_sizes(blocks))
             est = cost(fit_data)
         else:
             fast = None
@@ -289,7 +291,7 @@ def astrid(
                 fast = estimate(spf, counts, workers, (n_cal, s_cal))
             expected = None if adaptive else fits_planned(
                 m, n_search, n_test, score_each_k=score_each_k, adaptive=True,
-                m_sorted=m - len(first))[0]
+                m_sorted=m - len(first), blocks=_sizes(blocks))[0]
             raise BudgetError(_advice(est, max_seconds, rows, exponent, fast, expected,
                                       min_rows=MIN_PER_CLASS * len(prep.classes)))
     stats: dict = {"cpu_seconds": 0.0}
@@ -299,7 +301,7 @@ def astrid(
     run = dict(n_jobs=n_jobs, backend=backend, progress=progress, stats=stats,
                tracker=tracker)
     n_fits_exact = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
-                                adaptive=False, m_sorted=m - len(first))[0]
+                                adaptive=False, m_sorted=m - len(first), blocks=_sizes(blocks))[0]
     common = dict(target=target, classes=prep.classes, columns=tuple(attrs),
                   classifier=classifier_spec(classifier, classifier_params),
                   scoring=scoring, alpha=alpha, n_search=n_search, n_test=n_test,
@@ -312,12 +314,13 @@ def astrid(
                 fit_data=fit_data, attrs=list(attrs), run=run,
                 seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search,
                 n_test=n_test, alpha=alpha, config=config)
-            result = _adaptive(search, start, common, n_fits_exact, first=first)
+            result = _adaptive(search, start, common, n_fits_exact, first=first,
+                               blocks=blocks)
         else:
             result = _exact(fit_data, attrs, run, start, common, n_fits_exact,
                             seeds=(base_ss, sort_ss, halve_ss, k_ss, p_ss),
                             n_search=n_search, n_test=n_test, alpha=alpha,
-                            score_each_k=score_each_k, first=first)
+                            score_each_k=score_each_k, first=first, blocks=blocks)
     actual = time.perf_counter() - searched
     record = {**est.to_dict(), "max_seconds": None if max_seconds is None else
               float(max_seconds), "fits_run": result.n_fits, "actual_seconds": actual,
@@ -366,7 +369,7 @@ def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
 
 
 def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search, n_test,
-           alpha, score_each_k, first=()) -> AstridResult:
+           alpha, score_each_k, first=(), blocks=None) -> AstridResult:
     """Alg. 1 with every reward a mean over R' permutations and R per p-value."""
     base_ss, sort_ss, halve_ss, k_ss, p_ss = seeds
     m = len(attrs)
@@ -392,7 +395,7 @@ def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search
 
     detached = sort_attributes(
         m, lambda parts: reward(parts, next(sort_seeds).spawn(len(parts)), "sorting"),
-        on_step=log_step, first=first)
+        on_step=log_step, first=first, blocks=blocks)
     order = [attrs[i] for i in detached]
 
     # 2. Scores of every 2-split of the order (line 7), groupings for every k (8-11).
@@ -435,6 +438,10 @@ def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search
         search_scores={"sorting": sorting_log, "splits": _splits_record(t)},
         n_fits_exact=n_fits_exact, cpu_seconds=stats["cpu_seconds"], **common)
 
+
+
+def _sizes(blocks: list[list[int]] | None) -> list[int] | None:
+    return None if blocks is None else [len(b) for b in blocks]
 
 
 def _splits_record(t: np.ndarray) -> list[float | None]:
@@ -498,7 +505,7 @@ class _AdaptiveSearch:
 
 
 def _adaptive(search: _AdaptiveSearch, start: float, common: dict, n_fits_exact: int, *,
-              first=()) -> AstridResult:
+              first=(), blocks=None) -> AstridResult:
     """Alg. 1 with racing and sequential p-values (see the module docstring)."""
     fit_data, attrs, run = search.fit_data, search.attrs, search.run
     base_ss, sort_ss, halve_ss, p_ss = search.seeds
@@ -535,7 +542,7 @@ def _adaptive(search: _AdaptiveSearch, start: float, common: dict, n_fits_exact:
                  m - 1, record["sorting"][-1]["detached"], max(record["sorting"][-1]["rounds"]),
                  record["sorting"][-1]["stop"])
 
-    detached = sort_attributes(m, reward, on_step=log_step, first=first)
+    detached = sort_attributes(m, reward, on_step=log_step, first=first, blocks=blocks)
     order = [attrs[i] for i in detached]
 
     # 2. 2-split scores, raced as a ranking with common random numbers.

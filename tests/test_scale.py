@@ -5,6 +5,7 @@ except the estimate's 2x band over a run of a few seconds."""
 import json
 import logging
 
+import numpy as np
 import pytest
 
 import astrid_airflow._cost as cost
@@ -334,12 +335,18 @@ def test_astrid_with_the_screen_sorts_only_the_dependent_attributes():
     assert s["blocks"] == planted and s["rows"] == 750  # training + search rows only
     assert list(r.order[:len(s["free"])]) == s["free"]  # detached first, column order
     m, m_sorted = 12, 12 - len(s["free"])
-    # 2-splits: only the cuts after the free prefix (those inside it break nothing the
-    # screen sees); acc_search and the p-values: every k
-    assert r.n_fits == r.n_fits_exact == (3 * (m_sorted * (m_sorted + 1) // 2 - 1)
+    # sorting: block after block (sum of b(b+1)/2 - 1); 2-splits: only the cuts after
+    # the free prefix (those inside it break nothing the screen sees); acc_search and
+    # the p-values: every k
+    sizes = [len(b) for b in s["blocks"]]
+    assert r.n_fits == r.n_fits_exact == (3 * sum(b * (b + 1) // 2 - 1 for b in sizes)
                                           + 3 * (m_sorted - 1) + 3 * (m - 1)
                                           + 4 * (m - 1) + 1)
-    assert len(r.search_scores["sorting"]) == m_sorted - 1  # evaluated steps only
+    # evaluated steps only: a block's last attribute is detached without evaluation
+    assert len(r.search_scores["sorting"]) == m_sorted - len(sizes)
+    # the blocks stay contiguous in the order, in the screen's order
+    assert [set(r.order[len(s["free"]):][i:i + len(b)]) for i, b in zip(
+        np.cumsum([0, *sizes[:-1]]), s["blocks"])] == [set(b) for b in s["blocks"]]
     f = len(s["free"])
     splits = r.search_scores["splits"]
     assert splits[:f] == [None] * f and None not in splits[f:]
