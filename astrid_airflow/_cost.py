@@ -74,17 +74,23 @@ class CostEstimate:
 
 
 def fits_planned(m: int, n_search: int, n_test: int, *, score_each_k: bool,
-                 adaptive: bool, m_sorted: int | None = None) -> tuple[int, int, str]:
+                 adaptive: bool, m_sorted: int | None = None,
+                 blocks: list[int] | None = None) -> tuple[int, int, str]:
     """(fits the estimate uses, worst-case fits, kind) for m attributes.
 
     Exact mode runs exactly its count. Adaptive mode skips ``acc_search`` and stops
     races and p-values early: at most the exact count without ``acc_search`` (an audit
     with ``adaptive_verify`` completes draws only up to R), expected about
     ``ADAPTIVE_REDUCTION`` times fewer. ``m_sorted``: attributes the sorting evaluates
-    (after a screen; the others are detached without fits).
+    (after a screen; the others are detached without fits); ``blocks``: the sizes of the
+    screen's blocks, sorted one after another (``sort_attributes``).
     """
     s = m if m_sorted is None else m_sorted  # attributes the sorting evaluates
-    search = n_search * max(0, s * (s + 1) // 2 - 1) + (m - 1) * n_search
+    # 2-splits: only cuts after the free prefix are evaluated (_clustering.split_scores)
+    from ._clustering import sorting_evaluations
+
+    search = (n_search * sorting_evaluations(s, blocks)
+              + max(0, min(s, m) - 1) * n_search)
     tests = (m - 1) * n_test + 1
     if not adaptive:
         exact = search + (m - 1) * n_search * bool(score_each_k) + tests

@@ -36,8 +36,8 @@ from threadpoolctl import threadpool_limits
 
 from ._validation import check_positive_int
 
-__all__ = ["AUTO_MIN_ROWS", "MIN_PER_CLASS", "auto_sample_size", "check_sample",
-           "stratified_sample"]
+__all__ = ["AUTO_MIN_ROWS", "LARGE_TABLE_ROWS", "MIN_PER_CLASS", "auto_sample_size",
+           "check_sample", "large_table_defaults", "stratified_sample"]
 
 log = logging.getLogger("astrid_airflow")
 
@@ -51,6 +51,23 @@ AUTO_TOLERANCE = 0.005
 # A curve fit slower than this ends the curve at its size: a search of thousands of such
 # fits would not be affordable anyway (an RBF SVM on 20,000 rows takes ~20 s).
 AUTO_MAX_FIT_SECONDS = 30.0
+# Above this many rows `astrid learn` without a choice uses the scalable path: where an
+# RBF-SVM fit (~20 s at 20,000 rows, growing quadratically) stops being affordable, and
+# where "auto" starts sampling; every table of the paper is below it.
+LARGE_TABLE_ROWS = AUTO_MIN_ROWS
+
+
+def large_table_defaults(n_rows: int) -> dict:
+    """The defaults ``astrid learn`` resolves for a table of ``n_rows`` rows.
+
+    Up to ``LARGE_TABLE_ROWS``: the paper's run (``svm``, every row, exact mode). Above:
+    ``hgb`` (fit cost linear in the rows), ``sample="auto"`` (the learning-curve rule)
+    and adaptive mode (racing and sequential p-values), so a run with no flags can
+    finish (docs/engine.md, "The default for large tables").
+    """
+    if n_rows <= LARGE_TABLE_ROWS:
+        return {"classifier": "svm", "sample": None, "adaptive": False}
+    return {"classifier": "hgb", "sample": "auto", "adaptive": True}
 
 
 def _rule_text() -> str:

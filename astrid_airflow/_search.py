@@ -38,7 +38,7 @@ import numpy as np
 
 from ._adaptive import ADAPTIVE_KEYWORDS, AdaptiveConfig
 from ._classifiers import classifier_spec
-from ._clustering import best_cuts, sort_attributes, split_scores
+from ._clustering import best_cuts, free_cuts, sort_attributes, split_scores
 from ._cost import (
     CostEstimate,
     calibrate,
@@ -229,11 +229,13 @@ def astrid(
 
     screening = screen is True or (screen == "auto" and m > SCREEN_MIN_ATTRIBUTES)
 
-    def screened(prep: Prepared, rows: np.ndarray) -> tuple[list[int], dict | None]:
+    def screened(prep: Prepared, rows: np.ndarray
+                 ) -> tuple[list[int], list[list[int]] | None, dict | None]:
         # Free attributes (dependent on none given the class) skip the sorting's
-        # evaluations; only the training and search rows are looked at.
+        # evaluations, the blocks are sorted one after another; only the training and
+        # search rows are looked at.
         if not screening:
-            return [], None
+            return [], None, None
         if rows.size > SCREEN_MAX_ROWS:
             rows = rows[stratified_sample(prep.codes[rows], SCREEN_MAX_ROWS, screen_ss)]
         t0 = time.perf_counter()
@@ -251,13 +253,13 @@ def astrid(
         log.info("astrid screen: %d of %d attributes depend on none given the class; the "
                  "sorting evaluates the other %d (blocks: %s)", len(first), m, m - len(first),
                  record["blocks"])
-        return first, record
+        return first, [list(b) for b in blocks if len(b) > 1], record
 
     fit_data, split, rows = setup(prep)
-    first, screen_record = screened(prep, rows)
+    first, blocks, screen_record = screened(prep, rows)
     workers = effective_workers(n_jobs, backend)
     counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k, adaptive=adaptive,
-                          m_sorted=m - len(first))
+                          m_sorted=m - len(first), blocks=_sizes(blocks))
 
     def cost(fit_data: FitData) -> CostEstimate:
         spf, n_cal, s_cal = calibrate_run(fit_data, calib_ss, m, n_jobs=n_jobs,
@@ -277,9 +279,9 @@ def astrid(
             prep, sample_record = _sampled(full, rows, draw_ss, rule="budget")
             sample_record["max_seconds"] = float(max_seconds)
             fit_data, split, rows = setup(prep)
-            first, screen_record = screened(prep, rows)
+            first, blocks, screen_record = screened(prep, rows)
             counts = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
-                                  adaptive=adaptive, m_sorted=m - len(first))
+                                  adaptive=adaptive, m_sorted=m - len(first), blocks=_sizes(blocks))
             est = cost(fit_data)
         else:
             fast = None
@@ -289,7 +291,7 @@ def astrid(
                 fast = estimate(spf, counts, workers, (n_cal, s_cal))
             expected = None if adaptive else fits_planned(
                 m, n_search, n_test, score_each_k=score_each_k, adaptive=True,
-                m_sorted=m - len(first))[0]
+                m_sorted=m - len(first), blocks=_sizes(blocks))[0]
             raise BudgetError(_advice(est, max_seconds, rows, exponent, fast, expected,
                                       min_rows=MIN_PER_CLASS * len(prep.classes)))
     stats: dict = {"cpu_seconds": 0.0}
@@ -299,7 +301,7 @@ def astrid(
     run = dict(n_jobs=n_jobs, backend=backend, progress=progress, stats=stats,
                tracker=tracker)
     n_fits_exact = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
-                                adaptive=False, m_sorted=m - len(first))[0]
+                                adaptive=False, m_sorted=m - len(first), blocks=_sizes(blocks))[0]
     common = dict(target=target, classes=prep.classes, columns=tuple(attrs),
                   classifier=classifier_spec(classifier, classifier_params),
                   scoring=scoring, alpha=alpha, n_search=n_search, n_test=n_test,
@@ -312,12 +314,13 @@ def astrid(
                 fit_data=fit_data, attrs=list(attrs), run=run,
                 seeds=(base_ss, sort_ss, halve_ss, p_ss), n_search=n_search,
                 n_test=n_test, alpha=alpha, config=config)
-            result = _adaptive(search, start, common, n_fits_exact, first=first)
+            result = _adaptive(search, start, common, n_fits_exact, first=first,
+                               blocks=blocks)
         else:
             result = _exact(fit_data, attrs, run, start, common, n_fits_exact,
                             seeds=(base_ss, sort_ss, halve_ss, k_ss, p_ss),
                             n_search=n_search, n_test=n_test, alpha=alpha,
-                            score_each_k=score_each_k, first=first)
+                            score_each_k=score_each_k, first=first, blocks=blocks)
     actual = time.perf_counter() - searched
     record = {**est.to_dict(), "max_seconds": None if max_seconds is None else
               float(max_seconds), "fits_run": result.n_fits, "actual_seconds": actual,
@@ -366,7 +369,7 @@ def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
 
 
 def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search, n_test,
-           alpha, score_each_k, first=()) -> AstridResult:
+           alpha, score_each_k, first=(), blocks=None) -> AstridResult:
     """Alg. 1 with every reward a mean over R' permutations and R per p-value."""
     base_ss, sort_ss, halve_ss, k_ss, p_ss = seeds
     m = len(attrs)
@@ -392,12 +395,12 @@ def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search
 
     detached = sort_attributes(
         m, lambda parts: reward(parts, next(sort_seeds).spawn(len(parts)), "sorting"),
-        on_step=log_step, first=first)
+        on_step=log_step, first=first, blocks=blocks)
     order = [attrs[i] for i in detached]
 
     # 2. Scores of every 2-split of the order (line 7), groupings for every k (8-11).
     t = split_scores(detached, lambda parts: reward(parts, halve_ss.spawn(len(parts)),
-                                                    "2-splits"))
+                                                    "2-splits"), free=len(first))
     groupings = {1: Grouping([order])}
     for k in range(2, m + 1):
         groupings[k] = Grouping.from_cuts(order, best_cuts(t, k))
@@ -432,9 +435,18 @@ def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search
         grouping=groupings[chosen], k=chosen, table=tuple(rows), order=tuple(order),
         baseline_accuracy=a0, p_og=rows[-1].p, n_fits=n_fits,
         seconds=time.perf_counter() - start,
-        search_scores={"sorting": sorting_log, "splits": [float(v) for v in t]},
+        search_scores={"sorting": sorting_log, "splits": _splits_record(t)},
         n_fits_exact=n_fits_exact, cpu_seconds=stats["cpu_seconds"], **common)
 
+
+
+def _sizes(blocks: list[list[int]] | None) -> list[int] | None:
+    return None if blocks is None else [len(b) for b in blocks]
+
+
+def _splits_record(t: np.ndarray) -> list[float | None]:
+    # None: a cut the screen made unnecessary to evaluate (NaN is not JSON)
+    return [None if np.isnan(v) else float(v) for v in t]
 
 
 def _adaptive_config(adaptive: object, options: dict[str, Any]) -> AdaptiveConfig | None:
@@ -493,7 +505,7 @@ class _AdaptiveSearch:
 
 
 def _adaptive(search: _AdaptiveSearch, start: float, common: dict, n_fits_exact: int, *,
-              first=()) -> AstridResult:
+              first=(), blocks=None) -> AstridResult:
     """Alg. 1 with racing and sequential p-values (see the module docstring)."""
     fit_data, attrs, run = search.fit_data, search.attrs, search.run
     base_ss, sort_ss, halve_ss, p_ss = search.seeds
@@ -530,19 +542,25 @@ def _adaptive(search: _AdaptiveSearch, start: float, common: dict, n_fits_exact:
                  m - 1, record["sorting"][-1]["detached"], max(record["sorting"][-1]["rounds"]),
                  record["sorting"][-1]["stop"])
 
-    detached = sort_attributes(m, reward, on_step=log_step, first=first)
+    detached = sort_attributes(m, reward, on_step=log_step, first=first, blocks=blocks)
     order = [attrs[i] for i in detached]
 
     # 2. 2-split scores, raced as a ranking with common random numbers.
+    # Cuts inside the screen's free prefix are not raced (split_scores: NaN, ranked first).
     split_seeds = halve_ss.spawn(n_search)
-    parts = [(tuple(detached[:i]), tuple(detached[i:])) for i in range(1, m)]
-    ranked = race_ranking(lambda idx, first, count: scores_of(
-        "splits", [parts[i] for i in idx], split_seeds, first, count),
-        len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk,
-        delta_sd=delta_sd)
-    record["splits"] = {"rounds": int(ranked.rounds.max()), "stop": ranked.stop,
-                        "rounds_per_cut": ranked.rounds.tolist()}
-    t = ranked.means
+    n_free = free_cuts(len(first), m)
+    parts = [(tuple(detached[:i]), tuple(detached[i:])) for i in range(n_free + 1, m)]
+    t = np.full(m - 1, np.nan)
+    record["splits"] = {"rounds": 0, "stop": "no cut to race", "rounds_per_cut": [],
+                        "free_cuts": n_free}
+    if parts:
+        ranked = race_ranking(lambda idx, first, count: scores_of(
+            "splits", [parts[i] for i in idx], split_seeds, first, count),
+            len(parts), budget=n_search, batch=race_batch, delta=delta, risk=race_risk,
+            delta_sd=delta_sd)
+        record["splits"].update(rounds=int(ranked.rounds.max()), stop=ranked.stop,
+                                rounds_per_cut=ranked.rounds.tolist())
+        t[n_free:] = ranked.means
     groupings = {1: Grouping([order])}
     for k in range(2, m + 1):
         groupings[k] = Grouping.from_cuts(order, best_cuts(t, k))
@@ -612,6 +630,6 @@ def _adaptive(search: _AdaptiveSearch, start: float, common: dict, n_fits_exact:
         grouping=groupings[chosen], k=chosen, table=table, order=tuple(order),
         baseline_accuracy=a0, p_og=rows[m].p, n_fits=sum(fits.values()),
         seconds=time.perf_counter() - start,
-        search_scores={"sorting": sorting_log, "splits": [float(v) for v in t]},
+        search_scores={"sorting": sorting_log, "splits": _splits_record(t)},
         n_fits_exact=n_fits_exact, adaptive=record,
         cpu_seconds=run["stats"]["cpu_seconds"], **common)

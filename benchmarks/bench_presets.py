@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_presets.py                  # the paper's UCI data
     .venv/bin/python benchmarks/bench_presets.py --datasets diabetes --seeds 3
+    .venv/bin/python benchmarks/bench_presets.py --planted       # hgb on make_planted
 
 For every dataset and seed the engine's own 50 / 25 / 25 stratified split is drawn and
 each preset is fitted on the training half and scored on the test quarter: the
@@ -67,14 +68,66 @@ def measure(name: str, presets: list[str], seeds: int) -> list[dict]:
     return rows
 
 
+def planted(out: Path, cols: int = 100, seeds: int = 5) -> None:
+    """hgb's accuracy over training draws on ``make_planted`` (issue 19's wide table):
+    its spread is the noise every race and every a0 of a search on such a sample sees.
+    Written to ``hgb_planted.{json,md}``."""
+    from sklearn.base import clone
+
+    from astrid_airflow._synthetic import make_planted
+
+    load_start = os.getloadavg()
+    table, _ = make_planted(200_000, cols, random_state=0)
+    X, y = table.drop(columns="class"), table["class"].to_numpy()
+    held = np.arange(150_000, 160_000)
+    rows = []
+    for n in (5_000, 20_000):
+        for params in ({}, {"learning_rate": 0.3}):
+            acc, sec = [], []
+            for seed in range(seeds):
+                train = np.random.default_rng(seed).choice(150_000, n, replace=False)
+                data = prepare_fit_data("hgb", X.iloc[train], y[train],
+                                        {"valid": (X.iloc[held], y[held])},
+                                        scoring="accuracy", n_classes=2, params=None)
+                with threadpool_limits(limits=1):
+                    model = clone(data.model).set_params(random_state=seed, **params)
+                    t0 = time.perf_counter()
+                    model.fit(data.X_train, data.y_train)
+                    sec.append(time.perf_counter() - t0)
+                    X_eval, y_eval = data.eval_sets["valid"]
+                    acc.append(float(np.mean(np.asarray(model.predict(X_eval)) == y_eval)))
+            rows.append({"train_rows": n, "params": params, "accuracy": acc,
+                         "mean": float(np.mean(acc)), "sd": float(np.std(acc)),
+                         "seconds": float(np.mean(sec))})
+            print(rows[-1], flush=True)
+    meta = {"table": f"make_planted(200,000, {cols}), eval rows 150,000-160,000",
+            "load_average_start": load_start, "load_average_end": os.getloadavg()}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "hgb_planted.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    lines = ["| training rows | hgb params | accuracy per training draw | mean | sd | s/fit |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['train_rows']:,} | {r['params'] or 'defaults'} | "
+              f"{', '.join(f'{a:.3f}' for a in r['accuracy'])} | {r['mean']:.3f} | "
+              f"{r['sd']:.3f} | {r['seconds']:.2f} |" for r in rows]
+    (out / "hgb_planted.md").write_text(
+        f"hgb on {meta['table']}, one thread, {seeds} training draws; load average "
+        f"{load_start[0]:.1f} at the start, {meta['load_average_end'][0]:.1f} at the end."
+        "\n\n" + "\n".join(lines) + "\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--planted", action="store_true",
+                   help="only hgb's spread over training draws on make_planted")
     p.add_argument("--datasets", nargs="+", default=[d for d in DATASETS
                                                      if d != "soybean-clean"])
     p.add_argument("--presets", nargs="+", default=["svm", "rf", "nb", "hgb"])
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args()
+    if args.planted:
+        planted(args.out)
+        return
     rows = [r for d in args.datasets for r in measure(d, args.presets, args.seeds)]
     args.out.mkdir(parents=True, exist_ok=True)
     meta = {"load_average": os.getloadavg(), "cpu_count": os.cpu_count()}

@@ -5,6 +5,7 @@ except the estimate's 2x band over a run of a few seconds."""
 import json
 import logging
 
+import numpy as np
 import pytest
 
 import astrid_airflow._cost as cost
@@ -334,10 +335,59 @@ def test_astrid_with_the_screen_sorts_only_the_dependent_attributes():
     assert s["blocks"] == planted and s["rows"] == 750  # training + search rows only
     assert list(r.order[:len(s["free"])]) == s["free"]  # detached first, column order
     m, m_sorted = 12, 12 - len(s["free"])
-    assert r.n_fits == r.n_fits_exact == (3 * (m_sorted * (m_sorted + 1) // 2 - 1)
-                                          + 3 * (m - 1) * 2 + 4 * (m - 1) + 1)
-    assert len(r.search_scores["sorting"]) == m_sorted - 1  # evaluated steps only
+    # sorting: block after block (sum of b(b+1)/2 - 1); 2-splits: only the cuts after
+    # the free prefix (those inside it break nothing the screen sees); acc_search and
+    # the p-values: every k
+    sizes = [len(b) for b in s["blocks"]]
+    assert r.n_fits == r.n_fits_exact == (3 * sum(b * (b + 1) // 2 - 1 for b in sizes)
+                                          + 3 * (m_sorted - 1) + 3 * (m - 1)
+                                          + 4 * (m - 1) + 1)
+    # evaluated steps only: a block's last attribute is detached without evaluation
+    assert len(r.search_scores["sorting"]) == m_sorted - len(sizes)
+    # the blocks stay contiguous in the order, in the screen's order
+    assert [set(r.order[len(s["free"]):][i:i + len(b)]) for i, b in zip(
+        np.cumsum([0, *sizes[:-1]]), s["blocks"])] == [set(b) for b in s["blocks"]]
+    f = len(s["free"])
+    splits = r.search_scores["splits"]
+    assert splits[:f] == [None] * f and None not in splits[f:]
+    # the free cuts rank first: k <= f + 1 only splits off free attributes, one by one
+    for k in range(2, f + 2):
+        assert [set(g) for g in r.table[k - 1].grouping.groups][:k - 1] == [
+            {a} for a in s["free"][:k - 1]]
+    fast = astrid(table, target="class", n_search=3, n_test=4, random_state=0, screen=True,
+                  adaptive=True)
+    assert fast.search_scores["splits"][:f] == [None] * f
+    assert fast.adaptive["splits"]["free_cuts"] == f
     off = astrid(table, target="class", n_search=3, n_test=4, random_state=0, screen=False)
     assert off.screen is None and off.n_fits > r.n_fits
     auto = astrid(table, target="class", n_search=3, n_test=4, random_state=0)
     assert auto.screen is None  # "auto": only above 40 attributes
+
+
+def test_cli_defaults_take_the_scalable_path_above_the_row_threshold(
+        tmp_path, capsys, caplog, synthetic, monkeypatch):
+    import astrid_airflow._sample as sampling
+
+    path = tmp_path / "t.csv"
+    synthetic.to_csv(path, index=False)  # 1,000 rows
+    run = ["learn", str(path), "--target", "class", "--r-search", "3", "--r-test", "5",
+           "--seed", "0", "--json"]
+    assert main([*run, "--quiet"]) == 0  # small: the paper's run, unchanged
+    small = json.loads(capsys.readouterr().out)
+    assert small["classifier"]["preset"] == "svm" and small["adaptive"] is None
+    assert small["sample"] is None
+    monkeypatch.setattr(sampling, "LARGE_TABLE_ROWS", 999)
+    with caplog.at_level(logging.INFO, logger="astrid_airflow"):
+        assert main(run) == 0
+    large = json.loads(capsys.readouterr().out)
+    assert large["classifier"]["preset"] == "hgb" and large["adaptive"] is not None
+    assert large["sample"]["rule"] == "auto"
+    assert any("large-table defaults --classifier hgb --sample auto --adaptive" in m
+               for m in caplog.messages)
+    # a flag given wins over the large-table default
+    assert main([*run, "--quiet", "--classifier", "nb", "--exact", "--sample", "none"]) == 0
+    chosen = json.loads(capsys.readouterr().out)
+    assert chosen["classifier"]["preset"] == "nb" and chosen["adaptive"] is None
+    assert chosen["sample"] is None
+    assert main([*run, "--quiet", "--adaptive", "--exact"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -14,16 +14,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "groupings for every k with their p-values.")
     p.add_argument("data", help="CSV, Parquet or ARFF file (or fsspec URL)")
     p.add_argument("--target", required=True, help="class column")
-    p.add_argument("--classifier", default="svm", choices=["svm", "rf", "nb", "hgb"],
+    p.add_argument("--classifier", default=None, choices=["svm", "rf", "nb", "hgb"],
                    help="svm, rf, nb: the paper's classifiers; hgb: histogram gradient "
-                   "boosting, the preset for large tables (docs/engine.md)")
+                   "boosting, the preset for large tables (default: svm up to 20,000 rows, "
+                   "hgb above; docs/engine.md)")
     add_classifier_param_argument(p)
     p.add_argument("--r-search", type=int, default=100, help="R', permutations per reward")
     p.add_argument("--r-test", type=int, default=250, help="R, permutations per p-value")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--adaptive", action="store_true",
                    help="racing in the search and sequential p-values: far fewer fits, the "
-                   "same decisions up to a reported risk (R' and R become budgets)")
+                   "same decisions up to a reported risk (R' and R become budgets; "
+                   "default above 20,000 rows)")
+    p.add_argument("--exact", action="store_true",
+                   help="exact mode (R' and R fits per reward and p-value) on a table of "
+                   "more than 20,000 rows too")
     p.add_argument("--adaptive-risk", type=float, default=0.01,
                    help="bound on the chance a sequential p-value decides differently from "
                    "the exact test (with --adaptive)")
@@ -46,10 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--over-budget", choices=["refuse", "sample"], default="refuse",
                    help="over --max-seconds: refuse (default), or learn on a stratified "
                    "sample with as many rows as fit the budget")
-    p.add_argument("--sample", default="none", metavar="auto|N|none",
+    p.add_argument("--sample", default=None, metavar="auto|N|none",
                    help="learn on a stratified sample of the table: N rows, 'auto' (the "
                    "size where the classifier's accuracy stops improving, see "
-                   "docs/engine.md) or 'none' (every row, the default)")
+                   "docs/engine.md) or 'none' (every row; the default up to 20,000 rows, "
+                   "auto above)")
     p.add_argument("--screen", choices=["auto", "on", "off"], default="auto",
                    help="before the sorting, test every pair of attributes for dependence "
                    "given the class and detach those dependent on none without fits "
@@ -113,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
 
             raise DataError(f"Target column {args.target!r} is not in the table.")
         table = drop_missing_and_constant(table, args.target)
+    if args.adaptive and args.exact:
+        raise ParameterError("--adaptive and --exact exclude each other.")
+    _resolve_defaults(args, len(table))
     kwargs = dict(target=args.target, classifier=args.classifier,
                   classifier_params=parse_classifier_params(args.classifier_param),
                   n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
@@ -169,6 +178,28 @@ def run(args: argparse.Namespace) -> int:
               f"vs original {u['accuracy_original']:.3f} (remedies cost "
               f"{u['remedy_cost']:+.3f}); {release['candidates']} candidates tried")
     return 0
+
+
+def _resolve_defaults(args: argparse.Namespace, n_rows: int) -> None:
+    """Fill the flags not given from ``large_table_defaults`` (the paper's run up to
+    20,000 rows, the scalable path above), saying so in the log."""
+    from .._sample import large_table_defaults
+
+    chosen = large_table_defaults(n_rows)
+    filled = []
+    if args.classifier is None:
+        args.classifier = chosen["classifier"]
+        filled.append(f"--classifier {args.classifier}")
+    if args.sample is None:
+        args.sample = chosen["sample"] or "none"
+        filled.append(f"--sample {args.sample}")
+    if not (args.adaptive or args.exact):
+        args.adaptive = chosen["adaptive"]
+        filled.append("--adaptive" if args.adaptive else "--exact")
+    if chosen["adaptive"] and filled:
+        logging.getLogger("astrid_airflow").info(
+            "astrid learn: %s rows: large-table defaults %s (docs/engine.md)",
+            f"{n_rows:,}", " ".join(filled))
 
 
 def _release_summary(artefact: object) -> dict | None:
