@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from astrid_airflow import GatePolicy, make_surrogate, make_synthetic, validate_surrogate
-from astrid_airflow.gate._expectations import EXPECTATIONS, judge_attack
+from astrid_airflow.gate._checks import EXPECTATIONS, judge_attack
 from astrid_airflow.gate._gate import build_suite
 
 try:  # tests/ may or may not be a package

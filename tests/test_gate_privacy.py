@@ -21,7 +21,7 @@ from astrid_airflow import (
     validate_surrogate,
 )
 from astrid_airflow.engine._grouping import Grouping
-from astrid_airflow.gate._expectations import (
+from astrid_airflow.gate._checks import (
     EXPECTATIONS,
     judge_group_disclosure,
     judge_linkage,

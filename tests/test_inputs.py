@@ -257,7 +257,7 @@ def test_disk_full_during_shuffle_is_one_line_and_leaves_nothing(tmp_path, capsy
 
 def test_gate_import_prints_no_pyspark_warning():
     code = ("import warnings; warnings.simplefilter('default');"
-            "from astrid_airflow.gate._expectations import import_gx; import_gx()")
+            "from astrid_airflow.gate._kit import import_gx; import_gx()")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=170)
     assert r.returncode == 0, r.stderr

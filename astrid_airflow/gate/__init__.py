@@ -14,7 +14,7 @@ from astrid_airflow._lazy import lazy_exports
 # public name -> the module of this package that owns it
 _EXPORTS: dict[str, str] = {
     "render_validation_html": "._datadocs",
-    "same_multiset": "._expectations",
+    "same_multiset": "._checks",
     "build_suite": "._gate",
     "gate_extra_files": "._gate",
     "GatePolicy": "._gate",
@@ -25,8 +25,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from ._checks import same_multiset
     from ._datadocs import render_validation_html
-    from ._expectations import same_multiset
     from ._gate import (
         GatePolicy,
         GateResult,

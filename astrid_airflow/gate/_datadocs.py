@@ -376,7 +376,7 @@ def render_validation_html(validation_result: Any, *, gate: Mapping[str, Any] | 
     """
     from jinja2 import ChoiceLoader, DictLoader
 
-    from ._expectations import import_gx
+    from ._kit import import_gx
 
     import_gx()
     from great_expectations.render.renderer import ValidationResultsPageRenderer

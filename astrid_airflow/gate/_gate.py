@@ -1,7 +1,8 @@
 """The release gate: a Great Expectations suite built from an artefact plus a policy.
 
 Nothing is published unless the surrogate passes the gate. The suite (the checks of
-:mod:`._expectations`, with the thresholds as GX ``$PARAMETER`` suite parameters) is
+:mod:`._checks`, run by the GX classes of :mod:`.expectations`, with the thresholds
+as GX ``$PARAMETER`` suite parameters) is
 stored as ``suite.json`` beside the artefact version, so every run applies the same
 rules and reviewers can read them. The stored suite is bound to its version by a digest
 (``artefact.json`` records its SHA-256; :func:`verify_suite`), and only its *policy* is
@@ -52,7 +53,7 @@ __all__ = [
 SUITE_FILE = "suite.json"
 SUITE_NAME = "astrid_gate"
 SUITE_FORMAT = 1
-#: Suite parameter naming the bound original table (see ``_expectations.bind_reference``).
+#: Suite parameter naming the bound original table (see ``_checks.bind_reference``).
 REFERENCE_PARAMETER = "astrid_reference"
 #: Larger originals use a stratified subsample of this many rows for the utility check.
 UTILITY_MAX_ROWS = 20_000
@@ -247,14 +248,15 @@ def suite_expectations(artefact: Any) -> list[dict[str, Any]]:
     """The gate's expectation specs for ``artefact``, in suite (and report) order.
 
     This is the one list every suite is built from. To add a check: give it an entry in
-    ``_expectations.EXPECTATIONS`` (type -> category, metric, policy parameter or None)
-    and a GX class in ``_expectations._define``, and its kwargs in :func:`_kwargs_of`
+    ``_checks.EXPECTATIONS`` (type -> category, metric, policy parameter or None)
+    and a GX class in ``expectations/`` (listed in ``_registry``), and its kwargs in
+    :func:`_kwargs_of`
     below; a new threshold is also a :class:`GatePolicy` field listed in ``_THRESHOLDS``
     (``_COUNTS`` for an integer one such as ``disclosure_k``).
     Thresholds are always ``{"$PARAMETER": name}``: their values come from the policy
     when the suite runs, never from the suite itself.
     """
-    from ._expectations import EXPECTATIONS
+    from ._checks import EXPECTATIONS
 
     kwargs = _kwargs_of(artefact)
     unknown = [name for name in EXPECTATIONS if name not in kwargs]
@@ -590,7 +592,7 @@ class GateResult:
     @property
     def thresholds(self) -> dict[str, Any]:
         """The threshold each policy parameter had in this run, as the checks applied it."""
-        from ._expectations import EXPECTATIONS
+        from ._checks import EXPECTATIONS
 
         out = {EXPECTATIONS[e.name][2]: e.threshold for e in self.expectations
                if e.name in EXPECTATIONS and EXPECTATIONS[e.name][2] is not None}
@@ -980,7 +982,9 @@ def _attack_function(original: pd.DataFrame, target: str, seed: int):
 def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.DataFrame,
                target: str, policy: GatePolicy, utility, *, verbose: bool,
                attacks=None) -> Any:
-    from ._expectations import bind_reference, quiet_gx_logging, register_expectations
+    from ._checks import bind_reference
+    from ._kit import quiet_gx_logging
+    from ._registry import register_expectations
 
     register_expectations(verbose=verbose)
     quiet_gx_logging(verbose=verbose)
@@ -1017,7 +1021,7 @@ def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.D
 
 
 def _outcomes(gx_result: Any) -> list[ExpectationOutcome]:
-    from ._expectations import EXPECTATIONS
+    from ._checks import EXPECTATIONS
 
     out = []
     for r in gx_result.results:
