@@ -78,3 +78,11 @@ def test_subpackages_import_light():
         assert heavy not in mods, heavy
     assert not [m for m in mods if m.startswith("astrid_airflow.") and "._" in m
                 and m != "astrid_airflow._lazy"]
+
+
+def test_gate_classes_import_without_great_expectations():
+    """The expectation and metric modules take GX from ``gx_kit()`` when registered."""
+    mods = _modules_after("import astrid_airflow.gate._registry")
+    assert "great_expectations" not in mods
+    assert "astrid_airflow.gate.expectations.expect_surrogate_schema_to_match_original" in mods
+    assert "astrid_airflow.gate.metrics.multiset_differences" in mods
