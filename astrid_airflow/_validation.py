@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from ._errors import ParameterError
+from astrid_airflow._errors import ParameterError
 
 __all__ = [
     "check_alpha",

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from astrid_airflow import ParameterError, astrid, make_synthetic, test_grouping
-from astrid_airflow._racing import race_argmax, race_ranking
-from astrid_airflow._sequential import plan, run_sequential
 from astrid_airflow.cli import main
+from astrid_airflow.engine._racing import race_argmax, race_ranking
+from astrid_airflow.engine._sequential import plan, run_sequential
 
 ALPHA = 0.05
 
@@ -37,7 +37,7 @@ def test_boundaries_agree_with_the_exact_test(n_max, batch, risk):
 
 
 def test_only_boundary_steps_are_charged_and_clear_rejections_stop_early():
-    from astrid_airflow._sequential import _grid, _risks
+    from astrid_airflow.engine._sequential import _grid, _risks
 
     p = plan(250, ALPHA, 10, 0.01)
     steps, level = [], -1

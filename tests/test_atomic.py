@@ -8,14 +8,14 @@ import uuid
 import fsspec
 import pytest
 
-from astrid_airflow._atomic import (
+from astrid_airflow._errors import StoreError
+from astrid_airflow.io._atomic import (
     atomic_dir,
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,
     is_local,
 )
-from astrid_airflow._errors import StoreError
 
 
 def _visible(directory) -> list[str]:

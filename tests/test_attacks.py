@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from astrid_airflow import ParameterError, make_surrogate
-from astrid_airflow._attacks import (
+from astrid_airflow.engine._grouping import Grouping
+from astrid_airflow.privacy._attacks import (
     AttackRisk,
     _nearest,
     inference_risk,
@@ -19,7 +20,6 @@ from astrid_airflow._attacks import (
     residual_risk,
     singling_out_risk,
 )
-from astrid_airflow._grouping import Grouping
 
 Z = 1.959963984540054  # probit(0.975)
 

@@ -105,8 +105,8 @@ def release_readonly(path: Path, how: str) -> None:
 def make_workdir(root: Path) -> dict[str, Any]:
     """Inputs shared by every case: reference table, a learned artefact, a surrogate."""
     from astrid_airflow import GroupingArtefact, astrid
-    from astrid_airflow._store import ArtefactStore
-    from astrid_airflow._surrogate import shuffle_file
+    from astrid_airflow.release._store import ArtefactStore
+    from astrid_airflow.release._surrogate import shuffle_file
 
     root.mkdir(parents=True, exist_ok=True)
     t = reference_table()
@@ -115,7 +115,7 @@ def make_workdir(root: Path) -> dict[str, Any]:
     result = astrid(t, target=TARGET, classifier="nb", n_search=2, n_test=3, random_state=0,
                     progress=False)
     artefact = GroupingArtefact.from_result(result, t, created_at="2026-01-01T00:00:00Z")
-    from astrid_airflow._gate import gate_extra_files
+    from astrid_airflow.gate._gate import gate_extra_files
 
     store = ArtefactStore(root / "store")
     store.save("m", artefact, extra_files=gate_extra_files(artefact))
@@ -326,8 +326,8 @@ BUG_GATE_MISSING = ("SurrogateGateOperator hashes the surrogate before checking 
 
 def _suite_of(w, name, change, *, policy=None, legacy=False):
     """Save the artefact as ``store/<name>`` with its suite, then edit that suite.json."""
-    from astrid_airflow._gate import GatePolicy, gate_extra_files
-    from astrid_airflow._store import ArtefactStore
+    from astrid_airflow.gate._gate import GatePolicy, gate_extra_files
+    from astrid_airflow.release._store import ArtefactStore
 
     store, art = ArtefactStore(w["root"] / "store"), w["artefact"]
     if legacy:  # saved without a suite; the gate then wrote the default one
@@ -1049,8 +1049,8 @@ def _cases() -> list[Case]:
 
 def _remote_store(work) -> str:
     """``memory://badinput-store`` holding ``m`` (v0001), the work artefact with its suite."""
-    from astrid_airflow._gate import gate_extra_files
-    from astrid_airflow._store import ArtefactStore
+    from astrid_airflow.gate._gate import gate_extra_files
+    from astrid_airflow.release._store import ArtefactStore
 
     url = "memory://badinput-store"
     store = ArtefactStore(url)
@@ -1086,7 +1086,7 @@ def _terminated_learn(work) -> list[str]:
 
 def _legacy(work, name) -> str:
     """``store/<name>``: the work artefact saved without a suite (as before the gate)."""
-    from astrid_airflow._store import ArtefactStore
+    from astrid_airflow.release._store import ArtefactStore
 
     store = ArtefactStore(work["root"] / "store")
     if name not in store.names():
@@ -1545,7 +1545,7 @@ def _disk_full(thunk):
     as a full disk does (the patch is undone when the call returns)."""
     import errno
 
-    from astrid_airflow import _surrogate
+    from astrid_airflow.release import _surrogate
 
     real = _surrogate.arrow_writer
 
@@ -1596,9 +1596,9 @@ def _fuse(work, out, *extra):
 def _tz_roundtrip(work):
     """A store learned on a CSV with ``+02:00`` timestamps and its shuffled CSV."""
     from astrid_airflow import GroupingArtefact, astrid, read_table
-    from astrid_airflow._gate import GatePolicy, gate_extra_files
-    from astrid_airflow._store import ArtefactStore
-    from astrid_airflow._surrogate import shuffle_file
+    from astrid_airflow.gate._gate import GatePolicy, gate_extra_files
+    from astrid_airflow.release._store import ArtefactStore
+    from astrid_airflow.release._surrogate import shuffle_file
 
     root = work["root"]
     if not (root / "tzs.csv").exists():

@@ -98,7 +98,7 @@ def test_type1_check_catches_an_invalid_permutation(monkeypatch):
     """The calibration check can fail: a permutation that ignores the class (it breaks
     the class-conditional marginals, so the null datasets are not exchangeable with D0)
     makes the same check reject far more often than its allowance."""
-    from astrid_airflow import _fits
+    from astrid_airflow.engine import _fits
 
     def across_classes(codes, n_groups, rng):
         n = len(codes)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from astrid_airflow._clustering import best_cuts, cut, sort_attributes, split_scores
+from astrid_airflow.engine._clustering import best_cuts, cut, sort_attributes, split_scores
 
 
 def _random_partition(rng, m):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from astrid_airflow import make_synthetic
-from astrid_airflow._store import ArtefactStore
+from astrid_airflow.release._store import ArtefactStore
 
 BARRIER = r"""
 import os, sys, time

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from astrid_airflow import make_synthetic
-from astrid_airflow._store import ArtefactStore
+from astrid_airflow.release._store import ArtefactStore
 
 HOOK = r"""
 import os, sys, time, traceback
@@ -276,8 +276,7 @@ def test_retried_learn_and_shuffle_tasks_reproduce_artefact_and_surrogate(data, 
     apart from ``created_at`` and ``result.seconds``) and the surrogate byte for byte."""
     from astrid_airflow.operators.learn import AstridLearnOperator
     from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
-
-    from astrid_airflow import _surrogate
+    from astrid_airflow.release import _surrogate
 
     def learn(store):
         return AstridLearnOperator(task_id="learn", reference=str(data / "syn.parquet"),

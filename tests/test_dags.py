@@ -73,8 +73,8 @@ def test_parsing_is_fast_and_does_no_heavy_work(tmp_path):
         bag = DagBag(dag_folder={str(DAGS)!r})
         seconds = time.perf_counter() - started
         heavy = [m for m in ("sklearn", "great_expectations", "scipy", "pyarrow.parquet",
-                             "astrid_airflow._search", "astrid_airflow._gate",
-                             "astrid_airflow._surrogate", "astrid_airflow._metrics")
+                             "astrid_airflow.engine._search", "astrid_airflow.gate._gate",
+                             "astrid_airflow.release._surrogate", "astrid_airflow.release._metrics")
                  if m in sys.modules]
         print(json.dumps({{"errors": len(bag.import_errors), "dags": len(bag.dags),
                           "seconds": seconds, "heavy": heavy}}))
@@ -125,9 +125,8 @@ def failed_run(demo, second_run):
 
 @pytest.mark.airflow
 def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, first_run):
-    from astrid_airflow.operators.demo import bundled_table
-
     from astrid_airflow import validate_surrogate
+    from astrid_airflow.operators.demo import bundled_table
 
     dr = first_run.dr
     assert str(dr.state) == "success", states(dr)

@@ -16,15 +16,15 @@ distributed = pytest.importorskip("distributed", reason="needs the 'dask' extra"
 from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 import astrid_airflow  # noqa: E402
-from astrid_airflow._dask import (  # noqa: E402
+from astrid_airflow._errors import ParameterError  # noqa: E402
+from astrid_airflow.engine._search import astrid  # noqa: E402
+from astrid_airflow.engine._synthetic import make_synthetic  # noqa: E402
+from astrid_airflow.engine._test import test_grouping  # noqa: E402
+from astrid_airflow.scale._dask import (  # noqa: E402
     astrid_on_dask,
     dask_parallel,
     test_grouping_on_dask,
 )
-from astrid_airflow._errors import ParameterError  # noqa: E402
-from astrid_airflow._search import astrid  # noqa: E402
-from astrid_airflow._synthetic import make_synthetic  # noqa: E402
-from astrid_airflow._test import test_grouping  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +162,7 @@ def test_learn_operator_runs_its_fits_on_the_cluster(cluster, table, tmp_path):
     import types
 
     from astrid_airflow.operators.learn import AstridLearnOperator
-
-    from astrid_airflow._store import ArtefactStore
+    from astrid_airflow.release._store import ArtefactStore
 
     path = tmp_path / "ref.csv"
     table.to_csv(path, index=False)

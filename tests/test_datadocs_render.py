@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from astrid_airflow import make_surrogate, make_synthetic, validate_surrogate
-from astrid_airflow._datadocs import external_resources, render_validation_html
+from astrid_airflow.gate._datadocs import external_resources, render_validation_html
 
 try:  # tests/ may or may not be a package
     from tests.test_gate import artefact_for

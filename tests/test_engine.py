@@ -18,8 +18,8 @@ from astrid_airflow import (
     make_synthetic,
     test_grouping,
 )
-from astrid_airflow._scoring import score
-from astrid_airflow._test import empirical_p_value
+from astrid_airflow.engine._scoring import score
+from astrid_airflow.engine._test import empirical_p_value
 
 
 @pytest.fixture(scope="module")

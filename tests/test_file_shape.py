@@ -2,7 +2,7 @@
 
 The gate must judge exactly the bytes that are published (issue 18). Each carrier below
 hides the *original* rows somewhere a table reader does not show them; each must be
-refused by :func:`astrid_airflow._file_shape.check_publishable` with a reason naming it,
+refused by :func:`astrid_airflow.gate._file_shape.check_publishable` with a reason naming it,
 while every file the project writes itself passes.
 """
 
@@ -18,9 +18,9 @@ import pytest
 
 from astrid_airflow import GroupingArtefact, make_surrogate, make_synthetic, shuffle_file
 from astrid_airflow._errors import DataError, GateError
-from astrid_airflow._file_shape import check_publishable, publishability_problems
-from astrid_airflow._gate import GatePolicy, validate_surrogate
-from astrid_airflow._grouping import Grouping
+from astrid_airflow.engine._grouping import Grouping
+from astrid_airflow.gate._file_shape import check_publishable, publishability_problems
+from astrid_airflow.gate._gate import GatePolicy, validate_surrogate
 
 TARGET = "class"
 
@@ -91,7 +91,7 @@ def test_files_the_project_writes_are_publishable(tmp_path, original, artefact, 
 
 def test_a_file_read_from_postgres_keeps_its_sql_types_and_is_publishable(tmp_path, original,
                                                                         artefact):
-    from astrid_airflow._sql import SqlColumn, _arrow_schema
+    from astrid_airflow.io._sql import SqlColumn, _arrow_schema
 
     kinds = {"a1": "float64", "a2": "float64", "a3": "float64", "a4": "float64",
              "a5": "enum", TARGET: "int64"}
@@ -345,7 +345,7 @@ def test_the_gate_refuses_a_carrier_before_judging_and_writes_nothing(tmp_path, 
 
 def test_a_file_changed_while_judged_is_refused(tmp_path, original, artefact, surrogate,
                                                 monkeypatch):
-    import astrid_airflow._gate as gate
+    import astrid_airflow.gate._gate as gate
 
     path = tmp_path / "s.parquet"
     surrogate.to_parquet(path, index=False)
@@ -375,7 +375,7 @@ def pg_table(tmp_path, surrogate):
     import psycopg
     from test_sql import postgres_url
 
-    from astrid_airflow._sql import publish_table
+    from astrid_airflow.io._sql import publish_table
 
     url = postgres_url()  # skips without a server (fails under CI)
     schema = f"t_{uuid.uuid4().hex[:10]}"
@@ -444,7 +444,7 @@ def test_postgres_carriers_are_refused(pg_table, original, artefact, carrier):
 
 def test_thrift_reader_decodes_a_real_footer_and_refuses_malformed_bytes(tmp_path,
                                                                          surrogate):
-    from astrid_airflow._thrift import ThriftError, read_struct
+    from astrid_airflow.gate._thrift import ThriftError, read_struct
 
     path = tmp_path / "s.parquet"
     surrogate.to_parquet(path, index=False)

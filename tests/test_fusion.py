@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from astrid_airflow._artefact import GroupingArtefact
 from astrid_airflow._errors import DataError, ParameterError, SchemaMismatchError
-from astrid_airflow._fusion import collection_plan, fuse_parts, fused_class_sizes
-from astrid_airflow._grouping import Grouping
 from astrid_airflow.cli import main
+from astrid_airflow.engine._grouping import Grouping
+from astrid_airflow.release._artefact import GroupingArtefact
+from astrid_airflow.scale._fusion import collection_plan, fuse_parts, fused_class_sizes
 
 try:  # tests/ may or may not be a package
     from tests.conftest import UCI
@@ -372,7 +372,7 @@ def test_cli_plan_collection(files, capsys):
 # ------------------------------------------------------------------- credit-a (paper)
 
 def _accuracy(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> float:
-    from astrid_airflow._classifiers import make_classifier
+    from astrid_airflow.engine._classifiers import make_classifier
 
     clf = make_classifier("svm", random_state=seed)
     clf.fit(train.drop(columns="class"), train["class"])
@@ -391,8 +391,8 @@ def test_credit_a_fused_training_rows_are_as_good_as_original_rows():
     """
     from sklearn.model_selection import train_test_split
 
-    from astrid_airflow._io import drop_missing_and_constant, read_table
-    from astrid_airflow._search import astrid
+    from astrid_airflow.engine._search import astrid
+    from astrid_airflow.io._io import drop_missing_and_constant, read_table
 
     table = drop_missing_and_constant(read_table(UCI / "credit-a.arff"), "class")
     scores: dict[str, list[float]] = {"fused": [], "original": [], "across": []}

@@ -27,21 +27,21 @@ from astrid_airflow._errors import (
     ParameterError,
     SchemaMismatchError,
 )
-from astrid_airflow._expectations import (
+from astrid_airflow.engine._grouping import Grouping
+from astrid_airflow.gate._checks import (
     EXPECTATIONS,
     class_changes,
-    import_gx,
     multiset_differences,
     schema_differences,
 )
-from astrid_airflow._gate import (
+from astrid_airflow.gate._gate import (
     SUITE_FILE,
     build_suite,
     gate_extra_files,
     load_suite,
     result_paths,
 )
-from astrid_airflow._grouping import Grouping
+from astrid_airflow.gate._kit import import_gx
 
 INTACT = "expect_surrogate_intact_row_proportion_to_be_at_most"
 UTILITY = "expect_surrogate_accuracy_drop_to_be_at_most"
@@ -259,7 +259,7 @@ def test_suite_json_is_a_gx_suite_with_parameters(learned):
     text = json.dumps(suite)
     assert '{"$PARAMETER": "max_intact"}' in text
     assert suite["meta"]["astrid"]["policy"]["max_intact"] == 0.02
-    from astrid_airflow._expectations import register_expectations
+    from astrid_airflow.gate._registry import register_expectations
 
     register_expectations()
     gx = import_gx()
@@ -326,8 +326,8 @@ def test_gate_is_deterministic_for_a_seed_and_records_a_drawn_one(data, learned,
 
 def test_great_expectations_is_imported_only_when_validating():
     code = ("import sys, astrid_airflow as a; a.GatePolicy(); "
-            "from astrid_airflow._gate import build_suite; "
-            "import astrid_airflow._expectations, astrid_airflow._datadocs; "
+            "from astrid_airflow.gate._gate import build_suite; "
+            "import astrid_airflow.gate._checks, astrid_airflow.gate._datadocs; "
             "assert 'great_expectations' not in sys.modules, 'GX imported eagerly'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from astrid_airflow import GatePolicy, make_surrogate, make_synthetic, validate_surrogate
-from astrid_airflow._expectations import EXPECTATIONS, judge_attack
-from astrid_airflow._gate import build_suite
+from astrid_airflow.gate._checks import EXPECTATIONS, judge_attack
+from astrid_airflow.gate._gate import build_suite
 
 try:  # tests/ may or may not be a package
     from tests.test_gate_privacy import ROOT, artefact_for, needs_uci, outcome, uci

@@ -17,7 +17,7 @@ from astrid_airflow import (
     shuffle_file,
     validate_surrogate,
 )
-from astrid_airflow._grouping import Grouping
+from astrid_airflow.engine._grouping import Grouping
 
 SCHEMA = "expect_surrogate_schema_to_match_original"
 

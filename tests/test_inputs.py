@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from astrid_airflow._artefact import GroupingArtefact
 from astrid_airflow._errors import (
     ArtefactError,
     DataError,
@@ -26,8 +25,9 @@ from astrid_airflow._errors import (
     one_line,
     short_list,
 )
-from astrid_airflow._jsonable import MAX_JSON_DEPTH, load_json
 from astrid_airflow.cli import main
+from astrid_airflow.io._jsonable import MAX_JSON_DEPTH, load_json
+from astrid_airflow.release._artefact import GroupingArtefact
 
 
 def table(n_per_class: int = 20, seed: int = 0) -> pd.DataFrame:
@@ -42,7 +42,7 @@ def table(n_per_class: int = 20, seed: int = 0) -> pd.DataFrame:
 def save(root, data: pd.DataFrame, grouping=(("a1", "a2"), ("a3",), ("a4",)),
          name: str = "demo") -> str:
     from astrid_airflow import ArtefactStore
-    from astrid_airflow._gate import gate_extra_files
+    from astrid_airflow.gate._gate import gate_extra_files
 
     result = {"grouping": [list(g) for g in grouping], "k": len(grouping), "table": [],
               "target": "class", "classifier": {"preset": "nb"}, "scoring": "accuracy",
@@ -100,7 +100,7 @@ def test_cli_maps_any_os_error_to_one_line(monkeypatch, capsys):
 # ------------------------------------------------------------------------ one reader
 
 def test_every_command_reads_a_csv_with_the_same_types(tmp_path):
-    from astrid_airflow._io import read_arrow, read_table
+    from astrid_airflow.io._io import read_arrow, read_table
 
     t = table()
     t["when"] = pd.date_range("2024-03-30", periods=len(t), freq="6h",
@@ -141,7 +141,7 @@ def test_csv_with_time_zones_round_trips_through_shuffle_and_validate(tmp_path, 
 
 
 def test_csv_that_is_not_utf8_is_refused_by_every_command(tmp_path):
-    from astrid_airflow._io import read_arrow, read_table
+    from astrid_airflow.io._io import read_arrow, read_table
 
     path = tmp_path / "latin1.csv"
     path.write_bytes("a,b,class\n1,caf\xe9,0\n2,th\xe9,1\n".encode("latin-1"))
@@ -151,7 +151,7 @@ def test_csv_that_is_not_utf8_is_refused_by_every_command(tmp_path):
 
 
 def test_shuffle_reads_arff_like_learn(tmp_path):
-    from astrid_airflow._io import read_table
+    from astrid_airflow.io._io import read_table
 
     lines = ["@relation t", "@attribute a1 REAL", "@attribute a2 REAL",
              "@attribute a3 {u,v,w}", "@attribute class {neg,pos}", "@data"]
@@ -167,7 +167,7 @@ def test_shuffle_reads_arff_like_learn(tmp_path):
 
 
 def test_infinite_values_are_refused_in_files_and_frames(tmp_path):
-    from astrid_airflow._io import read_arrow, read_table
+    from astrid_airflow.io._io import read_arrow, read_table
 
     t = table().assign(a2=lambda d: d.a2.where(d.index != 2, -np.inf))
     with pytest.raises(DataError, match=r"Infinite values .*'a2': 1"):
@@ -181,7 +181,7 @@ def test_infinite_values_are_refused_in_files_and_frames(tmp_path):
 # ------------------------------------------------------------------------ outputs
 
 def test_an_output_never_replaces_an_input(tmp_path):
-    from astrid_airflow._atomic import refuse_overwriting_inputs
+    from astrid_airflow.io._atomic import refuse_overwriting_inputs
 
     src = tmp_path / "in.csv"
     src.write_text("a\n1\n")
@@ -200,7 +200,7 @@ def test_an_output_never_replaces_an_input(tmp_path):
 
 
 def test_special_files_are_not_inputs(tmp_path):
-    from astrid_airflow._io import read_table
+    from astrid_airflow.io._io import read_table
 
     os.mkfifo(tmp_path / "p.csv")
     with pytest.raises(DataError, match="not a regular file"):
@@ -211,7 +211,7 @@ def test_special_files_are_not_inputs(tmp_path):
 
 
 def test_fuse_rows_are_bounded(tmp_path):
-    from astrid_airflow._fusion import MAX_ROWS_FACTOR, fuse_parts
+    from astrid_airflow.scale._fusion import MAX_ROWS_FACTOR, fuse_parts
 
     t = table()
     art = GroupingArtefact.from_result(
@@ -257,7 +257,7 @@ def test_disk_full_during_shuffle_is_one_line_and_leaves_nothing(tmp_path, capsy
 
 def test_gate_import_prints_no_pyspark_warning():
     code = ("import warnings; warnings.simplefilter('default');"
-            "from astrid_airflow._expectations import import_gx; import_gx()")
+            "from astrid_airflow.gate._kit import import_gx; import_gx()")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=170)
     assert r.returncode == 0, r.stderr

@@ -20,16 +20,16 @@ from astrid_airflow import (
     make_surrogate,
     surrogate_utility,
 )
-from astrid_airflow._metrics import (
+from astrid_airflow.release._metrics import (
     EXACT_CAP,
     SurrogateMetrics,
     match_probabilities,
     row_hashes,
     surrogate_metrics,
 )
-from astrid_airflow._surrogate import ProtectsNothingWarning
+from astrid_airflow.release._surrogate import ProtectsNothingWarning
 
-pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow.ProtectsNothingWarning")
 
 
 def categorical_table(n: int = 240, seed: int = 0) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from astrid_airflow import Grouping, make_surrogate
-from astrid_airflow._metrics import (
+from astrid_airflow.release._metrics import (
     _U64,
     expected_intact_row_proportion,
     intact_row_proportion,
@@ -28,7 +28,7 @@ from astrid_airflow._metrics import (
     table_source,
 )
 
-pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow.ProtectsNothingWarning")
 
 
 def reference_intact(orig, surr, cols):
@@ -116,7 +116,7 @@ def test_same_values_as_the_sort_based_implementation(seed, container, tmp_path)
 
 
 def reference_match(m, n):
-    from astrid_airflow._metrics import EXACT_CAP, _p_match_chain
+    from astrid_airflow.release._metrics import EXACT_CAP, _p_match_chain
 
     m = np.sort(np.asarray(m, dtype=np.int64), axis=1)
     n = np.asarray(n, dtype=np.int64)
@@ -139,7 +139,7 @@ def reference_match(m, n):
 
 @pytest.mark.parametrize("block", [7, 1 << 18])
 def test_blocked_match_probabilities_are_bit_identical(block, monkeypatch):
-    from astrid_airflow import _metrics
+    from astrid_airflow.release import _metrics
 
     monkeypatch.setattr(_metrics, "_PROB_ROWS", block)
     rng = np.random.default_rng(3)
@@ -154,7 +154,7 @@ def test_blocked_match_probabilities_are_bit_identical(block, monkeypatch):
 
 
 def test_metrics_do_not_depend_on_the_thread_count(monkeypatch):
-    from astrid_airflow import _permutation
+    from astrid_airflow.engine import _permutation
 
     t = random_table(800, 9)
     grouping = Grouping.parse("a;f;s,c;b;u")

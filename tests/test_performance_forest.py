@@ -5,7 +5,7 @@ import pytest
 from sklearn.tree import DecisionTreeClassifier
 
 from astrid_airflow import ParameterError, make_classifier, make_synthetic
-from astrid_airflow._forest import RandomForest, grow_tree, onedal_available
+from astrid_airflow.engine._forest import RandomForest, grow_tree, onedal_available
 
 
 def _data(seed, n=300, m=6, k=3):

@@ -1,22 +1,27 @@
 """Public names only across the package boundary (issue 20).
 
 Operators, DAGs, benchmarks and scripts use what ``astrid_airflow`` (and its public
-submodules ``astrid_airflow.io``, ``astrid_airflow.engine``, ``astrid_airflow.operators.*``)
-export; inside the library no module imports another module's ``_``-prefixed name.
-Like the Airflow-free guard in ``test_core_imports.py``, this reads the source (AST and
-subprocess code strings), so it fails the moment such an import is written.
+subpackages ``astrid_airflow.io``, ``astrid_airflow.engine``, ...,
+``astrid_airflow.operators.*``) export; inside the library no module imports another
+module's ``_``-prefixed name, and nothing outside a subpackage imports its private
+modules (``astrid_airflow.gate`` may use ``astrid_airflow.privacy``'s public names, never
+``astrid_airflow.privacy._disclosure``). Like the Airflow-free guard in
+``test_core_imports.py``, this reads the source (AST and subprocess code strings), so it
+fails the moment such an import is written. Tests may import private modules
+(white-box checks).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OUTSIDE = ("operators", "dags", "benchmarks", "scripts")
+OUTSIDE = ("astrid_airflow/operators", "dags", "benchmarks", "scripts")
 # "astrid_airflow._x" inside code strings (subprocess one-liners) counts too
 PRIVATE_PATH = re.compile(r"\bastrid_airflow(?:\.[A-Za-z0-9]\w*)*\._\w")
 
@@ -28,7 +33,7 @@ def _private(part: str) -> bool:
 def _outside_violations(path: Path) -> list[str]:
     """Private ``astrid_airflow`` paths or names imported by a file outside the library.
 
-    Relative imports inside ``operators/`` (the provider's own ``._common``) are the
+    Relative imports inside ``astrid_airflow/operators/`` (the provider's own ``._common``) are the
     provider's business and allowed.
     """
     return [f"{path.name}: {v}" for v in _private_imports(path.read_text(encoding="utf-8"))]
@@ -103,9 +108,100 @@ def _block_imports(block: str) -> list[str]:
 
 def test_the_guard_sees_a_private_import(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("from astrid_airflow._store import ArtefactStore\n"
+    probe.write_text("from astrid_airflow.release._store import ArtefactStore\n"
                      "from astrid_airflow import _EXPORTS, GatePolicy\n"
-                     "import astrid_airflow._gate\n"
+                     "import astrid_airflow.gate._gate\n"
                      "from astrid_airflow.io import load_json\n"
-                     "CODE = 'import astrid_airflow._metrics'\n")
+                     "CODE = 'import astrid_airflow.release._metrics'\n")
     assert len(_outside_violations(probe)) == 4
+
+
+# ----------------------------------------------------- subpackages keep their modules
+
+LIBRARY = ROOT / "astrid_airflow"
+#: subpackages with lazy public exports (cli and operators export nothing)
+EXPORTING = sorted(p.parent.name for p in LIBRARY.glob("*/__init__.py")
+                   if "_EXPORTS" in p.read_text(encoding="utf-8"))
+
+
+def _dotted(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _subpackage_violations(path: Path, module: str) -> list[str]:
+    """Imports of another subpackage's private modules by ``module`` (file ``path``).
+
+    ``astrid_airflow.<sub>._x`` (or ``from astrid_airflow.<sub> import _x``) is private
+    to ``astrid_airflow.<sub>``; the top level's own modules (``astrid_airflow._errors``,
+    ``_validation``, ``_lazy``) are shared by every subpackage.
+    """
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([node.module] if node.module else []))
+            targets = [f"{base}.{a.name}" if _private(a.name) else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            parts = target.split(".")
+            if parts[0] != "astrid_airflow" or len(parts) < 3 or _private(parts[1]):
+                continue
+            owner = ".".join(parts[:2])
+            if any(_private(p) for p in parts[2:]) and not (
+                    module == owner or module.startswith(owner + ".")):
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+                out.append(f"{where}:{node.lineno}: {target}")
+    return out
+
+
+def test_no_module_imports_private_modules_of_another_subpackage():
+    bad = [v for f in sorted(LIBRARY.rglob("*.py"))
+           for v in _subpackage_violations(f, _dotted(f))]
+    assert not bad, "private modules of another subpackage imported:\n" + "\n".join(bad)
+
+
+def test_the_subpackage_guard_sees_a_private_import(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from astrid_airflow.privacy._disclosure import disclosure_risk\n"
+                     "from astrid_airflow.privacy import _risk, measure_risk\n"
+                     "from ..release._store import ArtefactStore\n"
+                     "import astrid_airflow.io._jsonable\n"
+                     # allowed: public names, the top level's modules, its own package
+                     "from astrid_airflow.privacy import disclosure_risk\n"
+                     "from astrid_airflow._errors import DataError\n"
+                     "from ._gate import GatePolicy\n"
+                     "from astrid_airflow.gate._datadocs import render_validation_html\n")
+    found = _subpackage_violations(probe, "astrid_airflow.gate.probe")
+    assert [v.rsplit(": ", 1)[1] for v in found] == [
+        "astrid_airflow.privacy._disclosure", "astrid_airflow.privacy._risk",
+        "astrid_airflow.release._store", "astrid_airflow.io._jsonable"]
+
+
+@pytest.mark.parametrize("sub", EXPORTING)
+def test_subpackage_exports_are_lazy_and_complete(sub):
+    """``_EXPORTS``, ``__all__`` and the ``TYPE_CHECKING`` imports name the same names,
+    and every name resolves."""
+    init = LIBRARY / sub / "__init__.py"
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    typed = set()
+    runtime = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            typed |= {a.asname or a.name for n in node.body for a in n.names}
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            runtime.append(node.module)
+    assert runtime == ["typing", "astrid_airflow._lazy"], runtime  # nothing eager
+    module = importlib.import_module(f"astrid_airflow.{sub}")
+    assert set(module.__all__) == set(module._EXPORTS) == typed
+    for name in module.__all__:
+        getattr(module, name)
+    assert set(dir(module)) >= set(module.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        module.nope  # noqa: B018

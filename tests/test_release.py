@@ -1,4 +1,4 @@
-"""The release protocol (``astrid_airflow._release``): pure decisions, no Airflow."""
+"""The release protocol (``astrid_airflow.release._release``): pure decisions, no Airflow."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from astrid_airflow._errors import ReleaseError
-from astrid_airflow._release import check_receipt, decide_release, release_time
+from astrid_airflow.release._release import check_receipt, decide_release, release_time
 
 EARLY, LATE = "2026-01-02T00:00:00+00:00", "2026-01-02T10:00:00+00:00"
 CURRENT = {"release_id": "new", "sha256": "b" * 64, "run_after": LATE}
@@ -93,6 +93,6 @@ def test_release_time_orders_across_time_zones():
 
 
 def test_the_protocol_imports_no_airflow():
-    code = ("import sys, astrid_airflow._release\n"
+    code = ("import sys, astrid_airflow.release._release\n"
             "assert not [m for m in sys.modules if m.split('.')[0] == 'airflow']")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -20,7 +20,7 @@ from astrid_airflow import (
     group_disclosure,
     make_synthetic,
 )
-from astrid_airflow._remedies import mdav_clusters
+from astrid_airflow.release._remedies import mdav_clusters
 
 BINS = {"method": "bins", "column": "a", "edges": [2.0, 5.0], "values": [1.0, 3.0, 7.0],
         "labels": ["< 2", "[2, 5)", ">= 5"], "published_type": "integer"}
@@ -272,7 +272,7 @@ def _result(groups: list, target: str = "y") -> dict:
             "n_search": 20, "n_test": 40, "random_state": 0}
 
 
-@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+@pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
 def test_choose_release_records_candidates_and_never_loosens_the_policy():
     from astrid_airflow import GatePolicy, choose_release
 
@@ -313,7 +313,7 @@ def test_choose_release_records_candidates_and_never_loosens_the_policy():
     assert choose_release(t, result, remedies=False).release is None
 
 
-@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+@pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
 def test_cli_learn_records_the_release_by_default_and_not_with_no_remedies(tmp_path, capsys):
     from astrid_airflow import GatePolicy, load_artefact
     from astrid_airflow.cli import main
@@ -345,7 +345,7 @@ def test_cli_learn_records_the_release_by_default_and_not_with_no_remedies(tmp_p
     assert "max_intact" in capsys.readouterr().err
 
 
-@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+@pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
 def test_report_shows_the_tradeoff_table_and_picture_escaped(tmp_path):
     import dataclasses
 
@@ -373,7 +373,7 @@ def test_report_shows_the_tradeoff_table_and_picture_escaped(tmp_path):
     assert hostile not in page and "&lt;script&gt;" in page
 
 
-@pytest.mark.filterwarnings("ignore::astrid_airflow._surrogate.ProtectsNothingWarning")
+@pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
 def test_remedied_release_passes_the_default_gate_on_privacy_and_raw_fails(tmp_path):
     from astrid_airflow import make_surrogate, validate_surrogate
 
@@ -422,7 +422,7 @@ def test_cli_risk_puts_the_original_into_the_release_domain(tmp_path, capsys):
 
 def test_a_failing_group_is_split_along_the_per_k_table_first():
     from astrid_airflow import Grouping
-    from astrid_airflow._choice import _split_along_table
+    from astrid_airflow.release._choice import _split_along_table
 
     g = Grouping([["a", "b", "c", "d"], ["e", "f"]])
     finer = [g, Grouping([["a", "b"], ["c", "d"], ["e", "f"]]),
@@ -438,7 +438,7 @@ def test_a_failing_group_is_split_along_the_per_k_table_first():
 
 def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
     from astrid_airflow import GatePolicy
-    from astrid_airflow._choice import _refusal
+    from astrid_airflow.release._choice import _refusal
 
     policy = GatePolicy()
     cols = [f"c{i}" for i in range(6)]

@@ -30,10 +30,10 @@ from astrid_airflow import (
     make_surrogate,
     make_synthetic,
 )
-from astrid_airflow._datadocs import external_resources
-from astrid_airflow._grouping import Grouping, letters
-from astrid_airflow._report import distribution_checks, report_dir_for, write_report
 from astrid_airflow.cli import main
+from astrid_airflow.engine._grouping import Grouping, letters
+from astrid_airflow.gate._datadocs import external_resources
+from astrid_airflow.report._report import distribution_checks, report_dir_for, write_report
 
 pytest.importorskip("matplotlib")
 
@@ -334,7 +334,7 @@ def test_bad_inputs_name_the_problem(synthetic, tmp_path):
 
 def test_written_atomically_and_never_over_a_foreign_directory(synthetic, tmp_path,
                                                                monkeypatch):
-    import astrid_airflow._plots as plots
+    import astrid_airflow.report._plots as plots
 
     artefact = synthetic[2]
     dest = tmp_path / "r"
@@ -407,8 +407,8 @@ def test_cli_reports_a_stored_artefact_with_shuffle_metrics(synthetic, tmp_path,
 # --------------------------------------------------------------- 36 attributes readable
 
 def test_wide_figures_have_no_overlapping_labels(wide):
-    from astrid_airflow import _plots
-    from astrid_airflow._report import _resolve
+    from astrid_airflow.report import _plots
+    from astrid_airflow.report._report import _resolve
 
     table, artefact = wide
     result = _resolve(artefact)[0]
@@ -488,7 +488,7 @@ window.addEventListener('load', function () {
 @pytest.mark.skipif(not (UCI / "kr-vs-kp.arff").exists(), reason="UCI datasets not present")
 def test_kr_vs_kp_report_from_a_real_run(tmp_path):
     from astrid_airflow import read_table
-    from astrid_airflow._metrics import surrogate_metrics
+    from astrid_airflow.release._metrics import surrogate_metrics
 
     table = read_table(UCI / "kr-vs-kp.arff")
     result = astrid(table, target="class", classifier="nb", n_search=2, n_test=5,

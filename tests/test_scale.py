@@ -8,9 +8,9 @@ import logging
 import numpy as np
 import pytest
 
-import astrid_airflow._cost as cost
-import astrid_airflow._progress as progress
-import astrid_airflow._search as search
+import astrid_airflow.engine._cost as cost
+import astrid_airflow.engine._progress as progress
+import astrid_airflow.engine._search as search
 from astrid_airflow import BudgetError, ParameterError, astrid, make_synthetic
 from astrid_airflow.cli import main
 
@@ -163,7 +163,7 @@ def test_sigterm_stops_workers_cleans_up_and_saves_nothing(tmp_path):
 
 
 def test_memory_mapped_fit_data_gives_the_same_result(synthetic, monkeypatch, tmp_path):
-    import astrid_airflow._fits as fits
+    import astrid_airflow.engine._fits as fits
 
     monkeypatch.setattr(fits, "_MEMMAP_BYTES", 0)  # map every array, even tiny ones
     monkeypatch.setenv("JOBLIB_TEMP_FOLDER", str(tmp_path))
@@ -194,7 +194,7 @@ def test_hgb_preset_splits_categories_natively():
     import pandas as pd
     from threadpoolctl import threadpool_limits
 
-    from astrid_airflow._fits import Task, prepare_fit_data, run_one
+    from astrid_airflow.engine._fits import Task, prepare_fit_data, run_one
 
     rng = np.random.default_rng(0)
     n = 400
@@ -246,7 +246,7 @@ def test_sample_without_sampling_keeps_the_unsampled_draws(synthetic):
 
 
 def test_auto_sample_follows_the_learning_curve_rule(larger, monkeypatch):
-    import astrid_airflow._sample as sampling
+    import astrid_airflow.engine._sample as sampling
 
     monkeypatch.setattr(sampling, "AUTO_MIN_ROWS", 1_000)
     monkeypatch.setattr(sampling, "AUTO_START", 100)
@@ -289,10 +289,10 @@ def test_learn_operator_budget_sample_and_estimate_in_the_artefact(tmp_path, mon
     import types
 
     from airflow.sdk.exceptions import AirflowFailException
-    from astrid_airflow.operators.demo import bundled_table
-    from astrid_airflow.operators.learn import AstridLearnOperator
 
     from astrid_airflow import ArtefactStore
+    from astrid_airflow.operators.demo import bundled_table
+    from astrid_airflow.operators.learn import AstridLearnOperator
 
     def ctx():
         ti = types.SimpleNamespace(dag_id="d", run_id="r", task_id="learn", map_index=-1)
@@ -315,8 +315,8 @@ def test_learn_operator_budget_sample_and_estimate_in_the_artefact(tmp_path, mon
 
 
 def test_screen_finds_the_planted_blocks_and_only_them():
-    from astrid_airflow._screen import blocks_of, screen_pairs
-    from astrid_airflow._synthetic import make_planted
+    from astrid_airflow.engine._screen import blocks_of, screen_pairs
+    from astrid_airflow.engine._synthetic import make_planted
 
     table, planted = make_planted(4_000, 20, random_state=0)
     X = table.drop(columns="class")
@@ -327,7 +327,7 @@ def test_screen_finds_the_planted_blocks_and_only_them():
 
 
 def test_astrid_with_the_screen_sorts_only_the_dependent_attributes():
-    from astrid_airflow._synthetic import make_planted
+    from astrid_airflow.engine._synthetic import make_planted
 
     table, planted = make_planted(1_000, 12, n_pairs=2, random_state=1)
     r = astrid(table, target="class", n_search=3, n_test=4, random_state=0, screen=True)

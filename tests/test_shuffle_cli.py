@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from astrid_airflow import ArtefactStore, make_surrogate
-from astrid_airflow._artefact import GroupingArtefact
 from astrid_airflow.cli import main
+from astrid_airflow.release._artefact import GroupingArtefact
 
 CONTRACT = ("intact_row_proportion", "expected_intact_row_proportion",
             "largest_group_unique_share", "accuracy_original", "accuracy_surrogate", "rows",

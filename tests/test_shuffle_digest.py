@@ -16,8 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from astrid_airflow import _permutation, _surrogate, make_surrogate, shuffle_file
-from astrid_airflow._surrogate import group_permutations
+from astrid_airflow import make_surrogate, shuffle_file
+from astrid_airflow.engine import _permutation
+from astrid_airflow.release import _surrogate
+from astrid_airflow.release._surrogate import group_permutations
 
 GROUPING = "f0,c0;f1;i0,s0;c1;s1;f2,i1"
 
@@ -112,7 +114,7 @@ def test_output_does_not_depend_on_the_thread_count(src, tmp_path, monkeypatch, 
 
 def test_within_class_permutation_is_goldeneye_indices():
     from astrid_airflow import goldeneye_indices
-    from astrid_airflow._permutation import class_blocks, within_class_permutation
+    from astrid_airflow.engine._permutation import class_blocks, within_class_permutation
 
     codes = np.random.default_rng(0).integers(0, 5, 999)
     order, bounds = class_blocks(codes)

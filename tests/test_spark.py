@@ -20,20 +20,20 @@ import pytest
 
 pytest.importorskip("pyspark", reason="needs the 'spark' extra")
 
-from astrid_airflow import _spark
-from astrid_airflow._artefact import GroupingArtefact
 from astrid_airflow._errors import (
     DataError,
     SchemaMismatchError,
     StoreError,
 )
-from astrid_airflow._metrics import intact_row_proportion
-from astrid_airflow._spark import (
+from astrid_airflow.release._artefact import GroupingArtefact
+from astrid_airflow.release._metrics import intact_row_proportion
+from astrid_airflow.release._surrogate import make_surrogate
+from astrid_airflow.scale import _spark
+from astrid_airflow.scale._spark import (
     spark_intact_row_proportion,
     spark_shuffle_parquet,
     spark_surrogate,
 )
-from astrid_airflow._surrogate import make_surrogate
 
 pytestmark = [
     pytest.mark.slow,
@@ -278,9 +278,9 @@ def test_shuffle_operator_targets_spark(spark, tmp_path):
     import types
 
     import pyarrow.parquet as pq
-    from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 
-    from astrid_airflow._store import ArtefactStore
+    from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+    from astrid_airflow.release._store import ArtefactStore
 
     table = categorical_table(300, seed=4)
     src = tmp_path / "batch.parquet"

@@ -1,4 +1,4 @@
-"""PostgreSQL in and out (``astrid_airflow._sql``), against a real server.
+"""PostgreSQL in and out (``astrid_airflow.io._sql``), against a real server.
 
 The server comes from ``scripts/ci_postgres.sh start`` (``$ASTRID_TEST_POSTGRES_URL``,
 or the URL file it writes). Without one these tests skip, except under CI (``$CI``
@@ -147,7 +147,7 @@ def typed(pg):
 def test_read_maps_every_type_faithfully(typed):
     import pyarrow as pa
 
-    from astrid_airflow._sql import SQL_METADATA_KEY, read_sql, read_sql_arrow
+    from astrid_airflow.io._sql import SQL_METADATA_KEY, read_sql, read_sql_arrow
 
     table = read_sql_arrow(typed.table_url("typed"))
     got = {f.name: f.type for f in table.schema}
@@ -184,7 +184,7 @@ def test_read_maps_every_type_faithfully(typed):
 def test_parquet_staging_equals_the_direct_read_and_is_chunked(typed, tmp_path):
     import pyarrow.parquet as pq
 
-    from astrid_airflow._sql import read_sql, sql_to_parquet
+    from astrid_airflow.io._sql import read_sql, sql_to_parquet
 
     info = sql_to_parquet(typed.table_url("typed"), tmp_path / "t.parquet", chunk_rows=25)
     assert info["rows"] == 80 and "astrid:" not in info["source"].split("@")[0][-4:]
@@ -194,8 +194,8 @@ def test_parquet_staging_equals_the_direct_read_and_is_chunked(typed, tmp_path):
 
 
 def test_a_table_is_read_in_the_same_order_whatever_its_physical_order(typed):
-    from astrid_airflow._artefact import fingerprint_table
-    from astrid_airflow._sql import read_sql
+    from astrid_airflow.io._sql import read_sql
+    from astrid_airflow.release._artefact import fingerprint_table
 
     before = read_sql(typed.table_url("typed"))
     # rewrite some rows: they move to the end of the heap
@@ -212,7 +212,7 @@ def test_a_table_is_read_in_the_same_order_whatever_its_physical_order(typed):
 def test_a_query_is_read_as_written(typed):
     from urllib.parse import quote
 
-    from astrid_airflow._io import read_table
+    from astrid_airflow.io._io import read_table
 
     query = (f"SELECT n_int % 2 AS parity, m, class FROM {typed.schema}.typed "
              "WHERE m IS NOT NULL ORDER BY n_int DESC")
@@ -225,7 +225,7 @@ def test_a_query_is_read_as_written(typed):
 
 def test_unsupported_types_are_named(pg):
     from astrid_airflow._errors import DataError
-    from astrid_airflow._sql import read_sql
+    from astrid_airflow.io._sql import read_sql
 
     pg.run("CREATE TABLE odd (a int, doc jsonb, tags text[], class text)")
     with pytest.raises(DataError, match=r"doc \(jsonb\), tags \(text\[\]\)"):
@@ -244,7 +244,7 @@ def per_class_multisets_match(pg: Pg, a: str, b: str, columns: list[str]) -> boo
 
 
 def test_types_round_trip_through_shuffle_and_publish(typed):
-    from astrid_airflow._sql import shuffle_table
+    from astrid_airflow.io._sql import shuffle_table
 
     attrs = [c for c, _ in typed.column_types("typed") if c != "class"]
     groups = [attrs[:3], attrs[3:9], attrs[9:]]
@@ -270,7 +270,7 @@ def test_types_round_trip_through_shuffle_and_publish(typed):
 def test_publish_creates_missing_enum_types_and_maps_arrow_types(pg):
     import pyarrow as pa
 
-    from astrid_airflow._sql import SQL_METADATA_KEY, publish_table
+    from astrid_airflow.io._sql import SQL_METADATA_KEY, publish_table
 
     meta = {"dialect": "postgresql", "columns": [
         {"name": "colour", "type": f"{pg.schema}.colour", "kind": "enum",
@@ -289,7 +289,7 @@ def test_publish_creates_missing_enum_types_and_maps_arrow_types(pg):
 
 
 def test_republish_keeps_grants_and_records_the_release(typed, tmp_path):
-    from astrid_airflow._sql import publish_table, sql_to_parquet
+    from astrid_airflow.io._sql import publish_table, sql_to_parquet
 
     staged = tmp_path / "s.parquet"
     sql_to_parquet(typed.table_url("typed"), staged)
@@ -307,7 +307,7 @@ def test_readers_never_see_a_missing_or_partial_table_during_republishing(pg):
     """A reader polls count(*) and the release column while the table is republished."""
     import psycopg
 
-    from astrid_airflow._sql import publish_table
+    from astrid_airflow.io._sql import publish_table
 
     n = 20_000
 
@@ -358,7 +358,7 @@ def test_readers_never_see_a_missing_or_partial_table_during_republishing(pg):
 def test_a_long_reader_makes_the_swap_time_out_and_leaves_the_table_alone(pg):
     import psycopg
 
-    from astrid_airflow._sql import SqlPublishError, publish_table
+    from astrid_airflow.io._sql import SqlPublishError, publish_table
 
     publish_table(pd.DataFrame({"v": [1, 2]}), pg.table_url("busy"))
     with psycopg.connect(pg.url) as reader:  # a transaction holding ACCESS SHARE
@@ -379,7 +379,7 @@ def test_bad_connection_details_give_clear_errors_and_publish_nothing(pg, server
     from sqlalchemy.engine import make_url
 
     from astrid_airflow._errors import DataError
-    from astrid_airflow._sql import SqlConnectionError, publish_table, read_sql
+    from astrid_airflow.io._sql import SqlConnectionError, publish_table, read_sql
 
     publish_table(pd.DataFrame({"v": [1]}), pg.table_url("kept"))
     url = make_url(server_url)
@@ -403,7 +403,7 @@ def test_bad_connection_details_give_clear_errors_and_publish_nothing(pg, server
 
 def test_a_failing_load_or_swap_publishes_nothing(pg):
     from astrid_airflow._errors import DataError, StoreError
-    from astrid_airflow._sql import SqlPublishError, publish_table
+    from astrid_airflow.io._sql import SqlPublishError, publish_table
 
     publish_table(pd.DataFrame({"v": [1, 2]}), pg.table_url("kept"))
     pg.run("CREATE TABLE shape (v integer)")
@@ -441,7 +441,7 @@ def test_a_failing_load_or_swap_publishes_nothing(pg):
 ])
 def test_bad_urls_are_named(bad, message):
     from astrid_airflow._errors import ParameterError
-    from astrid_airflow._sql import sql_source
+    from astrid_airflow.io._sql import sql_source
 
     with pytest.raises(ParameterError, match=message):
         sql_source(bad)
@@ -451,7 +451,7 @@ def test_bad_urls_are_named(bad, message):
 
 def test_cli_learns_from_a_postgres_url(pg, tmp_path):
     from astrid_airflow import make_synthetic
-    from astrid_airflow._sql import publish_table
+    from astrid_airflow.io._sql import publish_table
 
     publish_table(make_synthetic(n_per_class=100, random_state=0), pg.table_url("ref"))
     cli = [sys.executable, "-m", "astrid_airflow.cli"]

@@ -13,10 +13,10 @@ import uuid
 import fsspec
 import pytest
 
-from astrid_airflow._artefact import GroupingArtefact
 from astrid_airflow._errors import ArtefactError, ParameterError, StoreError
-from astrid_airflow._store import ArtefactStore, load_artefact, parse_artefact_ref
 from astrid_airflow.cli import main
+from astrid_airflow.release._artefact import GroupingArtefact
+from astrid_airflow.release._store import ArtefactStore, load_artefact, parse_artefact_ref
 
 try:  # tests/ may or may not be a package
     from tests.test_artefact import reference_table, result_dict
@@ -207,7 +207,7 @@ def test_local_failure_at_rename_leaves_no_version(tmp_path, monkeypatch):
 def test_remote_failure_mid_write_leaves_no_version(mem_root, monkeypatch):
     store = ArtefactStore(mem_root)
     store.save("n", make_artefact(1))
-    import astrid_airflow._store as store_mod
+    import astrid_airflow.release._store as store_mod
 
     real = store_mod.fs_write_bytes
 
@@ -288,7 +288,7 @@ def test_concurrent_saves_get_distinct_complete_versions(tmp_path, mem_root, kin
 def test_concurrent_saves_from_processes(tmp_path):
     code = ("import sys; sys.path.insert(0, 'tests');"
             "from test_store import make_artefact;"
-            "from astrid_airflow._store import ArtefactStore;"
+            "from astrid_airflow.release._store import ArtefactStore;"
             "s = ArtefactStore(sys.argv[1]);"
             "print(' '.join(s.save('p', make_artefact(i)) for i in range(5)))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],
@@ -493,8 +493,8 @@ def test_list_reports_a_deep_json_version_and_goes_on(tmp_path, capsys):
 
 
 def test_writes_into_a_store_are_refused_except_through_it(tmp_path):
-    from astrid_airflow._atomic import atomic_write_bytes
-    from astrid_airflow._store import check_outside_store
+    from astrid_airflow.io._atomic import atomic_write_bytes
+    from astrid_airflow.release._store import check_outside_store
 
     store = ArtefactStore(tmp_path / "s")
     store.save("n", make_artefact())
@@ -515,8 +515,8 @@ def test_writes_into_a_store_are_refused_except_through_it(tmp_path):
 def test_writes_into_a_store_on_an_object_store_are_refused_except_through_it():
     import uuid
 
-    from astrid_airflow._atomic import atomic_write_bytes
-    from astrid_airflow._store import check_outside_store
+    from astrid_airflow.io._atomic import atomic_write_bytes
+    from astrid_airflow.release._store import check_outside_store
 
     url = f"memory://outside-{uuid.uuid4().hex[:8]}/s"
     store = ArtefactStore(url)

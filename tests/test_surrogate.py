@@ -18,12 +18,16 @@ from astrid_airflow import (
     ParameterError,
     SchemaMismatchError,
     StoreError,
-    _surrogate,
     make_surrogate,
     shuffle_file,
 )
-from astrid_airflow._artefact import GroupingArtefact
-from astrid_airflow._surrogate import ProtectsNothingWarning, group_permutations, surrogate_paths
+from astrid_airflow.release import _surrogate
+from astrid_airflow.release._artefact import GroupingArtefact
+from astrid_airflow.release._surrogate import (
+    ProtectsNothingWarning,
+    group_permutations,
+    surrogate_paths,
+)
 
 GROUPING = "num,cat;txt;flag;cnt"
 

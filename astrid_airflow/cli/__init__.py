@@ -69,7 +69,7 @@ def _stop_workers() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``astrid`` console script; returns the exit code."""
-    from .._errors import AstridError, one_line, os_error_message
+    from astrid_airflow._errors import AstridError, one_line, os_error_message
 
     args = build_parser().parse_args(argv)
     previous = signal.getsignal(signal.SIGTERM)

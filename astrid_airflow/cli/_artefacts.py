@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from .._store import ArtefactStore
+    from astrid_airflow.release import ArtefactStore
+
     from ._common import print_json
 
     store = ArtefactStore(args.root)

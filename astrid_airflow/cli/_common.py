@@ -9,7 +9,7 @@ from typing import Any
 
 def print_json(obj: Any) -> None:
     """Print one JSON object on stdout (NaN becomes null)."""
-    from .._jsonable import plain
+    from astrid_airflow.io import plain
 
     sys.stdout.write(json.dumps(plain(obj), indent=2, sort_keys=False) + "\n")
 
@@ -35,7 +35,7 @@ def add_classifier_param_argument(parser) -> None:
 
 def parse_classifier_params(items: list[str]) -> dict | None:
     """``["n_estimators=100", "criterion=gini"]`` → ``{"n_estimators": 100, ...}``."""
-    from .._errors import ParameterError
+    from astrid_airflow._errors import ParameterError
 
     params = {}
     for item in items:

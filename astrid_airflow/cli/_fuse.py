@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _parts(items: list[str]) -> list[str] | dict[int, str]:
     """Files, or {group number: file} when every item is GROUP=FILE."""
-    from .._errors import ParameterError
+    from astrid_airflow._errors import ParameterError
 
     indexed = {}
     for item in items:
@@ -73,12 +73,12 @@ def _parts(items: list[str]) -> list[str] | dict[int, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._atomic import atomic_path, refuse_overwriting_inputs
-    from .._errors import ParameterError
-    from .._fusion import fuse_parts
-    from .._store import load_artefact
-    from .._surrogate import file_format
-    from .._validation import fresh_seed
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow._validation import fresh_seed
+    from astrid_airflow.io import atomic_path, refuse_overwriting_inputs
+    from astrid_airflow.release import file_format, load_artefact
+    from astrid_airflow.scale import fuse_parts
+
     from ._common import print_json
 
     if args.seed is not None and args.seed < 0:

@@ -28,9 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._errors import RecipeError
-    from .._remedies import generalise_file
-    from .._store import load_artefact
+    from astrid_airflow._errors import RecipeError
+    from astrid_airflow.release import generalise_file, load_artefact
+
     from ._common import print_json
 
     artefact = load_artefact(args.artefact).artefact

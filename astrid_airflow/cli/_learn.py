@@ -84,10 +84,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._adaptive import AdaptiveConfig
-    from .._errors import ParameterError
-    from .._io import drop_missing_and_constant, read_table
-    from .._search import astrid
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.engine import AdaptiveConfig, astrid
+    from astrid_airflow.io import drop_missing_and_constant, read_table
+
     from ._common import print_json
 
     if bool(args.store) != bool(args.name):
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if args.policy:
         from pathlib import Path
 
-        from .._gate import GatePolicy
+        from astrid_airflow.gate import GatePolicy
 
         try:
             text = Path(args.policy).read_text(encoding="utf-8")
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(f"Unreadable --policy {args.policy!r}: {exc}") from None
         policy = GatePolicy.from_json(text)
     if args.name is not None:  # refuse a bad name before the (long) learning run
-        from .._store import check_artefact_name
+        from astrid_airflow.release import check_artefact_name
 
         check_artefact_name(args.name)
     if not args.quiet:
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     table = read_table(args.data)
     if args.clean:
         if args.target not in table.columns:
-            from .._errors import DataError
+            from astrid_airflow._errors import DataError
 
             raise DataError(f"Target column {args.target!r} is not in the table.")
         table = drop_missing_and_constant(table, args.target)
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
                   screen={"auto": "auto", "on": True, "off": False}[args.screen],
                   progress=None if not args.quiet else False)
     if args.scheduler:
-        from .._dask import astrid_on_dask
+        from astrid_airflow.scale import astrid_on_dask
 
         if args.jobs != 1:
             raise ParameterError("--jobs does not go with --scheduler: the cluster's "
@@ -146,8 +146,7 @@ def run(args: argparse.Namespace) -> int:
         result = astrid(table, n_jobs=args.jobs, **kwargs)
     payload = result.to_dict()
     if args.store:
-        from .._pipeline import save_learned
-        from .._store import ArtefactStore
+        from astrid_airflow.release import ArtefactStore, save_learned
 
         # the release (grouping + remedies) of least utility loss within the policy;
         # the gate suite is stored with the version, so reviewers see the rules

@@ -27,8 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._fusion import collection_plan
-    from .._store import load_artefact
+    from astrid_airflow.release import load_artefact
+    from astrid_airflow.scale import collection_plan
+
     from ._common import print_json
 
     artefact, location = load_artefact(args.artefact)

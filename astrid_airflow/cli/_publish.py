@@ -52,12 +52,16 @@ def _run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .._atomic import atomic_path, atomic_write_text
-    from .._errors import ParameterError
-    from .._io import check_regular_file
-    from .._jsonable import load_json, plain
-    from .._pipeline import release_plan
-    from .._release import check_receipt, decide_release, release_time
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.io import (
+        atomic_path,
+        atomic_write_text,
+        check_regular_file,
+        load_json,
+        plain,
+    )
+    from astrid_airflow.release import check_receipt, decide_release, release_plan, release_time
+
     from ._common import print_json
 
     surrogate, destination = Path(args.surrogate).absolute(), \
@@ -126,12 +130,10 @@ def _gate(args: argparse.Namespace, surrogate, digest: str):
     """Run the gate on the staged file and write its receipt beside it."""
     import json
 
-    from .._atomic import atomic_write_text
-    from .._errors import GateError
-    from .._gate import validate_surrogate
-    from .._jsonable import plain
-    from .._pipeline import gate_receipt, receipt_path
-    from .._store import parse_artefact_ref
+    from astrid_airflow._errors import GateError
+    from astrid_airflow.gate import validate_surrogate
+    from astrid_airflow.io import atomic_write_text, plain
+    from astrid_airflow.release import gate_receipt, parse_artefact_ref, receipt_path
 
     result = validate_surrogate(args.original, str(surrogate), args.artefact,
                                 random_state=args.seed)

@@ -38,9 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._errors import ParameterError
-    from .._report import load_metrics, write_report
-    from .._store import load_artefact
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.release import load_artefact
+    from astrid_airflow.report import load_metrics, write_report
+
     from ._common import print_json
 
     loaded = load_artefact(args.artefact)
@@ -64,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     print(f"wrote {written.index}")
     if args.data_docs:
-        from .._html import safe_href
+        from astrid_airflow.report import safe_href
 
         if safe_href(args.data_docs) is None:
             print(f"note: --data-docs {args.data_docs!r} is not an http(s), file or relative "

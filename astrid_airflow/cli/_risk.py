@@ -41,10 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._errors import AstridError, DataError, ParameterError
-    from .._io import csv_floats_like, read_table
-    from .._risk import measure_risk
-    from .._store import load_artefact
+    from astrid_airflow._errors import AstridError, DataError, ParameterError
+    from astrid_airflow.io import csv_floats_like, read_table
+    from astrid_airflow.privacy import measure_risk
+    from astrid_airflow.release import load_artefact
+
     from ._common import print_json
 
     if args.seed is not None and args.seed < 0:
@@ -72,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
     if not counts[0].sort_index().equals(counts[1].sort_index()):
         raise DataError(f"--surrogate's class counts differ from --original's: it is not "
                         f"a GoldenEye surrogate of that table (class {target!r}).")
-    from .._surrogate import release_recipe, remedied
+    from astrid_airflow.release import release_recipe, remedied
 
     # The attacker knows the published recipe: their knowledge (the original's rows)
     # and the control rows are put into the release's domain with it.

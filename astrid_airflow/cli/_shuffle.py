@@ -55,18 +55,18 @@ def _run(args: argparse.Namespace) -> int:
     import os
     import tempfile
 
-    from .._sql import is_sql_url
+    from astrid_airflow.io import is_sql_url
 
     with contextlib.ExitStack() as stack:
         data, out = args.data, args.out
         if is_sql_url(data) or is_sql_url(out):
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="astrid_sql_"))
         if is_sql_url(out) and args.n_copies != 1:
-            from .._errors import ParameterError
+            from astrid_airflow._errors import ParameterError
 
             raise ParameterError("--n-copies > 1 needs file outputs, not a database table.")
         if is_sql_url(data):  # streamed into a local Parquet file, SQL types kept
-            from .._sql import sql_to_parquet
+            from astrid_airflow.io import sql_to_parquet
 
             data = os.path.join(tmp, "original.parquet")
             sql_to_parquet(args.data, data)
@@ -76,10 +76,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
-    from .._errors import ParameterError
-    from .._pipeline import stage_surrogate
-    from .._store import load_artefact
-    from .._validation import fresh_seed
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow._validation import fresh_seed
+    from astrid_airflow.release import load_artefact, stage_surrogate
+
     from ._common import print_json
 
     if args.seed is not None and args.seed < 0:
@@ -95,10 +95,10 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
                              remedies=not args.no_remedies)
     report: dict[str, Any] = dict(staged.metrics)
     outs = staged.paths
-    from .._sql import is_sql_url
+    from astrid_airflow.io import is_sql_url
 
     if is_sql_url(args.out):  # the complete, measured surrogate goes into the table
-        from .._sql import publish_table, sql_source
+        from astrid_airflow.io import publish_table, sql_source
 
         publish_table(outs[0], args.out, replace=args.overwrite)
         outs = [sql_source(args.out, need="table").shown]  # no password in the output
@@ -146,12 +146,12 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
 def _value_notes(data: str, artefact: Any) -> list[str]:
     """Class labels and categories of the input unseen at learning time (allowed, but
     reported): only the class column and the categorical columns are read."""
-    from .._artefact import SchemaCheck, unique_values
+    from astrid_airflow.release import SchemaCheck, unique_values
 
     cats = {e["name"]: set(e["categories"]) for e in artefact.schema
             if "categories" in e and e["name"] != artefact.target}
     columns = [artefact.target, *cats]
-    from .._io import read_arrow
+    from astrid_airflow.io import read_arrow
 
     table = read_arrow(data, columns)  # the one reader: same values the shuffle saw
     known = set(artefact.classes)

@@ -18,9 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import io
 
-    from .._atomic import atomic_write_bytes
-    from .._errors import DataError
-    from .._synthetic import make_synthetic
+    from astrid_airflow._errors import DataError
+    from astrid_airflow.engine import make_synthetic
+    from astrid_airflow.io import atomic_write_bytes
 
     table = make_synthetic(args.n_per_class, random_state=args.seed)
     buf = io.BytesIO()

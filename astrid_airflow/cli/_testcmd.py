@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._test import test_grouping
+    from astrid_airflow.engine import test_grouping
+
     from ._common import print_json
 
     kwargs = dict(target=args.target, grouping=args.grouping, classifier=args.classifier,
@@ -45,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
                   adaptive=args.adaptive, alpha=args.alpha,
                   adaptive_risk=args.adaptive_risk)
     if args.scheduler:
-        from .._dask import test_grouping_on_dask
-        from .._errors import ParameterError
+        from astrid_airflow._errors import ParameterError
+        from astrid_airflow.scale import test_grouping_on_dask
 
         if args.jobs != 1:
             raise ParameterError("--jobs does not go with --scheduler: the cluster's "

@@ -81,9 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _read_metrics(path: str) -> dict:
     import fsspec
 
-    from .._errors import ParameterError
-    from .._io import check_regular_file
-    from .._jsonable import load_json
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.io import check_regular_file, load_json
 
     check_regular_file(path, "Invalid --metrics")
     try:
@@ -98,8 +97,9 @@ def _read_metrics(path: str) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .._atomic import refuse_overwriting_inputs
-    from .._gate import result_paths, validate_surrogate
+    from astrid_airflow.gate import result_paths, validate_surrogate
+    from astrid_airflow.io import refuse_overwriting_inputs
+
     from ._common import print_json
 
     if args.metrics:  # checked before any work: the result never replaces --metrics

@@ -1,0 +1,492 @@
+"""What the gate's checks compute and judge, without Great Expectations.
+
+``EXPECTATIONS`` names every check (GX type -> category, metric, policy field) in suite
+order; the GX classes that run them are in :mod:`astrid_airflow.gate.expectations` and
+:mod:`astrid_airflow.gate.metrics`, listed by :mod:`._registry`, and GX is imported
+lazily by :mod:`._kit`: nothing here imports it.
+
+Checks that compare the surrogate with the original table need the original. A GX
+batch is one table, so the original is *bound* for the duration of one validation run
+(:func:`bind_reference`) and named by an opaque handle that the expectations receive as
+the ``reference`` kwarg (a ``$PARAMETER`` in the stored suite). The privacy and utility
+measures themselves live in :mod:`astrid_airflow.release` and
+:mod:`astrid_airflow.privacy`, the integrity ones below; the judges turn a measure and a
+threshold into a verdict with its details.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from astrid_airflow.io import native
+
+__all__ = [
+    "EXPECTATIONS",
+    "EPS",
+    "MAX_DETAILS",
+    "bind_reference",
+    "bound_reference",
+    "class_changes",
+    "group_disclosure_values",
+    "judge_attack",
+    "judge_group_disclosure",
+    "judge_linkage",
+    "linkage_values",
+    "multiset_differences",
+    "same_multiset",
+    "schema_differences",
+    "share_value",
+    "utility_observation",
+]
+
+#: GX type name -> (category, metric name, policy parameter or None). The order is the
+#: order of the suite and of every report.
+EXPECTATIONS: dict[str, tuple[str, str, str | None]] = {
+    "expect_surrogate_intact_row_proportion_to_be_at_most":
+        ("privacy", "astrid.intact_row_proportion", "max_intact"),
+    "expect_surrogate_largest_group_unique_share_to_be_at_most":
+        ("privacy", "astrid.largest_group_unique_share", "max_largest_group_unique_share"),
+    "expect_surrogate_group_share_below_k_to_be_at_most":
+        ("privacy", "astrid.group_disclosure", "max_share_below_k"),
+    "expect_surrogate_group_class_disclosure_share_to_be_at_most":
+        ("privacy", "astrid.group_disclosure", "max_class_disclosure_share"),
+    "expect_surrogate_cross_group_linkage_to_be_at_most_expected":
+        ("privacy", "astrid.cross_group_linkage", "max_linkage_excess"),
+    "expect_surrogate_singling_out_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_singling_out_risk"),
+    "expect_surrogate_linkability_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_linkability_risk"),
+    "expect_surrogate_inference_risk_to_be_at_most":
+        ("privacy", "astrid.attack_risks", "max_inference_risk"),
+    "expect_surrogate_accuracy_drop_to_be_at_most":
+        ("utility", "astrid.surrogate_utility", "max_accuracy_drop"),
+    "expect_surrogate_schema_to_match_original":
+        ("integrity", "astrid.schema_differences", None),
+    "expect_surrogate_row_count_to_match_original":
+        ("integrity", "astrid.reference_row_count", None),
+    "expect_surrogate_class_column_to_be_unchanged":
+        ("integrity", "astrid.class_changes", None),
+    "expect_surrogate_column_values_to_match_original_per_class":
+        ("integrity", "astrid.multiset_differences", None),
+    "expect_surrogate_groups_to_match_original_per_class":
+        ("integrity", "astrid.multiset_differences", None),
+}
+
+EPS = 1e-9  # floating-point slack of the "at most" comparisons
+MAX_DETAILS = 20  # differences listed in a result; the count is always complete
+
+
+
+
+
+
+# ------------------------------------------------------------------ bound references
+
+@dataclass
+class _Reference:
+    original: pd.DataFrame
+    target: str
+    utility: Callable[[], Mapping[str, Any]]
+    attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
+    _utility_value: Mapping[str, Any] | None = field(default=None, repr=False)
+    _attack_values: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def attack_value(self, grouping: list, n_attacks: int) -> Mapping[str, Any] | None:
+        """The shadow attacks, computed once per run for the three attack checks."""
+        key = (json.dumps(grouping), int(n_attacks))
+        with self._lock:
+            if key not in self._attack_values:
+                self._attack_values[key] = None if self.attacks is None else \
+                    self.attacks(grouping, int(n_attacks))
+            return self._attack_values[key]
+
+    def utility_value(self) -> Mapping[str, Any]:
+        with self._lock:  # computed once per run, however many expectations ask
+            if self._utility_value is None:
+                self._utility_value = dict(self.utility())
+            return self._utility_value
+
+
+_REFERENCES: dict[str, _Reference] = {}
+_REFERENCES_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def bind_reference(original: pd.DataFrame, *, target: str,
+                   utility: Callable[[], Mapping[str, Any]],
+                   attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
+                   ) -> Iterator[str]:
+    """Make ``original`` available to the gate's metrics; yield its handle.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The table the surrogate was made from.
+    target : str
+        The class column.
+    utility : callable
+        Returns ``{"accuracy_original", "accuracy_surrogate", ...}``; called at most once,
+        when the utility expectation is evaluated.
+    attacks : callable, optional
+        ``attacks(grouping, n_attacks)`` returns the attack-based risks of a shadow
+        release (``_risk.shadow_attacks``) or None; called once per grouping and count.
+
+    Yields
+    ------
+    str
+        The handle to pass as the ``reference`` suite parameter. It is forgotten when
+        the ``with`` block ends, so a stale handle fails loudly instead of validating
+        against the wrong table.
+    """
+    handle = f"original-{uuid.uuid4().hex[:12]}"
+    with _REFERENCES_LOCK:
+        _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility,
+                                         attacks=attacks)
+    try:
+        yield handle
+    finally:
+        with _REFERENCES_LOCK:
+            _REFERENCES.pop(handle, None)
+
+
+def bound_reference(handle: object) -> _Reference:
+    with _REFERENCES_LOCK:
+        ref = _REFERENCES.get(handle) if isinstance(handle, str) else None
+    if ref is None:
+        raise LookupError(f"No original table is bound to reference {handle!r}; run the "
+                          "suite through astrid_airflow.validate_surrogate.")
+    return ref
+
+
+# ------------------------------------------------------------------- integrity metrics
+
+def schema_differences(original: pd.DataFrame, surrogate: pd.DataFrame) -> list[str]:
+    """Differences in column names, order and kinds (``integer``, ``float``, ``string``...).
+
+    Kinds rather than exact dtypes are compared (as the artefact's schema check does):
+    ``str`` and ``object`` strings, or a nominal column read as ``category`` from
+    Parquet and as ``str`` from CSV, are the same data.
+    """
+    from astrid_airflow.release import column_kind
+
+    out = []
+    a, b = [str(c) for c in original.columns], [str(c) for c in surrogate.columns]
+    missing = [c for c in a if c not in b]
+    extra = [c for c in b if c not in a]
+    if missing:
+        out.append(f"missing column(s) {missing}")
+    if extra:
+        out.append(f"unexpected column(s) {extra}")
+    if not missing and not extra and a != b:
+        out.append(f"columns in another order: {b} instead of {a}")
+    for c in a:
+        if c in b:
+            ka, kb = column_kind(original[c]), column_kind(surrogate[c])
+            if ka != kb:
+                out.append(f"column {c!r} is {kb} ({surrogate[c].dtype}) instead of "
+                           f"{ka} ({original[c].dtype})")
+    return out
+
+
+def class_changes(original: pd.DataFrame, surrogate: pd.DataFrame, target: str) -> int:
+    """Number of rows whose class label differs from the original's, row for row.
+
+    Rows present in only one table count as changed; a missing class column changes
+    every row.
+    """
+    n = max(len(original), len(surrogate))
+    if target not in surrogate.columns or target not in original.columns:
+        return n
+    from astrid_airflow.release import row_hashes
+
+    m = min(len(original), len(surrogate))
+    # Hashes of the labels: a categorical and its plain values, or 1 and 1.0, agree.
+    a = row_hashes(original.iloc[:m], [target])
+    b = row_hashes(surrogate.iloc[:m], [target])
+    return int(np.count_nonzero(a != b)) + (n - m)
+
+
+def multiset_differences(original: pd.DataFrame, surrogate: pd.DataFrame, target: str,
+                         groups: Sequence[Sequence[str]] | None = None) -> list[dict]:
+    """(class, columns) pairs whose multiset of values differs from the original's.
+
+    For every class label and every group of columns (every column on its own when
+    ``groups`` is None), the multiset of the group's value tuples over the rows of that
+    class must be identical in both tables. A GoldenEye shuffle with a grouping
+    guarantees this for every group of that grouping (and for every column), so any
+    difference is a bug, tampering, or a surrogate made with another grouping. Values
+    are compared through the 64-bit row hashes of :func:`._metrics.row_hashes` (equal
+    values hash equally across containers; a false match has probability ~2^-64).
+
+    Returns
+    -------
+    list of dict
+        ``{"class", "columns", "rows_original", "rows_surrogate", "differing_values"}``
+        per differing pair; ``differing_values`` counts tuples in one table but not the
+        other (with multiplicity). Empty when the tables agree.
+    """
+    if target not in original.columns or target not in surrogate.columns:
+        return [{"class": None, "columns": [target], "rows_original": len(original),
+                 "rows_surrogate": len(surrogate), "differing_values": None}]
+    from astrid_airflow.release import row_hashes
+
+    if groups is None:
+        groups = [[c] for c in original.columns if c != target]
+    # Classes are matched by the hash of their label, so 1 and 1.0 or a categorical and
+    # its string values are the same class in both tables.
+    la, lb = row_hashes(original, [target]), row_hashes(surrogate, [target])
+    uniques, inverse = np.unique(np.concatenate([la, lb]), return_inverse=True)
+    ca, cb = inverse[:len(original)], inverse[len(original):]
+    seen, first = np.unique(la, return_index=True)
+    label_of = dict(zip(seen.tolist(), original[target].iloc[first].tolist()))
+    out = []
+    for cols in groups:
+        cols = [str(c) for c in cols]
+        if any(c not in surrogate.columns or c not in original.columns for c in cols):
+            out.append({"class": None, "columns": cols, "rows_original": len(original),
+                        "rows_surrogate": len(surrogate), "differing_values": None})
+            continue
+        ha, hb = row_hashes(original, cols), row_hashes(surrogate, cols)
+        for k in range(len(uniques)):
+            va, vb = np.sort(ha[ca == k]), np.sort(hb[cb == k])
+            if same_multiset(va, vb):
+                continue
+            label = label_of.get(int(uniques[k]), "(only in the surrogate)")
+            out.append({"class": _scalar(label), "columns": cols,
+                        "rows_original": int(va.size), "rows_surrogate": int(vb.size),
+                        "differing_values": _sorted_difference(va, vb)})
+    return out
+
+
+def same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays of row hashes (:func:`._metrics.row_hashes`) hold one multiset.
+
+    The one per-class multiset check: the gate's integrity expectation and the release
+    report's per-class comparison both use it.
+    """
+    return a.shape == b.shape and np.array_equal(np.sort(a), np.sort(b))
+
+
+def _sorted_difference(a: np.ndarray, b: np.ndarray) -> int:
+    """Size of the symmetric multiset difference of two sorted arrays."""
+    values = np.union1d(a, b)
+    ca = np.searchsorted(a, values, side="right") - np.searchsorted(a, values, side="left")
+    cb = np.searchsorted(b, values, side="right") - np.searchsorted(b, values, side="left")
+    return int(np.abs(ca - cb).sum())
+
+
+def _scalar(value: Any) -> Any:
+    value = native(value)
+    if isinstance(value, float) and value != value:
+        return None
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def utility_observation(u: Mapping[str, Any]) -> tuple[float, dict]:
+    acc_o, acc_s = float(u["accuracy_original"]), float(u["accuracy_surrogate"])
+    details = {k: _scalar(v) if not isinstance(v, (list, dict)) else v for k, v in u.items()}
+    return acc_o - acc_s, details
+
+
+# ------------------------------------------------------------ disclosure metrics
+
+def _present_groups(grouping: Sequence[Sequence[str]], *tables: pd.DataFrame
+                    ) -> list[list[str]]:
+    """The grouping restricted to the columns every table has (a missing column is an
+    integrity failure of its own; privacy is measured on what is there)."""
+    groups = [[str(c) for c in g if all(str(c) in t.columns for t in tables)]
+              for g in grouping]
+    return [g for g in groups if g]
+
+
+def group_disclosure_values(surrogate: pd.DataFrame, target: str,
+                            grouping: Sequence[Sequence[str]], k: int) -> list[dict] | None:
+    """``GroupDisclosure.to_dict()`` of every group of ``surrogate``, or None when it
+    cannot be measured (no class column, no rows, none of the grouping's columns)."""
+    from astrid_airflow.privacy import group_disclosure
+
+    groups = _present_groups(grouping, surrogate)
+    if target not in surrogate.columns or len(surrogate) == 0 or not groups:
+        return None
+    return [d.to_dict() for d in group_disclosure(surrogate, target=target,
+                                                  grouping=groups, k=int(k))]
+
+
+def linkage_values(original: pd.DataFrame, surrogate: pd.DataFrame, target: str,
+                   grouping: Sequence[Sequence[str]]) -> list[dict] | None:
+    """``PairLinkage.to_dict()`` of every pair of groups, or None when it cannot be
+    measured (no class column or no rows on either side)."""
+    from astrid_airflow.privacy import cross_group_linkage
+
+    groups = _present_groups(grouping, original, surrogate)
+    if target not in surrogate.columns or target not in original.columns \
+            or len(surrogate) == 0 or len(original) == 0 or not groups:
+        return None
+    return [p.to_dict() for p in cross_group_linkage(original, surrogate, target=target,
+                                                     grouping=groups)]
+
+
+_UNMEASURED = ("cannot be measured: the surrogate or the original lacks the class column, "
+               "rows or the grouping's columns (see the integrity checks); failed to be safe")
+
+
+def judge_group_disclosure(groups: list[dict] | None, measure: str, threshold: float
+                           ) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of a per-group check: the worst group's ``measure``
+    (``share_below_k`` or ``class_disclosure_share``) must be at most ``threshold``."""
+    if groups is None:
+        return False, None, {"note": _UNMEASURED}
+    worst = max(groups, key=lambda g: g[measure])  # first such in the grouping's order
+    failing = [g for g in groups if g[measure] > threshold + EPS]
+    details = {"group": worst["columns"], "k": worst["k"], "k_min": worst["k_min"],
+               "share_below_k": worst["share_below_k"],
+               "class_disclosure_share": worst["class_disclosure_share"],
+               "failing_groups": [g["columns"] for g in failing][:MAX_DETAILS],
+               "n_failing_groups": len(failing), "groups": groups}
+    return not failing, float(worst[measure]), details
+
+
+def judge_linkage(pairs: list[dict] | None, threshold: float
+                  ) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of the cross-group linkage check.
+
+    Every pair's ``excess = linked_share - expected_linked_share`` must be at most its
+    tolerance ``max(threshold, LINKAGE_Z * sd_linked_share)``; the observed value is
+    the excess of the pair closest to (or furthest over) its tolerance.
+    """
+    from astrid_airflow.privacy import LINKAGE_Z
+
+    if pairs is None:
+        return False, None, {"note": _UNMEASURED}
+    if not pairs:
+        return True, 0.0, {"note": "one group: no pairs to link", "pairs": []}
+    judged = [{**p, "tolerance": max(threshold, LINKAGE_Z * p["sd_linked_share"])}
+              for p in pairs]
+    worst = max(judged, key=lambda p: p["excess"] - p["tolerance"])
+    failing = [p for p in judged if p["excess"] > p["tolerance"] + EPS]
+    details = {"pair": worst["groups"], "linked_share": worst["linked_share"],
+               "expected_linked_share": worst["expected_linked_share"],
+               "sd_linked_share": worst["sd_linked_share"], "tolerance": worst["tolerance"],
+               "z": LINKAGE_Z,
+               "failing_pairs": [p["groups"] for p in failing][:MAX_DETAILS],
+               "n_failing_pairs": len(failing), "pairs": judged[:200]}
+    return not failing, float(worst["excess"]), details
+
+
+def _attack_label(r: Mapping[str, Any]) -> str:
+    if r.get("secret") is not None:
+        known = r.get("aux_columns") or []
+        return (f"inference of {r['secret']} from "
+                + (",".join(known) if len(known) <= 3 else f"{len(known)} columns"))
+    return f"{r['attack'].replace('_', '-')}, {r.get('variant')}"
+
+
+def judge_attack(values: Mapping[str, Any] | None, attack: str, threshold: float
+                 ) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of an attack-based check (Giomi et al. 2023).
+
+    Every variant of ``attack`` (``singling_out``, ``linkability`` or ``inference``) must
+    have its upper 95 % bound at most ``threshold``; the observed value is the highest
+    upper bound, and the details name the attack (and secret) it belongs to.
+    """
+    if values is None or not values.get(attack):
+        return False, None, {"note": _UNMEASURED}
+    risks = list(values[attack])
+    worst = max(risks, key=lambda r: (r["ci"][1], r["risk"]))
+    failing = [r for r in risks if r["ci"][1] > threshold + EPS]
+    details = {"attack": _attack_label(worst), "risk": worst["risk"], "ci": worst["ci"],
+               "n_attacks": worst["n_attacks"], "attack_n": values.get("n_attacks"),
+               "control": values.get("control"),
+               "shadow": values.get("shadow"), "random_state": values.get("random_state"),
+               "failing_attacks": [_attack_label(r) for r in failing][:MAX_DETAILS],
+               "n_failing_attacks": len(failing), "risks": risks[:MAX_DETAILS]}
+    if worst.get("note"):
+        details["note"] = worst["note"]
+    return not failing, float(worst["ci"][1]), details
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+#: The registry: every metric, then every expectation in suite order (EXPECTATIONS).
+
+
+
+
+def share_value(value: Any) -> float:
+    """The share from ``largest_group_unique_share`` (a number, or a mapping with it)."""
+    if isinstance(value, Mapping):
+        for key in ("largest_group_unique_share", "share", "value"):
+            if key in value:
+                return float(value[key])
+        raise TypeError(f"largest_group_unique_share returned {value!r}")
+    return float(value)

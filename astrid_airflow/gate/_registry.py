@@ -1,0 +1,100 @@
+"""The registry: every metric module, then every expectation module in suite order
+(``EXPECTATIONS``), and their registration with GX (idempotent, thread-safe).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from astrid_airflow.gate._checks import EXPECTATIONS
+from astrid_airflow.gate._kit import gx_kit, import_gx
+from astrid_airflow.gate.expectations import (
+    expect_surrogate_accuracy_drop_to_be_at_most,
+    expect_surrogate_class_column_to_be_unchanged,
+    expect_surrogate_column_values_to_match_original_per_class,
+    expect_surrogate_cross_group_linkage_to_be_at_most_expected,
+    expect_surrogate_group_class_disclosure_share_to_be_at_most,
+    expect_surrogate_group_share_below_k_to_be_at_most,
+    expect_surrogate_groups_to_match_original_per_class,
+    expect_surrogate_inference_risk_to_be_at_most,
+    expect_surrogate_intact_row_proportion_to_be_at_most,
+    expect_surrogate_largest_group_unique_share_to_be_at_most,
+    expect_surrogate_linkability_risk_to_be_at_most,
+    expect_surrogate_row_count_to_match_original,
+    expect_surrogate_schema_to_match_original,
+    expect_surrogate_singling_out_risk_to_be_at_most,
+)
+from astrid_airflow.gate.metrics import (
+    attack_risks,
+    class_changes,
+    cross_group_linkage,
+    group_disclosure,
+    intact_row_proportion,
+    largest_group_unique_share,
+    multiset_differences,
+    reference_row_count,
+    schema_differences,
+    surrogate_utility,
+)
+
+__all__ = ["EXPECTATIONS_IN_ORDER", "METRICS", "register_expectations"]
+
+METRICS = (
+    intact_row_proportion,
+    largest_group_unique_share,
+    group_disclosure,
+    cross_group_linkage,
+    attack_risks,
+    surrogate_utility,
+    schema_differences,
+    reference_row_count,
+    class_changes,
+    multiset_differences,
+)
+EXPECTATIONS_IN_ORDER = (
+    expect_surrogate_intact_row_proportion_to_be_at_most,
+    expect_surrogate_largest_group_unique_share_to_be_at_most,
+    expect_surrogate_group_share_below_k_to_be_at_most,
+    expect_surrogate_group_class_disclosure_share_to_be_at_most,
+    expect_surrogate_cross_group_linkage_to_be_at_most_expected,
+    expect_surrogate_singling_out_risk_to_be_at_most,
+    expect_surrogate_linkability_risk_to_be_at_most,
+    expect_surrogate_inference_risk_to_be_at_most,
+    expect_surrogate_accuracy_drop_to_be_at_most,
+    expect_surrogate_schema_to_match_original,
+    expect_surrogate_row_count_to_match_original,
+    expect_surrogate_class_column_to_be_unchanged,
+    expect_surrogate_column_values_to_match_original_per_class,
+    expect_surrogate_groups_to_match_original_per_class,
+)
+
+_REGISTER_LOCK = threading.Lock()
+_REGISTERED: dict[str, type] = {}
+
+
+def register_expectations(*, verbose: bool = False) -> dict[str, type]:
+    """Define and register the gate's metrics and expectations with GX (idempotent).
+
+    Returns the expectation classes by GX type name. GX finds expectation classes by
+    that name when a suite is loaded from JSON, so this must run before
+    :func:`~astrid_airflow.gate._gate.load_suite`.
+    """
+    with _REGISTER_LOCK:
+        if not _REGISTERED:
+            import_gx(verbose=verbose)
+            _REGISTERED.update(_define())
+        return dict(_REGISTERED)
+
+
+def _define() -> dict[str, type]:
+    """Define every metric and expectation class (GX registers them on definition)."""
+    kit = gx_kit()
+    for module in METRICS:
+        module.define(kit)
+    classes = [module.define(kit) for module in EXPECTATIONS_IN_ORDER]
+    for cls in classes:  # annotations are strings here (PEP 563); pydantic resolves them
+        cls.update_forward_refs(Threshold=kit.Threshold, Reference=kit.Reference,
+                                Count=kit.Count)
+    out = {cls.expectation_type: cls for cls in classes}
+    assert list(out) == list(EXPECTATIONS), "EXPECTATIONS and the classes disagree"
+    return out

@@ -1,0 +1,331 @@
+"""``PublishSurrogateOperator``: release a gated surrogate, atomically, with an Asset event.
+
+Layout beside the published file ``<dir>/<file>``::
+
+    <dir>/<file>                         the current release (replaced in one rename)
+    <dir>/<stem>.release.json            manifest of the current release (written after it)
+    <dir>/releases/<release_id>/<file>   every release, immutable, with its gate receipt,
+    <dir>/releases/<release_id>/...      metrics, validation result JSON and Data Docs
+
+Order of the writes: the archive copy first, then the current file, then the manifest.
+A failure at any point leaves the previous release in place; the manifest's SHA-256
+says which bytes it describes. Consumers that must not race a newer release read the
+immutable archive path carried by the Asset event.
+
+The operator releases only a file whose gate receipt (written by
+``SurrogateGateOperator``) says it passed *and* whose bytes still hash to the value the
+gate judged: a failed, missing or stale receipt fails the task and publishes nothing.
+
+Releases only move forward (``astrid_airflow.decide_release``, shared with any other
+publisher): a candidate whose run was due before the current release's is skipped
+unless ``force``, and the current release published again (same id, same SHA-256) is
+skipped too: no rewrite, no second Asset event. The manifest records ``run_after``.
+
+A database destination (``conn://CONN_ID/SCHEMA.TABLE``, see ``astrid_airflow/operators/sql.py``) is
+loaded into a staging table and swapped in within one transaction
+(``astrid_airflow.publish_table``); the table's comment and
+``<stem>.release.json`` beside the staged file record the release.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from airflow.sdk import Asset, BaseOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from ._common import (
+    as_path,
+    atomic_copy,
+    atomic_write_text,
+    json_small,
+    local_input,
+    run_timestamp,
+    sha256_of,
+    to_bool,
+    to_float,
+    translate_errors,
+)
+from ._lineage import RecordsLineage
+from .gate import gate_receipt_path
+from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
+from .sql import TableRef, as_table, publish_to_table, sql_errors
+
+__all__ = ["PublishSurrogateOperator", "release_id_from_run"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@contextlib.contextmanager
+def _refused() -> Iterator[None]:
+    """A refused release (``ReleaseError``) fails the task without retries, as worded."""
+    from astrid_airflow import ReleaseError
+
+    try:
+        yield
+    except ReleaseError as exc:
+        raise AirflowFailException(str(exc)) from exc
+
+
+def _table_release(comment: str | None) -> dict[str, Any] | None:
+    """The release a published table's comment records (None: not an ASTRID release)."""
+    try:
+        recorded = json.loads(comment) if comment else None
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(recorded, dict) or "astrid_release" not in recorded:
+        return None
+    return {"release_id": recorded["astrid_release"], "sha256": recorded.get("sha256"),
+            "run_after": recorded.get("run_after")}
+
+
+def _read_manifest(path: Any) -> dict[str, Any] | None:
+    """The current release's manifest, None before the first release."""
+    from astrid_airflow.io import load_json
+
+    if not path.exists():
+        return None
+    try:
+        manifest = load_json(path.read_bytes(), f"release manifest {path}")
+    except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
+        raise AirflowFailException(f"Refusing to publish: the current release's manifest "
+                                   f"{path} is corrupt ({exc}); repair or remove it.") from None
+    if not isinstance(manifest, dict):
+        raise AirflowFailException(f"Refusing to publish: the current release's manifest "
+                                   f"{path} is not a JSON object.")
+    return manifest
+
+
+def release_id_from_run(run_id: object) -> str:
+    """A directory-safe release id from a run id (``manual__2026-01-01T00:00:00+00:00``)."""
+    text = _UNSAFE.sub("_", str(run_id or "")).strip("._-")
+    if not text:
+        text = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    return text[:200]
+
+
+class PublishSurrogateOperator(RecordsLineage, BaseOperator):
+    """Promote a staged, gated surrogate to its published location.
+
+    Parameters
+    ----------
+    surrogate : str or ObjectStoragePath
+        The staged surrogate (templated).
+    destination : str or ObjectStoragePath
+        The published file, e.g. ``.../published/synthetic/surrogate.parquet``; its
+        suffix should match the surrogate's. Or a database table
+        ``conn://CONN_ID/SCHEMA.TABLE``, created with the original's column types and
+        swapped in atomically (templated).
+    receipt : str or ObjectStoragePath, optional
+        The gate receipt; default ``<surrogate stem>.gate.json`` beside the surrogate
+        (templated).
+    release_id : str, optional
+        Name of the release directory; default derived from the run id (templated).
+    lock_timeout : float, default 30
+        Database destinations: seconds to wait for readers of the old release before
+        the swap gives up (a retryable failure; nothing changes) (templated).
+    force : bool, default False
+        Publish even a release older than the current one (a
+        deliberate rollback), or re-publish the current release with a new Asset event
+        (templated). An archived release is never overwritten with other bytes.
+    link_base_url : dict or str, optional
+        Storage prefix → public base URL for the extra links ("Data Docs", "Release
+        report", "Artefact") of the release (see ``astrid_airflow.operators.links``).
+
+    Returns (XCom)
+    --------------
+    dict
+        ``release_id``, ``published``, ``archived``, ``manifest``, ``sha256``,
+        ``artefact``.
+
+    Notes
+    -----
+    Every ``Asset`` in ``outlets`` gets the event of this release with ``extra``
+    ``{"release_id", "published", "archived", "sha256", "artefact"}``.
+
+    Publication is monotonic and idempotent (``astrid_airflow.decide_release``): a
+    release whose run was due before the current release's (clearing an old run), or
+    the current release again (same ``release_id`` and SHA-256), is not published; the
+    task is **skipped** with the reason in its log, so nothing is rewritten and no
+    Asset event is emitted (Airflow emits outlet events only on success).
+    """
+
+    template_fields: Sequence[str] = ("surrogate", "destination", "receipt", "release_id",
+                                      "lock_timeout", "force")
+    ui_color = "#cfe2ff"
+    operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
+
+    def __init__(self, *, surrogate: Any, destination: Any, receipt: Any = None,
+                 release_id: str | None = None, lock_timeout: float | str = 30.0,
+                 force: bool | str = False, link_base_url: Any = None,
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("multiple_outputs", True)
+        super().__init__(**kwargs)
+        self.surrogate = surrogate
+        self.destination = destination
+        self.receipt = receipt
+        self.release_id = release_id
+        self.lock_timeout = lock_timeout
+        self.force = force
+        self.link_base_url = link_base_url
+
+    def _read_receipt(self, surrogate: Any) -> tuple[Any, Any]:
+        path = as_path(self.receipt, "receipt") if self.receipt else \
+            gate_receipt_path(surrogate)
+        if not path.exists():
+            raise AirflowFailException(f"Refusing to publish {surrogate}: no gate receipt at "
+                                       f"{path} (was the surrogate gated?).")
+        try:
+            from astrid_airflow.io import load_json
+
+            receipt = load_json(path.read_bytes(), f"gate receipt {path}")
+        except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
+            raise AirflowFailException(f"Refusing to publish {surrogate}: the gate receipt "
+                                       f"{path} is corrupt ({exc}).") from None
+        return path, receipt
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from astrid_airflow import check_receipt, check_release_id
+
+        surrogate = as_path(self.surrogate, "surrogate")
+        destination = as_table(self.destination, "destination")
+        if not surrogate.exists():
+            raise AirflowFailException(f"Refusing to publish: no staged surrogate at "
+                                       f"{surrogate}.")
+        receipt_path, receipt = self._read_receipt(surrogate)
+        digest = sha256_of(surrogate)
+        release_id = str(self.release_id) if self.release_id else \
+            release_id_from_run(context.get("run_id"))
+        with _refused():
+            check_receipt(receipt, surrogate=str(surrogate), sha256=digest,
+                          where=str(receipt_path))
+            check_release_id(release_id)
+        # what the gate judged; a publication replaces these with the archived copies
+        push_links(self, context, data_docs=receipt.get("data_docs"), report=receipt.get("report"),
+                   artefact=receipt.get("artefact_path"))
+        self._lineage = {"inputs": [{"location": str(surrogate)}]}  # outputs once written
+        if isinstance(destination, TableRef):
+            return self._publish_table(context, surrogate, destination, receipt, digest,
+                                       release_id)
+        return self._publish_file(context, surrogate, destination, receipt_path, receipt,
+                                  digest, release_id)
+
+    def _publish_file(self, context: Any, surrogate: Any, destination: Any,
+                      receipt_path: Any, receipt: dict[str, Any], digest: str,
+                      release_id: str) -> dict[str, Any]:
+        from astrid_airflow import decide_release, release_plan, release_time
+
+        archive = destination.parent / "releases" / release_id
+        archived = archive / destination.name
+        manifest_path = destination.parent / f"{destination.stem}.release.json"
+        now = _dt.datetime.now(_dt.UTC)
+        # releases are ordered by when their run was due; a run-less call (a test, a
+        # script) counts as due now
+        run_after = release_time(run_timestamp(context) or now)
+        with _refused():
+            decision = decide_release(
+                _read_manifest(manifest_path), release_id=release_id, sha256=digest,
+                run_after=run_after,
+                archived_sha256=sha256_of(archived) if archived.exists() else None,
+                force=to_bool(self.force, "force"))
+        if not decision.publish:
+            # a skipped task emits no Asset event, so consumers do not run again
+            self.log.warning("Not publishing: %s", decision.reason)
+            raise AirflowSkipException(f"Not publishing: {decision.reason}")
+        self.log.info("Publishing: %s", decision.reason)
+        if not decision.write_archive:
+            self.log.info("Archive %s already holds these bytes; kept as it is.", archive)
+        report = as_path(receipt["report"], "report") if receipt.get("report") else None
+        plan = release_plan(
+            surrogate, destination, receipt, receipt_path, release_id, sha256=digest,
+            run_after=run_after, run_id=context.get("run_id"),
+            report_files=[p for p in report.parent.iterdir() if p.is_file()]
+            if report is not None else None,
+            write_archive=decision.write_archive,
+            published_at=now.isoformat(timespec="seconds"))
+        # archive (file last: its presence marks a complete archive), current file, ...
+        for src, dst in plan.copies:
+            atomic_copy(src, dst)
+        manifest = plan.manifest
+        atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
+        push_links(self, context, data_docs=manifest["data_docs"], report=manifest["report"],
+                   artefact=receipt.get("artefact_path"))
+        self._lineage["outputs"] = [{"location": str(destination), "version": release_id},
+                                    {"location": str(archived), "version": release_id}]
+        extra = plan.extra
+        events = context.get("outlet_events")
+        for outlet in self.outlets or []:
+            if isinstance(outlet, Asset) and events is not None:
+                events[outlet].extra = dict(extra)
+        self.log.info("Published release %s: %s (sha256 %s…).", release_id, destination,
+                      digest[:12])
+        return json_small({**extra, "manifest": str(manifest_path)})
+
+    def _publish_table(self, context: Any, surrogate: Any, destination: TableRef,
+                       receipt: dict[str, Any], digest: str, release_id: str) -> dict[str, Any]:
+        """Load the gated file into a staging table and swap it in, in one transaction."""
+        from astrid_airflow import decide_release, release_time
+
+        lock_timeout = to_float(self.lock_timeout, "lock_timeout")
+        now = _dt.datetime.now(_dt.UTC)
+        published_at = now.isoformat(timespec="seconds")
+        run_after = release_time(run_timestamp(context) or now)
+        force = to_bool(self.force, "force")
+        comment = {"astrid_release": release_id, "sha256": digest,
+                   "artefact": receipt.get("artefact"), "run_id": context.get("run_id"),
+                   "run_after": run_after, "published_at": published_at}
+
+        def guard(current: str | None) -> None:
+            # the table comment is the current release's manifest; decided under the
+            # publication lock, so two publishers cannot both pass
+            with _refused():
+                decision = decide_release(_table_release(current), release_id=release_id,
+                                          sha256=digest, run_after=run_after, force=force)
+            if not decision.publish:
+                self.log.warning("Not publishing: %s", decision.reason)
+                raise AirflowSkipException(f"Not publishing: {decision.reason}")
+            self.log.info("Publishing: %s", decision.reason)
+
+        with translate_errors(f"Cannot publish {surrogate} to {destination}"), \
+                sql_errors(f"Cannot publish {surrogate} to {destination}"), \
+                local_input(surrogate) as local:
+            info = publish_to_table(local, destination, comment=comment,
+                                    lock_timeout=lock_timeout, guard=guard)
+        manifest_path = surrogate.parent / f"{surrogate.stem}.release.json"
+        manifest = {
+            "release_id": release_id,
+            "published": str(destination),
+            "table": info["table"],
+            "rows": info["rows"],
+            "columns": info["columns"],
+            "archived": str(surrogate),
+            "sha256": digest,
+            "artefact": receipt.get("artefact"),
+            "original": receipt.get("original"),
+            "validation": receipt.get("validation"),
+            "data_docs": receipt.get("data_docs"),
+            "report": receipt.get("report"),
+            "expectations": receipt.get("expectations"),
+            "swap_seconds": info["swap_seconds"],
+            "run_id": context.get("run_id"),
+            "published_at": published_at,
+        }
+        atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
+        self._lineage["outputs"] = [{"location": str(destination), "version": release_id,
+                                     "rows": info["rows"]}]
+        extra = {"release_id": release_id, "published": str(destination),
+                 "archived": str(surrogate), "sha256": digest,
+                 "artefact": receipt.get("artefact"), "table": info["table"],
+                 "rows": info["rows"]}
+        events = context.get("outlet_events")
+        for outlet in self.outlets or []:
+            if isinstance(outlet, Asset) and events is not None:
+                events[outlet].extra = dict(extra)
+        self.log.info("Published release %s into table %s (%d rows, swap %.3f s).",
+                      release_id, info["table"], info["rows"], info["swap_seconds"])
+        return json_small({**extra, "manifest": str(manifest_path)})

@@ -1,0 +1,360 @@
+"""The privacy-aware choice of a release: grouping plus remedies, least utility loss.
+
+ASTRID's per-k table gives, for every k, a grouping (and its accuracy); a GoldenEye
+release only needs each group's projection (its columns plus the class) to be safe, so
+the remedies (:mod:`._remedies`) are fitted per group. :func:`choose_release` tries the
+groupings of the table, the learned one with its unsafe groups split, and all
+singletons, each with its fitted recipe; measures what the release gate will measure
+(per-group disclosure, largest-group unique share, expected intact rows, the attacks of
+Giomi et al. 2023 on a shadow release, and the accuracy of a classifier trained on the
+remedied surrogate and tested on held-out real rows); and keeps the candidate with the
+highest accuracy that passes every expectation of the gate's policy. When none does it
+refuses, saying which trade-off could not be made; it never loosens the policy.
+
+References: Hundepool et al., *Statistical Disclosure Control*, Wiley 2012 (the
+remedies and the disclosure-risk/information-loss trade-off); Domingo-Ferrer and
+Mateo-Sanz, IEEE TKDE 14(1), 2002 (MDAV).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from astrid_airflow._errors import ParameterError
+from astrid_airflow.engine import Grouping
+
+__all__ = ["choose_release"]
+
+#: Largest table on which the MDAV alternative is also tried (O(n^2 / k) per class).
+MDAV_MAX_ROWS = 5_000
+#: Rows the candidates' utility and attacks are measured on (a stratified subsample of
+#: larger tables, as the gate's utility check).
+CHOICE_MAX_ROWS = 20_000
+
+
+def _candidates(result: Mapping[str, Any], attrs: list[str]) -> list[tuple[str, Grouping]]:
+    seen: dict[Grouping, str] = {}
+    learned = Grouping(result["grouping"])
+    seen[learned] = f"learned (k={learned.k})"
+    for row in result.get("table") or []:
+        g = row.get("grouping")
+        if g and len(g) > 1:
+            gg = Grouping(g)
+            seen.setdefault(gg, f"per-k table, k={gg.k}")
+    seen.setdefault(Grouping.singletons(attrs), "all singletons")
+    return [(label, g) for g, label in seen.items()]
+
+
+def _split(grouping: Grouping, failing: list[tuple[str, ...]]) -> Grouping:
+    groups: list[list[str]] = []
+    for g in grouping.groups:
+        groups.extend([[c] for c in g] if tuple(g) in failing else [list(g)])
+    return Grouping(groups)
+
+
+def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
+                       finer: list[Grouping]) -> Grouping | None:
+    """Each failing group cut into its parts in the next finer grouping of the table.
+
+    ASTRID's per-k table is a hierarchy of dependence: the first finer grouping that
+    cuts a group into several parts is the split that keeps the most of the group's
+    joint structure (the other groups are kept as they are). ``None``: no finer
+    grouping cuts any failing group.
+    """
+    groups: list[list[str]] = []
+    changed = False
+    for g in grouping.groups:
+        parts = [list(g)]
+        if tuple(g) in failing:
+            for f in finer:  # ordered by k, coarsest first
+                cut = [[c for c in h if c in g] for h in f.groups]
+                cut = [h for h in cut if h]
+                if len(cut) > 1:
+                    parts, changed = cut, True
+                    break
+        groups.extend(parts)
+    return Grouping(groups) if changed else None
+
+
+def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any
+                  ) -> tuple[dict[str, Any], list[str]]:
+    from astrid_airflow.privacy import group_disclosure
+
+    from ._metrics import expected_intact_row_proportion, largest_group_unique_share
+
+    groups = group_disclosure(remedied, target=target, grouping=grouping,
+                              k=policy.disclosure_k)
+    worst_below = max(groups, key=lambda d: d.share_below_k)
+    worst_disc = max(groups, key=lambda d: d.class_disclosure_share)
+    below = worst_below.share_below_k
+    disc = worst_disc.class_disclosure_share
+    unique = largest_group_unique_share(remedied, grouping)
+    intact = expected_intact_row_proportion(remedied, grouping, target)
+    # the worst group of each per-group check: the refusal names it
+    risks = {"share_below_k": below, "class_disclosure_share": disc,
+             "largest_group_unique_share": unique,
+             "expected_intact_row_proportion": intact,
+             "worst_share_below_k_group": {"columns": list(worst_below.columns),
+                                           "k_min": worst_below.k_min},
+             "worst_class_disclosure_group": {"columns": list(worst_disc.columns)}}
+    failed = []
+    if below > policy.max_share_below_k:
+        failed.append("share_below_k")
+    if disc > policy.max_class_disclosure_share:
+        failed.append("class_disclosure")
+    if unique > policy.max_largest_group_unique_share:
+        failed.append("largest_group_unique_share")
+    if intact > policy.max_intact:
+        failed.append("intact_rows")
+    return risks, failed
+
+
+def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
+                   seed: int) -> tuple[dict[str, Any], list[str]]:
+    from astrid_airflow.privacy import shadow_attacks
+
+    found = shadow_attacks(remedied, target=target, grouping=grouping,
+                           n_attacks=policy.attack_n, random_state=seed)
+    upper = {kind: max((r["ci"][1] for r in found[kind]), default=0.0)
+             for kind in ("singling_out", "linkability", "inference")}
+    limits = {"singling_out": policy.max_singling_out_risk,
+              "linkability": policy.max_linkability_risk,
+              "inference": policy.max_inference_risk}
+    failed = [kind for kind in upper if upper[kind] > limits[kind]]
+    return {f"{k}_upper": v for k, v in upper.items()}, failed
+
+
+def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
+                   remedies: bool = True, random_state: object = None,
+                   classifier: Any = None, created_at: Any = None) -> Any:
+    """Learned result -> artefact with the release of least utility loss within policy.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The reference table the result was learned on (after cleaning).
+    result : AstridResult or its dict
+        ASTRID's result, with its per-k table of groupings.
+    policy : GatePolicy or dict, optional
+        The gate's policy the release must pass (default: ``GatePolicy()``, the
+        default gate). Never loosened.
+    remedies : bool, default True
+        ``False``: record no release (the artefact of the learned grouping, as before).
+    random_state : None or int
+        Seeds the candidates' shadow attacks and utility splits (spawned per candidate).
+    classifier : str or dict, optional
+        Classifier of the utility measure (default: the policy's, else the result's).
+    created_at : str or datetime, optional
+
+    Returns
+    -------
+    GroupingArtefact
+        With ``release``: ``status`` (``"chosen"`` or ``"refused"``), ``recipe``,
+        ``reason`` (refused: the trade-off that could not be made), ``policy``,
+        ``learned_grouping``, ``candidates`` (each: ``label``, ``grouping``,
+        ``remedies`` per group, ``risks``, ``accuracy_original``,
+        ``accuracy_surrogate``, ``accuracy_drop``, ``passed``, ``failed``), ``chosen``
+        (index) and ``utility`` (accuracies of the original, the raw release and the
+        remedied release of the chosen grouping; ``remedy_cost`` = raw - remedied).
+        The artefact's grouping is the chosen one (the learned one when refused).
+
+    Notes
+    -----
+    Candidates are measured as the gate measures a release: per-group disclosure on
+    the remedied table, the largest group's unique share, the *expected* intact-row
+    proportion, and the accuracy drop (classifier trained on a surrogate of the
+    remedied training part, tested on held-out real rows put into the release's domain
+    with the recipe). Candidates are then attacked in order of accuracy (shadow
+    release, ``policy.attack_n`` attacks) until one passes everything: that is the
+    release; later candidates are recorded as not attacked.
+    """
+    from astrid_airflow._validation import check_seed_sequence
+    from astrid_airflow.gate import GatePolicy
+
+    from ._artefact import GroupingArtefact
+    from ._metrics import stratified_subsample, surrogate_utility
+    from ._remedies import apply_recipe, fit_recipe
+    from ._surrogate import ProtectsNothingWarning, pandas_class_codes
+
+    d = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    if not isinstance(remedies, bool):
+        raise ParameterError(f"Invalid remedies: {remedies!r}. Must be True or False.")
+    if not remedies:
+        return GroupingArtefact.from_result(d, table, created_at=created_at)
+    if policy is None:
+        policy = GatePolicy()
+    elif isinstance(policy, Mapping):
+        policy = GatePolicy.from_dict(policy)
+    elif not isinstance(policy, GatePolicy):
+        raise ParameterError(f"Invalid policy: {policy!r}. Must be a GatePolicy or a dict.")
+    target = d["target"]
+    attrs = [c for c in table.columns if c != target]
+    # an int seed is used as given; anything else is drawn once and recorded
+    seed_int = random_state if isinstance(random_state, int) else int(
+        check_seed_sequence(random_state).generate_state(1)[0] >> 1)
+    root = check_seed_sequence(seed_int)
+    s_sub, s_util, s_attack = root.spawn(3)
+    work = table
+    if len(table) > CHOICE_MAX_ROWS:
+        codes = pandas_class_codes(table[target], target)
+        work = table.iloc[stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)]
+        work = work.reset_index(drop=True)
+    from ._metrics import classifier_preset
+
+    # as the gate: the policy's classifier, else the preset the grouping was learned with
+    classifier = classifier if classifier is not None else policy.classifier
+    if classifier is None:
+        classifier = classifier_preset(None, type("R", (), {"classifier":
+                                                            d.get("classifier")})())
+
+    cands: list[dict[str, Any]] = []
+    queue = _candidates(d, attrs)
+    learned = Grouping(d["grouping"])
+    # the table's groupings, coarsest first: where a failing group is split
+    finer = sorted({Grouping(r["grouping"]) for r in d.get("table") or []
+                    if r.get("grouping")}, key=lambda g: (g.k, g.to_list()))
+    mdav_ok = len(table) <= MDAV_MAX_ROWS
+    done: set = set()
+    i = 0
+    while i < len(queue):
+        label, grouping = queue[i]
+        i += 1
+        method = "mdav" if label.endswith("MDAV") else "bins"
+        if (grouping, method) in done:
+            continue
+        done.add((grouping, method))
+        if method == "bins" and mdav_ok and any(len(g) > 1 for g in grouping.groups):
+            # microaggregation within class of the same grouping's multi-column groups
+            queue.append((f"{label}, MDAV", grouping))
+        recipe, report = fit_recipe(table, target=target, grouping=grouping,
+                                    k=policy.disclosure_k,
+                                    max_share_below_k=policy.max_share_below_k,
+                                    max_class_disclosure_share=policy.
+                                    max_class_disclosure_share, method=method)
+        failing = [tuple(g["columns"]) for g in report if not g["passed"]
+                   and len(g["columns"]) > 1]
+        if failing and method == "bins":
+            along = _split_along_table(grouping, failing, finer)
+            if along is not None:
+                queue.append((f"{label}, unsafe group(s) split along the per-k table",
+                              along))
+            queue.append((f"{label}, unsafe group(s) split", _split(grouping, failing)))
+        remedied = apply_recipe(work, recipe, target=target)
+        risks, failed = _cheap_checks(remedied, grouping, target, policy)
+        cands.append({"label": label, "grouping": grouping.to_list(), "method": method,
+                      "recipe": recipe, "remedies": report, "risks": risks,
+                      "failed": failed, "remedied": remedied})
+    # utility of every candidate (the same splits for all: comparable figures)
+    util_seed = int(s_util.generate_state(1)[0] >> 1)
+    for c in cands:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ProtectsNothingWarning)
+            u = surrogate_utility(work, Grouping(c["grouping"]), target=target,
+                                  classifier=classifier, random_state=util_seed,
+                                  n_repeats=policy.utility_repeats, recipe=c["recipe"])
+        c.update(accuracy_original=u.accuracy_original, accuracy_surrogate=u.accuracy_surrogate,
+                 accuracy_drop=u.accuracy_original - u.accuracy_surrogate)
+        if c["accuracy_drop"] > policy.max_accuracy_drop:
+            c["failed"] = [*c["failed"], "utility"]
+    chosen = None
+    attack_seed = int(s_attack.generate_state(1)[0] >> 1)
+    for c in sorted(cands, key=lambda c: -c["accuracy_surrogate"]):
+        if c["failed"]:
+            continue
+        risks, failed = _attack_checks(c["remedied"], Grouping(c["grouping"]), target,
+                                       policy, attack_seed)
+        c["risks"].update(risks)
+        c["failed"] = failed
+        if not failed:
+            chosen = c
+            break
+    for c in cands:
+        c["passed"] = c is chosen
+        c["attacked"] = "singling_out_upper" in c["risks"]
+    release: dict[str, Any] = {
+        "policy": policy.to_dict(), "learned_grouping": learned.to_list(),
+        "random_state": random_state if isinstance(random_state, int) else seed_int,
+        "rows_measured": len(work),
+        "candidates": [{k: v for k, v in c.items() if k not in ("remedied", "recipe")}
+                       for c in cands]}
+    if chosen is None:
+        release.update(status="refused", recipe=None, chosen=None,
+                       reason=_refusal(cands, policy))
+        artefact_dict = d
+    else:
+        raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
+                                classifier=classifier, random_state=util_seed,
+                                n_repeats=policy.utility_repeats, remedies=False)
+        release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
+                       chosen=cands.index(chosen), reason=None, utility={
+                           "accuracy_original": chosen["accuracy_original"],
+                           "accuracy_raw_release": raw.accuracy_surrogate,
+                           "accuracy_remedied_release": chosen["accuracy_surrogate"],
+                           "remedy_cost": raw.accuracy_surrogate
+                           - chosen["accuracy_surrogate"],
+                           "accuracy_drop": chosen["accuracy_drop"]})
+        # the artefact records the released grouping (what the gate ties the file to);
+        # the learned one stays in release["learned_grouping"] and the per-k table
+        artefact_dict = {**d, "grouping": chosen["grouping"], "k": len(chosen["grouping"])}
+    art = GroupingArtefact.from_result(artefact_dict, table, created_at=created_at)
+    return dataclasses.replace(art, release=release)
+
+
+def _cols(columns: list[str]) -> str:
+    return "{" + ", ".join(columns[:3]) + (f", +{len(columns) - 3} more" if len(columns) > 3
+                                           else "") + "}"
+
+
+def _why(c: dict[str, Any], policy: Any) -> str:
+    """The failed checks of a candidate with their figures (and the group at fault)."""
+    r, out = c["risks"], []
+    for f in c["failed"]:
+        if f == "share_below_k":
+            w = r.get("worst_share_below_k_group") or {}
+            out.append(f"{r['share_below_k']:.3f} of rows in classes below k="
+                       f"{policy.disclosure_k} > {policy.max_share_below_k} (k_min "
+                       f"{w.get('k_min')} in group {_cols(w.get('columns', []))})")
+        elif f == "class_disclosure":
+            w = r.get("worst_class_disclosure_group") or {}
+            out.append(f"class disclosure {r['class_disclosure_share']:.3f} > "
+                       f"{policy.max_class_disclosure_share} in group "
+                       f"{_cols(w.get('columns', []))}")
+        elif f == "largest_group_unique_share":
+            out.append(f"largest group's unique share {r[f]:.3f} > "
+                       f"{policy.max_largest_group_unique_share}")
+        elif f == "intact_rows":
+            out.append(f"expected intact rows {r['expected_intact_row_proportion']:.3f} > "
+                       f"{policy.max_intact}")
+        elif f == "utility":
+            out.append(f"loses {c['accuracy_drop']:.3f} accuracy > "
+                       f"{policy.max_accuracy_drop}")
+        else:  # an attack: its upper 95 % bound
+            limit = getattr(policy, f"max_{f}_risk", None)
+            out.append(f"{f} risk upper bound {r.get(f'{f}_upper', float('nan')):.3f} > "
+                       f"{limit}")
+    return "; ".join(out)
+
+
+def _refusal(cands: list[dict[str, Any]], policy: Any) -> str:
+    private = [c for c in cands if not (set(c["failed"]) - {"utility"})]
+    useful = sorted((c for c in cands if "utility" not in c["failed"]),
+                    key=lambda c: -c["accuracy_surrogate"])
+    within = (f"; the {len(useful)} release(s) within it fail privacy (most accurate: "
+              + " | ".join(f"{c['label']}: {_why(c, policy)}" for c in useful[:2]) + ")"
+              if useful else "; no candidate is within it")
+    if private:
+        best = max(private, key=lambda c: c["accuracy_surrogate"])
+        return (f"privacy vs utility: the most accurate release passing every privacy "
+                f"expectation checked before the attacks ({best['label']}) loses "
+                f"{best['accuracy_drop']:.3f} accuracy on held-out real rows, above "
+                f"max_accuracy_drop {policy.max_accuracy_drop}" + within)
+    closest = min(cands, key=lambda c: (len(c["failed"]), -c["accuracy_surrogate"]))
+    worst = sorted({f for c in cands for f in c["failed"]})
+    return ("privacy: no candidate grouping with remedies passes every privacy expectation "
+            f"of the policy (failing: {', '.join(worst)}; closest: {closest['label']}: "
+            f"{_why(closest, policy)})")

@@ -1,0 +1,346 @@
+"""The release pipeline's steps as library functions, for the CLI and the operators.
+
+Learn (``astrid`` + ``ArtefactStore``), **stage** a surrogate with its metrics, gate it
+(``validate_surrogate``), promote it. Each step here is written once; ``astrid shuffle``
+and ``GoldenEyeShuffleOperator`` both call :func:`stage_surrogate`, the operator adding
+only templating, its run-derived seed, ``ObjectStoragePath`` I/O and error mapping.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._metrics import intact_row_proportion, surrogate_metrics
+from ._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
+
+__all__ = [
+    "Learned",
+    "ReleasePlan",
+    "StagedSurrogate",
+    "gate_receipt",
+    "learn_or_reuse",
+    "metrics_path",
+    "receipt_path",
+    "release_plan",
+    "save_learned",
+    "stage_surrogate",
+]
+
+
+@dataclass(frozen=True)
+class StagedSurrogate:
+    """What :func:`stage_surrogate` wrote and measured.
+
+    Attributes
+    ----------
+    paths : list of str
+        The surrogate file(s) (one per copy).
+    metrics : dict
+        :class:`~astrid_airflow.SurrogateMetrics` of the first copy, as a dict.
+    copies : list of float or None
+        Intact-row proportion of every copy (``n_copies > 1`` only).
+    protects_nothing : bool
+        A one-group grouping: every surrogate row is an original row.
+    seed : int
+        The seed used.
+    """
+
+    paths: list[str]
+    metrics: dict[str, Any] = field(default_factory=dict)
+    copies: list[float] | None = None
+    protects_nothing: bool = False
+    seed: int = 0
+
+
+def stage_surrogate(src: str | os.PathLike, artefact: Any, dest: str | os.PathLike, *,
+                    random_state: int, n_copies: int = 1, utility: bool = True,
+                    overwrite: bool = False, remedies: bool = True) -> StagedSurrogate:
+    """Write GoldenEye surrogate(s) of ``src`` atomically, measured before publication.
+
+    The metrics are computed on the complete temporary outputs before any is moved into
+    place (``shuffle_file``'s ``before_publish``), so a failure leaves no output behind.
+    A one-group grouping is reported in ``protects_nothing`` (the warning is caught
+    here, so every caller can say it loudly in its own way).
+
+    Parameters
+    ----------
+    src : str or path-like
+        The table: CSV, Parquet or ARFF (local path or fsspec URL).
+    artefact : GroupingArtefact
+        The learned grouping.
+    dest : str or path-like
+        Output ``.parquet``/``.csv``; copies go to ``stem-1.ext``, ...
+    random_state : int
+        Seed (recorded by the caller).
+    n_copies : int, default 1
+    utility : bool, default True
+        Also train-on-surrogate / test-on-real accuracy.
+    overwrite : bool, default False
+    remedies : bool, default True
+        Apply the artefact's release recipe (generalisation, suppression, MDAV) before
+        permuting, and measure against the remedied table; False gives the raw release.
+    """
+    src = os.fspath(src)
+    report: dict[str, Any] = {}
+    copies: list[float] = []
+
+    def measure(tmps: list) -> None:
+        # Runs on the complete temporary outputs; raising here publishes nothing.
+        report.update(surrogate_metrics(src, tmps[0], artefact, utility=utility,
+                                        random_state=random_state,
+                                        remedies=remedies).to_dict())
+        if len(tmps) > 1:
+            copies.extend(intact_row_proportion(src, t, columns=list(artefact.columns))
+                          for t in tmps)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ProtectsNothingWarning)
+        shuffle_file(src, artefact, dest, random_state=random_state, n_copies=n_copies,
+                     overwrite=overwrite, before_publish=measure, remedies=remedies)
+    warned = any(issubclass(w.category, ProtectsNothingWarning) for w in caught)
+    return StagedSurrogate(paths=surrogate_paths(dest, n_copies), metrics=report,
+                           copies=copies or None,
+                           protects_nothing=bool(warned or report.get("protects_nothing")),
+                           seed=random_state)
+
+
+# ------------------------------------------------------------------------------ learn
+
+@dataclass(frozen=True)
+class Learned:
+    """What :func:`learn_or_reuse` left in the store.
+
+    Attributes
+    ----------
+    name, version : str
+        The artefact's name and version (``name@version``).
+    artefact : GroupingArtefact
+    learned : bool
+        False when the latest version was learned from a table with the same fingerprint
+        and was kept (no run).
+    result : AstridResult or None
+        The run's result (None when reused).
+    """
+
+    name: str
+    version: str
+    artefact: Any
+    learned: bool
+    result: Any = None
+
+
+def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any = None,
+                 created_at: Any = None, remedies: bool | None = None,
+                 random_state: object = None) -> tuple[str, Any]:
+    """Record ``result`` as a new version of ``name``, with its gate suite beside it.
+
+    Returns ``(version, artefact)``. ``policy`` (a :class:`~astrid_airflow.GatePolicy`,
+    default policy if None) is stored with the suite, so reviewers see the rules.
+    ``remedies`` True/False: the artefact records the release of least utility loss
+    within ``policy`` (:func:`~astrid_airflow.choose_release`, seeded by
+    ``random_state``; False: groupings only, no remedies); None: the learned grouping
+    as it is, no release chosen.
+    """
+    from astrid_airflow.gate import gate_extra_files
+
+    from ._artefact import GroupingArtefact
+
+    if remedies is None:
+        artefact = GroupingArtefact.from_result(result, table, created_at=created_at)
+    else:
+        from ._choice import choose_release
+
+        artefact = choose_release(table, result, policy=policy, remedies=remedies,
+                                  random_state=random_state, created_at=created_at)
+    return store.save(name, artefact,
+                      extra_files=gate_extra_files(artefact, policy)), artefact
+
+
+def reusable_version(store: Any, name: str, table: Any) -> tuple[str, Any] | None:
+    """``(version, artefact)`` of the latest version of ``name`` if it was learned from a
+    table with ``table``'s fingerprint, else None (also when there is none yet)."""
+    from astrid_airflow._errors import StoreError
+
+    from ._artefact import fingerprint_table
+
+    try:
+        latest = store.latest(name)
+    except StoreError:  # no store or no version of this name yet
+        return None
+    previous = store.load(name, latest)
+    if dict(previous.fingerprint) == fingerprint_table(table):
+        return latest, previous
+    return None
+
+
+def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any], *,
+                   force: bool = False, scheduler: str | None = None, n_jobs: int = 1,
+                   policy: Any = None, created_at: Any = None,
+                   remedies: bool | None = None, random_state: object = None,
+                   run: Callable[[Any, dict[str, Any]], Any] | None = None) -> Learned:
+    """Learn a grouping of ``table`` into ``store`` as ``name``, unless already learned.
+
+    Without ``force``, when the latest version of ``name`` was learned from a table with
+    the same fingerprint (rows, columns, SHA-256 of the values) it is kept and nothing
+    runs. Otherwise ``astrid`` runs with ``settings`` (locally with ``n_jobs``, or on the
+    Dask cluster at ``scheduler``) and a new version is saved with its gate suite.
+    ``run(table, settings)``, if given, replaces both (the operator's deferrable Dask
+    path); ``remedies``/``random_state`` go to :func:`save_learned` (the release choice).
+    """
+    if not force and (found := reusable_version(store, name, table)) is not None:
+        return Learned(name=name, version=found[0], artefact=found[1], learned=False)
+    if run is not None:
+        result = run(table, dict(settings))
+    elif scheduler:
+        from astrid_airflow.scale import astrid_on_dask
+
+        result = astrid_on_dask(table, scheduler=str(scheduler), **settings)
+    else:
+        from astrid_airflow.engine import astrid
+
+        result = astrid(table, n_jobs=n_jobs, **settings)
+    version, artefact = save_learned(result, table, store, name, policy=policy,
+                                     created_at=created_at, remedies=remedies,
+                                     random_state=random_state)
+    return Learned(name=name, version=version, artefact=artefact, learned=True,
+                   result=result)
+
+
+# ------------------------------------------------------------------------------- gate
+# Paths are anything with ``/``, ``.parent``, ``.name`` and ``.stem``: ``pathlib.Path``
+# for the CLI, Airflow's ``ObjectStoragePath`` for the operators (which keep the I/O).
+
+def metrics_path(surrogate: Any) -> Any:
+    """``<stem>.metrics.json`` beside a staged surrogate."""
+    return surrogate.parent / f"{surrogate.stem}.metrics.json"
+
+
+def receipt_path(surrogate: Any, out_dir: Any = None) -> Any:
+    """``<out_dir or the surrogate's directory>/<stem>.gate.json``."""
+    return (out_dir if out_dir is not None else surrogate.parent) / \
+        f"{surrogate.stem}.gate.json"
+
+
+def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
+                 artefact: str, store: str, out_dir: Any, artefact_path: str | None = None,
+                 report: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+    """The gate receipt: the one place its schema is written.
+
+    A receipt says whether the gate passed (``success``) for exactly which bytes
+    (``surrogate``, ``sha256``), judged against which ``original`` and ``artefact``
+    (``NAME@VERSION`` in ``store``), with the outcome of every expectation; the publish
+    step trusts only a passing receipt whose ``sha256`` still matches the file.
+
+    Parameters
+    ----------
+    result : GateResult
+        What :func:`~astrid_airflow.validate_surrogate` returned.
+    out_dir : path
+        Where the validation JSON and Data Docs were written.
+    """
+    d = result.to_dict()
+
+    def beside(written: str | None) -> str | None:
+        return str(out_dir / os.path.basename(written)) if written else None
+
+    return {
+        "success": result.success,
+        "surrogate": str(surrogate),
+        "sha256": sha256,
+        "original": str(original),
+        "artefact": artefact,
+        "artefact_path": artefact_path,
+        "store": store,
+        "validation": beside(d.get("validation_json")),
+        "data_docs": beside(d.get("data_docs")),
+        "failed": result.failed,
+        "expectations": [{k: e[k] for k in ("name", "category", "success",
+                                             "observed_value", "threshold")}
+                         for e in d["expectations"]],
+        "policy": d["policy"],
+        "random_state": result.random_state,
+        "report": report,
+        "run_id": run_id,
+        "gated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+# ---------------------------------------------------------------------------- promote
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """How to promote a gated surrogate: the copies, in order, then the manifest.
+
+    The caller performs them with its own atomic writers; the order is the protocol:
+    the immutable archive first, then the current file (one rename), then the manifest,
+    so a failure at any point leaves the previous release in place.
+    """
+
+    copies: list[tuple[Any, Any]]
+    manifest_path: Any
+    manifest: dict[str, Any]
+    extra: dict[str, Any]
+
+
+def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
+                 receipt_file: Any, release_id: str, *, sha256: str, run_after: str | None,
+                 report_files: list | None = None, run_id: str | None = None,
+                 write_archive: bool = True, published_at: str | None = None) -> ReleasePlan:
+    """The archive, current file and manifest of a release, in protocol order.
+
+    ``<dir>/<file>`` is the current release, ``<dir>/<stem>.release.json`` its manifest
+    and ``<dir>/releases/<release_id>/`` the immutable archive: receipt, validation JSON,
+    Data Docs, metrics and the release report's files (``index.html`` last), then the
+    file itself, whose presence marks a complete archive. ``write_archive=False`` (the
+    archive already holds these bytes, :func:`~astrid_airflow.decide_release`) leaves it
+    as it is. The receipt must already be checked
+    (:func:`~astrid_airflow.check_receipt`); the release decided.
+    """
+    archive = destination.parent / "releases" / release_id
+    archived = archive / destination.name
+    copies = [(receipt_file, archive / receipt_file.name)]
+    named = {}
+    for key in ("validation", "data_docs"):
+        if receipt.get(key):
+            src = type(surrogate)(receipt[key])
+            named[key] = str(archive / src.name)
+            if src.exists():
+                copies.append((src, archive / src.name))
+    if metrics_path(surrogate).exists():
+        copies.append((metrics_path(surrogate), archive / metrics_path(surrogate).name))
+    report_dir = None
+    if receipt.get("report"):
+        report_dir = archive / type(surrogate)(receipt["report"]).parent.name
+        copies += [(f, report_dir / f.name)
+                   for f in sorted(report_files or [], key=lambda p: p.name == "index.html")]
+    copies.append((surrogate, archived))
+    if not write_archive:
+        copies = []
+    copies.append((surrogate, destination))
+    manifest = {
+        "release_id": release_id,
+        "published": str(destination),
+        "archived": str(archived),
+        "sha256": sha256,
+        "artefact": receipt.get("artefact"),
+        "original": receipt.get("original"),
+        "validation": named.get("validation"),
+        "data_docs": named.get("data_docs"),
+        "report": str(report_dir / "index.html") if report_dir else None,
+        "expectations": receipt.get("expectations"),
+        "run_id": run_id,
+        "run_after": run_after,
+        "published_at": published_at or
+        _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    extra = {"release_id": release_id, "published": str(destination),
+             "archived": str(archived), "sha256": sha256,
+             "artefact": receipt.get("artefact")}
+    return ReleasePlan(copies=copies,
+                       manifest_path=destination.parent / f"{destination.stem}.release.json",
+                       manifest=manifest, extra=extra)

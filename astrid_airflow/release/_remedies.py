@@ -1,0 +1,707 @@
+"""Release remedies: generalise each group's values before the GoldenEye shuffle.
+
+A GoldenEye release publishes every value next to its true class and keeps a group's
+columns aligned, so it is only as safe as each group's projection (its columns plus the
+class). The standard statistical-disclosure-control remedies (Hundepool et al.,
+*Statistical Disclosure Control*, Wiley 2012, ch. 3-4) make those projections
+k-anonymous and class-diverse while keeping as much of the values as they can:
+
+* ``bins``: numeric coarsening to intervals (quantile bins with at least ``k`` reference
+  rows each). A value is published as its bin's *representative*: the lower median of
+  the reference values in the bin, so an integer column stays integer and the value is
+  one the data really had (nothing invented); the recipe also states each bin's label
+  ``[low, high)``. Values below the first edge or above the last are published as the
+  first/last bin's representative: the bins do the top- and bottom-coding;
+* ``round``: rounding to a multiple of ``step``, top/bottom-coded at ``low``/``high``;
+* ``suppress``: categorical merging of rare categories: categories not in ``keep`` are
+  published as missing (one "suppressed" value; the type is unchanged);
+* ``mdav``: microaggregation of a multi-column group within class (MDAV, Domingo-Ferrer
+  and Mateo-Sanz, "Practical data-oriented microaggregation for statistical disclosure
+  control", IEEE TKDE 14(1), 2002): every published tuple is the mean (numeric columns;
+  rounded for integer columns) or mode (others) of at least ``k`` similar tuples of the
+  same class. MDAV has no parameters to fit: on any batch it is applied *within that
+  batch* with the recorded ``k`` (so a new batch is aggregated among its own rows).
+
+A :class:`ReleaseRecipe` records, per column, what was done with its parameters: bin
+edges and representatives, not "quantiles of whatever data", so it re-applies exactly to
+a new batch. It is deterministic (no randomness) and JSON round-trips; a bad recipe is
+refused with a :class:`~astrid_airflow.RecipeError`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from astrid_airflow._errors import RecipeError
+from astrid_airflow.engine import Grouping
+
+__all__ = [
+    "ReleaseRecipe",
+    "apply_recipe",
+    "fit_recipe",
+    "generalise_file",
+    "group_risk",
+    "mdav_clusters",
+]
+
+RECIPE_VERSION = 1
+_METHODS = ("bins", "round", "suppress", "mdav")
+_TYPES = ("integer", "float", "string", "category", "boolean")
+#: Bin counts tried per group, most detailed first (the first that passes is kept).
+BIN_LADDER = (64, 32, 20, 12, 8, 6, 5, 4, 3, 2)
+
+
+# ----------------------------------------------------------------------------- recipe
+
+def _finite(x: object) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _scalar(x: object) -> bool:
+    return x is None or isinstance(x, (str, bool)) or _finite(x)
+
+
+def _check_step(i: int, s: Any, target: str | None) -> dict[str, Any]:
+    where = f"recipe step #{i}"
+    if not isinstance(s, Mapping):
+        raise RecipeError(f"Invalid {where}: expected an object, got {type(s).__name__}.")
+    s = dict(s)
+    method = s.get("method")
+    if method not in _METHODS:
+        raise RecipeError(f"Invalid {where}: method {method!r}; known: {list(_METHODS)}.")
+    allowed = {"bins": {"method", "column", "edges", "values", "labels", "published_type"},
+               "round": {"method", "column", "step", "low", "high", "published_type"},
+               "suppress": {"method", "column", "keep", "published_type"},
+               "mdav": {"method", "columns", "k", "published_types"}}[method]
+    unknown = sorted(set(s) - allowed)
+    missing = sorted(allowed - set(s))
+    if unknown or missing:
+        raise RecipeError(f"Invalid {where} ({method}): unknown key(s) {unknown}, missing "
+                          f"key(s) {missing}.")
+    cols = s["columns"] if method == "mdav" else [s["column"]]
+    if not isinstance(cols, list) or not cols or not all(isinstance(c, str) and c
+                                                         for c in cols):
+        raise RecipeError(f"Invalid {where} ({method}): column names must be non-empty "
+                          f"strings, got {cols!r}.")
+    if target is not None and target in cols:
+        raise RecipeError(f"Invalid {where}: the class column {target!r} is never "
+                          "generalised.")
+    if method == "bins":
+        e, v, lab = s["edges"], s["values"], s["labels"]
+        if not (isinstance(e, list) and isinstance(v, list) and isinstance(lab, list)) \
+                or not all(_finite(x) for x in e + v) or len(v) != len(e) + 1 \
+                or len(lab) != len(v) or not all(isinstance(x, str) for x in lab):
+            raise RecipeError(f"Invalid {where} (bins of {cols[0]!r}): need finite numeric "
+                              "'edges' (n), 'values' (n + 1) and string 'labels' (n + 1).")
+        if any(b <= a for a, b in itertools.pairwise(e)):
+            raise RecipeError(f"Invalid {where} (bins of {cols[0]!r}): edges must "
+                              "increase strictly.")
+        if any(b <= a for a, b in itertools.pairwise(v)):
+            raise RecipeError(f"Invalid {where} (bins of {cols[0]!r}): representative "
+                              "values must increase strictly (one per bin).")
+        if any(not (lo <= x < hi) for x, lo, hi in zip(v, [-math.inf, *e], [*e, math.inf])):
+            raise RecipeError(f"Invalid {where} (bins of {cols[0]!r}): a representative "
+                              "value lies outside its bin (it would invent a value).")
+    elif method == "round":
+        if not _finite(s["step"]) or s["step"] <= 0:
+            raise RecipeError(f"Invalid {where} (round {cols[0]!r}): step must be > 0, got "
+                              f"{s['step']!r}.")
+        for key in ("low", "high"):
+            if s[key] is not None and not _finite(s[key]):
+                raise RecipeError(f"Invalid {where} (round {cols[0]!r}): {key} must be a "
+                                  f"number or null, got {s[key]!r}.")
+        if s["low"] is not None and s["high"] is not None and s["low"] > s["high"]:
+            raise RecipeError(f"Invalid {where} (round {cols[0]!r}): low > high.")
+    elif method == "suppress":
+        if not isinstance(s["keep"], list) or not all(_scalar(x) and x is not None
+                                                      for x in s["keep"]):
+            raise RecipeError(f"Invalid {where} (suppress {cols[0]!r}): 'keep' must be a "
+                              "list of category values.")
+    else:
+        k = s["k"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise RecipeError(f"Invalid {where} (mdav): k must be an integer >= 1, got "
+                              f"{k!r}.")
+        if len(set(cols)) != len(cols):
+            raise RecipeError(f"Invalid {where} (mdav): duplicated columns {cols!r}.")
+        pt = s["published_types"]
+        if not isinstance(pt, list) or len(pt) != len(cols) or any(t not in _TYPES
+                                                                   for t in pt):
+            raise RecipeError(f"Invalid {where} (mdav): published_types must list one of "
+                              f"{list(_TYPES)} per column.")
+    if method != "mdav" and s["published_type"] not in _TYPES:
+        raise RecipeError(f"Invalid {where}: published_type {s['published_type']!r}; "
+                          f"known: {list(_TYPES)}.")
+    return s
+
+
+@dataclass(frozen=True)
+class ReleaseRecipe:
+    """What a release does to each column before the shuffle (frozen, validated).
+
+    Parameters
+    ----------
+    k : int
+        The k the remedies were fitted for (every bin, kept category and MDAV cluster
+        holds at least k reference rows).
+    steps : tuple of dict
+        One entry per remedied column (or MDAV group), applied in order; columns not
+        named are published unchanged. Each has ``method`` (``"bins"``, ``"round"``,
+        ``"suppress"``, ``"mdav"``), its parameters and the published type (see the
+        module docstring and ``docs/privacy.md``).
+    target : str or None
+        The class column (never generalised).
+    notes : tuple of str
+        Human-readable notes (e.g. how a new batch is treated).
+    version : int
+        Schema version of the recipe (1).
+
+    Examples
+    --------
+    >>> r = ReleaseRecipe(k=5, steps=({"method": "round", "column": "a", "step": 10,
+    ...                                "low": 0, "high": 100, "published_type": "float"},))
+    >>> ReleaseRecipe.from_json(r.to_json()) == r
+    True
+    """
+
+    k: int
+    steps: tuple = ()
+    target: str | None = None
+    notes: tuple = ()
+    version: int = RECIPE_VERSION
+    _by_column: dict = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, numbers.Integral) \
+                or self.k < 1:
+            raise RecipeError(f"Invalid recipe k: {self.k!r}. Must be an integer >= 1.")
+        if self.version != RECIPE_VERSION:
+            raise RecipeError(f"Unknown recipe version {self.version!r}; supported: "
+                              f"{RECIPE_VERSION}.")
+        if self.target is not None and not isinstance(self.target, str):
+            raise RecipeError(f"Invalid recipe target: {self.target!r}.")
+        if isinstance(self.steps, (str, bytes, Mapping)) or not isinstance(self.steps,
+                                                                           Sequence):
+            raise RecipeError("Invalid recipe: steps must be a list of objects.")
+        steps = tuple(_check_step(i, s, self.target) for i, s in enumerate(self.steps))
+        seen: dict[str, int] = {}
+        for i, s in enumerate(steps):
+            for c in s.get("columns") or [s["column"]]:
+                if c in seen:
+                    raise RecipeError(f"Invalid recipe: column {c!r} is remedied twice "
+                                      f"(steps #{seen[c]} and #{i}).")
+                seen[c] = i
+        if not all(isinstance(n, str) for n in self.notes):
+            raise RecipeError("Invalid recipe: notes must be strings.")
+        object.__setattr__(self, "k", int(self.k))
+        object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "_by_column", seen)
+
+    __hash__ = None  # holds dicts
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns the recipe changes."""
+        return tuple(self._by_column)
+
+    def check_columns(self, columns: Sequence[str], grouping: Grouping | None = None
+                      ) -> None:
+        """Refuse a recipe naming unknown columns, or an MDAV step across groups."""
+        missing = [c for c in self.columns if c not in set(columns)]
+        if missing:
+            raise RecipeError(f"The recipe names column(s) {missing} the table does not "
+                              "have.")
+        if grouping is not None:
+            group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+            for s in self.steps:
+                if s["method"] == "mdav" and len({group_of.get(c) for c in s["columns"]}) > 1:
+                    raise RecipeError(f"The recipe's MDAV step over {s['columns']} spans "
+                                      "several groups of the grouping.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-native dict (``version``, ``k``, ``target``, ``steps``, ``notes``)."""
+        return {"version": self.version, "k": self.k, "target": self.target,
+                "steps": [json.loads(json.dumps(s, allow_nan=False)) for s in self.steps],
+                "notes": list(self.notes)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) \
+            + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ReleaseRecipe:
+        """Validate and build; ``RecipeError`` names the problem."""
+        if not isinstance(data, Mapping):
+            raise RecipeError(f"Invalid recipe: expected an object, got "
+                              f"{type(data).__name__}.")
+        known = {"version", "k", "target", "steps", "notes"}
+        unknown = sorted(str(k) for k in data if k not in known)
+        if unknown or "k" not in data or "steps" not in data:
+            raise RecipeError(f"Invalid recipe: unknown key(s) {unknown}; 'k' and 'steps' "
+                              f"are required (known: {sorted(known)}).")
+        steps = data["steps"]
+        if not isinstance(steps, list):
+            raise RecipeError("Invalid recipe: steps must be a list of objects.")
+        notes = data.get("notes", [])
+        if not isinstance(notes, list):
+            raise RecipeError("Invalid recipe: notes must be a list of strings.")
+        return cls(k=data["k"], steps=tuple(steps), target=data.get("target"),
+                   notes=tuple(notes), version=data.get("version", RECIPE_VERSION))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ReleaseRecipe:
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise RecipeError(f"Invalid recipe JSON: {exc.msg}.") from None
+
+
+# ------------------------------------------------------------------------------ apply
+
+def _published_type(series: pd.Series) -> str:
+    dt = series.dtype
+    if isinstance(dt, pd.CategoricalDtype):
+        return "category"
+    if pd.api.types.is_bool_dtype(dt):
+        return "boolean"
+    if pd.api.types.is_integer_dtype(dt):
+        return "integer"
+    if pd.api.types.is_float_dtype(dt):
+        return "float"
+    return "string"
+
+
+def _as_float(series: pd.Series) -> np.ndarray:
+    return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _typed(values: np.ndarray, like: pd.Series) -> pd.Series:
+    """``values`` (float, NaN = missing) in ``like``'s dtype (integers stay integers)."""
+    if pd.api.types.is_integer_dtype(like.dtype) and not np.isnan(values).any():
+        return pd.Series(values.astype(like.dtype), index=like.index, name=like.name)
+    if pd.api.types.is_integer_dtype(like.dtype):
+        return pd.Series(pd.array(values, dtype="Float64").astype("Int64"), index=like.index,
+                         name=like.name)
+    return pd.Series(values.astype(like.dtype if pd.api.types.is_float_dtype(like.dtype)
+                                   else float), index=like.index, name=like.name)
+
+
+def _apply_bins(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
+    x = _as_float(series)
+    reps = np.asarray(s["values"], dtype=float)
+    # right=False: bin i is [edges[i-1], edges[i]); outside values go to the end bins
+    idx = np.searchsorted(np.asarray(s["edges"], dtype=float), x, side="right")
+    out = np.where(np.isnan(x), np.nan, reps[np.minimum(idx, len(reps) - 1)])
+    return _typed(out, series)
+
+
+def _apply_round(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
+    x = _as_float(series)
+    if s["low"] is not None:
+        x = np.where(x < s["low"], s["low"], x)
+    if s["high"] is not None:
+        x = np.where(x > s["high"], s["high"], x)
+    step = float(s["step"])
+    return _typed(np.round(x / step) * step, series)
+
+
+def _apply_suppress(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
+    keep = series.isin(s["keep"]) | series.isna()
+    # categorical dtype and categories stay as they are; strings get None (Arrow: null)
+    return series.where(keep, None) if series.dtype == object else series.where(keep)
+
+
+def mdav_clusters(x: np.ndarray, k: int) -> np.ndarray:
+    """MDAV cluster labels of the rows of ``x`` (Domingo-Ferrer & Mateo-Sanz 2002).
+
+    Every cluster has at least ``k`` rows (all rows form one cluster when there are
+    fewer than ``2k``). Deterministic: ties go to the lowest row index.
+
+    >>> mdav_clusters(np.array([[0.], [0.1], [5.], [5.1], [9.], [9.2]]), 2).tolist()
+    [0, 0, 2, 2, 1, 1]
+    """
+    n = x.shape[0]
+    labels = np.full(n, -1, dtype=np.int64)
+    rest = np.arange(n)
+    next_label = 0
+
+    def take_near(point: np.ndarray, rest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d = ((x[rest] - point) ** 2).sum(axis=1)
+        order = np.argsort(d, kind="stable")
+        return rest[order[:k]], np.sort(rest[order[k:]])
+
+    while rest.size >= 3 * k:
+        c = x[rest].mean(axis=0)
+        r = rest[int(np.argmax(((x[rest] - c) ** 2).sum(axis=1)))]
+        near, rest = take_near(x[r], rest)
+        labels[near] = next_label
+        s = rest[int(np.argmax(((x[rest] - x[r]) ** 2).sum(axis=1)))]
+        near, rest = take_near(x[s], rest)
+        labels[near] = next_label + 1
+        next_label += 2
+    if rest.size >= 2 * k:
+        c = x[rest].mean(axis=0)
+        r = rest[int(np.argmax(((x[rest] - c) ** 2).sum(axis=1)))]
+        near, rest = take_near(x[r], rest)
+        labels[near] = next_label
+        next_label += 1
+    if rest.size:
+        labels[rest] = next_label
+    return labels
+
+
+def _mdav_features(frame: pd.DataFrame) -> np.ndarray:
+    parts = []
+    for c in frame.columns:
+        col = frame[c]
+        if _published_type(col) in ("integer", "float"):
+            v = _as_float(col)
+            sd = np.nanstd(v)
+            v = (v - np.nanmean(v)) / (sd if sd > 0 else 1.0) if v.size else v
+            parts.append(np.nan_to_num(v, nan=0.0)[:, None])
+        else:  # one-hot, so a mismatch weighs like one standard deviation
+            codes = pd.factorize(col.astype(object), sort=True)[0]
+            parts.append((codes[:, None] == np.arange(codes.max() + 1)).astype(float)
+                         / math.sqrt(2) if codes.size else np.zeros((0, 1)))
+    return np.hstack(parts) if parts else np.zeros((len(frame), 0))
+
+
+def _apply_mdav(table: pd.DataFrame, s: Mapping[str, Any], target: str) -> dict[str, pd.Series]:
+    cols = list(s["columns"])
+    k = int(s["k"])
+    sub = table[cols].reset_index(drop=True)
+    out = {c: sub[c].copy() for c in cols}
+    classes = pd.factorize(table[target].reset_index(drop=True), sort=False)[0]
+    feats = _mdav_features(sub)
+    for cls in np.unique(classes):
+        rows = np.flatnonzero(classes == cls)
+        labels = mdav_clusters(feats[rows], k)
+        for lab in np.unique(labels):
+            members = rows[labels == lab]
+            for c in cols:
+                col = sub[c]
+                if _published_type(col) in ("integer", "float"):
+                    v = _as_float(col.iloc[members])
+                    m = np.nanmean(v) if np.isfinite(v).any() else np.nan
+                    if _published_type(col) == "integer" and np.isfinite(m):
+                        m = float(np.floor(m + 0.5))  # rounded mean keeps the type
+                    out[c].iloc[members] = m
+                else:
+                    mode = col.iloc[members].mode(dropna=True)
+                    out[c].iloc[members] = mode.iloc[0] if len(mode) else None
+    index = table.index
+    return {c: pd.Series(out[c].to_numpy(), index=index, name=c).astype(table[c].dtype)
+            if _published_type(table[c]) != "integer" else
+            _typed(_as_float(out[c]), table[c]) for c in cols}
+
+
+def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
+                 target: str | None = None) -> Any:
+    """Return ``table`` with the recipe's remedies applied (values only; no shuffle).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or pyarrow.Table
+        The reference table or a new batch with the same columns.
+    recipe : ReleaseRecipe or its dict
+    target : str, optional
+        The class column (default: the recipe's); needed by MDAV steps.
+
+    Returns
+    -------
+    Same type as ``table``: same columns, dtypes and row order; remedied columns hold
+    the published values (bins: representatives; round: rounded, top/bottom-coded;
+    suppress: missing; mdav: cluster means/modes within class, computed in this batch).
+
+    Notes
+    -----
+    ``bins``, ``round`` and ``suppress`` act row by row, so applying them to any
+    partition of a table gives the same rows (the Spark path relies on this). ``mdav``
+    needs the whole batch.
+    """
+    if not isinstance(recipe, ReleaseRecipe):
+        recipe = ReleaseRecipe.from_dict(recipe)
+    target = target or recipe.target
+    is_arrow = type(table).__module__.startswith("pyarrow")
+    frame = table.select(list(recipe.columns) + ([target] if target and any(
+        s["method"] == "mdav" for s in recipe.steps) else [])).to_pandas() if is_arrow \
+        else table
+    if not isinstance(frame, pd.DataFrame):
+        raise RecipeError(f"apply_recipe needs a DataFrame or pyarrow Table, got "
+                          f"{type(table).__name__}.")
+    recipe.check_columns(list(map(str, frame.columns)))
+    new: dict[str, pd.Series] = {}
+    for s in recipe.steps:
+        m = s["method"]
+        if m == "mdav":
+            if not target or target not in frame.columns:
+                raise RecipeError("An MDAV step needs the class column (target=...).")
+            new.update(_apply_mdav(frame, s, target))
+        else:
+            fn = {"bins": _apply_bins, "round": _apply_round, "suppress": _apply_suppress}[m]
+            new[s["column"]] = fn(frame[s["column"]], s)
+    if is_arrow:
+        import pyarrow as pa
+
+        out = table
+        for c, series in new.items():
+            i = out.column_names.index(c)
+            typ = out.schema.field(c).type
+            arr = pa.array(series.to_numpy(dtype=object, na_value=None)
+                           if not pa.types.is_dictionary(typ) else
+                           series.astype(object).where(series.notna(), None).to_numpy(),
+                           from_pandas=True)
+            out = out.set_column(i, out.schema.field(c), arr.cast(typ))
+        return out
+    out = table.copy(deep=False)
+    for c, series in new.items():
+        out[c] = series.to_numpy() if not isinstance(series.dtype, pd.CategoricalDtype) \
+            else series
+        if out[c].dtype != table[c].dtype and _published_type(table[c]) != "integer":
+            out[c] = out[c].astype(table[c].dtype)
+    return out
+
+
+def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = False
+                    ) -> dict[str, Any]:
+    """Write ``src`` (Parquet/CSV) with the artefact's recipe applied, atomically.
+
+    The file's schema is checked against the artefact first; the output keeps the
+    input's column types and row order. Returns ``{"out", "rows"}``.
+    """
+    import contextlib
+    import os
+
+    from astrid_airflow.io import atomic_path
+
+    from ._surrogate import arrow_writer, file_format, read_arrow, release_recipe
+
+    recipe = release_recipe(artefact, True)
+    if recipe is None:
+        raise RecipeError("The artefact records no release recipe: nothing to apply.")
+    src, out = os.fspath(src), os.fspath(out)
+    kind = file_format(out)
+    table = read_arrow(src)
+    artefact.check_table(table.schema)
+    table = apply_recipe(table, recipe, target=artefact.target)
+    with atomic_path(out, overwrite=overwrite) as tmp, \
+            contextlib.closing(arrow_writer(kind, tmp, table.schema)) as writer:
+        if kind == "csv":
+            from ._surrogate import csv_schema
+
+            table = table.cast(csv_schema(table.schema))
+        writer.write_table(table)
+    return {"out": out, "rows": table.num_rows}
+
+
+# -------------------------------------------------------------------------------- fit
+
+def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, int]:
+    """``(share_below_k, class_disclosure_share, k_min)`` of ``frame``'s tuples + class.
+
+    The per-group measures of :mod:`._disclosure` on one group's (remedied) columns:
+    equivalence classes are rows sharing the tuple and the class (missing = a value).
+    """
+    n = len(frame)
+    if n == 0:
+        return 0.0, 0.0, 0
+    codes = [pd.factorize(frame[c].astype(object), use_na_sentinel=False)[0]
+             for c in frame.columns]
+    tup = pd.factorize(pd.MultiIndex.from_arrays(codes) if len(codes) > 1 else codes[0])[0] \
+        if codes else np.zeros(n, dtype=np.int64)
+    y = pd.factorize(pd.Series(labels), sort=False)[0]
+    key = tup.astype(np.int64) * (int(y.max()) + 1) + y
+    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    size = counts[inv]
+    # classes per tuple value
+    pairs = np.unique(key)
+    n_classes = np.bincount(pairs // (int(y.max()) + 1), minlength=int(tup.max()) + 1)
+    one_class = n_classes[tup] == 1
+    return float(np.mean(size < k)), float(np.mean(one_class)), int(size.min())
+
+
+def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str
+              ) -> dict[str, Any] | None:
+    """Quantile bins with at least ``k`` rows each (``None``: a single bin)."""
+    v = np.sort(values[np.isfinite(values)])
+    if v.size == 0:
+        return None
+    cuts = np.unique(np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:-1], method="lower"))
+    # a cut at the minimum would leave an empty first bin
+    cuts = cuts[cuts > v[0]]
+    # merge bins with fewer than k rows into their neighbour, left to right
+    edges: list[float] = []
+    lo = 0
+    for c in cuts:
+        pos = int(np.searchsorted(v, c, side="left"))
+        if pos - lo >= k and v.size - pos >= k:
+            edges.append(float(c))
+            lo = pos
+    if not edges:
+        return None
+    bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
+    # lower median of each bin: a value the data has, inside the bin
+    reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
+    fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
+    labels = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
+              (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
+              for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
+    return {"method": "bins", "column": column, "edges": edges, "values": reps,
+            "labels": labels, "published_type": ptype}
+
+
+def _single_bin(values: np.ndarray, column: str, ptype: str) -> dict[str, Any]:
+    # No split keeps k rows per bin: one bin, everything published as the lower median
+    # (full suppression of the column's information, stated as such in the recipe).
+    v = np.sort(values[np.isfinite(values)])
+    rep = float(v[(v.size - 1) // 2]) if v.size else 0.0
+    return {"method": "bins", "column": column, "edges": [], "values": [rep],
+            "labels": ["all values"], "published_type": ptype}
+
+
+def _suppress_step(series: pd.Series, labels: Any, k: int, column: str, ptype: str,
+                   max_below: float, max_disclosure: float) -> dict[str, Any] | None:
+    counts = series.value_counts(dropna=True)
+    keep = [v for v, c in counts.items() if c >= k]
+    while True:
+        remedied = series.where(series.isin(keep) | series.isna())
+        below, disclosure, _ = group_risk(remedied.to_frame(), labels, k)
+        if (below <= max_below and disclosure <= max_disclosure) or not keep:
+            break
+        # drop the kept category that fails worst: one naming a single class first
+        # (smallest), else the one with the smallest (category, class) cell
+        by = pd.crosstab(remedied, pd.Series(np.asarray(labels), index=series.index))
+        present = (by > 0).sum(axis=1)
+        single = by[present == 1]
+        worst = single.sum(axis=1).idxmin() if len(single) else \
+            by.where(by > 0).min(axis=1).idxmin()
+        keep = [v for v in keep if v != worst]
+    if len(keep) == len(counts):
+        return None
+    return {"method": "suppress", "column": column,
+            "keep": [v.item() if hasattr(v, "item") else v for v in keep],
+            "published_type": ptype}
+
+
+@dataclass(frozen=True)
+class _GroupFit:
+    steps: tuple
+    passed: bool
+    share_below_k: float
+    class_disclosure_share: float
+    detail: str
+
+
+def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
+               max_below: float, max_disclosure: float, method: str) -> _GroupFit:
+    numeric = [c for c in cols if _published_type(table[c]) in ("integer", "float")]
+    other = [c for c in cols if c not in numeric]
+
+    def judge(steps: list) -> tuple[bool, float, float]:
+        frame = table[list(cols)]
+        if steps:
+            frame = apply_recipe(frame.assign(**{"__y": np.asarray(labels)}),
+                                 ReleaseRecipe(k=k, steps=tuple(steps), target="__y"),
+                                 target="__y")[list(cols)]
+        below, disc, _ = group_risk(frame, labels, k)
+        return below <= max_below and disc <= max_disclosure, below, disc
+
+    ok, below, disc = judge([])
+    if ok:
+        return _GroupFit((), True, below, disc, "unchanged")
+    if method == "mdav" and len(cols) > 1:
+        step = {"method": "mdav", "columns": list(cols), "k": k,
+                "published_types": [_published_type(table[c]) for c in cols]}
+        ok, below, disc = judge([step])
+        return _GroupFit((step,), ok, below, disc, f"mdav k={k}")
+    cat_steps = []
+    for c in other:
+        s = _suppress_step(table[c], labels, k, c, _published_type(table[c]),
+                           max_below, max_disclosure)
+        if s is not None:
+            cat_steps.append(s)
+    last = (False, below, disc, list(cat_steps))
+    for n_bins in BIN_LADDER:
+        steps = list(cat_steps)
+        for c in numeric:
+            vals = _as_float(table[c])
+            s = _bin_step(vals, n_bins, k, c, _published_type(table[c]))
+            steps.append(s if s is not None else _single_bin(vals, c,
+                                                             _published_type(table[c])))
+        ok, below, disc = judge(steps)
+        last = (ok, below, disc, steps)
+        if ok:
+            return _GroupFit(tuple(steps), True, below, disc, f"{n_bins} quantile bins")
+    if numeric and len(cols) == 1:
+        steps = [_single_bin(_as_float(table[c]), c, _published_type(table[c]))
+                 for c in numeric]
+        ok, below, disc = judge(cat_steps + steps)
+        return _GroupFit(tuple(cat_steps + steps), ok, below, disc, "one bin (suppressed)")
+    ok, below, disc, steps = last
+    return _GroupFit(tuple(steps), ok, below, disc, "2 quantile bins (not enough)")
+
+
+def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
+               max_share_below_k: float = 0.05, max_class_disclosure_share: float = 0.05,
+               margin: float = 0.5, method: str = "bins") -> tuple[ReleaseRecipe, list[dict]]:
+    """Fit the least generalisation that makes every group's projection safe.
+
+    For each group of ``grouping``, the most detailed remedy of the ladder whose
+    per-group ``share_below_k`` and ``class_disclosure_share`` (on the reference
+    ``table``) stay within ``margin`` times the thresholds (the slack absorbs a new
+    batch): unchanged; else rare categories suppressed and numeric columns cut into
+    64, 32, 20, 12, ... 2 quantile bins of at least ``k`` rows (all of a group's numeric
+    columns with the same count); ``method="mdav"`` microaggregates multi-column groups
+    within class instead (Domingo-Ferrer & Mateo-Sanz 2002).
+
+    Returns
+    -------
+    (ReleaseRecipe, list of dict)
+        The recipe and, per group, ``{"columns", "passed", "share_below_k",
+        "class_disclosure_share", "remedy"}`` (a group that did not pass needs a split;
+        see :func:`~astrid_airflow.choose_release`).
+
+    References
+    ----------
+    Hundepool et al., *Statistical Disclosure Control*, Wiley 2012 (global recoding,
+    top/bottom coding, local suppression, microaggregation).
+    """
+    from ._surrogate import resolve_grouping
+
+    grouping, target, _ = resolve_grouping(grouping, target)
+    if method not in ("bins", "mdav"):
+        raise RecipeError(f"Invalid remedy method {method!r}; known: ['bins', 'mdav'].")
+    if target not in table.columns:
+        raise RecipeError(f"The table has no class column {target!r}.")
+    labels = table[target].to_numpy()
+    steps: list[dict] = []
+    report: list[dict] = []
+    # a threshold of 1 is "report only" (GatePolicy.raw_release_demo): nothing to remedy
+    below = math.inf if max_share_below_k >= 1 else max_share_below_k * margin
+    disclosure = math.inf if max_class_disclosure_share >= 1 else \
+        max_class_disclosure_share * margin
+    for cols in grouping.groups:
+        fit = _fit_group(table, list(cols), labels, k, below, disclosure, method)
+        steps.extend(fit.steps)
+        report.append({"columns": list(cols), "passed": fit.passed,
+                       "share_below_k": fit.share_below_k,
+                       "class_disclosure_share": fit.class_disclosure_share,
+                       "remedy": fit.detail})
+    notes = ["bins: values published as the bin's representative (lower median of the "
+             "reference values in the bin, so integers stay integers); values outside the "
+             "reference range go to the first/last bin (top/bottom coding)",
+             "suppress: categories not kept are published as missing"]
+    if any(s["method"] == "mdav" for s in steps):
+        notes.append("mdav: applied within each batch (classes separately) with the "
+                     "recorded k; a new batch is aggregated among its own rows")
+    return ReleaseRecipe(k=k, steps=tuple(steps), target=target, notes=tuple(notes)), report

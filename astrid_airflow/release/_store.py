@@ -1,0 +1,695 @@
+"""A versioned, immutable, atomic store of grouping artefacts on any fsspec filesystem.
+
+Layout::
+
+    <root>/<name>/v0001/artefact.json
+    <root>/<name>/v0001/<other files>     (e.g. the gate's suite.json)
+    <root>/<name>/v0002/...
+
+A version is *visible* once its ``artefact.json`` exists, and a visible version is
+complete: on a local filesystem the whole directory is written under a hidden temporary
+name and renamed into place in one ``rename(2)`` (which fails if the target exists, so
+two savers can never take the same number); on object stores a saver first claims the
+number with a marker, writes the other files, and writes ``artefact.json`` last. A
+crash or exception mid-write therefore leaves no visible version. ``docs/artefacts.md``
+gives the details.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import hashlib
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from astrid_airflow._errors import ArtefactError, AstridError, ParameterError, StoreError
+from astrid_airflow.io import fs_write_bytes, fsync_dir, staged_dir
+
+from ._artefact import GroupingArtefact
+
+__all__ = [
+    "ARTEFACT_FILE",
+    "ArtefactLocation",
+    "ArtefactStore",
+    "LoadedArtefact",
+    "check_artefact_name",
+    "check_outside_store",
+    "load_artefact",
+    "parse_artefact_ref",
+    "split_artefact_ref",
+]
+
+ARTEFACT_FILE = "artefact.json"
+# Always used with fullmatch: ``$`` would also match before a trailing newline, and
+# ``\d`` (without re.ASCII) would accept non-ASCII digits such as U+0660.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}", re.ASCII)
+_VERSION_DIR = re.compile(r"v([0-9]{4,})", re.ASCII)
+_VERSION_REF = re.compile(r"v([0-9]+)|([0-9]+)|latest", re.ASCII)
+_CLAIM = ".claim-"
+_MAX_ATTEMPTS = 200
+
+
+def check_artefact_name(name: object) -> str:
+    """Return ``name`` if it is a valid artefact name, else raise ``ParameterError``.
+
+    Callers check a name before any work (``astrid learn --name`` before learning).
+    """
+    if not isinstance(name, str) or not _valid_name(name):
+        raise ParameterError(
+            f"Invalid artefact name {name!r}: use letters, digits, '.', '_' and '-' "
+            "(no path separators, no '..', at most 200 characters, not starting with '.').")
+    return name
+
+
+def _valid_name(name: str) -> bool:
+    """What :func:`check_artefact_name` accepts (listing skips anything else)."""
+    return bool(_NAME.fullmatch(name)) and ".." not in name
+
+
+def _check_file_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name \
+            or name == ARTEFACT_FILE:
+        raise ParameterError(f"Invalid file name {name!r} for a version directory: a plain "
+                             f"file name other than {ARTEFACT_FILE!r} is needed.")
+    return name
+
+
+def _version_id(number: int) -> str:
+    return f"v{number:04d}"
+
+
+def _version_number(version: object) -> int | None:
+    """Number of ``"v0003"``/``"3"``/``3``; ``None`` for ``"latest"``."""
+    if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
+        return version
+    if isinstance(version, str):
+        m = _VERSION_REF.fullmatch(version.strip())
+        if m:
+            if m.group(1) is None and m.group(2) is None:
+                return None
+            number = int(m.group(1) or m.group(2))
+            if number >= 1:
+                return number
+    raise ParameterError(f"Invalid version {version!r}: expected 'latest', 'v0003' or 3.")
+
+
+@dataclass(frozen=True)
+class ArtefactLocation:
+    """Where an artefact lives.
+
+    ``root``, ``name`` and ``version`` are ``None`` when the artefact was read from a
+    path outside a store layout. ``directory`` is the version directory (write files
+    beside the artefact there) and ``path`` the ``artefact.json`` itself; both are local
+    paths or fsspec URLs.
+    """
+
+    root: str | None
+    name: str | None
+    version: str | None
+    directory: str
+    path: str
+
+
+class LoadedArtefact(NamedTuple):
+    """An artefact and where it was read from (unpacks as ``artefact, location``)."""
+
+    artefact: GroupingArtefact
+    location: ArtefactLocation
+
+
+class ArtefactStore:
+    """Versioned, immutable artefacts under ``root`` (a local path or fsspec URL).
+
+    Parameters
+    ----------
+    root : str or path-like
+        Local directory or any fsspec URL (``memory://store``, ``s3://bucket/prefix``,
+        the paths Airflow's ``ObjectStoragePath`` takes). Created on the first save.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoint...).
+    fs : fsspec.AbstractFileSystem, optional
+        An already authenticated filesystem for ``root``'s protocol (Airflow's
+        ``ObjectStoragePath.fs``, built from a connection) instead of fsspec's own
+        credential chain.
+
+    Examples
+    --------
+    >>> store = ArtefactStore("memory://doc-example")          # doctest: +SKIP
+    >>> version = store.save("credit", artefact)               # doctest: +SKIP
+    >>> store.load("credit") == artefact                       # doctest: +SKIP
+    True
+    """
+
+    def __init__(self, root: str | os.PathLike, *,
+                 storage_options: dict[str, Any] | None = None, fs: Any = None):
+        from fsspec.implementations.local import LocalFileSystem
+
+        from astrid_airflow.io import url_to_fs
+
+        text = os.fspath(root) if isinstance(root, (str, os.PathLike)) else None
+        if not text:
+            raise ParameterError(f"Invalid store root {root!r}: expected a path or URL.")
+        try:
+            fs, inner = url_to_fs(text, fs, **(storage_options or {}))
+        except (ImportError, ValueError, TypeError) as exc:
+            raise StoreError(f"Cannot open store {text!r}: {exc}") from None
+        self._fs = fs
+        self._local = isinstance(fs, LocalFileSystem)
+        self._root = os.path.abspath(inner) if self._local else inner.rstrip("/")
+        self.root = self._url(self._root)
+
+    def __repr__(self) -> str:
+        return f"ArtefactStore({self.root!r})"
+
+    # ------------------------------------------------------------------- paths
+    def _join(self, *parts: str) -> str:
+        if self._local:
+            return os.path.join(*parts)
+        return "/".join(p.rstrip("/") for p in parts)
+
+    def _url(self, inner: str) -> str:
+        return inner if self._local else self._fs.unstrip_protocol(inner)
+
+    def _ls_names(self, inner: str) -> list[str]:
+        """Base names of the entries of directory ``inner`` ([] if it does not exist)."""
+        try:
+            if self._local:
+                return os.listdir(inner)
+            entries = self._fs.ls(inner, detail=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:  # permission, symlink loop (ELOOP), I/O error...
+            raise _read_error(exc, self._url(inner)) from None
+        out = []
+        for e in entries:
+            base = e.rstrip("/").rsplit("/", 1)[-1]
+            if e.rstrip("/") != inner.rstrip("/"):  # some backends list the path itself
+                out.append(base)
+        return out
+
+    def _isfile(self, inner: str) -> bool:
+        if self._local:  # a link is never a store file (see refuse_links)
+            return os.path.isfile(inner) and not os.path.islink(inner)
+        return self._fs.isfile(inner)
+
+    def _islink(self, inner: str) -> bool:
+        return self._local and os.path.islink(inner)
+
+    def refuse_links(self, *parts: str) -> None:
+        """Raise ``StoreError`` if ``root/parts[0]``, ``root/parts[0]/parts[1]``... is a
+        symbolic link.
+
+        The store never reads or writes through a link inside it, which could lead
+        outside the store (the root itself may be a link). Modules that read files of a
+        version by path (the gate's suite) call this first. A no-op on object stores.
+        """
+        if not self._local:
+            return
+        inner = self._root
+        for part in parts:
+            inner = os.path.join(inner, part)
+            if os.path.islink(inner):
+                raise StoreError(f"Refusing {inner!r}: a symbolic link inside the artefact "
+                                 "store (the store never follows links under its root).")
+
+    def _check_root(self) -> None:
+        if self._local:
+            try:
+                ok = os.path.isdir(os.path.realpath(self._root, strict=True))
+            except FileNotFoundError:
+                ok = False
+            except OSError as exc:  # e.g. ELOOP: the root is a symlink loop
+                raise _read_error(exc, self.root) from None
+        else:
+            ok = self._fs.isdir(self._root) or self._fs.exists(self._root)
+        if not ok:
+            raise StoreError(f"No artefact store at {self.root!r}: no such directory.")
+
+    def _numbers(self, name: str, *, complete: bool) -> list[int]:
+        """Version numbers under ``name``: every entry named like a version when claiming
+        a number, only complete non-link version directories when reading."""
+        out = []
+        base = self._join(self._root, name)
+        for entry in self._ls_names(base):
+            m = _VERSION_DIR.fullmatch(entry)
+            if m and (not complete or (not self._islink(self._join(base, entry)) and
+                                       self._isfile(self._join(base, entry, ARTEFACT_FILE)))):
+                out.append(int(m.group(1)))
+        return sorted(out)
+
+    # ------------------------------------------------------------------- reading
+    def names(self) -> list[str]:
+        """Names with at least one complete version, sorted."""
+        self._check_root()
+        return sorted(n for n in self._ls_names(self._root)
+                      if _valid_name(n) and not self._islink(self._join(self._root, n))
+                      and self._numbers(n, complete=True))
+
+    def versions(self, name: str) -> list[str]:
+        """Complete versions of ``name``, oldest first (``StoreError`` if none)."""
+        check_artefact_name(name)
+        self._check_root()
+        self.refuse_links(name)
+        numbers = self._numbers(name, complete=True)
+        if not numbers:
+            known = self.names()
+            raise StoreError(f"No artefact named {name!r} in {self.root!r}; "
+                             f"names there: {known[:20]!r}.")
+        return [_version_id(n) for n in numbers]
+
+    def latest(self, name: str) -> str:
+        """The newest version id of ``name``."""
+        return self.versions(name)[-1]
+
+    def resolve(self, name: str, version: str | int = "latest") -> str:
+        """The version id ``version`` refers to (``"latest"``, ``"v0003"``, ``"3"``, 3)."""
+        number = _version_number(version)
+        versions = self.versions(name)
+        if number is None:
+            return versions[-1]
+        vid = _version_id(number)
+        if vid not in versions:
+            self.refuse_links(name, vid)
+            raise StoreError(f"No version {vid} of {name!r} in {self.root!r}; "
+                             f"versions: {versions[-20:]!r}.")
+        return vid
+
+    def path_of(self, name: str, version: str | int = "latest") -> str:
+        """The version directory of ``name`` (local path or URL)."""
+        vid = self.resolve(name, version)
+        return self._url(self._join(self._root, name, vid))
+
+    def location(self, name: str, version: str | int = "latest") -> ArtefactLocation:
+        """Where version ``version`` of ``name`` lives."""
+        vid = self.resolve(name, version)
+        directory = self._join(self._root, name, vid)
+        return ArtefactLocation(root=self.root, name=name, version=vid,
+                                directory=self._url(directory),
+                                path=self._url(self._join(directory, ARTEFACT_FILE)))
+
+    def load(self, name: str, version: str | int = "latest") -> GroupingArtefact:
+        """Read and validate an artefact (``ArtefactError`` if it is corrupt)."""
+        loc = self.location(name, version)
+        self.refuse_links(name, loc.version, ARTEFACT_FILE)
+        return _read_artefact(self._fs, self._join(self._root, name, loc.version,
+                                                   ARTEFACT_FILE), loc.path)
+
+    def read_file(self, name: str, version: str | int, filename: str) -> bytes:
+        """Bytes of a file stored beside the artefact."""
+        loc = self.location(name, version)
+        inner = self._join(self._root, name, loc.version, _check_file_name(filename))
+        self.refuse_links(name, loc.version, filename)
+        try:
+            return self._fs.cat_file(inner)
+        except FileNotFoundError:
+            raise StoreError(f"No file {filename!r} in {loc.directory!r}.") from None
+        except OSError as exc:
+            raise _read_error(exc, self._url(inner)) from None
+
+    def list(self, name: str | None = None) -> list[dict[str, Any]]:
+        """One row per version: name, version, created_at, k, target, fingerprint, path.
+
+        A version whose artefact cannot be read gets ``error`` set (and ``None`` in the
+        artefact fields) instead of hiding the other versions; a name directory that
+        cannot be read gets one row with ``version`` ``None`` and ``error`` set.
+        """
+        if name is not None:
+            vids = {name: self.versions(name)}
+        else:
+            self._check_root()
+            vids = {}
+            for n in sorted(self._ls_names(self._root)):
+                if not _valid_name(n) or self._islink(self._join(self._root, n)):
+                    continue
+                try:
+                    numbers = self._numbers(n, complete=True)
+                except AstridError as exc:  # one unreadable name never hides the others
+                    vids[n] = exc
+                    continue
+                if numbers:
+                    vids[n] = [_version_id(v) for v in numbers]
+        rows = []
+        for n, found in vids.items():
+            if isinstance(found, Exception):
+                rows.append({"name": n, "version": None, "created_at": None, "k": None,
+                             "target": None, "fingerprint": None,
+                             "path": self._url(self._join(self._root, n)),
+                             "error": str(found)})
+                continue
+            for vid in found:
+                inner = self._join(self._root, n, vid, ARTEFACT_FILE)
+                row: dict[str, Any] = {"name": n, "version": vid, "created_at": None,
+                                       "k": None, "target": None, "fingerprint": None,
+                                       "path": self._url(self._join(self._root, n, vid)),
+                                       "error": None}
+                try:
+                    self.refuse_links(n, vid, ARTEFACT_FILE)
+                    a = _read_artefact(self._fs, inner, self._url(inner))
+                except AstridError as exc:  # one bad version never hides the others
+                    row["error"] = str(exc)
+                else:
+                    row.update(created_at=a.created_at, k=a.k, target=a.target,
+                               fingerprint=dict(a.fingerprint))
+                rows.append(row)
+        return rows
+
+    # ------------------------------------------------------------------- writing
+    def save(self, name: str, artefact: GroupingArtefact, *,
+             extra_files: dict[str, bytes] | None = None) -> str:
+        """Write ``artefact`` (and ``extra_files``) as a new version; return its id.
+
+        Versions are numbered ``v0001``, ``v0002``... and never overwritten; the SHA-256
+        of each extra file is recorded in ``artefact.json`` (``files``). The write is
+        atomic: until it completes no new version is visible, and a failure leaves
+        none behind. Concurrent savers to one name get distinct versions.
+        """
+        check_artefact_name(name)
+        # a store nested inside another store's version is a write there
+        target = self._join(self._root, name)
+        _refuse_inside_store(self._fs, target, self._local, self._url(target))
+        if not isinstance(artefact, GroupingArtefact):
+            raise ParameterError(f"Expected a GroupingArtefact, got {type(artefact).__name__}.")
+        files: dict[str, bytes] = {}
+        for fname, data in (extra_files or {}).items():
+            if not isinstance(data, (bytes, bytearray)):
+                raise ParameterError(f"extra_files[{fname!r}] must be bytes, "
+                                     f"got {type(data).__name__}.")
+            files[_check_file_name(fname)] = bytes(data)
+        if files:
+            # artefact.json records the digest of every file saved with it, so a file
+            # edited or deleted later (e.g. a weakened suite.json) is detected on use
+            artefact = dataclasses.replace(artefact, files={
+                f: hashlib.sha256(d).hexdigest() for f, d in sorted(files.items())})
+        files[ARTEFACT_FILE] = artefact.to_json().encode("utf-8")
+        if self._local:
+            return self._save_local(name, files)
+        return self._save_remote(name, files)
+
+    def add_file(self, name: str, version: str | int, filename: str, data: bytes, *,
+                 overwrite: bool = False) -> str:
+        """Atomically add a file beside an existing artefact (never ``artefact.json``).
+
+        For files other modules keep with a version (e.g. the gate's suite). Returns the
+        file's path or URL.
+        """
+        loc = self.location(name, version)
+        inner = self._join(self._root, name, loc.version, _check_file_name(filename))
+        self.refuse_links(name, loc.version, filename)
+        fs_write_bytes(self._fs, inner, bytes(data), overwrite=overwrite, into_store=True)
+        return self._url(inner)
+
+    def _save_local(self, name: str, files: dict[str, bytes]) -> str:
+        base = os.path.join(self._root, name)
+        self.refuse_links(name)
+        try:
+            # artefact.json last, so that even the temporary directory is complete
+            # whenever it holds one; versions are immutable (read-only files).
+            tmp = staged_dir(base, ".saving-", files, file_mode=0o444, last=ARTEFACT_FILE)
+        except OSError as exc:
+            raise _write_error(exc, self.root) from None
+        try:
+            for _ in range(_MAX_ATTEMPTS):
+                number = max(self._numbers(name, complete=False), default=0) + 1
+                dest = os.path.join(base, _version_id(number))
+                if os.path.lexists(dest):  # rename would replace an *empty* directory
+                    continue
+                try:
+                    os.rename(tmp, dest)  # fails if dest appeared meanwhile
+                except OSError as exc:
+                    if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                        continue  # another saver took this number: take the next one
+                    raise
+                fsync_dir(base)
+                return _version_id(number)
+            raise StoreError(f"Could not claim a version number for {name!r} in "
+                             f"{self.root!r} after {_MAX_ATTEMPTS} attempts.")
+        except OSError as exc:
+            raise _write_error(exc, self.root) from None
+        finally:
+            if os.path.isdir(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def _save_remote(self, name: str, files: dict[str, bytes]) -> str:
+        fs = self._fs
+        base = self._join(self._root, name)
+        me = f"{_CLAIM}{uuid.uuid4().hex}"
+        for attempt in range(_MAX_ATTEMPTS):
+            number = max(self._numbers(name, complete=False), default=0) + 1
+            vdir = self._join(base, _version_id(number))
+            claim = self._join(vdir, me)
+            try:
+                # No makedirs: on object stores a prefix exists only while a key is in it,
+                # so a number whose savers all back off is free again.
+                fs.pipe_file(claim, b"")
+                entries = self._ls_names(vdir)
+            except OSError as exc:
+                raise _write_error(exc, self.root) from None
+            # Won only if ours is the sole entry: a rival that wrote its claim before
+            # our listing is seen by us; one that wrote after sees ours and backs off.
+            if entries != [me]:
+                with contextlib.suppress(Exception):
+                    fs.rm(claim)
+                time.sleep(0.001 * (1 + attempt % 10) * (1 + uuid.uuid4().int % 7))
+                continue
+            try:
+                for fname in sorted(files, key=lambda f: f == ARTEFACT_FILE):
+                    fs_write_bytes(fs, self._join(vdir, fname), files[fname],
+                                   into_store=True)
+                with contextlib.suppress(Exception):
+                    fs.rm(claim)
+            except BaseException as exc:
+                with contextlib.suppress(Exception):  # leave no partial version
+                    fs.rm(vdir, recursive=True)
+                if isinstance(exc, OSError):
+                    raise _write_error(exc, self.root) from None
+                raise
+            return _version_id(number)
+        raise StoreError(f"Could not claim a version number for {name!r} in {self.root!r} "
+                         f"after {_MAX_ATTEMPTS} attempts.")
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _read_error(exc: OSError, shown: str) -> StoreError:
+    if isinstance(exc, PermissionError):
+        return StoreError(f"Cannot read {shown!r}: permission denied.")
+    return StoreError(f"Cannot read {shown!r}: {exc.strerror or exc}.")
+
+
+def _write_error(exc: OSError, root: str) -> StoreError:
+    if isinstance(exc, PermissionError):
+        return StoreError(f"Cannot write to store {root!r}: permission denied.")
+    return StoreError(f"Cannot write to store {root!r}: {exc.strerror or exc}.")
+
+
+def _read_artefact(fs: Any, inner: str, shown: str) -> GroupingArtefact:
+    from fsspec.implementations.local import LocalFileSystem
+
+    if isinstance(fs, LocalFileSystem):  # a FIFO or device would block or never end
+        import stat
+
+        try:
+            mode = os.stat(inner).st_mode
+        except OSError:
+            mode = stat.S_IFREG  # missing, ELOOP...: reported by the read below
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                or stat.S_ISSOCK(mode):
+            raise StoreError(f"{shown!r} is not a regular file (a pipe, socket or "
+                             "device).")
+    try:
+        data = fs.cat_file(inner)
+    except FileNotFoundError:
+        raise StoreError(f"No artefact at {shown!r}.") from None
+    except IsADirectoryError:
+        raise StoreError(f"{shown!r} is a directory, not an artefact file.") from None
+    except OSError as exc:  # permission, ELOOP, I/O error...
+        raise _read_error(exc, shown) from None
+    try:
+        return GroupingArtefact.from_json(data)
+    except ArtefactError as exc:
+        raise type(exc)(f"{shown}: {exc}") from None
+
+
+def _store_directory_kind(directory: str) -> str | None:
+    """``"version"``/``"name"`` if local ``directory`` is one of a store's, else None."""
+    base = os.path.basename(directory)
+    parent = os.path.basename(os.path.dirname(directory))
+    try:  # scandir + any(): stops at the first hit, even in a huge directory
+        if _VERSION_DIR.fullmatch(base) and _NAME.fullmatch(parent) and (
+                os.path.lexists(os.path.join(directory, ARTEFACT_FILE))
+                or any(e.name.startswith(_CLAIM) for e in os.scandir(directory))):
+            return "version"
+        if _NAME.fullmatch(base) and any(
+                _VERSION_DIR.fullmatch(e.name)
+                and os.path.lexists(os.path.join(e.path, ARTEFACT_FILE))
+                for e in os.scandir(directory)):
+            return "name"
+    except OSError:  # unreadable or vanished: not provably a store directory
+        return None
+    return None
+
+
+def check_outside_store(path: str | os.PathLike) -> None:
+    """Raise ``StoreError`` if writing ``path`` would put a file inside an artefact
+    store's name or version directory.
+
+    Versions are immutable: nothing but :class:`ArtefactStore` itself writes there.
+    Every atomic write (:func:`~astrid_airflow.io._atomic.atomic_path`, hence every
+    command's outputs) calls this. Links are resolved, so a directory linking into a
+    store is caught. Object-store URLs (``s3://``, ``gs://``, ``memory://``...) are
+    checked the same way through their fsspec filesystem, one prefix at a time up to
+    the bucket (a listing and an existence check per prefix).
+    """
+    from astrid_airflow.io import split_url
+
+    fs, dest, local = split_url(path)
+    _refuse_inside_store(fs, dest, local, os.fspath(path))
+
+
+def _refuse_inside_store(fs: Any, dest: str, local: bool, shown_path: str) -> None:
+    """:func:`check_outside_store` on a path ``dest`` inside filesystem ``fs``."""
+    if local:
+        directory, kind_of, parent_of = (os.path.realpath(os.path.dirname(dest)),
+                                         _store_directory_kind, os.path.dirname)
+    else:
+        directory = dest.rstrip("/").rpartition("/")[0]
+        kind_of = (lambda d: _remote_store_directory_kind(fs, d))  # noqa: E731
+        parent_of = (lambda d: d.rstrip("/").rpartition("/")[0])  # noqa: E731
+    while directory and directory.strip("/"):
+        kind = kind_of(directory)
+        if kind is not None:
+            shown = directory if local else fs.unstrip_protocol(directory)
+            raise StoreError(f"Refusing to write {shown_path!r}: it is inside the "
+                             f"artefact store {kind} directory {shown!r}; store "
+                             "versions are immutable, write outputs elsewhere.")
+        parent = parent_of(directory)
+        if parent == directory:
+            return
+        directory = parent
+
+
+def _remote_store_directory_kind(fs: Any, directory: str) -> str | None:
+    """:func:`_store_directory_kind` for a prefix of an fsspec filesystem."""
+    base = directory.rstrip("/").rpartition("/")[2]
+    parent = directory.rstrip("/").rpartition("/")[0].rpartition("/")[2]
+    try:
+        if _VERSION_DIR.fullmatch(base) and _NAME.fullmatch(parent) and fs.exists(
+                f"{directory}/{ARTEFACT_FILE}"):
+            return "version"
+        if _NAME.fullmatch(base) and fs.isdir(directory):
+            for entry in fs.ls(directory, detail=False):
+                child = entry.rstrip("/").rpartition("/")[2]
+                if _VERSION_DIR.fullmatch(child) and fs.exists(
+                        f"{entry.rstrip('/')}/{ARTEFACT_FILE}"):
+                    return "name"
+    except Exception:
+        return None     # provably a store directory
+    return None
+
+
+def split_artefact_ref(ref: str) -> tuple[str, str | None]:
+    """``"TEXT@VERSION"`` -> ``(TEXT, VERSION)``; ``(ref, None)`` without a version suffix.
+
+    The one parser of the ``@VERSION`` suffix (``v0003``, ``3`` or ``latest``) of an
+    artefact reference, for :func:`parse_artefact_ref` and the operators' ``NAME@VERSION``.
+
+    >>> split_artefact_ref("store/syn@v0002"), split_artefact_ref("store/syn")
+    (('store/syn', 'v0002'), ('store/syn', None))
+    """
+    head, at, tail = ref.rpartition("@")
+    if at and "/" not in tail and _VERSION_REF.fullmatch(tail.strip()):
+        return head, tail.strip()
+    return ref, None
+
+
+def parse_artefact_ref(ref: str | os.PathLike, *, fs: Any = None) -> ArtefactLocation:
+    """Resolve an artefact reference to its location (without reading the artefact).
+
+    Accepted forms (local paths or fsspec URLs):
+
+    * a path to an ``artefact.json``;
+    * a version directory holding one (``ROOT/NAME/v0003``);
+    * ``ROOT/NAME`` or ``ROOT/NAME@VERSION`` with VERSION ``v0003``, ``3`` or
+      ``latest`` (the default).
+
+    ``fs``: an authenticated filesystem for the reference's protocol (see
+    :class:`ArtefactStore`).
+    """
+    from fsspec.implementations.local import LocalFileSystem
+
+    from astrid_airflow.io import url_to_fs, using
+
+    text = os.fspath(ref) if isinstance(ref, (str, os.PathLike)) else None
+    if not text or not text.strip():
+        raise ParameterError(f"Invalid artefact reference {ref!r}: expected a path to an "
+                             "artefact.json, a version directory or ROOT/NAME[@VERSION].")
+    text, version = split_artefact_ref(text)
+    try:
+        fs, inner = url_to_fs(text, fs)
+    except (ImportError, ValueError) as exc:
+        raise StoreError(f"Cannot open {text!r}: {exc}") from None
+    local = isinstance(fs, LocalFileSystem)
+    inner = os.path.abspath(inner) if local else inner.rstrip("/")
+
+    def url(p: str) -> str:
+        return p if local else fs.unstrip_protocol(p)
+
+    def split(p: str) -> tuple[str, str]:
+        if local:
+            return os.path.split(p)
+        head, _, tail = p.rpartition("/")
+        return head, tail
+
+    with using(None if local else fs):  # the nested store opens use the same filesystem
+        if version is None and fs.isfile(inner):
+            directory = split(inner)[0]
+            return _outside_or_in_store(url, split, directory, url(inner))
+        candidate = (os.path.join(inner, ARTEFACT_FILE) if local
+                     else f"{inner}/{ARTEFACT_FILE}")
+        if version is None and fs.isfile(candidate):
+            return _outside_or_in_store(url, split, inner, url(candidate))
+        root, name = split(inner)
+        if not root or not _NAME.fullmatch(name or ""):
+            raise StoreError(f"No artefact at {url(inner)!r}: not an artefact.json, a "
+                             "version directory or ROOT/NAME.")
+        store = ArtefactStore(url(root))
+        return store.location(name, version or "latest")
+
+
+def _outside_or_in_store(url, split, directory: str, path: str) -> ArtefactLocation:
+    parent, vdir = split(directory)
+    root, name = split(parent)
+    if _VERSION_DIR.fullmatch(vdir) and _NAME.fullmatch(name or "") and root:
+        # in a store layout: the same no-links rule as the store's own reads and writes
+        ArtefactStore(url(root)).refuse_links(name, vdir, ARTEFACT_FILE)
+        return ArtefactLocation(root=url(root), name=name, version=vdir,
+                                directory=url(directory), path=path)
+    return ArtefactLocation(root=None, name=None, version=None, directory=url(directory),
+                            path=path)
+
+
+def load_artefact(ref: str | os.PathLike, *, fs: Any = None) -> LoadedArtefact:
+    """Load and validate the artefact ``ref`` points to (see :func:`parse_artefact_ref`).
+
+    ``fs``: an authenticated filesystem for the reference's protocol (Airflow's
+    ``ObjectStoragePath.fs``) instead of fsspec's own credential chain.
+
+    Returns
+    -------
+    LoadedArtefact
+        ``(artefact, location)``; write files beside the artefact in
+        ``location.directory``.
+    """
+    from astrid_airflow.io import url_to_fs
+
+    loc = parse_artefact_ref(ref, fs=fs)
+    opened, inner = url_to_fs(loc.path, fs)
+    return LoadedArtefact(_read_artefact(opened, inner, loc.path), loc)
+

@@ -1,0 +1,500 @@
+"""GoldenEye surrogate tables from a learned grouping (ASTRID paper, Sec. 3.2.2 and 6.2).
+
+A surrogate keeps the class column in place and, within every class, moves the
+columns of each group of the grouping together to the rows of an independent uniform
+within-class permutation. Rows whose class was not seen when the grouping was learned
+are shuffled within their own class like any other.
+
+Randomness: the root ``SeedSequence`` of ``random_state`` spawns one child per copy and
+each copy's child spawns one child per group; group ``g`` of copy ``i`` is permuted by
+``goldeneye_indices(codes, 1, default_rng(child))``. So the result depends only on the
+seed, the class column and the grouping (not on the input's container type), and copy 0
+of ``n_copies=k`` equals the single copy of ``n_copies=1``.
+
+Scale: :func:`shuffle_file` never materialises the table in pandas. It reads the class
+column, computes the per-group index arrays (int32 when they fit; groups on one thread
+per core) while reading the table once in Arrow, and writes the output in row chunks,
+each gathered with Arrow ``take`` on both cores while the previous chunk is written; the
+peak memory is the Arrow table plus the index arrays plus two output chunks. Output
+bytes never depend on the thread count (:data:`~astrid_airflow.engine._permutation.THREADS`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from astrid_airflow._errors import DataError, ParameterError
+from astrid_airflow._validation import check_positive_int
+from astrid_airflow.engine import (
+    Grouping,
+    as_grouping,
+    group_permutations,
+    n_threads,
+    pandas_class_codes,
+    run_threaded,
+    seed_of_copies,
+    shuffle_frame,
+    small_codes,
+)
+
+__all__ = [
+    "make_surrogate",
+    "shuffle_file",
+    "surrogate_paths",
+    "resolve_grouping",
+    "is_arrow_table",
+    "ProtectsNothingWarning",
+    "TableFile",
+]
+
+#: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
+CHUNK_ROWS = 1 << 20
+
+#: Most copies :func:`shuffle_file` writes in one call: each copy is as large as the
+#: input, so a mistyped ``--n-copies`` must not fill a disk (in memory,
+#: :func:`make_surrogate` has no such bound).
+MAX_FILE_COPIES = 100
+
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+
+
+class ProtectsNothingWarning(UserWarning):
+    """A one-group grouping: every surrogate row is an original row (P_anon = 1)."""
+
+
+def resolve_grouping(artefact_or_grouping: Any, target: str | None) -> tuple[Grouping, str, Any]:
+    """``(grouping, target, artefact or None)`` from an artefact or a grouping.
+
+    An artefact is anything with ``grouping``, ``target`` and ``check_table`` (a
+    :class:`~astrid_airflow.GroupingArtefact`); its target wins unless ``target`` names
+    the same column. A grouping (``Grouping``, ``"a,b;c"`` text, list of lists) needs
+    ``target``.
+    """
+    obj = artefact_or_grouping
+    if hasattr(obj, "grouping") and hasattr(obj, "target") and hasattr(obj, "check_table"):
+        if target is not None and target != obj.target:
+            raise ParameterError(f"Invalid target: {target!r}. The artefact's class column "
+                                 f"is {obj.target!r}.")
+        return as_grouping(obj.grouping), str(obj.target), obj
+    if target is None or not isinstance(target, str):
+        raise ParameterError(f"Invalid target: {target!r}. A grouping needs the name of "
+                             "the class column (target=...).")
+    return as_grouping(obj), target, None
+
+
+def release_recipe(artefact: Any, remedies: object = True) -> Any:
+    """The recipe a release of ``artefact`` applies (None: the raw GoldenEye release).
+
+    ``remedies=False`` (``--no-remedies``) gives the raw release. An artefact whose
+    recorded release was refused (no candidate passed its policy) cannot be released
+    with remedies: ``RecipeError`` says which trade-off could not be made.
+    """
+    if not isinstance(remedies, bool):
+        raise ParameterError(f"Invalid remedies: {remedies!r}. Must be True or False.")
+    if artefact is None or not remedies:
+        return None
+    refused = getattr(artefact, "release_refused", None)
+    if refused:
+        from astrid_airflow._errors import RecipeError
+
+        raise RecipeError(f"No release of this artefact passes its privacy policy: "
+                          f"{refused}. Nothing is published (remedies=False / "
+                          "--no-remedies gives the raw release, which the gate judges).")
+    return getattr(artefact, "recipe", None)
+
+
+def remedied(table: Any, recipe: Any, target: str) -> Any:
+    if recipe is None:
+        return table
+    from ._remedies import apply_recipe
+
+    return apply_recipe(table, recipe, target=target)
+
+
+def warn_if_one_group(grouping: Grouping) -> None:
+    if grouping.k == 1:
+        warnings.warn("The grouping has a single group: every surrogate row is an original "
+                      "row (intact-row proportion 1); the surrogate protects nothing.",
+                      ProtectsNothingWarning, stacklevel=3)
+
+
+# --------------------------------------------------------------------------- class codes
+
+def arrow_class_codes(column: Any, target: str) -> np.ndarray:
+    """Class codes of an Arrow column, numbered as :func:`pandas_class_codes` does."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    n_missing = column.null_count
+    if pa.types.is_floating(column.type):
+        n_missing += int(pc.sum(pc.is_nan(column)).as_py() or 0)
+    if n_missing:
+        raise DataError(f"Target column {target!r} has {n_missing} missing value(s); "
+                        "every row needs a class to be shuffled within.")
+    encoded = pc.dictionary_encode(column)  # dictionary in order of first appearance
+    n_classes = len(encoded.chunk(0).dictionary) if encoded.num_chunks else 0
+    if encoded.num_chunks == 0:
+        return np.zeros(0, dtype=np.int8)
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False)
+                            for c in encoded.chunks]) if encoded.num_chunks > 1 else \
+        encoded.chunk(0).indices.to_numpy(zero_copy_only=False)
+    return small_codes(codes, n_classes)
+
+
+# ------------------------------------------------------------------------- permutations
+
+# ------------------------------------------------------------------------------ tables
+
+def _check_columns(columns: Sequence[str], grouping: Grouping, target: str) -> list[str]:
+    bad = [c for c in columns if not isinstance(c, str)]
+    if bad:
+        raise DataError(f"Column names must be strings; got {bad[:5]!r}.")
+    dup = sorted({c for c in columns if list(columns).count(c) > 1})
+    if dup:
+        raise DataError(f"Duplicated column name(s): {dup!r}.")
+    if target not in columns:
+        raise DataError(f"Target column {target!r} is not in the table; "
+                        f"columns are {list(columns)[:20]!r}.")
+    attrs = [c for c in columns if c != target]
+    grouping.check_partition_of(attrs)
+    return attrs
+
+
+def _shuffle_arrow(table: Any, grouping: Grouping, perms: np.ndarray, target: str) -> Any:
+    import pyarrow as pa
+
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    arrays = []
+    for c in table.column_names:
+        column = table.column(c)
+        arrays.append(column if c == target else column.take(pa.array(perms[group_of[c]])))
+    return pa.Table.from_arrays(arrays, schema=table.schema)
+
+
+def is_arrow_table(obj: object) -> bool:
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        return False
+    return isinstance(obj, pa.Table)
+
+
+def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None = None,
+                   random_state: object = None, n_copies: int = 1,
+                   remedies: bool = True) -> Any:
+    """Return GoldenEye surrogate(s) of ``table`` under a learned grouping.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or pyarrow.Table
+        Attributes plus the class column: the reference table or a new batch with the
+        same schema. Rows of classes unseen at learning time are shuffled within their
+        own class.
+    artefact_or_grouping : GroupingArtefact, Grouping, str or list of lists
+        With an artefact, ``table`` is first checked against the artefact's schema
+        (``SchemaMismatchError`` names the difference) and the class column is the
+        artefact's. A grouping needs ``target``.
+    target : str, optional
+        Name of the class column (required with a grouping).
+    random_state : None, int, SeedSequence or Generator
+        Seed; the same seed gives the same surrogate(s).
+    n_copies : int, default 1
+        Number of independent surrogates.
+    remedies : bool, default True
+        Apply the artefact's release recipe (``artefact.recipe``: generalisation per
+        group, :func:`~astrid_airflow.apply_recipe`) before the shuffle; ``False`` gives
+        the raw GoldenEye release. A grouping has no recipe.
+
+    Returns
+    -------
+    DataFrame or pyarrow.Table, or a list of ``n_copies`` of them
+        The same type, columns, dtypes, index (pandas) and row count as ``table``. In
+        each class every column keeps its multiset of (published) values and the
+        columns of one group stay aligned row-wise; the class column is unchanged.
+
+    Warns
+    -----
+    ProtectsNothingWarning
+        With a one-group grouping (every surrogate row is an original row).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "y": [0, 0, 1, 1]})
+    >>> s = make_surrogate(t, "a;b", target="y", random_state=0)
+    >>> sorted(s.loc[s.y == 1, "a"]), list(s.y)
+    ([3, 4], [0, 0, 1, 1])
+    """
+    grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
+    n_copies = check_positive_int(n_copies, "n_copies")
+    is_arrow = is_arrow_table(table)
+    if not is_arrow and not isinstance(table, pd.DataFrame):
+        raise DataError(f"Cannot make a surrogate of {type(table).__name__}; pass a pandas "
+                        "DataFrame or a pyarrow Table (or use shuffle_file for files).")
+    if (table.num_rows if is_arrow else len(table)) == 0:
+        raise DataError("The table is empty (0 rows).")
+    recipe = release_recipe(artefact, remedies)
+    if artefact is not None:
+        artefact.check_table(table)
+    columns = table.column_names if is_arrow else list(table.columns)
+    _check_columns(columns, grouping, target)
+    warn_if_one_group(grouping)
+    table = remedied(table, recipe, target)
+    codes = arrow_class_codes(table.column(target), target) if is_arrow else \
+        pandas_class_codes(table[target], target)
+    out = []
+    for seed in seed_of_copies(random_state, n_copies):
+        perms = group_permutations(codes, grouping.k, seed)
+        out.append(_shuffle_arrow(table, grouping, perms, target) if is_arrow else
+                   shuffle_frame(table, grouping, perms, target))
+    return out[0] if n_copies == 1 else out
+
+
+# ------------------------------------------------------------------------------- files
+
+def file_format(path: str | os.PathLike) -> str:
+    """``"parquet"`` or ``"csv"`` from the suffix of ``path`` (DataError otherwise)."""
+    suffix = Path(os.fspath(path).split("?")[0]).suffix.lower()
+    kind = _FORMATS.get(suffix)
+    if kind is None:
+        raise DataError(f"Unsupported file {os.fspath(path)!r}: expected a .parquet, .pq or "
+                        ".csv file.")
+    return kind
+
+
+def surrogate_paths(out: str | os.PathLike, n_copies: int) -> list[str]:
+    """Output paths of :func:`shuffle_file`: ``out`` itself, or ``stem-1.ext`` ... for copies.
+
+    >>> surrogate_paths("s.parquet", 2)
+    ['s-1.parquet', 's-2.parquet']
+    """
+    out = os.fspath(out)
+    n_copies = check_positive_int(n_copies, "n_copies")
+    if n_copies == 1:
+        return [out]
+    head, tail = os.path.split(out)
+    stem, dot, ext = tail.rpartition(".")
+    stem, ext = (stem, dot + ext) if stem else (tail, "")
+    width = len(str(n_copies))
+    return [os.path.join(head, f"{stem}-{i:0{width}d}{ext}") if head else
+            f"{stem}-{i:0{width}d}{ext}" for i in range(1, n_copies + 1)]
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """A Parquet or CSV file whose format is given rather than read from its suffix.
+
+    :func:`shuffle_file` hands these to ``before_publish`` for its temporary outputs.
+    """
+
+    path: str
+    kind: str
+
+
+def read_arrow(path: str | os.PathLike | TableFile, columns: Sequence[str] | None = None
+               ) -> Any:
+    """Read a CSV, Parquet or ARFF file (local or fsspec URL) as a pyarrow Table.
+
+    The one reader of :func:`~astrid_airflow.io._io.read_arrow` (same types as every other
+    command); a :class:`TableFile` gives its format instead of its suffix.
+    """
+    from astrid_airflow.io import read_arrow as _read
+
+    if isinstance(path, TableFile):
+        return _read(path.path, columns, kind=path.kind)
+    return _read(path, columns)
+
+
+def read_arrow_schema(path: str | os.PathLike) -> Any:
+    """The Arrow schema of an input file (a Parquet file's footer only)."""
+    from astrid_airflow.io import read_schema
+
+    return read_schema(path)
+
+
+def arrow_writer(kind: str, path: str, schema: Any) -> Any:
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    if kind == "parquet":
+        return pq.ParquetWriter(path, schema)
+    return pcsv.CSVWriter(path, csv_schema(schema))
+
+
+def csv_schema(schema: Any) -> Any:
+    import pyarrow as pa
+
+    # The CSV writer has no dictionary type: categoricals are written as their values.
+    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type)
+                               else f.type) for f in schema])
+
+
+def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: str,
+                    kind: str, path: str) -> None:
+    """Write ``table`` with its columns gathered by ``perms``, in chunks of CHUNK_ROWS rows.
+
+    A pipeline on :func:`n_threads` threads: the columns of chunk i+1 are gathered in
+    parallel (Arrow ``take`` frees the GIL) while a writer thread encodes chunk i, so the
+    single-threaded Parquet/CSV encoder overlaps the gathers; at most two output chunks
+    are alive. Chunks are written in order: the bytes are those of a sequential write.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    schema = table.schema if kind == "parquet" else csv_schema(table.schema)
+    n = table.num_rows
+    chunk = CHUNK_ROWS
+
+    def piece(item: tuple[str, int]) -> Any:
+        c, start = item
+        column = table.column(c)
+        stop = min(n, start + chunk)
+        if c == target:
+            out = column.slice(start, stop - start)
+        else:
+            out = column.take(pa.array(perms[group_of[c], start:stop]))
+        if kind == "csv" and pa.types.is_dictionary(out.type):
+            out = out.cast(out.type.value_type)
+        return out
+
+    if n_threads() == 1:
+        with contextlib.closing(arrow_writer(kind, path, table.schema)) as writer:
+            for start in range(0, max(n, 1), chunk):
+                writer.write_table(pa.Table.from_arrays(
+                    [piece((c, start)) for c in table.column_names], schema=schema))
+        return
+    with contextlib.closing(arrow_writer(kind, path, table.schema)) as writer, \
+            ThreadPoolExecutor(1) as write_pool:
+        pending = None
+        try:
+            for start in range(0, max(n, 1), chunk):
+                batch = pa.Table.from_arrays(
+                    run_threaded(piece, [(c, start) for c in table.column_names]),
+                    schema=schema)
+                if pending is not None:
+                    pending.result()  # chunk i-1 written: two chunks alive at most
+                pending = write_pool.submit(writer.write_table, batch)
+        finally:
+            if pending is not None:
+                pending.result()  # never close the writer under a running write
+
+
+def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
+                          seed: np.random.SeedSequence) -> tuple[Any, np.ndarray]:
+    """``(table, group_permutations(codes, k, seed))``, the read overlapping the draws."""
+    if table is not None:
+        return table.combine_chunks(), group_permutations(codes, k, seed)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        # One chunk per column: Arrow's take on a many-chunk column resolves every index's
+        # chunk (and concatenates string chunks on every call), several times slower.
+        reading = pool.submit(lambda: read_arrow(src).combine_chunks())
+        try:
+            perms = group_permutations(codes, k, seed)
+        finally:
+            table = reading.result()  # a read error wins; never leave the read running
+    return table, perms
+
+
+def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
+                 target: str | None = None, random_state: object = None, n_copies: int = 1,
+                 overwrite: bool = False,
+                 before_publish: Callable[[list[TableFile]], None] | None = None,
+                 remedies: bool = True) -> str | list[str]:
+    """Write GoldenEye surrogate(s) of a Parquet, CSV or ARFF file, atomically.
+
+    Parameters
+    ----------
+    src : str or path-like
+        ``.parquet``/``.pq``, ``.csv`` or ``.arff`` file, local or fsspec URL (read like
+        every other command reads it: :func:`~astrid_airflow.io._io.read_arrow`). It must not
+        be one of the outputs (``StoreError``), even through a link.
+    artefact : GroupingArtefact, or Grouping / grouping text with ``target``
+        The learned grouping; with an artefact the file's schema is checked first.
+    out : str or path-like
+        Output file; its suffix chooses Parquet or CSV. With ``n_copies > 1`` the copies
+        are written to ``stem-1.ext``, ``stem-2.ext``, ... (see :func:`surrogate_paths`).
+    target : str, optional
+        Class column, needed only when ``artefact`` is a grouping.
+    random_state : None, int, SeedSequence or Generator
+        Seed. The same seed gives byte-identical output files, and the same surrogate as
+        :func:`make_surrogate` on the same table.
+    n_copies : int, default 1
+        Number of independent surrogates, at most :data:`MAX_FILE_COPIES` (100).
+    overwrite : bool, default False
+        Replace existing outputs; without it an existing output raises ``StoreError``
+        before any work is done.
+    before_publish : callable, optional
+        Called with the complete temporary outputs (a list of :class:`TableFile`, one per
+        copy) before any is moved into place, e.g. to compute metrics or run a gate; if
+        it raises, nothing is published.
+    remedies : bool, default True
+        Apply the artefact's release recipe before the shuffle (as
+        :func:`make_surrogate`; the same bytes for a seed); ``False``: raw release.
+
+    Returns
+    -------
+    str or list of str
+        The path written, or the list of paths with ``n_copies > 1``.
+
+    Notes
+    -----
+    Every output is written to a temporary file and renamed only after all copies were
+    written completely, so an error leaves no output behind. The table is held once in
+    Arrow (never in pandas); see the module docstring for the memory bound.
+    """
+    from astrid_airflow.io import atomic_path, input_format, refuse_overwriting_inputs
+
+    grouping, target, art = resolve_grouping(artefact, target)
+    n_copies = check_positive_int(n_copies, "n_copies")
+    if n_copies > MAX_FILE_COPIES:
+        raise ParameterError(f"Invalid n_copies: {n_copies}. At most {MAX_FILE_COPIES} "
+                             "copies are written in one call (each is as large as the "
+                             "input).")
+    recipe = release_recipe(art, remedies)
+    src = os.fspath(src)
+    src_kind = input_format(src)  # what `astrid learn` reads: CSV, Parquet, ARFF
+    outs = surrogate_paths(out, n_copies)
+    kinds = [file_format(p) for p in outs]
+    refuse_overwriting_inputs(outs, [src])
+    # A CSV/ARFF file is parsed once; a Parquet file is read footer, class column, table.
+    table = read_arrow(src) if src_kind != "parquet" else None
+    schema = table.schema if table is not None else read_arrow_schema(src)
+    if art is not None:
+        art.check_table(schema)
+    _check_columns(schema.names, grouping, target)
+    warn_if_one_group(grouping)
+    with contextlib.ExitStack() as stack:
+        tmps = [stack.enter_context(atomic_path(p, overwrite=overwrite)) for p in outs]
+        labels = (table if table is not None else read_arrow(src, [target])).column(target)
+        codes = arrow_class_codes(labels, target)
+        del labels
+        seeds = seed_of_copies(random_state, n_copies)
+        # The first copy's permutations are drawn while Arrow reads the table.
+        table, perms = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
+        table = remedied(table, recipe, target)
+        for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
+            if i:
+                perms = group_permutations(codes, grouping.k, seed)
+            _write_shuffled(table, grouping, perms, target, kind, tmp)
+            del perms
+        del table, codes
+        if before_publish is not None:
+            before_publish([TableFile(tmp, kind) for tmp, kind in zip(tmps, kinds)])
+    return outs[0] if n_copies == 1 else outs

@@ -1,0 +1,498 @@
+"""GoldenEye surrogates of tables beyond one machine, on Apache Spark.
+
+The same guarantee as :func:`~astrid_airflow.make_surrogate` (ASTRID paper, Sec. 3.2.2
+and 6.2): within every class, each group's columns move together to the rows of an
+independent uniform within-class permutation, so every per-class column multiset is
+kept and the columns of a group stay aligned. Spark has no row positions, so a surrogate
+is built as *slots* ``(class, rank)``, rank = 0..n_c−1, and group g fills slot
+``(c, r)`` with the group-g part of the class-c row of rank r in a random order π_g:
+
+1. every input row gets an id (``monotonically_increasing_id``) and, per group, a
+   random key ``xxhash64(seed_g, id)``; sorting a class by (key, id) is a uniform random
+   ordering, independent across groups (one seed per group, spawned with
+   ``SeedSequence``);
+2. the rank of a row in that ordering is computed without sorting a class in one task:
+   the key's top bits cut the class into B buckets (B a power of two; the keys are
+   uniform, so buckets are equal in size); one aggregation counts the rows of every
+   (group, class, bucket), the driver turns the counts into offsets, and the rank is the
+   offset plus ``row_number()`` within the (group, class, bucket) window, so windows hold
+   about 2^16 rows and the work spreads over the whole cluster;
+3. every input row is exploded into G "long" rows, one per group, carrying that group's
+   columns in typed slots (slot (T, j) holds a group's j-th column of type T, so the long
+   rows are as wide as the widest group, not the table); after the ranking they are
+   regrouped by slot (class, rank) and each output column is taken from its group's row.
+
+Whatever the number of groups, that is two shuffles of the long rows and one sort per
+task (a G-way join holds G sort buffers of one memory page each at once; with 20 groups
+it ran out of execution memory in local mode with a 4 GiB driver). A slot that does not
+get exactly one row of every group makes the job fail (``assert_true``) instead of
+writing a corrupt surrogate.
+
+The output has the input's columns, types and per-class row counts; its row order is
+that of the slots, not of the input (Spark keeps no row order anyway).
+
+Determinism: the same seed gives the same surrogate (the same multiset of rows) when the
+input's rows and partitions are the same on every evaluation, as for a DataFrame read from
+Parquet files (row ids come from partition positions). A DataFrame computed through a
+shuffle may not be: ``persist()`` or ``localCheckpoint()`` it first. The result differs
+from the pandas/Arrow implementation's for the same seed (another random generator); its
+distribution is the same.
+
+The intact-row proportion P_anon (Sec. 6.2) is computed in Spark as
+``|distinct(T) ∩ S| / |distinct(T)|`` with SQL ``INTERSECT`` (nulls compare equal, NaN
+equals NaN), exactly, without hashing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from astrid_airflow._errors import DataError, ParameterError, StoreError
+from astrid_airflow._validation import check_seed_sequence
+from astrid_airflow.engine import Grouping
+from astrid_airflow.release import release_recipe, resolve_grouping, warn_if_one_group
+
+__all__ = [
+    "SparkShuffleResult",
+    "spark_intact_row_proportion",
+    "spark_shuffle_parquet",
+    "spark_surrogate",
+]
+
+_SLOT_ERROR = ("GoldenEye slot without exactly one part per group: the input changed "
+               "between jobs (persist or checkpoint it)")
+
+#: Target rows per (class, bucket) window.
+WINDOW_ROWS = 1 << 16
+#: At most this many buckets per class (2^12: the driver collects G x C x B counts).
+MAX_BUCKET_BITS = 12
+
+_RID, _KEY, _BUCKET, _RANK, _OFFSET, _GROUP = (
+    "__astrid_rid", "__astrid_key", "__astrid_bucket", "__astrid_rank", "__astrid_offset",
+    "__astrid_group")
+
+
+def _pyspark() -> tuple[Any, Any, Any]:
+    try:
+        from pyspark.sql import DataFrame, Window
+        from pyspark.sql import functions as F
+    except ImportError:  # pragma: no cover - depends on the extra being installed
+        raise ParameterError("Spark surrogates need the 'spark' extra: pip install "
+                             "'astrid-airflow[spark]' (pyspark) and a Java runtime.") from None
+    return DataFrame, Window, F
+
+
+def _check_spark_table(df: Any, grouping: Grouping, target: str, artefact: Any) -> list[str]:
+    DataFrame, _, _ = _pyspark()
+    if not isinstance(df, DataFrame):
+        raise DataError(f"Cannot make a Spark surrogate of {type(df).__name__}; pass a "
+                        "pyspark.sql.DataFrame.")
+    columns = list(df.columns)
+    if artefact is not None:
+        artefact.check_table(_arrow_schema(df))
+    reserved = sorted(c for c in columns if c.startswith("__astrid_"))
+    if reserved:
+        raise DataError(f"Column name(s) {reserved} are reserved for internal use.")
+    dup = sorted({c for c in columns if columns.count(c) > 1})
+    if dup:
+        raise DataError(f"Duplicated column name(s): {dup!r}.")
+    if target not in columns:
+        raise DataError(f"Target column {target!r} is not in the table; "
+                        f"columns are {columns[:20]!r}.")
+    grouping.check_partition_of([c for c in columns if c != target])
+    return columns
+
+
+def _arrow_schema(df: Any) -> Any:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(df.schema)
+    except Exception as exc:  # a Spark type without an Arrow equivalent
+        raise DataError(f"Cannot check the Spark schema against the artefact: {exc}") from None
+
+
+def _group_seeds(random_state: object, k: int) -> list[int]:
+    """One signed 64-bit hash seed per group, spawned as in ``make_surrogate``."""
+    copy = check_seed_sequence(random_state).spawn(1)[0]
+    return [int(s.generate_state(1, np.uint64)[0].astype(np.int64)) for s in copy.spawn(k)]
+
+
+def _class_sizes(df: Any, target: str) -> dict[Any, int]:
+    rows = df.groupBy(target).count().collect()
+    sizes = {r[target]: int(r["count"]) for r in rows}
+    missing = sum(n for c, n in sizes.items()
+                  if c is None or (isinstance(c, float) and math.isnan(c)))
+    if missing:
+        raise DataError(f"Target column {target!r} has {missing} missing value(s); every "
+                        "row needs a class to be shuffled within.")
+    if not sizes:
+        raise DataError("The table is empty (0 rows).")
+    return sizes
+
+
+def _bucket_bits(sizes: dict[Any, int], parallelism: int) -> int:
+    """log2 of the buckets per class: windows of ~WINDOW_ROWS rows, and enough windows
+    (at least twice the cluster's cores) to keep every core busy."""
+    by_rows = math.ceil(math.log2(max(1, max(sizes.values()) / WINDOW_ROWS)))
+    by_cores = math.ceil(math.log2(max(1, 2 * parallelism / len(sizes))))
+    return int(min(MAX_BUCKET_BITS, max(0, by_rows, by_cores)))
+
+
+def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = None,
+                    random_state: object = None, remedies: bool = True) -> Any:
+    """Return a GoldenEye surrogate of a Spark DataFrame (lazy, except two small jobs).
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        Attributes plus the class column. Its rows must be the same on every evaluation
+        (a DataFrame read from files is; see the module notes).
+    artefact_or_grouping : GroupingArtefact, Grouping, str or list of lists
+        With an artefact, ``df``'s schema is checked first (``SchemaMismatchError``).
+    target : str, optional
+        The class column (needed with a grouping).
+    random_state : None, int, SeedSequence or Generator
+    remedies : bool, default True
+        Apply the artefact's release recipe before the shuffle, as the local path does
+        (:func:`~astrid_airflow.apply_recipe` on every partition: its row-wise steps
+        give the same values whatever the partitioning); ``False``: the raw release.
+        A recipe with an MDAV step needs the whole batch and is refused here
+        (``RecipeError``): use the local path for it.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        The same columns and types; per class the same row count, every column's
+        multiset and every group's multiset of row parts. Evaluating it fails (Spark
+        ``assert_true``) if a slot does not get exactly one part of every group, which
+        happens only if ``df`` changed between the counting job and the evaluation.
+
+    Notes
+    -----
+    Runs two jobs at once: the class sizes (rejecting missing classes) and the bucket
+    counts of every group; the returned DataFrame does the rest when written, in two
+    shuffles whatever the number of groups (see the module docstring).
+    """
+    _, Window, F = _pyspark()
+    grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
+    recipe = release_recipe(artefact, remedies)
+    columns = _check_spark_table(df, grouping, target, artefact)
+    warn_if_one_group(grouping)
+    if recipe is not None:
+        df = _spark_remedied(df, recipe, target)
+    spark = df.sparkSession
+    k = grouping.k
+    seeds = _group_seeds(random_state, k)
+    sizes = _class_sizes(df, target)
+    bits = _bucket_bits(sizes, spark.sparkContext.defaultParallelism)
+
+    def key(g: int) -> Any:
+        return F.xxhash64(F.lit(seeds[g]).cast("long"), F.col(_RID))
+
+    def bucket(key_col: Any) -> Any:
+        return F.shiftrightunsigned(key_col, 64 - bits) if bits else F.lit(0).cast("long")
+
+    base = df.withColumn(_RID, F.monotonically_increasing_id())
+    # 1. One aggregation counts the rows of every (group, class, bucket).
+    narrow = F.explode(F.array(*[
+        F.struct(F.lit(g).alias(_GROUP), bucket(key(g)).alias(_BUCKET)) for g in range(k)]))
+    counts = (base.select(target, narrow.alias("p")).select(target, "p.*")
+              .groupBy(_GROUP, target, _BUCKET).count().collect())
+    off = spark.createDataFrame(_offsets(counts, target), schema=_offset_schema(df, target))
+
+    # 2. "Long" rows: one per (input row, group), the group's columns in typed slots (a
+    #    slot per type and position, so G groups share a few columns, not G x m).
+    types = {c: df.schema[c].dataType for c in columns}
+    slot_of, slot_type = _slots(grouping, types)
+    parts = []
+    for g, cols in enumerate(grouping.groups):
+        mine = {slot_of[c]: F.col(c) for c in cols}
+        parts.append(F.struct(
+            F.lit(g).alias(_GROUP), key(g).alias(_KEY),
+            *[mine.get(s, F.lit(None).cast(t)).alias(s) for s, t in slot_type.items()]))
+    long = (base.select(target, _RID, F.explode(F.array(*parts)).alias("p"))
+            .select(target, _RID, "p.*").withColumn(_BUCKET, bucket(F.col(_KEY))))
+    # rank of the row within its class in group g's random order (key, then id)
+    by_key = Window.partitionBy(_GROUP, target, _BUCKET).orderBy(_KEY, _RID)
+    long = (long.join(F.broadcast(off), on=[_GROUP, target, _BUCKET])
+            .withColumn(_RANK, F.col(_OFFSET) + F.row_number().over(by_key) - 1)
+            .select(target, _RANK, _GROUP, *slot_type))
+
+    # 3. Slot (class, rank) takes group g's columns from its group-g row.
+    slot = Window.partitionBy(target, _RANK)
+    check = F.assert_true(
+        (F.count(F.lit(1)).over(slot) == k)
+        & (F.size(F.collect_set(_GROUP).over(slot)) == k),
+        F.lit(_SLOT_ERROR))
+    group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    picked = {c: F.first(F.when(F.col(_GROUP) == group_of[c], F.col(slot_of[c])),
+                         ignorenulls=True).over(slot).alias(c)
+              for c in columns if c != target}
+    # the check feeds the filter, so column pruning cannot drop it
+    out = long.select(target, F.when(check.isNull(), F.col(_GROUP)).alias(_GROUP),
+                      *picked.values())
+    return out.where(F.col(_GROUP) == 0).select(*columns)
+
+
+def _spark_remedied(df: Any, recipe: Any, target: str) -> Any:
+    """``df`` with the recipe applied partition by partition (the local code, in pandas)."""
+    from astrid_airflow._errors import RecipeError
+    from astrid_airflow.release import apply_recipe
+
+    if any(s["method"] == "mdav" for s in recipe.steps):
+        raise RecipeError("The release recipe has an MDAV step, which aggregates over the "
+                          "whole batch: the Spark path applies row-wise steps only; "
+                          "shuffle this batch with the local path (astrid shuffle).")
+    schema = df.schema
+
+    def apply(frames: Any) -> Any:
+        for frame in frames:
+            yield apply_recipe(frame, recipe, target=target)
+
+    return df.mapInPandas(apply, schema=schema)
+
+
+def _slots(grouping: Grouping, types: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """Typed slots: column -> slot name, and slot name -> Spark type.
+
+    The j-th column of type T within a group goes to slot (T, j); there are as many
+    slots of type T as the largest count of T-columns in one group.
+    """
+    slot_of: dict[str, str] = {}
+    slot_type: dict[str, Any] = {}
+    names: dict[tuple[str, int], str] = {}
+    for cols in grouping.groups:
+        seen: dict[str, int] = {}
+        for c in cols:
+            t = types[c]
+            j = seen.get(t.json(), 0)
+            seen[t.json()] = j + 1
+            name = names.setdefault((t.json(), j), f"__astrid_s{len(names)}")
+            slot_of[c] = name
+            slot_type[name] = t
+    return slot_of, slot_type
+
+
+def _offsets(counts: Sequence[Any], target: str) -> list[tuple]:
+    """Rows ``(group, class, bucket, offset)``: rows of the class in lower buckets."""
+    table: dict[tuple[int, Any], dict[int, int]] = {}
+    for r in counts:
+        table.setdefault((int(r[_GROUP]), r[target]), {})[int(r[_BUCKET])] = int(r["count"])
+    out = []
+    for (g, cls), by_bucket in table.items():
+        running = 0
+        for b in sorted(by_bucket):
+            out.append((g, cls, b, running))
+            running += by_bucket[b]
+    return out
+
+
+def _offset_schema(df: Any, target: str) -> Any:
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    field = df.schema[target]
+    return StructType([StructField(_GROUP, IntegerType(), False),
+                       StructField(target, field.dataType, False),
+                       StructField(_BUCKET, LongType(), False),
+                       StructField(_OFFSET, LongType(), False)])
+
+
+def spark_intact_row_proportion(original: Any, surrogate: Any, *,
+                                columns: Sequence[str] | None = None) -> float:
+    """The paper's P_anon, in Spark: share of ``original``'s distinct rows found in
+    ``surrogate``.
+
+    ``|distinct(original) ∩ surrogate| / |distinct(original)|`` over ``columns``
+    (default: every column of ``original``), computed with ``INTERSECT`` (exact; nulls
+    compare equal and NaN equals NaN), the same statistic as
+    :func:`~astrid_airflow.release._metrics.intact_row_proportion`.
+    """
+    DataFrame, _, _ = _pyspark()
+    for what, d in (("original", original), ("surrogate", surrogate)):
+        if not isinstance(d, DataFrame):
+            raise DataError(f"Cannot compute P_anon of {type(d).__name__} ({what}); pass "
+                            "a pyspark.sql.DataFrame.")
+    cols = list(original.columns) if columns is None else [str(c) for c in columns]
+    if not cols:
+        raise ParameterError("Invalid columns: []. Must name at least one column.")
+    for what, d in (("original table", original), ("surrogate", surrogate)):
+        missing = [c for c in cols if c not in d.columns]
+        if missing:
+            raise DataError(f"The {what} lacks column(s) {missing}.")
+    left = original.select(*cols)
+    distinct = left.distinct().count()
+    if distinct == 0:
+        raise DataError("The original table is empty (0 rows).")
+    return left.intersect(surrogate.select(*cols)).count() / distinct
+
+
+@dataclass(frozen=True)
+class SparkShuffleResult:
+    """What :func:`spark_shuffle_parquet` wrote and measured."""
+
+    out: str
+    rows: int
+    groups: int
+    intact_row_proportion: float | None
+    seed: int | None
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _HadoopFS:
+    """Exists/rename/delete through the cluster's Hadoop FileSystem (HDFS, S3A, file:),
+    so the temporary output and the destination are on the storage Spark writes to."""
+
+    def __init__(self, spark: Any, path: str):
+        jvm = spark.sparkContext._jvm
+        self._path_cls = jvm.org.apache.hadoop.fs.Path
+        self.fs = self._path_cls(path).getFileSystem(
+            spark.sparkContext._jsc.hadoopConfiguration())
+
+    def path(self, p: str) -> Any:
+        return self._path_cls(p)
+
+    def exists(self, p: str) -> bool:
+        return bool(self.fs.exists(self.path(p)))
+
+    def rename(self, src: str, dst: str) -> None:
+        if not self.fs.rename(self.path(src), self.path(dst)):
+            raise StoreError(f"Cannot move {src!r} to {dst!r}.")
+
+    def delete(self, p: str) -> None:
+        self.fs.delete(self.path(p), True)
+
+
+def _qualify(path: str | os.PathLike) -> str:
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise ParameterError(f"Invalid path {path!r}: expected a non-empty path or URL.")
+    return text if "://" in text or text.startswith("file:") else os.path.abspath(text)
+
+
+def _sibling(path: str, tag: str) -> str:
+    head, _, tail = path.rstrip("/").rpartition("/")
+    # A leading dot hides it from readers of the parent directory (Spark, Hadoop, Arrow).
+    return f"{head}/.{tail}.{uuid.uuid4().hex[:12]}.{tag}"
+
+
+def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
+                          target: str | None = None, random_state: object = None,
+                          spark: Any = None, overwrite: bool = False, metrics: bool = True,
+                          remedies: bool = True) -> SparkShuffleResult:
+    """Write a GoldenEye surrogate of a Parquet dataset with Spark, atomically.
+
+    Parameters
+    ----------
+    src : str or path-like
+        Parquet file or directory on storage the cluster reads (``hdfs://``, ``s3a://``,
+        a shared mount).
+    artefact : GroupingArtefact, or Grouping / grouping text with ``target``
+        With an artefact the dataset's schema is checked first.
+    out : str or path-like
+        Output Parquet directory.
+    target : str, optional
+        Class column, needed only with a grouping.
+    random_state : None, int, SeedSequence or Generator
+        Seed; the same seed and source files give the same surrogate.
+    spark : SparkSession, optional
+        Default: ``SparkSession.builder.getOrCreate()`` (the session of ``spark-submit``).
+    overwrite : bool, default False
+        Replace an existing ``out``; without it an existing ``out`` raises ``StoreError``
+        before any work.
+    metrics : bool, default True
+        Compute the intact-row proportion (in Spark) on the complete temporary output
+        (against the source in the release's domain when a recipe is applied).
+    remedies : bool, default True
+        Apply the artefact's release recipe first (see :func:`spark_surrogate`).
+
+    Returns
+    -------
+    SparkShuffleResult
+        ``out``, ``rows``, ``groups``, ``intact_row_proportion``, ``seed``, ``seconds``.
+
+    Notes
+    -----
+    The surrogate is written to a hidden temporary directory beside ``out``; its row
+    count and per-class counts are checked against the source (and P_anon computed) and
+    only then is it renamed to ``out``. Renaming a directory is atomic on HDFS and local
+    file systems; on object stores (S3A) it is a copy, so publish there with a marker
+    file or a table format instead. An error leaves ``out`` untouched and removes the
+    temporary directory.
+    """
+    start = time.perf_counter()
+    _pyspark()
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.getOrCreate()
+    src, dest = _qualify(src), _qualify(out)
+    grouping, target, art = resolve_grouping(artefact, target)
+    fs = _HadoopFS(spark, dest)
+    if fs.exists(dest) and not overwrite:
+        raise StoreError(f"Refusing to overwrite existing {dest!r} (pass overwrite=True to "
+                         "replace it).")
+    try:
+        df = spark.read.parquet(src)
+    except Exception as exc:  # AnalysisException for a missing path, many others
+        raise DataError(f"Unreadable Parquet dataset {src!r}: {type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0]}") from None
+    seed_root = check_seed_sequence(random_state)
+    surrogate = spark_surrogate(df, art if art is not None else grouping, target=target,
+                                random_state=seed_root, remedies=remedies)
+    tmp = _sibling(dest, "tmp")
+    try:
+        try:
+            surrogate.write.mode("errorifexists").parquet(tmp)
+        except Exception as exc:
+            if _SLOT_ERROR not in str(exc):
+                raise
+            raise DataError(f"Cannot shuffle {src!r}: {_SLOT_ERROR}.") from None
+        written = spark.read.parquet(tmp)
+        expected = _class_sizes(df, target)
+        got = _class_sizes(written, target)
+        if got != expected:
+            raise DataError(f"The Spark surrogate's class counts {got} differ from the "
+                            f"source's {expected}: the source was not deterministic "
+                            "(persist or checkpoint it) or changed while being read.")
+        recipe = release_recipe(art, remedies)
+        published = df if recipe is None else _spark_remedied(df, recipe, target)
+        p_anon = spark_intact_row_proportion(published, written) if metrics else None
+        _publish(fs, tmp, dest, overwrite)
+    except BaseException:
+        fs.delete(tmp)
+        raise
+    return SparkShuffleResult(
+        out=dest, rows=int(sum(expected.values())), groups=grouping.k,
+        intact_row_proportion=p_anon,
+        seed=random_state if isinstance(random_state, int) else
+        seed_root.entropy if random_state is None else None,
+        seconds=time.perf_counter() - start)
+
+
+def _publish(fs: _HadoopFS, tmp: str, dest: str, overwrite: bool) -> None:
+    if not fs.exists(dest):
+        fs.rename(tmp, dest)
+        return
+    if not overwrite:
+        raise StoreError(f"Refusing to overwrite existing {dest!r} (pass overwrite=True to "
+                         "replace it).")
+    old = _sibling(dest, "old")
+    fs.rename(dest, old)  # the old version stays whole until the new one is in place
+    try:
+        fs.rename(tmp, dest)
+    except BaseException:
+        fs.rename(old, dest)
+        raise
+    fs.delete(old)
