@@ -74,7 +74,7 @@ def planted(out: Path, cols: int = 100, seeds: int = 5) -> None:
     Written to ``hgb_planted.{json,md}``."""
     from sklearn.base import clone
 
-    from astrid_airflow._synthetic import make_planted
+    from astrid_airflow.engine import make_planted
 
     load_start = os.getloadavg()
     table, _ = make_planted(200_000, cols, random_state=0)

@@ -366,7 +366,7 @@ def test_astrid_with_the_screen_sorts_only_the_dependent_attributes():
 
 def test_cli_defaults_take_the_scalable_path_above_the_row_threshold(
         tmp_path, capsys, caplog, synthetic, monkeypatch):
-    import astrid_airflow._sample as sampling
+    import astrid_airflow.engine._sample as sampling
 
     path = tmp_path / "t.csv"
     synthetic.to_csv(path, index=False)  # 1,000 rows

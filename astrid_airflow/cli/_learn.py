@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
 def _resolve_defaults(args: argparse.Namespace, n_rows: int) -> None:
     """Fill the flags not given from ``large_table_defaults`` (the paper's run up to
     20,000 rows, the scalable path above), saying so in the log."""
-    from .._sample import large_table_defaults
+    from astrid_airflow.engine import large_table_defaults
 
     chosen = large_table_defaults(n_rows)
     filled = []

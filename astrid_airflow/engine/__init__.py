@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "AstridResult": "._result",
     "GroupingTestResult": "._result",
     "astrid": "._search",
+    "large_table_defaults": "._sample",
     "prepare": "._split",
     "stratified_split": "._split",
     "make_planted": "._synthetic",
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
         small_codes,
     )
     from ._result import AstridResult, GroupingTestResult
+    from ._sample import large_table_defaults
     from ._search import astrid
     from ._split import prepare, stratified_split
     from ._synthetic import make_planted, make_synthetic
@@ -90,6 +92,7 @@ __all__ = [
     "group_letter",
     "group_permutations",
     "is_numeric_column",
+    "large_table_defaults",
     "letters",
     "make_classifier",
     "make_planted",
