@@ -85,8 +85,13 @@ def api_server(finished_run, tmp_path_factory):
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path_factory.mktemp("api") / "api-server.log"
+    from airflow import settings
+
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           # the DB this process wrote the run into, whatever the environment says now
+           # (in the full suite the server once saw another, empty DB)
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": settings.SQL_ALCHEMY_CONN,
            "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
            "AIRFLOW__API__BASE_URL": base,
            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"}
