@@ -19,10 +19,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 test: lint
-	$(PY) -m pytest --ignore=tests/test_ui_links_render.py
-	# the Airflow UI render (API server + Chromium on the run recorded by dag.test()) in a
-	# fresh process: after the whole suite, its API server twice saw a DB without the run
-	$(PY) -m pytest tests/test_ui_links_render.py
+	$(PY) -m pytest
 
 demo: $(STAMP)
 	VENV=$(VENV) bash scripts/demo.sh

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 
 from airflow.sdk import DAG, task
-
 from astrid_airflow.operators.assets import release_asset
 from astrid_airflow.operators.demo import demo_layout
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as dt
 
 from airflow.sdk import DAG, Param
-
 from astrid_airflow.operators.assets import release_asset
 from astrid_airflow.operators.demo import bundled_table, demo_layout
 from astrid_airflow.operators.gate import SurrogateGateOperator

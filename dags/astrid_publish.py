@@ -24,14 +24,14 @@ from __future__ import annotations
 import datetime as dt
 
 from airflow.sdk import DAG, Param
-
-from astrid_airflow import raw_release_demo_policy
 from astrid_airflow.operators.assets import artefact_alias, artefact_asset, release_asset
 from astrid_airflow.operators.demo import bundled_table, demo_layout
 from astrid_airflow.operators.gate import SurrogateGateOperator
 from astrid_airflow.operators.learn import AstridLearnOperator
 from astrid_airflow.operators.publish import PublishSurrogateOperator
 from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+
+from astrid_airflow import raw_release_demo_policy
 
 NAME = "synthetic"
 LAYOUT = demo_layout(NAME)

@@ -30,8 +30,6 @@ import datetime as dt
 import os
 
 from airflow.sdk import DAG, Param, task
-
-from astrid_airflow import raw_release_demo_policy
 from astrid_airflow.operators.assets import artefact_alias, artefact_asset, release_asset
 from astrid_airflow.operators.demo import demo_layout
 from astrid_airflow.operators.gate import SurrogateGateOperator
@@ -39,6 +37,8 @@ from astrid_airflow.operators.learn import AstridLearnOperator
 from astrid_airflow.operators.publish import PublishSurrogateOperator
 from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 from astrid_airflow.operators.sql import sql_table
+
+from astrid_airflow import raw_release_demo_policy
 
 NAME = "postgres_synthetic"
 CONN_ID = os.environ.get("ASTRID_POSTGRES_CONN_ID", "astrid_postgres")

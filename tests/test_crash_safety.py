@@ -276,6 +276,7 @@ def test_retried_learn_and_shuffle_tasks_reproduce_artefact_and_surrogate(data, 
     apart from ``created_at`` and ``result.seconds``) and the surrogate byte for byte."""
     from astrid_airflow.operators.learn import AstridLearnOperator
     from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+
     from astrid_airflow.release import _surrogate
 
     def learn(store):

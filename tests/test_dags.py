@@ -125,8 +125,9 @@ def failed_run(demo, second_run):
 
 @pytest.mark.airflow
 def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, first_run):
-    from astrid_airflow import validate_surrogate
     from astrid_airflow.operators.demo import bundled_table
+
+    from astrid_airflow import validate_surrogate
 
     dr = first_run.dr
     assert str(dr.state) == "success", states(dr)

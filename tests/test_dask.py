@@ -162,6 +162,7 @@ def test_learn_operator_runs_its_fits_on_the_cluster(cluster, table, tmp_path):
     import types
 
     from astrid_airflow.operators.learn import AstridLearnOperator
+
     from astrid_airflow.release._store import ArtefactStore
 
     path = tmp_path / "ref.csv"

@@ -13,10 +13,11 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from astrid_airflow.operators.triggers import DaskRunTrigger  # noqa: E402
+
 from astrid_airflow._errors import ParameterError  # noqa: E402
 from astrid_airflow.engine._search import astrid  # noqa: E402
 from astrid_airflow.engine._synthetic import make_synthetic  # noqa: E402
-from astrid_airflow.operators.triggers import DaskRunTrigger  # noqa: E402
 from astrid_airflow.scale._dask import collect_astrid, submit_astrid  # noqa: E402
 
 
@@ -57,7 +58,6 @@ def test_learn_defers_to_the_trigger_and_resumes_with_the_clusters_result(cluste
     import types
 
     from airflow.sdk.exceptions import TaskDeferred
-
     from astrid_airflow.operators.demo import bundled_table
     from astrid_airflow.operators.learn import AstridLearnOperator
 

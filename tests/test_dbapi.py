@@ -16,9 +16,6 @@ import sqlite3
 import pandas as pd
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
-
-from astrid_airflow.io._dbapi import RELEASES_TABLE, publish_dbapi, read_dbapi_to_parquet
-from astrid_airflow.io._sql import SqlPublishError
 from astrid_airflow.operators.demo import bundled_table
 from astrid_airflow.operators.sql import (
     as_table,
@@ -27,6 +24,9 @@ from astrid_airflow.operators.sql import (
     local_table,
     publish_to_table,
 )
+
+from astrid_airflow.io._dbapi import RELEASES_TABLE, publish_dbapi, read_dbapi_to_parquet
+from astrid_airflow.io._sql import SqlPublishError
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
 
@@ -139,9 +139,8 @@ def test_a_non_dbapi_connection_is_refused(monkeypatch):
 @pytest.mark.postgres
 def test_astrid_postgres_hook_reads_typed_and_publishes_atomically(tmp_path, monkeypatch):
     """The registered hook on an ordinary ``postgres`` connection: the library's path."""
-    from test_sql import postgres_url
-
     from astrid_airflow.operators.hooks import AstridPostgresHook
+    from test_sql import postgres_url
 
     monkeypatch.setenv("AIRFLOW_CONN_ASTRID_HOOK_PG", postgres_url())
     hook = AstridPostgresHook(postgres_conn_id="astrid_hook_pg")

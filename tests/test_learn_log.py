@@ -14,10 +14,10 @@ import logging
 import types
 
 import pytest
-
-from astrid_airflow.engine import _progress
 from astrid_airflow.operators.demo import bundled_table
 from astrid_airflow.operators.learn import AstridLearnOperator
+
+from astrid_airflow.engine import _progress
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
 

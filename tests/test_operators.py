@@ -14,7 +14,6 @@ import pytest
 from airflow.sdk import Asset, AssetAlias
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors
-
 from astrid_airflow.operators import _common
 from astrid_airflow.operators.assets import artefact_alias, artefact_asset
 from astrid_airflow.operators.demo import bundled_table
@@ -753,7 +752,6 @@ class TestLearnResources:
         import datetime as dt
 
         from airflow.sdk import DAG
-
         from astrid_airflow.operators.learn import LEARN_EXECUTION_TIMEOUT
 
         op = AstridLearnOperator(task_id="l", reference="r", store="s", name="n")

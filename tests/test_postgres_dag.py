@@ -272,10 +272,10 @@ def test_operators_name_bad_connections_and_missing_tables(conn_env, tmp_path):
 
 def test_publish_refuses_a_failed_receipt_and_leaves_the_table_alone(conn_env, tmp_path):
     import pandas as pd
-
-    from astrid_airflow.io._sql import publish_table
     from astrid_airflow.operators import _common
     from astrid_airflow.operators.publish import PublishSurrogateOperator
+
+    from astrid_airflow.io._sql import publish_table
 
     table = f"t_{int(time.time() * 1000) % 10**9}"
     publish_table(pd.DataFrame({"v": [1, 2]}), f"{conn_env}?table=public.{table}")
@@ -308,7 +308,6 @@ def test_publishing_a_table_is_monotonic_and_idempotent(conn_env, tmp_path):
     from airflow.sdk import Asset
     from airflow.sdk.exceptions import AirflowSkipException
     from airflow.sdk.execution_time.context import OutletEventAccessors
-
     from astrid_airflow.operators import _common
     from astrid_airflow.operators.publish import PublishSurrogateOperator
 

@@ -11,7 +11,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from airflow.sdk import BaseOperator
-
 from astrid_airflow.operators.get_provider_info import get_provider_info
 
 
@@ -55,7 +54,6 @@ def test_airflow_providers_list_shows_the_provider(tmp_path):
 
 def test_extra_links_are_registered_and_cover_every_operators_links():
     from airflow.sdk import BaseOperatorLink
-
     from astrid_airflow.operators.gate import SurrogateGateOperator
     from astrid_airflow.operators.learn import AstridLearnOperator
     from astrid_airflow.operators.publish import PublishSurrogateOperator

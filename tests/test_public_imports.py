@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OUTSIDE = ("astrid_airflow/operators", "dags", "benchmarks", "scripts")
+OUTSIDE = ("operators", "dags", "benchmarks", "scripts")
 # "astrid_airflow._x" inside code strings (subprocess one-liners) counts too
 PRIVATE_PATH = re.compile(r"\bastrid_airflow(?:\.[A-Za-z0-9]\w*)*\._\w")
 
@@ -33,7 +33,7 @@ def _private(part: str) -> bool:
 def _outside_violations(path: Path) -> list[str]:
     """Private ``astrid_airflow`` paths or names imported by a file outside the library.
 
-    Relative imports inside ``astrid_airflow/operators/`` (the provider's own ``._common``) are the
+    Relative imports inside ``operators/`` (the provider's own ``._common``) are the
     provider's business and allowed.
     """
     return [f"{path.name}: {v}" for v in _private_imports(path.read_text(encoding="utf-8"))]

@@ -289,10 +289,10 @@ def test_learn_operator_budget_sample_and_estimate_in_the_artefact(tmp_path, mon
     import types
 
     from airflow.sdk.exceptions import AirflowFailException
-
-    from astrid_airflow import ArtefactStore
     from astrid_airflow.operators.demo import bundled_table
     from astrid_airflow.operators.learn import AstridLearnOperator
+
+    from astrid_airflow import ArtefactStore
 
     def ctx():
         ti = types.SimpleNamespace(dag_id="d", run_id="r", task_id="learn", map_index=-1)

@@ -278,8 +278,8 @@ def test_shuffle_operator_targets_spark(spark, tmp_path):
     import types
 
     import pyarrow.parquet as pq
-
     from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+
     from astrid_airflow.release._store import ArtefactStore
 
     table = categorical_table(300, seed=4)

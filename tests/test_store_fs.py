@@ -18,6 +18,10 @@ import uuid
 import fsspec
 import pytest
 from airflow.sdk import ObjectStoragePath
+from astrid_airflow.operators.demo import bundled_table
+from astrid_airflow.operators.gate import SurrogateGateOperator
+from astrid_airflow.operators.learn import AstridLearnOperator
+from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
@@ -25,10 +29,6 @@ from astrid_airflow import make_surrogate, make_synthetic
 from astrid_airflow._errors import StoreError
 from astrid_airflow.gate._gate import validate_surrogate
 from astrid_airflow.io._fs import url_to_fs
-from astrid_airflow.operators.demo import bundled_table
-from astrid_airflow.operators.gate import SurrogateGateOperator
-from astrid_airflow.operators.learn import AstridLearnOperator
-from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 from astrid_airflow.release._store import ArtefactStore, load_artefact
 
 try:  # tests/ may or may not be a package

@@ -25,9 +25,15 @@ class AtMost:
 
 
 class WorstGroup:
-    """The worst group's ``measure`` at most ``threshold`` (the failing groups named)."""
+    """The worst group's ``measure`` at most ``threshold`` (the failing groups named).
+
+    The family's keys live here; a member declares its fields and ``measure``.
+    """
 
     measure: ClassVar[str] = ""
+    domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+    success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "k")
+    metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.group_disclosure",)
 
     def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
         threshold = float(self.configuration.kwargs["threshold"])
@@ -41,9 +47,15 @@ class WorstGroup:
 
 
 class AttackAtMost:
-    """Every variant of one attack with its upper 95 % bound at most ``threshold``."""
+    """Every variant of one attack with its upper 95 % bound at most ``threshold``.
+
+    The family's keys live here; a member declares its fields and ``attack``.
+    """
 
     attack: ClassVar[str] = ""
+    domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
+    success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
+    metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
 
     def _validate(self, metrics, runtime_configuration=None, execution_engine=None):
         threshold = float(self.configuration.kwargs["threshold"])

@@ -22,9 +22,6 @@ def define(kit: SimpleNamespace) -> type:
         grouping: list
         k: Count = 5
         measure: ClassVar[str] = "class_disclosure_share"
-        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
-        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "k")
-        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.group_disclosure",)
         _prescriptive_renderer = kit.prescriptive(
             "In every group, the share of rows whose group values occur in one class only "
             "(class disclosure) must be at most $threshold.", ["threshold"])

@@ -23,9 +23,6 @@ def define(kit: SimpleNamespace) -> type:
         grouping: list
         k: Count = 5
         measure: ClassVar[str] = "share_below_k"
-        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
-        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "k")
-        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.group_disclosure",)
         _prescriptive_renderer = kit.prescriptive(
             "In every group, the share of rows whose group values and class are shared "
             "by fewer than $k rows must be at most $threshold.", ["threshold", "k"])

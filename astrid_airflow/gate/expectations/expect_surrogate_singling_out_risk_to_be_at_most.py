@@ -22,9 +22,6 @@ def define(kit: SimpleNamespace) -> type:
         reference: Reference = ""
         grouping: list
         n: Count = 500
-        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
-        success_keys: ClassVar[tuple[str, ...]] = ("threshold", "reference", "grouping", "n")
-        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.attack_risks",)
         attack: ClassVar[str] = "singling_out"
         _prescriptive_renderer = kit.prescriptive(
             "Singling-out risk (Giomi et al. 2023; shadow release, $n attacks) must have "

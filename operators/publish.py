@@ -21,7 +21,7 @@ publisher): a candidate whose run was due before the current release's is skippe
 unless ``force``, and the current release published again (same id, same SHA-256) is
 skipped too: no rewrite, no second Asset event. The manifest records ``run_after``.
 
-A database destination (``conn://CONN_ID/SCHEMA.TABLE``, see ``astrid_airflow/operators/sql.py``) is
+A database destination (``conn://CONN_ID/SCHEMA.TABLE``, see ``operators/sql.py``) is
 loaded into a staging table and swapped in within one transaction
 (``astrid_airflow.publish_table``); the table's comment and
 ``<stem>.release.json`` beside the staged file record the release.
