@@ -4,6 +4,7 @@
 #   source scripts/ci_postgres.sh start   # install if missing, start, export the URL
 #   scripts/ci_postgres.sh stop           # stop the server, remove its data directory
 #   scripts/ci_postgres.sh status         # print the URL if the server is up
+#   scripts/ci_postgres.sh revive         # start it again, same data and port, if it stopped
 #
 # `start` installs Debian's `postgresql` when no server binaries are found (root only),
 # runs `initdb` in a fresh directory as the `postgres` user (the server refuses to run as
@@ -78,6 +79,37 @@ s.close()
 EOF
 }
 
+# Start the server of the state directory on loopback port $2 (binaries in $1).
+_astrid_pg_launch() {
+    local bindir="$1" port="$2" data="$_astrid_pg_state/data"
+    _astrid_pg_as_owner "$bindir/pg_ctl" -D "$data" -l "$_astrid_pg_state/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off \
+            -c synchronous_commit=off -c full_page_writes=off -c max_connections=60" start \
+        >/dev/null || { _astrid_pg_log "server did not start:"; tail -20 "$_astrid_pg_state/server.log" >&2; return 1; }
+}
+
+# The end of the server's log, to say why it stopped.
+_astrid_pg_log_tail() {
+    _astrid_pg_log "the end of its log ($_astrid_pg_state/server.log):"
+    tail -n "${1:-30}" "$_astrid_pg_state/server.log" >&2 2>/dev/null || true
+}
+
+# The server was started here but is gone (CI saw it vanish once mid-run, cause unknown):
+# say so with its log, and start it again on the same data and port.
+_astrid_pg_revive() {
+    local bindir data="$_astrid_pg_state/data" port
+    { [ -f "$_astrid_pg_state/url" ] && [ -d "$data" ]; } \
+        || { _astrid_pg_log "no server was started here: nothing to revive"; return 1; }
+    bindir="$(_astrid_pg_bindir)" || { _astrid_pg_log "no PostgreSQL binaries"; return 1; }
+    if _astrid_pg_as_owner "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+        return 0
+    fi
+    _astrid_pg_log "the server had stopped; starting it again"
+    _astrid_pg_log_tail
+    port="$(sed -E 's#.*:([0-9]+)/.*#\1#' "$_astrid_pg_state/url")"
+    _astrid_pg_launch "$bindir" "$port" && _astrid_pg_log "up again: $(cat "$_astrid_pg_state/url")"
+}
+
 _astrid_pg_start() {
     local bindir data port url
     if [ -f "$_astrid_pg_state/url" ] && [ -f "$_astrid_pg_state/data/postmaster.pid" ]; then
@@ -102,10 +134,7 @@ _astrid_pg_start() {
         >"$_astrid_pg_state/initdb.log" 2>&1 \
         || { _astrid_pg_log "initdb failed:"; cat "$_astrid_pg_state/initdb.log" >&2; return 1; }
     port="${ASTRID_PG_PORT:-$(_astrid_pg_free_port)}"
-    _astrid_pg_as_owner "$bindir/pg_ctl" -D "$data" -l "$_astrid_pg_state/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off \
-            -c synchronous_commit=off -c full_page_writes=off -c max_connections=60" start \
-        >/dev/null || { _astrid_pg_log "server did not start:"; tail -20 "$_astrid_pg_state/server.log" >&2; return 1; }
+    _astrid_pg_launch "$bindir" "$port" || return 1
     _astrid_pg_as_owner "$bindir/psql" -q -h "$data" -p "$port" -U postgres -d postgres \
         -v ON_ERROR_STOP=1 \
         -c "CREATE ROLE astrid LOGIN PASSWORD 'astrid'" \
@@ -123,7 +152,8 @@ _astrid_pg_stop() {
     local bindir data="$_astrid_pg_state/data"
     if [ -f "$data/postmaster.pid" ] && bindir="$(_astrid_pg_bindir)"; then
         _astrid_pg_as_owner "$bindir/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null \
-            || _astrid_pg_log "pg_ctl stop failed"
+            || { _astrid_pg_log "pg_ctl stop failed (had the server stopped before?)"
+                 _astrid_pg_log_tail; }
         _astrid_pg_log "stopped"
     fi
     rm -rf "$_astrid_pg_state"
@@ -133,13 +163,14 @@ _astrid_pg_main() {
     case "${1:-}" in
         start) _astrid_pg_start ;;
         stop) _astrid_pg_stop ;;
+        revive) _astrid_pg_revive ;;
         status)
             if [ -f "$_astrid_pg_state/url" ] && [ -f "$_astrid_pg_state/data/postmaster.pid" ]; then
                 cat "$_astrid_pg_state/url"
             else
                 _astrid_pg_log "not running"; return 1
             fi ;;
-        *) echo "usage: [source] $0 start|stop|status" >&2; return 2 ;;
+        *) echo "usage: [source] $0 start|stop|status|revive" >&2; return 2 ;;
     esac
 }
 

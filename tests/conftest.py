@@ -12,6 +12,8 @@ import os
 import pathlib
 import shutil
 import tempfile
+import threading
+import time
 
 import pytest
 
@@ -42,3 +44,45 @@ def airflow_db() -> pathlib.Path:
 
     db.resetdb()
     return _AIRFLOW_HOME
+
+
+# ------------------------------------------------- the CI PostgreSQL server, watched
+# CI once saw the server of scripts/ci_postgres.sh vanish mid-run (cause unknown; the
+# tests after it failed). A thread notes which test was running when its process went
+# away, and the session's summary says so: the next occurrence names its culprit.
+_PG_STATE = pathlib.Path(os.environ.get("ASTRID_PG_STATE",
+                                        f"/tmp/astrid-ci-postgres-{os.getuid()}"))
+_RUNNING = {"test": "(collection)"}
+_PG_DEATHS: list[str] = []
+
+
+def _watch_postgres(pid: int) -> None:
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            _PG_DEATHS.append(f"the PostgreSQL server (pid {pid}) was found gone at "
+                              f"{time.strftime('%H:%M:%S')}, while {_RUNNING['test']} ran "
+                              "(or just after the test before it)")
+            return
+        except PermissionError:  # alive, owned by another user
+            pass
+        time.sleep(1)
+
+
+def pytest_sessionstart(session) -> None:
+    try:
+        pid = int((_PG_STATE / "data" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return  # no server started by the script: nothing to watch
+    threading.Thread(target=_watch_postgres, args=(pid,), daemon=True,
+                     name="postgres-watch").start()
+
+
+def pytest_runtest_logstart(nodeid, location) -> None:
+    _RUNNING["test"] = nodeid
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for line in _PG_DEATHS:
+        terminalreporter.write_line(line, red=True)
