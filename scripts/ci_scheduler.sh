@@ -16,6 +16,10 @@ if [ -z "$url" ]; then
     echo "ci_scheduler: no PostgreSQL server (source scripts/ci_postgres.sh start)" >&2
     exit 2
 fi
+# a server that stopped during the tests is started again (and its log printed)
+if [ -f "$state/url" ]; then
+    bash "$REPO/scripts/ci_postgres.sh" revive || exit 1
+fi
 # same server and role as the tests, its own database; psycopg2 is Airflow's driver
 meta="postgresql+psycopg2://${url#postgresql://}"
 meta="${meta%/*}/astrid_airflow"

@@ -340,7 +340,6 @@ def test_make_demo_script_runs_the_publishing_dag_end_to_end(tmp_path):
         env.pop(var, None)
     out = subprocess.run(["bash", str(REPO / "scripts" / "demo.sh")], env=env,
                          capture_output=True, text=True, timeout=600)
-    Path("/tmp/e-airflow-oltest.log").write_text(out.stdout + out.stderr)
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     for label in ("Artefact", "Surrogate", "Validation", "Data Docs",
                   "intact-row proportion", "expectations passed"):
