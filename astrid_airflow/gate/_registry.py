@@ -90,7 +90,7 @@ def _define() -> dict[str, type]:
     """Define every metric and expectation class (GX registers them on definition)."""
     kit = gx_kit()
     for module in METRICS:
-        module.define(kit)
+        module.METRIC.define(kit)
     classes = [module.define(kit) for module in EXPECTATIONS_IN_ORDER]
     for cls in classes:  # annotations are strings here (PEP 563); pydantic resolves them
         cls.update_forward_refs(Threshold=kit.Threshold, Reference=kit.Reference,
