@@ -1,9 +1,9 @@
 """What the gate's checks compute and judge, without Great Expectations.
 
-``EXPECTATIONS`` names every check (GX type -> category, metric, policy field) in suite
-order; the GX classes that run them are in :mod:`astrid_airflow.gate.expectations` and
-:mod:`astrid_airflow.gate.metrics`, listed by :mod:`._registry`, and GX is imported
-lazily by :mod:`._kit`: nothing here imports it.
+The GX classes that run the checks are in :mod:`astrid_airflow.gate.expectations` and
+:mod:`astrid_airflow.gate.metrics`, listed by :mod:`._registry`, whose ``EXPECTATIONS``
+(also readable from here) names every check (GX type -> category, metric, policy field)
+in suite order; GX is imported lazily by :mod:`._kit`: nothing here imports it.
 
 Checks that compare the surrogate with the original table need the original. A GX
 batch is one table, so the original is *bound* for the duration of one validation run
@@ -22,12 +22,16 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from astrid_airflow._lazy import lazy_exports
 from astrid_airflow.io import native
+
+if TYPE_CHECKING:
+    from astrid_airflow.gate._registry import EXPECTATIONS
 
 __all__ = [
     "EXPECTATIONS",
@@ -48,45 +52,12 @@ __all__ = [
     "utility_observation",
 ]
 
-#: GX type name -> (category, metric name, policy parameter or None). The order is the
-#: order of the suite and of every report.
-EXPECTATIONS: dict[str, tuple[str, str, str | None]] = {
-    "expect_surrogate_intact_row_proportion_to_be_at_most":
-        ("privacy", "astrid.intact_row_proportion", "max_intact"),
-    "expect_surrogate_largest_group_unique_share_to_be_at_most":
-        ("privacy", "astrid.largest_group_unique_share", "max_largest_group_unique_share"),
-    "expect_surrogate_group_share_below_k_to_be_at_most":
-        ("privacy", "astrid.group_disclosure", "max_share_below_k"),
-    "expect_surrogate_group_class_disclosure_share_to_be_at_most":
-        ("privacy", "astrid.group_disclosure", "max_class_disclosure_share"),
-    "expect_surrogate_cross_group_linkage_to_be_at_most_expected":
-        ("privacy", "astrid.cross_group_linkage", "max_linkage_excess"),
-    "expect_surrogate_singling_out_risk_to_be_at_most":
-        ("privacy", "astrid.attack_risks", "max_singling_out_risk"),
-    "expect_surrogate_linkability_risk_to_be_at_most":
-        ("privacy", "astrid.attack_risks", "max_linkability_risk"),
-    "expect_surrogate_inference_risk_to_be_at_most":
-        ("privacy", "astrid.attack_risks", "max_inference_risk"),
-    "expect_surrogate_accuracy_drop_to_be_at_most":
-        ("utility", "astrid.surrogate_utility", "max_accuracy_drop"),
-    "expect_surrogate_schema_to_match_original":
-        ("integrity", "astrid.schema_differences", None),
-    "expect_surrogate_row_count_to_match_original":
-        ("integrity", "astrid.reference_row_count", None),
-    "expect_surrogate_class_column_to_be_unchanged":
-        ("integrity", "astrid.class_changes", None),
-    "expect_surrogate_column_values_to_match_original_per_class":
-        ("integrity", "astrid.multiset_differences", None),
-    "expect_surrogate_groups_to_match_original_per_class":
-        ("integrity", "astrid.multiset_differences", None),
-}
-
 EPS = 1e-9  # floating-point slack of the "at most" comparisons
 MAX_DETAILS = 20  # differences listed in a result; the count is always complete
 
-
-
-
+# The catalogue of checks is built by the registry from the expectation classes (which
+# import this module): it is lent here, lazily, to whoever reads it from this module.
+__getattr__ = lazy_exports(__name__, {"EXPECTATIONS": "astrid_airflow.gate._registry"})[0]
 
 
 # ------------------------------------------------------------------ bound references
@@ -413,73 +384,6 @@ def judge_attack(values: Mapping[str, Any] | None, attack: str, threshold: float
     if worst.get("note"):
         details["note"] = worst["note"]
     return not failing, float(worst["ci"][1]), details
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-#: The registry: every metric, then every expectation in suite order (EXPECTATIONS).
-
-
 
 
 def share_value(value: Any) -> float:

@@ -247,16 +247,16 @@ def _check_threshold(value: object, name: str) -> float:
 def suite_expectations(artefact: Any) -> list[dict[str, Any]]:
     """The gate's expectation specs for ``artefact``, in suite (and report) order.
 
-    This is the one list every suite is built from. To add a check: give it an entry in
-    ``_checks.EXPECTATIONS`` (type -> category, metric, policy parameter or None)
-    and a GX class in ``expectations/`` (listed in ``_registry``), and its kwargs in
-    :func:`_kwargs_of`
-    below; a new threshold is also a :class:`GatePolicy` field listed in ``_THRESHOLDS``
-    (``_COUNTS`` for an integer one such as ``disclosure_k``).
+    This is the one list every suite is built from. To add a check: give it a module in
+    ``expectations/`` (its class declares category, metric and policy parameter, which
+    ``_registry.EXPECTATIONS`` collects), list the module in ``_registry``, and give
+    its kwargs in :func:`_kwargs_of` below; a new threshold is also a
+    :class:`GatePolicy` field listed in ``_THRESHOLDS`` (``_COUNTS`` for an integer one
+    such as ``disclosure_k``).
     Thresholds are always ``{"$PARAMETER": name}``: their values come from the policy
     when the suite runs, never from the suite itself.
     """
-    from ._checks import EXPECTATIONS
+    from ._registry import EXPECTATIONS
 
     kwargs = _kwargs_of(artefact)
     unknown = [name for name in EXPECTATIONS if name not in kwargs]
@@ -592,7 +592,7 @@ class GateResult:
     @property
     def thresholds(self) -> dict[str, Any]:
         """The threshold each policy parameter had in this run, as the checks applied it."""
-        from ._checks import EXPECTATIONS
+        from ._registry import EXPECTATIONS
 
         out = {EXPECTATIONS[e.name][2]: e.threshold for e in self.expectations
                if e.name in EXPECTATIONS and EXPECTATIONS[e.name][2] is not None}
@@ -1021,7 +1021,7 @@ def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.D
 
 
 def _outcomes(gx_result: Any) -> list[ExpectationOutcome]:
-    from ._checks import EXPECTATIONS
+    from ._registry import EXPECTATIONS
 
     out = []
     for r in gx_result.results:

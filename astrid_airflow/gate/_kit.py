@@ -1,6 +1,7 @@
 """Great Expectations, imported lazily (its import takes seconds and its loggers
-are noisy): ``import astrid_airflow`` never imports it. ``gx_kit()`` is what every
-metric and expectation module needs from GX."""
+are noisy): ``import astrid_airflow`` never imports it. ``gx_kit()`` is what the
+builders of the metric and expectation classes (``metrics/_base.py``,
+``expectations/_families.py``) need from GX."""
 
 from __future__ import annotations
 
@@ -8,14 +9,9 @@ import logging
 import warnings
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
-
-if TYPE_CHECKING:  # the expectations' field types; the real ones come from gx_kit()
-    Threshold = float
-    Reference = str
-    Count = int
 
 __all__ = ["gx_kit", "import_gx", "quiet_gx_logging"]
 
@@ -53,7 +49,7 @@ def quiet_gx_logging(*, verbose: bool = False) -> None:
 
 
 def gx_kit() -> SimpleNamespace:
-    """What every factory below needs from GX (imported here, lazily), plus two helpers."""
+    """What the class builders need from GX (imported here, lazily), plus two helpers."""
     from typing import Union
 
     from great_expectations.core.suite_parameters import SuiteParameterDict

@@ -1,12 +1,13 @@
-"""The registry: every metric module, then every expectation module in suite order
-(``EXPECTATIONS``), and their registration with GX (idempotent, thread-safe).
+"""The registry: every metric module, then every expectation module in suite order,
+the checks they make (``EXPECTATIONS``), and their registration with GX (idempotent,
+thread-safe). Importing it does not import GX.
 """
 
 from __future__ import annotations
 
 import threading
+from types import ModuleType
 
-from astrid_airflow.gate._checks import EXPECTATIONS
 from astrid_airflow.gate._kit import gx_kit, import_gx
 from astrid_airflow.gate.expectations import (
     expect_surrogate_accuracy_drop_to_be_at_most,
@@ -24,6 +25,7 @@ from astrid_airflow.gate.expectations import (
     expect_surrogate_schema_to_match_original,
     expect_surrogate_singling_out_risk_to_be_at_most,
 )
+from astrid_airflow.gate.expectations._families import GateExpectation, define
 from astrid_airflow.gate.metrics import (
     attack_risks,
     class_changes,
@@ -37,7 +39,8 @@ from astrid_airflow.gate.metrics import (
     surrogate_utility,
 )
 
-__all__ = ["EXPECTATIONS_IN_ORDER", "METRICS", "register_expectations"]
+__all__ = ["EXPECTATIONS", "EXPECTATIONS_IN_ORDER", "METRICS", "expectation_class",
+           "register_expectations"]
 
 METRICS = (
     intact_row_proportion,
@@ -68,6 +71,22 @@ EXPECTATIONS_IN_ORDER = (
     expect_surrogate_groups_to_match_original_per_class,
 )
 
+
+def expectation_class(module: ModuleType) -> type[GateExpectation]:
+    """The expectation an expectation module defines: the class named after the module
+    (GX types a class by the snake case of its name; the assertion in ``_define``
+    checks that this gives the module's name back)."""
+    name = module.__name__.rpartition(".")[2]
+    return getattr(module, "".join(part.title() for part in name.split("_")))
+
+
+_CLASSES = {module.__name__.rpartition(".")[2]: expectation_class(module)
+            for module in EXPECTATIONS_IN_ORDER}
+#: GX type name -> (category, metric name, policy parameter or None), in the order of
+#: the suite and of every report.
+EXPECTATIONS: dict[str, tuple[str, str, str | None]] = {
+    name: (check.category, check.metric, check.parameter) for name, check in _CLASSES.items()}
+
 _REGISTER_LOCK = threading.Lock()
 _REGISTERED: dict[str, type] = {}
 
@@ -90,11 +109,8 @@ def _define() -> dict[str, type]:
     """Define every metric and expectation class (GX registers them on definition)."""
     kit = gx_kit()
     for module in METRICS:
-        module.define(kit)
-    classes = [module.define(kit) for module in EXPECTATIONS_IN_ORDER]
-    for cls in classes:  # annotations are strings here (PEP 563); pydantic resolves them
-        cls.update_forward_refs(Threshold=kit.Threshold, Reference=kit.Reference,
-                                Count=kit.Count)
+        module.METRIC.define(kit)
+    classes = [define(kit, check) for check in _CLASSES.values()]
     out = {cls.expectation_type: cls for cls in classes}
-    assert list(out) == list(EXPECTATIONS), "EXPECTATIONS and the classes disagree"
+    assert list(out) == list(EXPECTATIONS), "GX types the classes unlike their modules"
     return out

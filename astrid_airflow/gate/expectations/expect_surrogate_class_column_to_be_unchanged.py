@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, ClassVar
-
-from ._mixins import NoDifferences
-
-if TYPE_CHECKING:  # the field types; the real ones come from gx_kit() (see _registry)
-    from astrid_airflow.gate._kit import Reference
+from ._families import NoDifferences
 
 
-def define(kit: SimpleNamespace) -> type:
-    class ExpectSurrogateClassColumnToBeUnchanged(NoDifferences, kit.BatchExpectation):
-        """Integrity: the class column equals the original's, row for row."""
+class ExpectSurrogateClassColumnToBeUnchanged(NoDifferences):
+    """Integrity: the class column equals the original's, row for row."""
 
-        reference: Reference
-        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
-        success_keys: ClassVar[tuple[str, ...]] = ("reference",)
-        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.class_changes",)
-        _prescriptive_renderer = kit.prescriptive(
-            "The class column must equal the original's row for row (changed labels "
-            "must be 0).", [])
-
-    return ExpectSurrogateClassColumnToBeUnchanged
+    metric = "astrid.class_changes"
+    sentence = ("The class column must equal the original's row for row (changed labels "
+                "must be 0).")

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar
 
-from ._mixins import NoDifferences
-
-if TYPE_CHECKING:  # the field types; the real ones come from gx_kit() (see _registry)
-    from astrid_airflow.gate._kit import Reference
+from ._families import REQUIRED, NoDifferences
 
 
-def define(kit: SimpleNamespace) -> type:
-    class ExpectSurrogateGroupsToMatchOriginalPerClass(NoDifferences, kit.BatchExpectation):
-        """Integrity: within every class, the value tuples of every group of the
-        artefact's grouping have the original's multiset, i.e. the surrogate was
-        shuffled with this grouping (or a coarser one), not a finer one."""
+class ExpectSurrogateGroupsToMatchOriginalPerClass(NoDifferences):
+    """Integrity: within every class, the value tuples of every group of the
+    artefact's grouping have the original's multiset, i.e. the surrogate was
+    shuffled with this grouping (or a coarser one), not a finer one."""
 
-        reference: Reference
-        domain_keys: ClassVar[tuple[str, ...]] = ("batch_id",)
-        groups: list
-        success_keys: ClassVar[tuple[str, ...]] = ("reference", "groups")
-        metric_dependencies: ClassVar[tuple[str, ...]] = ("astrid.multiset_differences",)
-        _prescriptive_renderer = kit.prescriptive(
-            "Within every class, the columns of each group $groups must move together: "
-            "each group's value tuples must keep the original's multiset (differing "
-            "class/group pairs must be 0).", ["groups"])
-
-    return ExpectSurrogateGroupsToMatchOriginalPerClass
+    metric = "astrid.multiset_differences"
+    kwarg_defaults: ClassVar[dict[str, Any]] = {"reference": REQUIRED, "groups": REQUIRED}
+    sentence = ("Within every class, the columns of each group $groups must move together: "
+                "each group's value tuples must keep the original's multiset (differing "
+                "class/group pairs must be 0).")

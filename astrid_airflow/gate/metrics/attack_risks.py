@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from astrid_airflow.gate._checks import bound_reference
+from ._base import TableMetric
 
 
-def define(kit: SimpleNamespace) -> type:
-    class AttackRisks(kit.TableMetricProvider):
-        metric_name = "astrid.attack_risks"
-        value_keys = ("reference", "grouping", "n")
+def measure(table, reference, grouping, n):
+    """The shadow release's attack risks (computed once per run, however many ask)."""
+    return reference.attack_value([list(g) for g in grouping], int(n))
 
-        @kit.metric_value(engine=kit.PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            ref = bound_reference(metric_value_kwargs["reference"])
-            return ref.attack_value([list(g) for g in metric_value_kwargs["grouping"]],
-                                    int(metric_value_kwargs["n"]))
 
-    return AttackRisks
+METRIC = TableMetric("astrid.attack_risks", ("reference", "grouping", "n"), measure)

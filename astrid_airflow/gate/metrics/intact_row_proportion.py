@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from astrid_airflow.gate._checks import bound_reference
+from ._base import TableMetric
 
 
-def define(kit: SimpleNamespace) -> type:
-    class IntactRowProportion(kit.TableMetricProvider):
-        metric_name = "astrid.intact_row_proportion"
-        value_keys = ("reference",)
+def measure(table, reference):
+    from astrid_airflow.release import intact_row_proportion
 
-        @kit.metric_value(engine=kit.PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            from astrid_airflow.release import intact_row_proportion
+    # On the columns both tables have: a dropped column (an integrity failure of its
+    # own) must not hide rows that are intact on the others.
+    columns = [c for c in reference.original.columns if c in table.columns]
+    if not columns:
+        return 0.0
+    return float(intact_row_proportion(reference.original, table, columns=columns))
 
-            ref = bound_reference(metric_value_kwargs["reference"])
-            surrogate = kit.table_of(execution_engine, metric_domain_kwargs)
-            # On the columns both tables have: a dropped column (an integrity failure
-            # of its own) must not hide rows that are intact on the others.
-            columns = [c for c in ref.original.columns if c in surrogate.columns]
-            if not columns:
-                return 0.0
-            return float(intact_row_proportion(ref.original, surrogate, columns=columns))
 
-    return IntactRowProportion
+METRIC = TableMetric("astrid.intact_row_proportion", ("reference",), measure)

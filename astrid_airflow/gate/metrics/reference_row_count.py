@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from astrid_airflow.gate._checks import bound_reference
+from ._base import TableMetric
 
 
-def define(kit: SimpleNamespace) -> type:
-    class ReferenceRowCount(kit.TableMetricProvider):
-        metric_name = "astrid.reference_row_count"
-        value_keys = ("reference",)
+def measure(table, reference):
+    return len(reference.original)
 
-        @kit.metric_value(engine=kit.PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            return len(bound_reference(metric_value_kwargs["reference"]).original)
 
-    return ReferenceRowCount
+METRIC = TableMetric("astrid.reference_row_count", ("reference",), measure)

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from astrid_airflow.gate._checks import schema_differences
 
-from astrid_airflow.gate._checks import bound_reference, schema_differences
+from ._base import TableMetric
 
 
-def define(kit: SimpleNamespace) -> type:
-    class SchemaDifferences(kit.TableMetricProvider):
-        metric_name = "astrid.schema_differences"
-        value_keys = ("reference",)
+def measure(table, reference):
+    return schema_differences(reference.original, table)
 
-        @kit.metric_value(engine=kit.PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            ref = bound_reference(metric_value_kwargs["reference"])
-            return schema_differences(ref.original,
-                                      kit.table_of(execution_engine, metric_domain_kwargs))
 
-    return SchemaDifferences
+METRIC = TableMetric("astrid.schema_differences", ("reference",), measure)

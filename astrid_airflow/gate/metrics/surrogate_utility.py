@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from astrid_airflow.gate._checks import bound_reference
+from ._base import TableMetric
 
 
-def define(kit: SimpleNamespace) -> type:
-    class SurrogateUtility(kit.TableMetricProvider):
-        metric_name = "astrid.surrogate_utility"
-        value_keys = ("reference",)
+def measure(table, reference):
+    """The accuracies on the same held-out original rows (computed once per run)."""
+    return dict(reference.utility_value())
 
-        @kit.metric_value(engine=kit.PandasExecutionEngine)
-        def _pandas(cls, execution_engine, metric_domain_kwargs, metric_value_kwargs,
-                    metrics, runtime_configuration):
-            return dict(bound_reference(metric_value_kwargs["reference"]).utility_value())
 
-    return SurrogateUtility
+METRIC = TableMetric("astrid.surrogate_utility", ("reference",), measure)
