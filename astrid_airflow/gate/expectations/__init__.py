@@ -22,7 +22,10 @@ expectation                                                     category   metri
 ``expect_surrogate_groups_to_match_original_per_class``         integrity  (class, group)
 ==============================================================  =========  ==============
 
-One module per expectation, named after its GX type; each module's ``define(kit)``
-defines its ``BatchExpectation``. :mod:`astrid_airflow.gate._registry` lists them in
-suite order; :mod:`astrid_airflow.gate._checks` holds what they compute and judge.
+One module per expectation, named after its GX type; each defines a plain class in one
+of the families of ``_families.py`` (its sentence, policy parameter, category, metric),
+whose ``define(kit, cls)`` builds the GX ``BatchExpectation``.
+:mod:`astrid_airflow.gate._registry` lists them in suite order and collects ``EXPECTATIONS``
+(type -> category, metric, parameter) from the classes; :mod:`astrid_airflow.gate._checks`
+holds what they compute and judge.
 """
