@@ -1,7 +1,10 @@
 """The ``astrid`` command line.
 
-Each subcommand lives in its own module with a ``register(subparsers)`` function
-that adds its parser and sets ``handler``; heavy imports happen inside handlers.
+Each subcommand (``SUBCOMMANDS``) lives in its own module, which defines
+``DESCRIPTION`` (the head of its ``--help``; None: none), ``add_arguments(parser)`` (its
+options, the shared ones from ``_options``) and ``run(args)`` (its handler, returning
+the exit code); heavy imports happen inside ``run``.
+
 Bad input (any :class:`~astrid_airflow.AstridError`, unreadable or missing files)
 prints one line on stderr and exits 2. SIGTERM (a scheduler's task timeout) stops the
 command where it is: joblib workers are stopped, their temporary files removed, nothing
@@ -18,20 +21,20 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-# subcommand -> module in this package
-SUBCOMMANDS: dict[str, str] = {
-    "learn": "_learn",
-    "test": "_testcmd",
-    "synth": "_synth",
-    "artefacts": "_artefacts",
-    "shuffle": "_shuffle",
-    "validate": "_validate",
-    "report": "_report",
-    "fuse": "_fuse",
-    "plan-collection": "_plan",
-    "risk": "_risk",
-    "generalise": "_generalise",
-    "publish": "_publish",
+# subcommand -> (its module in this package, its line in `astrid --help`), in that order
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "learn": ("_learn", "find the significant grouping of a table (ASTRID)"),
+    "test": ("_testcmd", "test one grouping (Problem 1)"),
+    "synth": ("_synth", "write the paper's synthetic dataset"),
+    "artefacts": ("_artefacts", "inspect a store of grouping artefacts"),
+    "shuffle": ("_shuffle", "write GoldenEye surrogate table(s) with a learned grouping"),
+    "validate": ("_validate", "run the release gate (privacy, utility, integrity) on a surrogate"),
+    "report": ("_report", "write an HTML report of a grouping (and of a release)"),
+    "fuse": ("_fuse", "fuse tables of separately collected attribute groups by class"),
+    "plan-collection": ("_plan", "which attributes to collect together (from an artefact)"),
+    "risk": ("_risk", "measure the privacy risk of a surrogate (disclosure and attacks)"),
+    "generalise": ("_generalise", "apply an artefact's release recipe to a table (no shuffle)"),
+    "publish": ("_publish", "gate a staged surrogate and promote it atomically (release)"),
 }
 
 
@@ -43,8 +46,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="astrid", description="ASTRID groupings and GoldenEye surrogates.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in SUBCOMMANDS.values():
-        importlib.import_module(f".{module}", __package__).register(sub)
+    for name, (module, summary) in SUBCOMMANDS.items():
+        command = importlib.import_module(f".{module}", __package__)
+        p = sub.add_parser(name, help=summary, description=command.DESCRIPTION)
+        command.add_arguments(p)
+        p.set_defaults(handler=command.run)
     return parser
 
 

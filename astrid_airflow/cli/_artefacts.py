@@ -6,22 +6,23 @@ import argparse
 import sys
 from typing import Any
 
+from . import _options as options
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("artefacts", help="inspect a store of grouping artefacts",
-                       description="Inspect a versioned store of grouping artefacts.")
+DESCRIPTION = "Inspect a versioned store of grouping artefacts."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", required=True, parser_class=type(p))
     ls = actions.add_parser(
         "list", help="list the versions in a store",
         description="List every version in an artefact store (local path or fsspec URL).")
     ls.add_argument("root", metavar="ROOT", help="store root: a directory or fsspec URL")
     ls.add_argument("--name", metavar="NAME", help="only the versions of this name")
-    ls.add_argument("--json", action="store_true",
-                    help="print one JSON object with a 'versions' list")
-    ls.set_defaults(handler=_list)
+    options.add_json_flag(ls, help="print one JSON object with a 'versions' list")
 
 
-def _list(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``astrid artefacts list`` (the one action so far)."""
     from astrid_airflow.release import ArtefactStore
 
     from ._common import print_json

@@ -1,9 +1,11 @@
-"""Small helpers shared by the subcommands."""
+"""Small helpers shared by the subcommands' handlers (their options: ``_options``)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 
@@ -14,36 +16,24 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(plain(obj), indent=2, sort_keys=False) + "\n")
 
 
-#: The one description of an artefact reference on the command line.
-ARTEFACT_REF_HELP = "artefact.json path, version directory, or ROOT/NAME[@VERSION]"
+def warn_loudly(command: str, message: str) -> None:
+    """A warning not to be missed in a long log: between two bars on stderr."""
+    bar = "!" * 78
+    print(f"{bar}\nastrid {command}: WARNING: {message}\n{bar}", file=sys.stderr)
 
 
-def add_artefact_argument(parser, *, positional: bool = False, metavar: str = "REF") -> None:
-    """``--artefact REF`` (required), or a positional ``REF``."""
-    if positional:
-        parser.add_argument("artefact", metavar=metavar, help=ARTEFACT_REF_HELP)
-    else:
-        parser.add_argument("--artefact", required=True, metavar=metavar,
-                            help=ARTEFACT_REF_HELP)
+def run_here_or_on_dask(args: argparse.Namespace, here: Callable[..., Any],
+                        on_dask: Callable[..., Any], data: Any, **kwargs: Any) -> Any:
+    """``here(data, n_jobs=args.jobs, **kwargs)``, or with ``--scheduler``
+    ``on_dask(data, scheduler=args.scheduler, **kwargs)``: the same fits on that cluster.
 
+    ``--jobs`` is refused with ``--scheduler``: the cluster's workers set the parallelism.
+    """
+    if not args.scheduler:
+        return here(data, n_jobs=args.jobs, **kwargs)
+    if args.jobs != 1:
+        from astrid_airflow._errors import ParameterError
 
-def add_classifier_param_argument(parser) -> None:
-    parser.add_argument("--classifier-param", action="append", default=[], metavar="KEY=VALUE",
-                        help="set a parameter of the classifier's model, e.g. "
-                        "n_estimators=100 (repeatable; VALUE parsed as JSON when it can be)")
-
-
-def parse_classifier_params(items: list[str]) -> dict | None:
-    """``["n_estimators=100", "criterion=gini"]`` → ``{"n_estimators": 100, ...}``."""
-    from astrid_airflow._errors import ParameterError
-
-    params = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ParameterError(f"Invalid --classifier-param {item!r}: expected KEY=VALUE.")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return params or None
+        raise ParameterError("--jobs does not go with --scheduler: the cluster's "
+                             "workers set the parallelism.")
+    return on_dask(data, scheduler=args.scheduler, **kwargs)

@@ -16,26 +16,24 @@ import re
 import time
 from typing import Any
 
-from ._common import add_artefact_argument
+from . import _options as options
 
 _INDEXED = re.compile(r"^(\d+)=(.+)$")
 _REPLACE = {"auto": None, "always": True, "never": False}
 
+DESCRIPTION = ("Fuse one table per group of a learned grouping (each with that group's "
+               "columns and the class column) into training rows, pairing rows at random "
+               "within class (ASTRID paper, Sec. 6.3).")
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "fuse", help="fuse tables of separately collected attribute groups by class",
-        description="Fuse one table per group of a learned grouping (each with that "
-                    "group's columns and the class column) into training rows, pairing "
-                    "rows at random within class (ASTRID paper, Sec. 6.3).")
-    add_artefact_argument(p)
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_artefact_argument(p)
     p.add_argument("--part", required=True, action="extend", nargs="+",
                    metavar="GROUP_OR_FILE",
                    help="a part: FILE (.csv, .parquet, .arff; matched to its group by its "
                         "columns) or GROUP=FILE with the 1-based group number; one per "
                         "group (repeatable)")
-    p.add_argument("--out", required=True, metavar="FILE",
-                   help="output .parquet or .csv (local path or URL)")
+    options.add_out_option(p, help="output .parquet or .csv (local path or URL)")
     p.add_argument("--rows", type=int, default=None, metavar="N",
                    help="rows of the fused table, split by the classes' pooled shares "
                         "(default: the largest size that repeats no row; at most 10 times "
@@ -43,11 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", choices=sorted(_REPLACE), default="auto",
                    help="sampling of each part's rows within class: auto (with replacement "
                         "only where a part has too few rows), always, never")
-    p.add_argument("--seed", type=int, default=None, metavar="N",
-                   help="random seed (default: fresh entropy, reported in the output)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_run)
+    options.add_seed_option(p)
+    options.add_overwrite_flag(p)
+    options.add_json_flag(p)
 
 
 def _parts(items: list[str]) -> list[str] | dict[int, str]:
@@ -72,22 +68,18 @@ def _parts(items: list[str]) -> list[str] | dict[int, str]:
     return indexed
 
 
-def _run(args: argparse.Namespace) -> int:
-    from astrid_airflow._errors import ParameterError
-    from astrid_airflow._validation import fresh_seed
+def run(args: argparse.Namespace) -> int:
     from astrid_airflow.io import atomic_path, refuse_overwriting_inputs
     from astrid_airflow.release import file_format, load_artefact
     from astrid_airflow.scale import fuse_parts
 
     from ._common import print_json
 
-    if args.seed is not None and args.seed < 0:
-        raise ParameterError(f"Invalid --seed: {args.seed}. Must be >= 0.")
-    if args.rows is not None and args.rows < 1:
-        raise ParameterError(f"Invalid --rows: {args.rows}. Must be an integer >= 1.")
+    seed = options.seed_or_fresh(args.seed)
+    if args.rows is not None:
+        options.require_at_least("--rows", args.rows, 1, integer=True)
     kind = file_format(args.out)  # fail on a bad suffix before reading anything
     parts = _parts(args.part)
-    seed = args.seed if args.seed is not None else fresh_seed()
     refuse_overwriting_inputs([args.out], list(parts.values() if isinstance(parts, dict)
                                                else parts))
     started = time.perf_counter()

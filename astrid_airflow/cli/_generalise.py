@@ -11,23 +11,22 @@ from __future__ import annotations
 
 import argparse
 
+from . import _options as options
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "generalise", help="apply an artefact's release recipe to a table (no shuffle)",
-        description="Put a Parquet or CSV table into a release's domain: apply the "
-                    "artefact's recipe (the generalisation a release applies before its "
-                    "shuffle) and write the table, rows in place.")
+DESCRIPTION = ("Put a Parquet or CSV table into a release's domain: apply the artefact's "
+               "recipe (the generalisation a release applies before its shuffle) and write "
+               "the table, rows in place.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", metavar="DATA", help="input table: .parquet or .csv (or URL)")
-    p.add_argument("--artefact", required=True, metavar="REF",
-                   help="artefact.json path, version directory, or ROOT/NAME[@VERSION]")
-    p.add_argument("--out", required=True, metavar="FILE", help="output .parquet or .csv")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_run)
+    options.add_artefact_argument(p)
+    options.add_out_option(p, help="output .parquet or .csv")
+    options.add_overwrite_flag(p)
+    options.add_json_flag(p)
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from astrid_airflow._errors import RecipeError
     from astrid_airflow.release import generalise_file, load_artefact
 

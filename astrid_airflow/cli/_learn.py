@@ -4,21 +4,45 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import TYPE_CHECKING
 
-from ._common import add_classifier_param_argument, parse_classifier_params
+from . import _options as options
+
+if TYPE_CHECKING:
+    from astrid_airflow.engine import AdaptiveConfig
+
+DESCRIPTION = ("Run ASTRID (Alg. 1 of the paper) and print the table of groupings for every "
+               "k with their p-values.")
+
+# The knobs of --adaptive, by their AdaptiveConfig field; each is the option
+# --adaptive-<field>, and run() builds the AdaptiveConfig from the same table.
+_ADAPTIVE_KNOBS: dict[str, dict] = {
+    "risk": dict(type=float, default=0.01,
+                 help="bound on the chance a sequential p-value decides differently from "
+                 "the exact test (with --adaptive)"),
+    "delta": dict(type=float, default=0.01,
+                  help="indifference zone of the racing, in score units (with --adaptive)"),
+    "delta_sd": dict(type=float, default=1.0,
+                     help="scale the racing's indifference zone to the noise: a pair's zone "
+                     "is min(delta, this x the single-fit score sd); a negative value turns "
+                     "the scaling off (with --adaptive)"),
+    "verify": dict(action="store_true",
+                   help="audit (with --adaptive): complete every tested k's draws to R and "
+                   "record the exact p-values beside the sequential ones (extra fits)"),
+    "race_risk": dict(type=float, default=0.2,
+                      help="error level of each look of the races (with --adaptive); only "
+                      "changes which grouping is tested, never a p-value's validity"),
+}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("learn", help="find the significant grouping of a table (ASTRID)",
-                       description="Run ASTRID (Alg. 1 of the paper) and print the table of "
-                       "groupings for every k with their p-values.")
-    p.add_argument("data", help="CSV, Parquet or ARFF file (or fsspec URL)")
-    p.add_argument("--target", required=True, help="class column")
-    p.add_argument("--classifier", default=None, choices=["svm", "rf", "nb", "hgb"],
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_data_argument(p)
+    options.add_target_option(p)
+    p.add_argument("--classifier", default=None, choices=options.CLASSIFIERS,
                    help="svm, rf, nb: the paper's classifiers; hgb: histogram gradient "
                    "boosting, the preset for large tables (default: svm up to 20,000 rows, "
                    "hgb above; docs/engine.md)")
-    add_classifier_param_argument(p)
+    options.add_classifier_param_argument(p)
     p.add_argument("--r-search", type=int, default=100, help="R', permutations per reward")
     p.add_argument("--r-test", type=int, default=250, help="R, permutations per p-value")
     p.add_argument("--alpha", type=float, default=0.05)
@@ -29,21 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exact", action="store_true",
                    help="exact mode (R' and R fits per reward and p-value) on a table of "
                    "more than 20,000 rows too")
-    p.add_argument("--adaptive-risk", type=float, default=0.01,
-                   help="bound on the chance a sequential p-value decides differently from "
-                   "the exact test (with --adaptive)")
-    p.add_argument("--adaptive-delta", type=float, default=0.01,
-                   help="indifference zone of the racing, in score units (with --adaptive)")
-    p.add_argument("--adaptive-delta-sd", type=float, default=1.0,
-                   help="scale the racing's indifference zone to the noise: a pair's zone is "
-                   "min(delta, this x the single-fit score sd); a negative value turns the "
-                   "scaling off (with --adaptive)")
-    p.add_argument("--adaptive-verify", action="store_true",
-                   help="audit (with --adaptive): complete every tested k's draws to R and "
-                   "record the exact p-values beside the sequential ones (extra fits)")
-    p.add_argument("--adaptive-race-risk", type=float, default=0.2,
-                   help="error level of each look of the races (with --adaptive); only "
-                   "changes which grouping is tested, never a p-value's validity")
+    for field, spec in _ADAPTIVE_KNOBS.items():
+        p.add_argument(f"--adaptive-{field.replace('_', '-')}", **spec)
     p.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
                    help="budget: time a few fits first, estimate the run and refuse to start "
                    "(one line saying what would fit) if the estimate exceeds SECONDS "
@@ -60,13 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="before the sorting, test every pair of attributes for dependence "
                    "given the class and detach those dependent on none without fits "
                    "(auto: more than 40 attributes; docs/engine.md)")
-    p.add_argument("--scoring", default="accuracy",
-                   choices=["accuracy", "balanced_accuracy", "f1_macro"])
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh)")
-    p.add_argument("--jobs", type=int, default=1, help="parallel fits (-1: all cores)")
-    p.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run the fits on a Dask cluster (e.g. tcp://10.0.0.5:8786); "
-                   "results equal a local run with the same seed")
+    options.add_scoring_option(p)
+    options.add_seed_option(p, help="random seed (default: fresh)", metavar=None)
+    options.add_parallel_options(p)
     p.add_argument("--clean", action="store_true",
                    help="drop rows with missing values and constant columns first (as the "
                    "paper did for the UCI data)")
@@ -78,17 +85,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-remedies", action="store_true",
                    help="with --store: record no release recipe (the raw GoldenEye "
                    "release of the learned grouping)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    options.add_json_flag(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from astrid_airflow._errors import ParameterError
-    from astrid_airflow.engine import AdaptiveConfig, astrid
+    from astrid_airflow.engine import astrid
     from astrid_airflow.io import drop_missing_and_constant, read_table
+    from astrid_airflow.scale import astrid_on_dask
 
-    from ._common import print_json
+    from ._common import print_json, run_here_or_on_dask, warn_loudly
 
     if bool(args.store) != bool(args.name):
         raise ParameterError("--store and --name go together.")
@@ -123,27 +130,15 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("--adaptive and --exact exclude each other.")
     _resolve_defaults(args, len(table))
     kwargs = dict(target=args.target, classifier=args.classifier,
-                  classifier_params=parse_classifier_params(args.classifier_param),
+                  classifier_params=options.parse_classifier_params(args.classifier_param),
                   n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
                   scoring=args.scoring, random_state=args.seed,
-                  adaptive=AdaptiveConfig(
-                      risk=args.adaptive_risk, delta=args.adaptive_delta,
-                      delta_sd=None if args.adaptive_delta_sd < 0 else args.adaptive_delta_sd,
-                      race_risk=args.adaptive_race_risk, verify=args.adaptive_verify)
-                  if args.adaptive else False,
+                  adaptive=_adaptive_config(args) if args.adaptive else False,
                   max_seconds=args.max_seconds, over_budget=args.over_budget,
                   sample=args.sample,
                   screen={"auto": "auto", "on": True, "off": False}[args.screen],
                   progress=None if not args.quiet else False)
-    if args.scheduler:
-        from astrid_airflow.scale import astrid_on_dask
-
-        if args.jobs != 1:
-            raise ParameterError("--jobs does not go with --scheduler: the cluster's "
-                                 "workers set the parallelism.")
-        result = astrid_on_dask(table, scheduler=args.scheduler, **kwargs)
-    else:
-        result = astrid(table, n_jobs=args.jobs, **kwargs)
+    result = run_here_or_on_dask(args, astrid, astrid_on_dask, table, **kwargs)
     payload = result.to_dict()
     if args.store:
         from astrid_airflow.release import ArtefactStore, save_learned
@@ -163,13 +158,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"saved artefact {args.name}@{payload['artefact']['version']} in {args.store}")
     release = payload.get("release")
     if release and release["status"] == "refused":
-        import sys
-
-        bar = "!" * 78
-        print(f"{bar}\nastrid learn: WARNING: no release within the policy: "
-              f"{release['reason']}. `astrid shuffle` will refuse to publish (or "
-              f"--no-remedies for the raw release, which the gate judges).\n{bar}",
-              file=sys.stderr)
+        warn_loudly("learn", f"no release within the policy: {release['reason']}. "
+                    "`astrid shuffle` will refuse to publish (or --no-remedies for the raw "
+                    "release, which the gate judges).")
     elif release and not args.json:
         u = release["utility"]
         print(f"release: grouping {release['grouping']} with {release['remedied']} "
@@ -177,6 +168,16 @@ def run(args: argparse.Namespace) -> int:
               f"vs original {u['accuracy_original']:.3f} (remedies cost "
               f"{u['remedy_cost']:+.3f}); {release['candidates']} candidates tried")
     return 0
+
+
+def _adaptive_config(args: argparse.Namespace) -> AdaptiveConfig:
+    """The AdaptiveConfig of the ``--adaptive-*`` options (see ``_ADAPTIVE_KNOBS``)."""
+    from astrid_airflow.engine import AdaptiveConfig
+
+    knobs = {field: getattr(args, f"adaptive_{field}") for field in _ADAPTIVE_KNOBS}
+    if knobs["delta_sd"] < 0:  # a negative scale turns the scaling to the noise off
+        knobs["delta_sd"] = None
+    return AdaptiveConfig(**knobs)
 
 
 def _resolve_defaults(args: argparse.Namespace, n_rows: int) -> None:

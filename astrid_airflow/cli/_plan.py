@@ -12,21 +12,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import add_artefact_argument
+from . import _options as options
+
+DESCRIPTION = ("Print which attributes must be collected together in one questionnaire or "
+               "source and which may be collected separately, with the chosen grouping's "
+               "p-value and accuracy cost.")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "plan-collection", help="which attributes to collect together (from an artefact)",
-        description="Print which attributes must be collected together in one "
-                    "questionnaire or source and which may be collected separately, with "
-                    "the chosen grouping's p-value and accuracy cost.")
-    add_artefact_argument(p, positional=True)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_run)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_artefact_argument(p, positional=True)
+    options.add_json_flag(p)
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from astrid_airflow.release import load_artefact
     from astrid_airflow.scale import collection_plan
 

@@ -13,18 +13,16 @@ from __future__ import annotations
 import argparse
 import re
 
-from ._common import ARTEFACT_REF_HELP
+from . import _options as options
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
+DESCRIPTION = ("Gate a staged surrogate (or trust the receipt of a gate that already ran) "
+               "and, if it passed, publish it: archive, current file, manifest. Exit 0: "
+               "published; 1: the gate failed, nothing published; 2: bad input.")
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "publish", help="gate a staged surrogate and promote it atomically (release)",
-        description="Gate a staged surrogate (or trust the receipt of a gate that already "
-                    "ran) and, if it passed, publish it: archive, current file, manifest. "
-                    "Exit 0: published; 1: the gate failed, nothing published; 2: bad "
-                    "input.")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("surrogate", metavar="SURROGATE",
                    help="the staged surrogate (.parquet or .csv), e.g. from `astrid shuffle`")
     p.add_argument("--destination", required=True, metavar="FILE",
@@ -32,21 +30,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "beside it")
     p.add_argument("--original", metavar="DATA",
                    help="the table the surrogate was made from (to gate it here)")
-    p.add_argument("--artefact", metavar="REF", help=ARTEFACT_REF_HELP + " (to gate it here)")
+    p.add_argument("--artefact", metavar="REF",
+                   help=options.ARTEFACT_REF_HELP + " (to gate it here)")
     p.add_argument("--receipt", metavar="FILE",
                    help="a gate receipt (<stem>.gate.json) instead of gating here")
     p.add_argument("--release-id", default=None, metavar="ID",
                    help="name of the release directory (default: UTC time)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed of the gate's utility check (drawn and recorded if omitted)")
+    options.add_seed_option(
+        p, help="seed of the gate's utility check (drawn and recorded if omitted)", metavar=None)
     p.add_argument("--force", action="store_true",
                    help="publish even an older release or the current one again (an "
                         "archive never changes)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_run)
+    options.add_json_flag(p)
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     import datetime as _dt
     import hashlib
     import json

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_artefact_argument
+from . import _options as options
+
+DESCRIPTION = ("Write a self-contained HTML report with figures: the paper-style grouping "
+               "table, accuracy and p-value against k, the groups at each k and, for a "
+               "release, privacy, utility and per-class distribution checks of the "
+               "surrogate.")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report", help="write an HTML report of a grouping (and of a release)",
-        description="Write a self-contained HTML report with figures: the paper-style "
-                    "grouping table, accuracy and p-value against k, the groups at each k "
-                    "and, for a release, privacy, utility and per-class distribution "
-                    "checks of the surrogate.")
-    add_artefact_argument(p, positional=True, metavar="ARTEFACT_REF")
-    p.add_argument("--out", required=True, metavar="DIR", help="report directory to write")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_artefact_argument(p, positional=True, metavar="ARTEFACT_REF")
+    options.add_out_option(p, help="report directory to write", metavar="DIR")
     p.add_argument("--surrogate-metrics", metavar="FILE",
                    help="JSON printed by `astrid shuffle --json` for the release")
     p.add_argument("--original", metavar="FILE",
@@ -32,12 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-docs", metavar="HREF",
                    help="link to the gate's Data Docs page, e.g. ../out.validation.html")
     p.add_argument("--title", metavar="TEXT", help="page title")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing report")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_run)
+    options.add_overwrite_flag(p, help="replace an existing report")
+    options.add_json_flag(p)
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from astrid_airflow._errors import ParameterError
     from astrid_airflow.release import load_artefact
     from astrid_airflow.report import load_metrics, write_report

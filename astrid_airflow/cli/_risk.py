@@ -10,48 +10,38 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_artefact_argument
+from . import _options as options
+
+DESCRIPTION = ("Per-group disclosure and cross-group linkage of the surrogate, and the "
+               "singling-out, linkability and inference attacks of Giomi et al. (PETS 2023) "
+               "with 95 %% intervals. The attacks use --control rows (not released) when "
+               "given, else a shadow release of half the original.")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "risk", help="measure the privacy risk of a surrogate (disclosure and attacks)",
-        description="Per-group disclosure and cross-group linkage of the surrogate, and "
-                    "the singling-out, linkability and inference attacks of Giomi et al. "
-                    "(PETS 2023) with 95 %% intervals. The attacks use --control rows "
-                    "(not released) when given, else a shadow release of half the "
-                    "original.")
-    p.add_argument("--original", required=True, metavar="DATA",
-                   help="the table the surrogate was made from (CSV, Parquet, ARFF)")
-    p.add_argument("--surrogate", required=True, metavar="FILE",
-                   help="the released surrogate (CSV or Parquet)")
-    add_artefact_argument(p)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_surrogate_inputs(p, surrogate_help="the released surrogate (CSV or Parquet)")
     p.add_argument("--control", default=None, metavar="DATA",
                    help="rows of the same population that did NOT go into the surrogate "
                         "(default: attack a shadow release of half the original)")
     p.add_argument("--n-attacks", type=int, default=200, metavar="N",
                    help="attacks per measure and side (default 200)")
-    p.add_argument("--seed", type=int, default=None, metavar="N",
-                   help="random seed (default: drawn and reported)")
+    options.add_seed_option(p, help="random seed (default: drawn and reported)")
     p.add_argument("--no-remedies", action="store_true",
                    help="the surrogate is a raw release: do not put the original and "
                    "control rows into the release's domain with the artefact's recipe")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_run)
+    options.add_json_flag(p)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from astrid_airflow._errors import AstridError, DataError, ParameterError
+def run(args: argparse.Namespace) -> int:
+    from astrid_airflow._errors import AstridError, DataError
     from astrid_airflow.io import csv_floats_like, read_table
     from astrid_airflow.privacy import measure_risk
     from astrid_airflow.release import load_artefact
 
     from ._common import print_json
 
-    if args.seed is not None and args.seed < 0:
-        raise ParameterError(f"Invalid --seed: {args.seed}. Must be >= 0.")
-    if args.n_attacks < 1:
-        raise ParameterError(f"Invalid --n-attacks: {args.n_attacks}. Must be >= 1.")
+    options.checked_seed(args.seed)  # measure_risk draws one when not given, and reports it
+    options.require_at_least("--n-attacks", args.n_attacks, 1)
     artefact = load_artefact(args.artefact).artefact
     original = read_table(args.original)
     surrogate = read_table(args.surrogate)

@@ -15,24 +15,22 @@ import sys
 import time
 from typing import Any
 
-from ._common import add_artefact_argument
+from . import _options as options
+
+DESCRIPTION = ("Shuffle a Parquet or CSV table with a learned grouping artefact and report "
+               "the intact-row proportion (P_anon), its expectation, the largest group's "
+               "unique share and train-on-surrogate accuracy.")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "shuffle", help="write GoldenEye surrogate table(s) with a learned grouping",
-        description="Shuffle a Parquet or CSV table with a learned grouping artefact and "
-                    "report the intact-row proportion (P_anon), its expectation, the "
-                    "largest group's unique share and train-on-surrogate accuracy.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", metavar="DATA", help="input table: .parquet, .csv or .arff (or URL), or "
                    "a PostgreSQL table: postgresql://USER@HOST/DB?table=NAME")
-    add_artefact_argument(p)
-    p.add_argument("--out", required=True, metavar="FILE",
-                   help="output .parquet or .csv (copies go to FILE-1.ext, FILE-2.ext...), "
-                   "or a PostgreSQL table postgresql://...?table=NAME, published atomically "
-                   "with the input's column types")
-    p.add_argument("--seed", type=int, default=None, metavar="N",
-                   help="random seed (default: fresh entropy, reported in the output)")
+    options.add_artefact_argument(p)
+    options.add_out_option(
+        p, help="output .parquet or .csv (copies go to FILE-1.ext, FILE-2.ext...), or a "
+                "PostgreSQL table postgresql://...?table=NAME, published atomically with the "
+                "input's column types")
+    options.add_seed_option(p)
     p.add_argument("--n-copies", type=int, default=1, metavar="N",
                    help="number of independent surrogates (default 1)")
     p.add_argument("--no-utility", action="store_true",
@@ -40,17 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-remedies", action="store_true",
                    help="the raw GoldenEye release: do not apply the artefact's release "
                    "recipe (default: apply it; the default gate refuses most raw releases)")
-    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=_run)
+    options.add_overwrite_flag(p, help="replace existing outputs")
+    options.add_json_flag(p)
 
 
-def _loud(message: str) -> None:
-    bar = "!" * 78
-    print(f"{bar}\nastrid shuffle: WARNING: {message}\n{bar}", file=sys.stderr)
-
-
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     import contextlib
     import os
     import tempfile
@@ -76,17 +68,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
-    from astrid_airflow._errors import ParameterError
-    from astrid_airflow._validation import fresh_seed
     from astrid_airflow.release import load_artefact, stage_surrogate
 
-    from ._common import print_json
+    from ._common import print_json, warn_loudly
 
-    if args.seed is not None and args.seed < 0:
-        raise ParameterError(f"Invalid --seed: {args.seed}. Must be >= 0.")
-    if args.n_copies < 1:
-        raise ParameterError(f"Invalid --n-copies: {args.n_copies}. Must be an integer >= 1.")
-    seed = args.seed if args.seed is not None else fresh_seed()
+    seed = options.seed_or_fresh(args.seed)
+    options.require_at_least("--n-copies", args.n_copies, 1, integer=True)
     artefact, location = load_artefact(args.artefact)
     started = time.perf_counter()
     staged = stage_surrogate(data, artefact, dest, random_state=seed,
@@ -103,8 +90,9 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
         publish_table(outs[0], args.out, replace=args.overwrite)
         outs = [sql_source(args.out, need="table").shown]  # no password in the output
     if staged.protects_nothing:
-        _loud("the artefact's grouping has a single group, so every surrogate row is an "
-              "original row (intact-row proportion 1): this surrogate PROTECTS NOTHING.")
+        warn_loudly("shuffle", "the artefact's grouping has a single group, so every "
+                    "surrogate row is an original row (intact-row proportion 1): this "
+                    "surrogate PROTECTS NOTHING.")
     copies = staged.copies
     out: dict[str, Any] = {
         "out": outs[0] if args.n_copies == 1 else outs,

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 
+from . import _options as options
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("synth", help="write the paper's synthetic dataset")
-    p.add_argument("--out", required=True, help="output .csv or .parquet")
+DESCRIPTION = None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_out_option(p, help="output .csv or .parquet", metavar=None)
     p.add_argument("--n-per-class", type=int, default=500,
                    help="rows per class (default 500; at most 1,000,000, exit 2 above)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--overwrite", action="store_true")
-    p.set_defaults(handler=run)
+    options.add_overwrite_flag(p, help=None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,71 +11,70 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_artefact_argument
+from . import _options as options
+
+DESCRIPTION = ("Validate a surrogate against its original with the Great Expectations suite "
+               "stored beside the artefact. Exit 0: every expectation passed; 1: at least "
+               "one failed; 2: bad input.")
+
+# The GatePolicy fields a run may override, in --help order: (field, type, metavar, help);
+# the option is --<field>. An option left out keeps the policy stored with the artefact
+# version.
+_POLICY_OVERRIDES: tuple[tuple[str, type, str | None, str], ...] = (
+    ("max_intact", float, "P",
+     "largest intact-row proportion allowed (stored policy, default 0.01)"),
+    ("max_accuracy_drop", float, "D",
+     "largest accuracy drop allowed (stored policy, default 0.02)"),
+    ("max_largest_group_unique_share", float, "S",
+     "largest share of rows unique on the largest group (stored policy, default 0.05)"),
+    ("disclosure_k", int, "K",
+     "k of the per-group k-anonymity check (stored policy, default 5)"),
+    ("max_share_below_k", float, "S",
+     "largest share of rows, in any group, in equivalence classes smaller than k (stored "
+     "policy, default 0.05)"),
+    ("max_class_disclosure_share", float, "S",
+     "largest share of rows, in any group, whose values occur in one class only (stored "
+     "policy, default 0.05)"),
+    ("max_linkage_excess", float, "E",
+     "how far any pair of groups may stay linked above its expectation (or 6 sd if larger; "
+     "stored policy, default 0.03)"),
+    ("attack_n", int, "N",
+     "attacks per attack-based check, on a shadow release (stored policy, default 500)"),
+    ("max_singling_out_risk", float, "R",
+     "largest upper 95%% bound of the singling-out risk (stored policy, default 0.2)"),
+    ("max_linkability_risk", float, "R",
+     "largest upper 95%% bound of the linkability risk (stored policy, default 0.1)"),
+    ("max_inference_risk", float, "R",
+     "largest upper 95%% bound of the inference risk of any secret (stored policy, "
+     "default 0.5)"),
+    ("classifier", str, None, "classifier of the utility check (default: the artefact's)"),
+    ("utility_repeats", int, "N",
+     "splits the utility check averages over (stored policy, default 1)"),
+)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "validate", help="run the release gate (privacy, utility, integrity) on a surrogate",
-        description="Validate a surrogate against its original with the Great Expectations "
-                    "suite stored beside the artefact. Exit 0: every expectation passed; "
-                    "1: at least one failed; 2: bad input.")
-    p.add_argument("--original", required=True, metavar="DATA",
-                   help="the table the surrogate was made from (CSV, Parquet, ARFF)")
-    p.add_argument("--surrogate", required=True, metavar="FILE",
-                   help="the surrogate to release (CSV or Parquet, or a PostgreSQL table "
-                        "URL); refused (exit 2) if it carries more than the artefact's "
-                        "columns (docs/gate.md)")
-    add_artefact_argument(p)
-    p.add_argument("--max-intact", type=float, default=None, metavar="P",
-                   help="largest intact-row proportion allowed (stored policy, default 0.01)")
-    p.add_argument("--max-accuracy-drop", type=float, default=None, metavar="D",
-                   help="largest accuracy drop allowed (stored policy, default 0.02)")
-    p.add_argument("--max-largest-group-unique-share", type=float, default=None,
-                   metavar="S", help="largest share of rows unique on the largest group "
-                                     "(stored policy, default 0.05)")
-    p.add_argument("--disclosure-k", type=int, default=None, metavar="K",
-                   help="k of the per-group k-anonymity check (stored policy, default 5)")
-    p.add_argument("--max-share-below-k", type=float, default=None, metavar="S",
-                   help="largest share of rows, in any group, in equivalence classes "
-                        "smaller than k (stored policy, default 0.05)")
-    p.add_argument("--max-class-disclosure-share", type=float, default=None, metavar="S",
-                   help="largest share of rows, in any group, whose values occur in one "
-                        "class only (stored policy, default 0.05)")
-    p.add_argument("--max-linkage-excess", type=float, default=None, metavar="E",
-                   help="how far any pair of groups may stay linked above its expectation "
-                        "(or 6 sd if larger; stored policy, default 0.03)")
-    p.add_argument("--attack-n", type=int, default=None, metavar="N",
-                   help="attacks per attack-based check, on a shadow release (stored "
-                        "policy, default 500)")
-    p.add_argument("--max-singling-out-risk", type=float, default=None, metavar="R",
-                   help="largest upper 95%% bound of the singling-out risk (stored "
-                        "policy, default 0.2)")
-    p.add_argument("--max-linkability-risk", type=float, default=None, metavar="R",
-                   help="largest upper 95%% bound of the linkability risk (stored policy, "
-                        "default 0.1)")
-    p.add_argument("--max-inference-risk", type=float, default=None, metavar="R",
-                   help="largest upper 95%% bound of the inference risk of any secret "
-                        "(stored policy, default 0.5)")
-    p.add_argument("--classifier", default=None,
-                   help="classifier of the utility check (default: the artefact's)")
-    p.add_argument("--utility-repeats", type=int, default=None, metavar="N",
-                   help="splits the utility check averages over (stored policy, default 1)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.add_surrogate_inputs(
+        p, surrogate_help="the surrogate to release (CSV or Parquet, or a PostgreSQL table "
+                          "URL); refused (exit 2) if it carries more than the artefact's "
+                          "columns (docs/gate.md)")
+    for field, kind, metavar, help_text in _POLICY_OVERRIDES:
+        p.add_argument(f"--{field.replace('_', '-')}", type=kind, default=None,
+                       metavar=metavar, help=help_text)
     p.add_argument("--metrics", default=None, metavar="JSON",
                    help="use the accuracies in this JSON (from `astrid shuffle --json`) "
                         "instead of refitting")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed of the utility check (drawn and recorded if omitted)")
+    options.add_seed_option(p, help="seed of the utility check (drawn and recorded if omitted)",
+                    metavar=None)
     p.add_argument("--out-dir", default=None, metavar="DIR",
                    help="where to write the result JSON and Data Docs (default: beside "
                         "the surrogate)")
     p.add_argument("--no-remedies", action="store_true",
                    help="judge a raw release (made with --no-remedies): do not put the "
                    "original into the release's domain with the artefact's recipe")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    options.add_json_flag(p, help="print the result as JSON")
     p.add_argument("--verbose", action="store_true",
                    help="let Great Expectations log (it is kept at WARNING otherwise)")
-    p.set_defaults(handler=_run)
 
 
 def _read_metrics(path: str) -> dict:
@@ -96,7 +95,7 @@ def _read_metrics(path: str) -> dict:
     return data
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from astrid_airflow.gate import result_paths, validate_surrogate
     from astrid_airflow.io import refuse_overwriting_inputs
 
@@ -105,20 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.metrics:  # checked before any work: the result never replaces --metrics
         refuse_overwriting_inputs(list(result_paths(args.surrogate, args.out_dir) or ()),
                                   [args.metrics])
-
-    overrides = {"max_intact": args.max_intact,
-                 "max_accuracy_drop": args.max_accuracy_drop,
-                 "max_largest_group_unique_share": args.max_largest_group_unique_share,
-                 "disclosure_k": args.disclosure_k,
-                 "max_share_below_k": args.max_share_below_k,
-                 "max_class_disclosure_share": args.max_class_disclosure_share,
-                 "max_linkage_excess": args.max_linkage_excess,
-                 "attack_n": args.attack_n,
-                 "max_singling_out_risk": args.max_singling_out_risk,
-                 "max_linkability_risk": args.max_linkability_risk,
-                 "max_inference_risk": args.max_inference_risk,
-                 "classifier": args.classifier,
-                 "utility_repeats": args.utility_repeats}
+    overrides = {field: getattr(args, field) for field, *_ in _POLICY_OVERRIDES}
     result = validate_surrogate(
         args.original, args.surrogate, args.artefact,
         policy={k: v for k, v in overrides.items() if v is not None},

@@ -1,0 +1,138 @@
+"""The options several subcommands share, each declared once.
+
+A subcommand's ``add_arguments`` composes the ones it has, calling them through the
+module (``from . import _options as options``; ``options.add_json_flag(p)``) so that a
+shared option reads apart from the subcommand's own ``p.add_argument``. Where a
+subcommand's help says something more specific about a shared option (what it writes,
+what the seed drives), it passes its own ``help``. The checks of values that argparse
+cannot express (a seed >= 0...) are here too, so that every subcommand refuses a bad
+value with the same one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+#: The one description of an artefact reference on the command line.
+ARTEFACT_REF_HELP = "artefact.json path, version directory, or ROOT/NAME[@VERSION]"
+
+#: The classifiers the engine knows (``--classifier`` of learn and test).
+CLASSIFIERS = ["svm", "rf", "nb", "hgb"]
+
+JSON_HELP = "print one JSON object"
+OVERWRITE_HELP = "replace an existing output"
+FRESH_SEED_HELP = "random seed (default: fresh entropy, reported in the output)"
+SCHEDULER_HELP = ("run the fits on a Dask cluster (e.g. tcp://10.0.0.5:8786); results equal "
+                  "a local run with the same seed")
+
+
+def add_artefact_argument(parser: argparse.ArgumentParser, *, positional: bool = False,
+                          metavar: str = "REF") -> None:
+    """``--artefact REF`` (required), or a positional ``REF``."""
+    if positional:
+        parser.add_argument("artefact", metavar=metavar, help=ARTEFACT_REF_HELP)
+    else:
+        parser.add_argument("--artefact", required=True, metavar=metavar,
+                            help=ARTEFACT_REF_HELP)
+
+
+def add_data_argument(parser: argparse.ArgumentParser) -> None:
+    """The positional table the engine reads (learn, test)."""
+    parser.add_argument("data", help="CSV, Parquet or ARFF file (or fsspec URL)")
+
+
+def add_target_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", required=True, help="class column")
+
+
+def add_scoring_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scoring", default="accuracy",
+                        choices=["accuracy", "balanced_accuracy", "f1_macro"])
+
+
+def add_classifier_param_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--classifier-param", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a parameter of the classifier's model, e.g. "
+                        "n_estimators=100 (repeatable; VALUE parsed as JSON when it can be)")
+
+
+def parse_classifier_params(items: list[str]) -> dict | None:
+    """``["n_estimators=100", "criterion=gini"]`` → ``{"n_estimators": 100, ...}``."""
+    from astrid_airflow._errors import ParameterError
+
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParameterError(f"Invalid --classifier-param {item!r}: expected KEY=VALUE.")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params or None
+
+
+def add_surrogate_inputs(parser: argparse.ArgumentParser, *, surrogate_help: str) -> None:
+    """What judging a surrogate reads (risk, validate): ``--original DATA``, ``--surrogate
+    FILE`` and ``--artefact REF``, all required; ``surrogate_help`` says which surrogates
+    the subcommand takes."""
+    parser.add_argument("--original", required=True, metavar="DATA",
+                        help="the table the surrogate was made from (CSV, Parquet, ARFF)")
+    parser.add_argument("--surrogate", required=True, metavar="FILE", help=surrogate_help)
+    add_artefact_argument(parser)
+
+
+def add_out_option(parser: argparse.ArgumentParser, *, help: str,
+                   metavar: str | None = "FILE") -> None:
+    """``--out`` (required): what the subcommand writes; ``help`` says what it may be."""
+    parser.add_argument("--out", required=True, metavar=metavar, help=help)
+
+
+def add_parallel_options(parser: argparse.ArgumentParser, *,
+                         jobs_help: str | None = "parallel fits (-1: all cores)",
+                         scheduler_help: str = SCHEDULER_HELP) -> None:
+    """``--jobs N`` (local processes) and ``--scheduler ADDRESS`` (a Dask cluster instead);
+    :func:`~astrid_airflow.cli._common.run_here_or_on_dask` runs the fits with them."""
+    parser.add_argument("--jobs", type=int, default=1, help=jobs_help)
+    parser.add_argument("--scheduler", metavar="ADDRESS", help=scheduler_help)
+
+
+def add_seed_option(parser: argparse.ArgumentParser, *, help: str | None = FRESH_SEED_HELP,
+                    metavar: str | None = "N") -> None:
+    """``--seed`` (default None: a seed is drawn); check it with :func:`checked_seed`."""
+    parser.add_argument("--seed", type=int, default=None, metavar=metavar, help=help)
+
+
+def add_overwrite_flag(parser: argparse.ArgumentParser, *,
+                       help: str | None = OVERWRITE_HELP) -> None:
+    parser.add_argument("--overwrite", action="store_true", help=help)
+
+
+def add_json_flag(parser: argparse.ArgumentParser, *, help: str | None = JSON_HELP) -> None:
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def require_at_least(flag: str, value: int | float, minimum: int, *,
+                     integer: bool = False) -> None:
+    """Refuse ``value < minimum`` with one line: ``Invalid --flag: value. Must be ...``."""
+    if value < minimum:
+        from astrid_airflow._errors import ParameterError
+
+        kind = "an integer " if integer else ""
+        raise ParameterError(f"Invalid {flag}: {value}. Must be {kind}>= {minimum}.")
+
+
+def checked_seed(seed: int | None) -> int | None:
+    """``--seed`` as given (None: not given), refused when negative."""
+    if seed is not None:
+        require_at_least("--seed", seed, 0)
+    return seed
+
+
+def seed_or_fresh(seed: int | None) -> int:
+    """``--seed``, or a fresh one when not given, so that the output can report it."""
+    from astrid_airflow._validation import fresh_seed
+
+    seed = checked_seed(seed)
+    return fresh_seed() if seed is None else seed
