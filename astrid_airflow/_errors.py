@@ -8,6 +8,7 @@ non-retryable Airflow failure.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 __all__ = [
     "AstridError",
@@ -22,6 +23,7 @@ __all__ = [
     "ReleaseError",
     "BudgetError",
     "short_list",
+    "findings",
     "one_line",
     "os_error_message",
 ]
@@ -88,6 +90,19 @@ def short_list(values: object, limit: int = 10) -> str:
     if len(items) <= limit:
         return repr(items)
     return f"{items[:limit]!r} … and {len(items) - limit} more"
+
+
+def findings(lead: str, found: Mapping[str, object]) -> str | None:
+    """``"<lead>: <label> <values>; ...."`` naming every non-empty finding, else None.
+
+    For checks that report every difference at once (missing and unknown keys or
+    columns) instead of stopping at the first.
+
+    >>> findings("Invalid artefact", {"missing key(s)": ["alpha"], "unknown key(s)": []})
+    "Invalid artefact: missing key(s) ['alpha']."
+    """
+    parts = [f"{label} {values}" for label, values in found.items() if values]
+    return f"{lead}: " + "; ".join(parts) + "." if parts else None
 
 
 def one_line(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:

@@ -6,7 +6,7 @@ import string
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from astrid_airflow._errors import GroupingError, ParameterError
+from astrid_airflow._errors import GroupingError, ParameterError, findings
 
 __all__ = ["Grouping", "as_grouping", "group_letter", "letters"]
 
@@ -104,16 +104,12 @@ class Grouping:
     def check_partition_of(self, columns: Sequence[str]) -> Grouping:
         """Raise ``GroupingError`` unless the groups cover ``columns`` exactly."""
         expected = list(columns)
-        missing = [c for c in expected if c not in set(self.columns)]
-        extra = [c for c in self.columns if c not in set(expected)]
-        if missing or extra:
-            parts = []
-            if extra:
-                parts.append(f"unknown column(s) {extra}")
-            if missing:
-                parts.append(f"column(s) in no group {missing}")
-            raise GroupingError("The grouping is not a partition of the attributes: " +
-                                "; ".join(parts) + ".")
+        wanted, grouped = set(expected), set(self.columns)
+        message = findings("The grouping is not a partition of the attributes", {
+            "unknown column(s)": [c for c in self.columns if c not in wanted],
+            "column(s) in no group": [c for c in expected if c not in grouped]})
+        if message:
+            raise GroupingError(message)
         return self
 
     def indices(self, columns: Sequence[str]) -> list[list[int]]:

@@ -1,8 +1,5 @@
 """The release gate: ``GatePolicy``, the Great Expectations suite (custom
 expectations and metrics), Data Docs, the publishable-file shape checks.
-
-Public names, exported lazily (:mod:`astrid_airflow._lazy`); the modules that own them
-are private to this package (``tests/test_public_imports.py``).
 """
 
 from __future__ import annotations
@@ -11,19 +8,7 @@ from typing import TYPE_CHECKING
 
 from astrid_airflow._lazy import lazy_exports
 
-# public name -> the module of this package that owns it
-_EXPORTS: dict[str, str] = {
-    "render_validation_html": "._datadocs",
-    "same_multiset": "._checks",
-    "build_suite": "._gate",
-    "gate_extra_files": "._gate",
-    "GatePolicy": "._gate",
-    "GateResult": "._gate",
-    "result_paths": "._gate",
-    "validate_surrogate": "._gate",
-    "raw_release_demo_policy": "._presets",
-}
-
+# ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
     from ._checks import same_multiset
     from ._datadocs import render_validation_html
@@ -37,15 +22,4 @@ if TYPE_CHECKING:
     )
     from ._presets import raw_release_demo_policy
 
-__all__ = [
-    "GatePolicy",
-    "GateResult",
-    "build_suite",
-    "gate_extra_files",
-    "raw_release_demo_policy",
-    "render_validation_html",
-    "result_paths",
-    "same_multiset",
-    "validate_surrogate",
-]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

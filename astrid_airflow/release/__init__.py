@@ -1,9 +1,6 @@
 """The release: artefacts and their store, GoldenEye surrogates with their
 metrics, remedies, the privacy-aware choice, the release protocol and the
 pipeline steps the CLI and the operators share.
-
-Public names, exported lazily (:mod:`astrid_airflow._lazy`); the modules that own them
-are private to this package (``tests/test_public_imports.py``).
 """
 
 from __future__ import annotations
@@ -12,64 +9,7 @@ from typing import TYPE_CHECKING
 
 from astrid_airflow._lazy import lazy_exports
 
-# public name -> the module of this package that owns it
-_EXPORTS: dict[str, str] = {
-    "column_kind": "._artefact",
-    "compatible_kind": "._artefact",
-    "fingerprint_table": "._artefact",
-    "GroupingArtefact": "._artefact",
-    "SchemaCheck": "._artefact",
-    "unique_values": "._artefact",
-    "choose_release": "._choice",
-    "expected_intact_row_proportion": "._metrics",
-    "intact_row_proportion": "._metrics",
-    "largest_group_unique_share": "._metrics",
-    "row_hashes": "._metrics",
-    "splitmix": "._metrics",
-    "stratified_subsample": "._metrics",
-    "surrogate_metrics": "._metrics",
-    "surrogate_utility": "._metrics",
-    "SurrogateMetrics": "._metrics",
-    "table_source": "._metrics",
-    "TableSource": "._metrics",
-    "gate_receipt": "._pipeline",
-    "learn_or_reuse": "._pipeline",
-    "Learned": "._pipeline",
-    "receipt_path": "._pipeline",
-    "release_plan": "._pipeline",
-    "ReleasePlan": "._pipeline",
-    "save_learned": "._pipeline",
-    "stage_surrogate": "._pipeline",
-    "StagedSurrogate": "._pipeline",
-    "check_receipt": "._release",
-    "check_release_id": "._release",
-    "decide_release": "._release",
-    "release_time": "._release",
-    "ReleaseDecision": "._release",
-    "apply_recipe": "._remedies",
-    "fit_recipe": "._remedies",
-    "generalise_file": "._remedies",
-    "ReleaseRecipe": "._remedies",
-    "ArtefactStore": "._store",
-    "check_artefact_name": "._store",
-    "check_outside_store": "._store",
-    "load_artefact": "._store",
-    "LoadedArtefact": "._store",
-    "parse_artefact_ref": "._store",
-    "split_artefact_ref": "._store",
-    "CHUNK_ROWS": "._surrogate",
-    "file_format": "._surrogate",
-    "make_surrogate": "._surrogate",
-    "ProtectsNothingWarning": "._surrogate",
-    "read_arrow": "._surrogate",
-    "release_recipe": "._surrogate",
-    "remedied": "._surrogate",
-    "resolve_grouping": "._surrogate",
-    "shuffle_file": "._surrogate",
-    "TableFile": "._surrogate",
-    "warn_if_one_group": "._surrogate",
-}
-
+# ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
     from ._artefact import (
         GroupingArtefact,
@@ -135,60 +75,4 @@ if TYPE_CHECKING:
         warn_if_one_group,
     )
 
-__all__ = [
-    "ArtefactStore",
-    "CHUNK_ROWS",
-    "GroupingArtefact",
-    "Learned",
-    "LoadedArtefact",
-    "ProtectsNothingWarning",
-    "ReleaseDecision",
-    "ReleasePlan",
-    "ReleaseRecipe",
-    "SchemaCheck",
-    "StagedSurrogate",
-    "SurrogateMetrics",
-    "TableFile",
-    "TableSource",
-    "apply_recipe",
-    "check_artefact_name",
-    "check_outside_store",
-    "check_receipt",
-    "check_release_id",
-    "choose_release",
-    "column_kind",
-    "compatible_kind",
-    "decide_release",
-    "expected_intact_row_proportion",
-    "file_format",
-    "fingerprint_table",
-    "fit_recipe",
-    "gate_receipt",
-    "generalise_file",
-    "intact_row_proportion",
-    "largest_group_unique_share",
-    "learn_or_reuse",
-    "load_artefact",
-    "make_surrogate",
-    "parse_artefact_ref",
-    "read_arrow",
-    "receipt_path",
-    "release_plan",
-    "release_recipe",
-    "release_time",
-    "remedied",
-    "resolve_grouping",
-    "row_hashes",
-    "save_learned",
-    "shuffle_file",
-    "split_artefact_ref",
-    "splitmix",
-    "stage_surrogate",
-    "stratified_subsample",
-    "surrogate_metrics",
-    "surrogate_utility",
-    "table_source",
-    "unique_values",
-    "warn_if_one_group",
-]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -28,6 +28,7 @@ from astrid_airflow._errors import (
     GroupingError,
     ParameterError,
     SchemaMismatchError,
+    findings,
     short_list,
 )
 from astrid_airflow.engine import Grouping
@@ -38,25 +39,24 @@ __all__ = [
     "GroupingArtefact",
     "SchemaCheck",
     "column_kind",
+    "dtype_kind",
     "fingerprint_table",
     "schema_of",
 ]
 
 SCHEMA_VERSION = 1
 
+# The settings of the run: fields an artefact copies from its result as they are.
+_SETTINGS = ("classifier", "scoring", "alpha", "n_search", "n_test", "random_state")
 # The JSON keys of schema version 1, in the order they are written.
-_KEYS = (
-    "schema_version", "grouping", "target", "classes", "schema", "fingerprint", "result",
-    "classifier", "scoring", "alpha", "n_search", "n_test", "random_state",
-    "library_version", "created_at",
-)
+_KEYS = ("schema_version", "grouping", "target", "classes", "schema", "fingerprint",
+         "result", *_SETTINGS, "library_version", "created_at")
 # Optional keys (written after the others, only when set): ``files`` maps each file the
 # store saved with the version (e.g. the gate's suite.json) to its SHA-256, so a file
 # edited, replaced or deleted afterwards is detected (see ``_gate``).
 _OPTIONAL_KEYS = ("files", "release")
 # Keys a result's ``to_dict()`` must provide (docs/architecture.md).
-_RESULT_KEYS = ("grouping", "k", "table", "target", "classifier", "scoring", "alpha",
-                "n_search", "n_test", "random_state")
+_RESULT_KEYS = ("grouping", "k", "table", "target", *_SETTINGS)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _KINDS = ("integer", "float", "boolean", "string", "datetime", "timedelta", "other")
 
@@ -81,18 +81,20 @@ def _json_scalar(value: Any, what: str) -> Any:
 
 # ------------------------------------------------------------------------- column kinds
 
-def _kind_of_dtype(dtype: Any, values: pd.Series | None = None) -> str:
-    """Coarse kind of a pandas dtype: what a schema check compares.
+def dtype_kind(dtype: Any, values: pd.Series | None = None) -> str:
+    """Coarse kind of a pandas dtype: what a schema check compares (and, for numbers
+    and booleans, the type a remedy publishes).
 
     Exact dtypes drift harmlessly between readers (int32/int64, ``str``/``object``,
     a nominal ARFF column as ``category`` but the same column from CSV as ``str``), so
-    columns are compared by kind; a categorical has the kind of its categories.
+    columns are compared by kind; a categorical has the kind of its categories. An
+    object column has the kind inferred from ``values`` if given, else ``string``.
     """
     if isinstance(dtype, pd.CategoricalDtype):
         cats = dtype.categories
         if len(cats) == 0:
             return "empty"
-        return _kind_of_dtype(cats.dtype, pd.Series(cats))
+        return dtype_kind(cats.dtype, pd.Series(cats))
     if pd.api.types.is_bool_dtype(dtype):
         return "boolean"
     if pd.api.types.is_integer_dtype(dtype):
@@ -143,7 +145,7 @@ def _kind_of_arrow(typ: Any) -> str:
 
 def column_kind(series: pd.Series) -> str:
     """The kind (``integer``, ``float``, ``boolean``, ``string``...) of a column."""
-    return _kind_of_dtype(series.dtype, series)
+    return dtype_kind(series.dtype, series)
 
 
 def compatible_kind(expected: str, got: str) -> bool:
@@ -443,12 +445,7 @@ class GroupingArtefact:
             schema=tuple(schema_of(reference_table)),
             fingerprint=fingerprint_table(reference_table),
             result=strict(d, ArtefactError),
-            classifier=d["classifier"],
-            scoring=d["scoring"],
-            alpha=d["alpha"],
-            n_search=d["n_search"],
-            n_test=d["n_test"],
-            random_state=d["random_state"],
+            **{key: d[key] for key in _SETTINGS},
             library_version=__version__,
             created_at=_utc_iso(created_at),
         )
@@ -493,25 +490,9 @@ class GroupingArtefact:
         unknown ``schema_version``.
         """
         _validate(data)
-        return cls(
-            grouping=Grouping(data["grouping"]),
-            target=data["target"],
-            classes=tuple(data["classes"]),
-            schema=tuple(data["schema"]),
-            fingerprint=data["fingerprint"],
-            result=data["result"],
-            classifier=data["classifier"],
-            scoring=data["scoring"],
-            alpha=data["alpha"],
-            n_search=data["n_search"],
-            n_test=data["n_test"],
-            random_state=data["random_state"],
-            library_version=data["library_version"],
-            created_at=data["created_at"],
-            schema_version=data["schema_version"],
-            files=data.get("files"),
-            release=data.get("release"),
-        )
+        # every field is its JSON key (containers are normalised by __post_init__)
+        fields = {key: data.get(key) for key in _KEYS + _OPTIONAL_KEYS}
+        return cls(**fields | {"grouping": Grouping(data["grouping"])})
 
     @classmethod
     def from_json(cls, text: str | bytes) -> GroupingArtefact:
@@ -684,15 +665,11 @@ def _validate(d: Any) -> None:
     if version != SCHEMA_VERSION:
         raise ArtefactError(f"Unknown artefact schema_version {version}; "
                             f"supported: {SCHEMA_VERSION}.")
-    missing = [k for k in _KEYS if k not in d]
-    unknown = sorted(str(k) for k in d if k not in _KEYS + _OPTIONAL_KEYS)
-    if missing or unknown:
-        parts = []
-        if missing:
-            parts.append(f"missing key(s) {missing}")
-        if unknown:
-            parts.append(f"unknown key(s) {unknown}")
-        raise ArtefactError("Invalid artefact: " + "; ".join(parts) + ".")
+    message = findings("Invalid artefact", {
+        "missing key(s)": [k for k in _KEYS if k not in d],
+        "unknown key(s)": sorted(str(k) for k in d if k not in _KEYS + _OPTIONAL_KEYS)})
+    if message:
+        raise ArtefactError(message)
     problems = _type_errors(d)
     if problems:
         raise ArtefactError("Invalid artefact: " + "; ".join(problems) + ".")

@@ -44,6 +44,8 @@ import pandas as pd
 from astrid_airflow._errors import RecipeError
 from astrid_airflow.engine import Grouping
 
+from ._artefact import dtype_kind
+
 __all__ = [
     "ReleaseRecipe",
     "apply_recipe",
@@ -269,16 +271,12 @@ class ReleaseRecipe:
 # ------------------------------------------------------------------------------ apply
 
 def _published_type(series: pd.Series) -> str:
-    dt = series.dtype
-    if isinstance(dt, pd.CategoricalDtype):
+    """``category``, or the column's kind by its dtype alone if it is a number or a
+    boolean, else ``string`` (an object column is published as strings)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
         return "category"
-    if pd.api.types.is_bool_dtype(dt):
-        return "boolean"
-    if pd.api.types.is_integer_dtype(dt):
-        return "integer"
-    if pd.api.types.is_float_dtype(dt):
-        return "float"
-    return "string"
+    kind = dtype_kind(series.dtype)
+    return kind if kind in ("boolean", "integer", "float") else "string"
 
 
 def _as_float(series: pd.Series) -> np.ndarray:
