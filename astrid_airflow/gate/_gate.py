@@ -57,6 +57,7 @@ SUITE_FORMAT = 1
 REFERENCE_PARAMETER = "astrid_reference"
 #: Larger originals use a stratified subsample of this many rows for the utility check.
 UTILITY_MAX_ROWS = 20_000
+UTILITY_MAX_REPEATS = 20  # splits of a small table's utility check (GatePolicy.utility_test_rows)
 _THRESHOLDS = ("max_intact", "max_largest_group_unique_share", "max_accuracy_drop",
                "max_share_below_k", "max_class_disclosure_share", "max_linkage_excess",
                "max_singling_out_risk", "max_linkability_risk", "max_inference_risk")
@@ -86,8 +87,13 @@ class GatePolicy:
         Classifier of the utility check (a preset such as ``"svm"`` or settings);
         default: the classifier the artefact was learned with.
     utility_repeats : int, default 1
-        Independent splits (and surrogates) the utility check averages over; more
-        repeats make the decision steadier near the tolerance at the cost of more fits.
+        The fewest independent splits (and surrogates) the utility check averages over.
+    utility_test_rows : int, default 2000
+        Held-out rows the utility check scores in all: a small table gets as many
+        splits as it takes to reach them (at most ``UTILITY_MAX_REPEATS``), see
+        :meth:`utility_repeats_for`. One split of a table of 700 rows scores 175 rows,
+        an accuracy difference with a standard error of about 0.03 — more than the
+        0.02 tolerance, so one split would pass or fail a release at random.
     disclosure_k : int, default 5
         The k of the per-group k-anonymity check: a (group values, class) combination
         shared by fewer than k rows singles those rows out.
@@ -150,6 +156,7 @@ class GatePolicy:
     max_accuracy_drop: float = 0.02
     classifier: str | dict | None = None
     utility_repeats: int = 1
+    utility_test_rows: int = 2000
     disclosure_k: int = 5
     max_share_below_k: float = 0.05
     max_class_disclosure_share: float = 0.05
@@ -162,7 +169,7 @@ class GatePolicy:
     def __post_init__(self) -> None:
         for name in _THRESHOLDS:
             object.__setattr__(self, name, _check_threshold(getattr(self, name), name))
-        for name in ("utility_repeats", *_COUNTS):
+        for name in ("utility_repeats", "utility_test_rows", *_COUNTS):
             object.__setattr__(self, name, check_positive_int(_integral(getattr(self, name)),
                                                               name))
         c = self.classifier
@@ -197,6 +204,23 @@ class GatePolicy:
             raise ParameterError(f"Unknown gate threshold(s) {unknown}; known: "
                                  f"{sorted(known)}.")
         return replace(self, **given)
+
+    def utility_repeats_for(self, n_rows: int, test_size: float = 0.25) -> int:
+        """Splits the utility check of an ``n_rows`` table averages over.
+
+        Enough that the held-out rows scored add up to ``utility_test_rows``, at least
+        ``utility_repeats`` and at most ``UTILITY_MAX_REPEATS`` (the release choice and
+        the gate use the same count, so what the choice picks is what the gate judges).
+
+        Examples
+        --------
+        >>> p = GatePolicy()
+        >>> p.utility_repeats_for(690), p.utility_repeats_for(20_000)
+        (12, 1)
+        """
+        n_test = max(1, math.ceil(test_size * int(n_rows)))
+        needed = min(UTILITY_MAX_REPEATS, math.ceil(self.utility_test_rows / n_test))
+        return max(self.utility_repeats, needed)
 
     def parameters(self) -> dict[str, float | int]:
         """The suite parameters (``$PARAMETER`` values) of the thresholds."""
@@ -949,7 +973,8 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
             note = (f"utility computed on a stratified random subsample of {len(rows)} of "
                     f"{len(original)} rows")
         u = surrogate_utility(table, artefact, classifier=policy.classifier,
-                              random_state=seed, n_repeats=policy.utility_repeats,
+                              random_state=seed,
+                              n_repeats=policy.utility_repeats_for(len(table)),
                               remedies=remedies)
         out = {**u.to_dict(), "source": "computed"}
         if note:

@@ -251,12 +251,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                       "failed": failed, "remedied": remedied})
     # utility of every candidate (the same splits for all: comparable figures)
     util_seed = int(s_util.generate_state(1)[0] >> 1)
+    repeats = policy.utility_repeats_for(len(work))  # as the gate will judge it
     for c in cands:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
             u = surrogate_utility(work, Grouping(c["grouping"]), target=target,
                                   classifier=classifier, random_state=util_seed,
-                                  n_repeats=policy.utility_repeats, recipe=c["recipe"])
+                                  n_repeats=repeats, recipe=c["recipe"])
         c.update(accuracy_original=u.accuracy_original, accuracy_surrogate=u.accuracy_surrogate,
                  accuracy_drop=u.accuracy_original - u.accuracy_surrogate)
         if c["accuracy_drop"] > policy.max_accuracy_drop:
@@ -289,7 +290,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     else:
         raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
                                 classifier=classifier, random_state=util_seed,
-                                n_repeats=policy.utility_repeats, remedies=False)
+                                n_repeats=repeats, remedies=False)
         release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
                        chosen=cands.index(chosen), reason=None, utility={
                            "accuracy_original": chosen["accuracy_original"],
