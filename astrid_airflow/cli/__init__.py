@@ -1,9 +1,10 @@
 """The ``astrid`` command line.
 
-Each subcommand (``SUBCOMMANDS``) lives in its own module, which defines
-``DESCRIPTION`` (the head of its ``--help``; None: none), ``add_arguments(parser)`` (its
-options, the shared ones from ``_options``) and ``run(args)`` (its handler, returning
-the exit code); heavy imports happen inside ``run``.
+Each subcommand (``SUBCOMMANDS``) lives in its own module, whose docstring's first line
+is its line in ``astrid --help`` and which defines ``DESCRIPTION`` (the head of its
+``--help``; None: none), ``add_arguments(parser)`` (its options, the shared ones from
+``_options``) and ``run(args)`` (its handler, returning the exit code), and ``NAME`` where
+the subcommand is not the module's name; heavy imports happen inside ``run``.
 
 Bad input (any :class:`~astrid_airflow.AstridError`, unreadable or missing files)
 prints one line on stderr and exits 2. SIGTERM (a scheduler's task timeout) stops the
@@ -21,21 +22,15 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-# subcommand -> (its module in this package, its line in `astrid --help`), in that order
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "learn": ("_learn", "find the significant grouping of a table (ASTRID)"),
-    "test": ("_testcmd", "test one grouping (Problem 1)"),
-    "synth": ("_synth", "write the paper's synthetic dataset"),
-    "artefacts": ("_artefacts", "inspect a store of grouping artefacts"),
-    "shuffle": ("_shuffle", "write GoldenEye surrogate table(s) with a learned grouping"),
-    "validate": ("_validate", "run the release gate (privacy, utility, integrity) on a surrogate"),
-    "report": ("_report", "write an HTML report of a grouping (and of a release)"),
-    "fuse": ("_fuse", "fuse tables of separately collected attribute groups by class"),
-    "plan-collection": ("_plan", "which attributes to collect together (from an artefact)"),
-    "risk": ("_risk", "measure the privacy risk of a surrogate (disclosure and attacks)"),
-    "generalise": ("_generalise", "apply an artefact's release recipe to a table (no shuffle)"),
-    "publish": ("_publish", "gate a staged surrogate and promote it atomically (release)"),
-}
+# the subcommands' modules, in the order of `astrid --help`
+SUBCOMMANDS = ("_learn", "_testcmd", "_synth", "_artefacts", "_shuffle", "_validate",
+               "_report", "_fuse", "_plan", "_risk", "_generalise", "_publish")
+
+
+def _summary(command) -> str:
+    """The module docstring's first line, as `astrid --help` lists the subcommand."""
+    line = command.__doc__.splitlines()[0].rstrip(".")
+    return line[0].lower() + line[1:]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,9 +41,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="astrid", description="ASTRID groupings and GoldenEye surrogates.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, (module, summary) in SUBCOMMANDS.items():
+    for module in SUBCOMMANDS:
         command = importlib.import_module(f".{module}", __package__)
-        p = sub.add_parser(name, help=summary, description=command.DESCRIPTION)
+        name = getattr(command, "NAME", module.lstrip("_"))  # NAME where it differs
+        p = sub.add_parser(name, help=_summary(command),
+                           description=command.DESCRIPTION)
         command.add_arguments(p)
         p.set_defaults(handler=command.run)
     return parser

@@ -1,4 +1,6 @@
-"""`astrid artefacts list ROOT [--name NAME] [--json]`: the versions in an artefact store."""
+"""Inspect a store of grouping artefacts.
+
+`astrid artefacts list ROOT [--name NAME] [--json]`: the versions in an artefact store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`astrid fuse --artefact REF --part GROUP_OR_FILE ... --out FILE`: fuse parts by class.
+"""Fuse tables of separately collected attribute groups by class.
+
+`astrid fuse --artefact REF --part GROUP_OR_FILE ... --out FILE`: fuse parts by class.
 
 Each part is a CSV/Parquet/ARFF file holding one group's columns plus the class column,
 matched to its group by its columns, or given as ``GROUP=FILE`` with the 1-based group

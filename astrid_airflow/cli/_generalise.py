@@ -1,4 +1,6 @@
-"""`astrid generalise DATA --artefact REF --out FILE`: the release recipe alone.
+"""Apply an artefact's release recipe to a table (no shuffle).
+
+`astrid generalise DATA --artefact REF --out FILE`: the release recipe alone.
 
 Applies the artefact's release recipe (bins, rounding, suppression, MDAV within class;
 see :func:`~astrid_airflow.apply_recipe`) to a table without shuffling, and writes the

@@ -1,4 +1,6 @@
-"""``astrid learn``: run ASTRID on a table and print the paper-style table."""
+"""Find the significant grouping of a table (ASTRID).
+
+``astrid learn``: run ASTRID on a table and print the paper-style table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`astrid plan-collection REF [--json]`: which attributes to collect together.
+"""Which attributes to collect together (from an artefact).
+
+`astrid plan-collection REF [--json]`: which attributes to collect together.
 
 Prints the chosen grouping of an artefact as questionnaires/sources (one per group),
 its p-value and the accuracy cost from the paper's table (a0 - acc_ave at each k).
@@ -14,6 +16,7 @@ import sys
 
 from . import _options as options
 
+NAME = "plan-collection"
 DESCRIPTION = ("Print which attributes must be collected together in one questionnaire or "
                "source and which may be collected separately, with the chosen grouping's "
                "p-value and accuracy cost.")

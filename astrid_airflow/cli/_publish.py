@@ -1,4 +1,6 @@
-"""`astrid publish SURROGATE --destination FILE`: the release protocol without Airflow.
+"""Gate a staged surrogate and promote it atomically (release).
+
+`astrid publish SURROGATE --destination FILE`: the release protocol without Airflow.
 
 Gate the staged surrogate (``--original`` and ``--artefact``: the suite stored with the
 artefact) and write its receipt, or take the receipt a gate already wrote

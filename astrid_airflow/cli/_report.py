@@ -1,4 +1,6 @@
-"""`astrid report ARTEFACT_REF [--surrogate-metrics FILE] --out DIR`: the HTML report.
+"""Write an HTML report of a grouping (and of a release).
+
+`astrid report ARTEFACT_REF [--surrogate-metrics FILE] --out DIR`: the HTML report.
 
 Writes ``DIR/index.html`` (self-contained, readable offline) and the PNG figures
 atomically; see ``docs/reports.md``. ``--json`` prints ``out``, ``index``, ``files``

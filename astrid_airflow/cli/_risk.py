@@ -1,4 +1,6 @@
-"""``astrid risk``: privacy risk of a surrogate (per group, cross-group, attacks).
+"""Measure the privacy risk of a surrogate (disclosure and attacks).
+
+``astrid risk``: privacy risk of a surrogate (per group, cross-group, attacks).
 
 Thin over :func:`~astrid_airflow.measure_risk`. ``--json`` prints one object whose keys
 ``groups``, ``pairs``, ``singling_out``, ``linkability`` and ``inference`` (each attack

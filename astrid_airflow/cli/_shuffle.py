@@ -1,4 +1,6 @@
-"""`astrid shuffle DATA --artefact REF --out FILE`: GoldenEye surrogate(s) of a table.
+"""Write GoldenEye surrogate table(s) with a learned grouping.
+
+`astrid shuffle DATA --artefact REF --out FILE`: GoldenEye surrogate(s) of a table.
 
 Writes the surrogate(s) atomically and reports the privacy and utility metrics. The
 metrics are computed on the complete temporary outputs *before* they are published, so

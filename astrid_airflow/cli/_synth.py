@@ -1,4 +1,6 @@
-"""``astrid synth``: write the paper's running example."""
+"""Write the paper's synthetic dataset.
+
+``astrid synth``: write the paper's running example."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""``astrid test``: the permutation test of one given grouping (Problem 1)."""
+"""Test one grouping (Problem 1).
+
+``astrid test``: the permutation test of one given grouping (Problem 1)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import argparse
 
 from . import _options as options
 
+NAME = "test"
 DESCRIPTION = ("p = (1 + #{T(Di) >= T(D0)}) / (1 + R) over R GoldenEye permutations of the "
                "training rows.")
 

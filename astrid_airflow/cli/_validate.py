@@ -1,4 +1,6 @@
-"""``astrid validate``: run the release gate on a surrogate.
+"""Run the release gate (privacy, utility, integrity) on a surrogate.
+
+``astrid validate``: run the release gate on a surrogate.
 
 Exit status: 0 when every expectation passes, 1 when any fails, 2 on bad input
 (unreadable tables, an unknown artefact, a schema mismatch of the original, bad
