@@ -17,9 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from astrid_airflow import make_surrogate, shuffle_file
-from astrid_airflow.engine import _permutation
+from astrid_airflow.engine import _permutation, group_permutations
 from astrid_airflow.release import _surrogate
-from astrid_airflow.release._surrogate import group_permutations
 
 GROUPING = "f0,c0;f1;i0,s0;c1;s1;f2,i1"
 

@@ -21,13 +21,10 @@ from astrid_airflow import (
     make_surrogate,
     shuffle_file,
 )
+from astrid_airflow.engine import group_permutations
 from astrid_airflow.release import _surrogate
 from astrid_airflow.release._artefact import GroupingArtefact
-from astrid_airflow.release._surrogate import (
-    ProtectsNothingWarning,
-    group_permutations,
-    surrogate_paths,
-)
+from astrid_airflow.release._surrogate import ProtectsNothingWarning, surrogate_paths
 
 GROUPING = "num,cat;txt;flag;cnt"
 

@@ -32,19 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from astrid_airflow import engine  # the permutation building blocks, by their package
 from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_positive_int
-from astrid_airflow.engine import (
-    Grouping,
-    as_grouping,
-    group_permutations,
-    n_threads,
-    pandas_class_codes,
-    run_threaded,
-    seed_of_copies,
-    shuffle_frame,
-    small_codes,
-)
+from astrid_airflow.engine import Grouping, as_grouping
 
 __all__ = [
     "make_surrogate",
@@ -151,7 +142,7 @@ def arrow_class_codes(column: Any, target: str) -> np.ndarray:
     codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False)
                             for c in encoded.chunks]) if encoded.num_chunks > 1 else \
         encoded.chunk(0).indices.to_numpy(zero_copy_only=False)
-    return small_codes(codes, n_classes)
+    return engine.small_codes(codes, n_classes)
 
 
 # ------------------------------------------------------------------------- permutations
@@ -254,12 +245,12 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     warn_if_one_group(grouping)
     table = remedied(table, recipe, target)
     codes = arrow_class_codes(table.column(target), target) if is_arrow else \
-        pandas_class_codes(table[target], target)
+        engine.pandas_class_codes(table[target], target)
     out = []
-    for seed in seed_of_copies(random_state, n_copies):
-        perms = group_permutations(codes, grouping.k, seed)
+    for seed in engine.seed_of_copies(random_state, n_copies):
+        perms = engine.group_permutations(codes, grouping.k, seed)
         out.append(_shuffle_arrow(table, grouping, perms, target) if is_arrow else
-                   shuffle_frame(table, grouping, perms, target))
+                   engine.shuffle_frame(table, grouping, perms, target))
     return out[0] if n_copies == 1 else out
 
 
@@ -372,7 +363,7 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
             out = out.cast(out.type.value_type)
         return out
 
-    if n_threads() == 1:
+    if engine.n_threads() == 1:
         with contextlib.closing(arrow_writer(kind, path, table.schema)) as writer:
             for start in range(0, max(n, 1), chunk):
                 writer.write_table(pa.Table.from_arrays(
@@ -384,7 +375,7 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
         try:
             for start in range(0, max(n, 1), chunk):
                 batch = pa.Table.from_arrays(
-                    run_threaded(piece, [(c, start) for c in table.column_names]),
+                    engine.run_threaded(piece, [(c, start) for c in table.column_names]),
                     schema=schema)
                 if pending is not None:
                     pending.result()  # chunk i-1 written: two chunks alive at most
@@ -396,9 +387,9 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
 
 def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
                           seed: np.random.SeedSequence) -> tuple[Any, np.ndarray]:
-    """``(table, group_permutations(codes, k, seed))``, the read overlapping the draws."""
+    """``(table, engine.group_permutations(codes, k, seed))``, the read overlapping the draws."""
     if table is not None:
-        return table.combine_chunks(), group_permutations(codes, k, seed)
+        return table.combine_chunks(), engine.group_permutations(codes, k, seed)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1) as pool:
@@ -406,7 +397,7 @@ def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
         # chunk (and concatenates string chunks on every call), several times slower.
         reading = pool.submit(lambda: read_arrow(src).combine_chunks())
         try:
-            perms = group_permutations(codes, k, seed)
+            perms = engine.group_permutations(codes, k, seed)
         finally:
             table = reading.result()  # a read error wins; never leave the read running
     return table, perms
@@ -485,13 +476,13 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         labels = (table if table is not None else read_arrow(src, [target])).column(target)
         codes = arrow_class_codes(labels, target)
         del labels
-        seeds = seed_of_copies(random_state, n_copies)
+        seeds = engine.seed_of_copies(random_state, n_copies)
         # The first copy's permutations are drawn while Arrow reads the table.
         table, perms = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
         table = remedied(table, recipe, target)
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
             if i:
-                perms = group_permutations(codes, grouping.k, seed)
+                perms = engine.group_permutations(codes, grouping.k, seed)
             _write_shuffled(table, grouping, perms, target, kind, tmp)
             del perms
         del table, codes
