@@ -10,24 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = [
-    "AstridError",
-    "DataError",
-    "GroupingError",
-    "ParameterError",
-    "ArtefactError",
-    "SchemaMismatchError",
-    "StoreError",
-    "GateError",
-    "RecipeError",
-    "ReleaseError",
-    "BudgetError",
-    "short_list",
-    "findings",
-    "one_line",
-    "os_error_message",
-]
-
 
 class AstridError(ValueError):
     """Base class of every error caused by input the user can fix."""

@@ -25,8 +25,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["lazy_exports"]
-
 
 def lazy_exports(package: str, *own: str) -> tuple[
         Callable[[str], Any], Callable[[], list[str]], list[str], dict[str, str]]:

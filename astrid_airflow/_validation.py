@@ -9,18 +9,6 @@ import numpy as np
 
 from astrid_airflow._errors import ParameterError
 
-__all__ = [
-    "check_alpha",
-    "check_fraction",
-    "check_n_jobs",
-    "check_nonnegative",
-    "check_positive_int",
-    "check_seed_sequence",
-    "dataclass_from_dict",
-    "fresh_seed",
-    "SEED_BITS",
-]
-
 #: Width of every seed the library draws or reports: 63 bits, so a seed survives every
 #: JSON/XCom/SQLite round trip as an integer (docs/engine.md, "Seeds").
 SEED_BITS = 63

@@ -21,8 +21,6 @@ from astrid_airflow._validation import (
     dataclass_from_dict,
 )
 
-__all__ = ["AdaptiveConfig", "ADAPTIVE_KEYWORDS"]
-
 #: The ``astrid()`` keywords of the settings, by field name (a contract: CLI flags
 #: ``--adaptive-risk`` ... and ``astrid(adaptive_risk=...)`` keep working).
 ADAPTIVE_KEYWORDS = {

@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["Partition", "best_cuts", "cut", "sort_attributes", "split_scores"]
-
 Partition = tuple[tuple[int, ...], ...]
 Reward = Callable[[list[Partition]], np.ndarray]
 

@@ -17,8 +17,6 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from astrid_airflow._errors import DataError
 
-__all__ = ["TableEncoder", "is_numeric_column"]
-
 
 def is_numeric_column(series: pd.Series) -> bool:
     """Numeric attributes are encoded as numbers; everything else as categories."""

@@ -38,9 +38,6 @@ from ._permutation import goldeneye_indices
 from ._progress import RunProgress
 from ._scoring import score
 
-__all__ = ["FitData", "Task", "backend_kind", "prepare_fit_data", "run_tasks",
-           "shared_fit_data"]
-
 log = logging.getLogger("astrid_airflow")
 
 Groups = tuple[tuple[int, ...], ...]

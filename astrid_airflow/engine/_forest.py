@@ -38,8 +38,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from astrid_airflow._errors import ParameterError
 
-__all__ = ["BACKENDS", "RandomForest", "onedal_available"]
-
 BACKENDS = ("lean", "sklearn", "onedal")
 _MAX_INT = np.iinfo(np.int32).max
 

@@ -8,8 +8,6 @@ from typing import Any
 
 from astrid_airflow._errors import GroupingError, ParameterError, findings
 
-__all__ = ["Grouping", "as_grouping", "group_letter", "letters"]
-
 
 class Grouping:
     """A partition of attribute names into groups that move together.

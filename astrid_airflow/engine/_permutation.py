@@ -18,19 +18,6 @@ from astrid_airflow._validation import check_seed_sequence
 
 from ._grouping import Grouping, as_grouping
 
-__all__ = [
-    "class_blocks",
-    "class_codes",
-    "goldeneye_indices",
-    "goldeneye_permute",
-    "group_permutations",
-    "pandas_class_codes",
-    "seed_of_copies",
-    "shuffle_frame",
-    "small_codes",
-    "within_class_permutation",
-]
-
 
 def class_codes(labels: Sequence | np.ndarray | pd.Series) -> np.ndarray:
     """Integer codes of class labels (missing labels are rejected)."""

@@ -15,8 +15,6 @@ import sys
 import threading
 import time
 
-__all__ = ["INTERVAL", "RunProgress", "format_seconds"]
-
 log = logging.getLogger("astrid_airflow")
 
 # Seconds between log lines; the issue asks for at least one line every 30 s.

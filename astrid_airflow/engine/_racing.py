@@ -46,8 +46,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RaceOutcome", "race_argmax", "race_ranking"]
-
 # evaluate(candidate_indices, start_round, n_rounds) -> (len(candidates), n_rounds) scores
 Evaluate = Callable[[list[int], int, int], np.ndarray]
 

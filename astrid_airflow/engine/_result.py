@@ -12,8 +12,6 @@ from astrid_airflow.io import native
 
 from ._grouping import Grouping, letters
 
-__all__ = ["AstridResult", "GroupingTestResult", "KRow"]
-
 
 def _num(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)

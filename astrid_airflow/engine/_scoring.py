@@ -10,8 +10,6 @@ import numpy as np
 
 from astrid_airflow._errors import ParameterError
 
-__all__ = ["SCORINGS", "check_scoring", "score"]
-
 SCORINGS = ("accuracy", "balanced_accuracy", "f1_macro")
 
 

@@ -54,8 +54,6 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["SequentialPlan", "SequentialOutcome", "plan", "run_sequential"]
-
 _SPEND = 0.6  # share of the remaining risk budget a boundary step may use
 _TOL = 1e-12  # scores are ratios of counts; absorb float rounding (as empirical_p_value)
 

@@ -13,8 +13,6 @@ from astrid_airflow.io import check_attributes, check_table, read_table
 
 from ._permutation import class_codes
 
-__all__ = ["Prepared", "prepare", "stratified_split"]
-
 
 @dataclass
 class Prepared:

@@ -8,8 +8,6 @@ import pandas as pd
 from astrid_airflow._errors import ParameterError
 from astrid_airflow._validation import check_positive_int, check_seed_sequence
 
-__all__ = ["make_synthetic", "MAX_N_PER_CLASS"]
-
 # The running example is a demo table: two classes of at most a million rows (2,000,000
 # rows, ~80 MB in memory, ~190 MB as CSV). A typo like ``--n-per-class 500000000`` would
 # otherwise fill a disk; large benchmark tables come from ``make_planted``.

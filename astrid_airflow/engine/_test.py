@@ -34,8 +34,6 @@ from ._scoring import check_scoring
 from ._sequential import plan, run_sequential
 from ._split import prepare, stratified_split
 
-__all__ = ["empirical_p_value", "test_grouping"]
-
 
 def empirical_p_value(observed: float, null_scores: np.ndarray) -> float:
     """``(1 + #{null >= observed}) / (1 + R)``; ties count against the null (Eq. 3)."""

@@ -22,8 +22,6 @@ from urllib.parse import quote
 
 from astrid_airflow.report import text
 
-__all__ = ["external_resources", "render_validation_html"]
-
 _SPACING = {"0": "0", "1": ".25rem", "2": ".5rem", "3": "1rem", "4": "1.5rem", "5": "3rem"}
 _SIDES = {"": ("",), "t": ("-top",), "b": ("-bottom",), "l": ("-left",), "r": ("-right",),
           "x": ("-left", "-right"), "y": ("-top", "-bottom")}

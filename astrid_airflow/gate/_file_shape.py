@@ -46,8 +46,6 @@ from typing import Any
 
 from astrid_airflow._errors import DataError
 
-__all__ = ["check_publishable", "publishability_problems"]
-
 _ALLOWED_KEYS = (b"ARROW:schema", b"pandas", b"astrid.sql")
 _INDEX_NAME = re.compile(r"^__index_level_\d+__$")
 _SHORT = re.compile(r"^[\w .:/()\[\],+-]{0,64}$")  # a type name, version, encoding...

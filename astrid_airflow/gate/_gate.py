@@ -34,22 +34,6 @@ from astrid_airflow._validation import check_positive_int, dataclass_from_dict, 
 from astrid_airflow.io import load_json
 from astrid_airflow.io import plain as _plain
 
-__all__ = [
-    "SUITE_FILE",
-    "ExpectationOutcome",
-    "GatePolicy",
-    "GateResult",
-    "build_suite",
-    "gate_extra_files",
-    "load_suite",
-    "result_paths",
-    "save_suite",
-    "suite_digest",
-    "suite_expectations",
-    "validate_surrogate",
-    "verify_suite",
-]
-
 SUITE_FILE = "suite.json"
 SUITE_NAME = "astrid_gate"
 SUITE_FORMAT = 1

@@ -13,8 +13,6 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["gx_kit", "import_gx", "quiet_gx_logging"]
-
 
 def import_gx(*, verbose: bool = False) -> Any:
     """Import ``great_expectations`` with its logging kept at WARNING unless ``verbose``.

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RAW_RELEASE_RELAXED", "raw_release_demo_policy"]
-
 #: Fields :meth:`GatePolicy.raw_release_demo` sets to 1.0 (report only): the per-group
 #: disclosure checks, the largest-group unique share and the attack checks.
 RAW_RELEASE_RELAXED: dict[str, float] = {

@@ -39,9 +39,6 @@ from astrid_airflow.gate.metrics import (
     surrogate_utility,
 )
 
-__all__ = ["EXPECTATIONS", "EXPECTATIONS_IN_ORDER", "METRICS", "expectation_class",
-           "register_expectations"]
-
 METRICS = (
     intact_row_proportion,
     largest_group_unique_share,

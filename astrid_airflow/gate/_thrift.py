@@ -11,8 +11,6 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-__all__ = ["ThriftError", "read_struct"]
-
 _MAX_DEPTH = 32  # Parquet's deepest struct is a few levels; a deeper one is hostile
 _MAX_ITEMS = 1 << 24
 

@@ -26,21 +26,6 @@ from pathlib import Path
 
 from astrid_airflow._errors import StoreError
 
-__all__ = [
-    "atomic_dir",
-    "atomic_path",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "fs_put_file",
-    "fs_write_bytes",
-    "fsync_dir",
-    "is_local",
-    "replace_dir",
-    "staged_dir",
-    "refuse_overwriting_inputs",
-    "split_url",
-]
-
 
 def split_url(path: str | os.PathLike) -> tuple[object, str, bool]:
     """``(filesystem, path inside it, is_local)`` for a local path or fsspec URL."""

@@ -40,8 +40,6 @@ from astrid_airflow._errors import DataError, ParameterError
 
 from ._sql import CHUNK_ROWS, SqlConnectionError, SqlPublishError
 
-__all__ = ["RELEASES_TABLE", "SWAP_DIALECTS", "publish_dbapi", "read_dbapi_to_parquet"]
-
 #: Engines whose release swap is implemented (transactional DDL).
 SWAP_DIALECTS = frozenset({"sqlite"})
 #: Where a DB-API release records its manifest (one row per published table).

@@ -17,8 +17,6 @@ import contextvars
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["protocols", "url_to_fs", "using"]
-
 # innermost first; a tuple so a nested call never mutates an outer one's view
 _ACTIVE: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
     "astrid_airflow_filesystems", default=())

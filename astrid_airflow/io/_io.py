@@ -16,10 +16,6 @@ from astrid_airflow._errors import DataError, os_error_message, short_list
 from ._jsonable import native
 from ._sql import is_sql_url
 
-__all__ = ["read_table", "read_arrow", "read_schema", "input_format", "check_finite",
-           "check_regular_file", "csv_floats_like",
-           "check_table", "split_target", "drop_missing_and_constant"]
-
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
 
 

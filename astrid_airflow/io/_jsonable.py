@@ -12,8 +12,6 @@ import numpy as np
 from astrid_airflow._errors import AstridError, DataError
 from astrid_airflow.engine import Grouping
 
-__all__ = ["native", "plain", "strict", "load_json", "MAX_JSON_DEPTH"]
-
 #: Deepest nesting accepted in JSON read from disk (artefacts and suites need < 10).
 MAX_JSON_DEPTH = 64
 

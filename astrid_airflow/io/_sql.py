@@ -60,23 +60,6 @@ from urllib.parse import quote
 
 from astrid_airflow._errors import DataError, ParameterError, StoreError
 
-__all__ = [
-    "CHUNK_ROWS",
-    "SQL_METADATA_KEY",
-    "SqlColumn",
-    "SqlConnectionError",
-    "SqlPublishError",
-    "SqlSource",
-    "connect",
-    "is_sql_url",
-    "publish_table",
-    "read_sql",
-    "read_sql_arrow",
-    "shuffle_table",
-    "sql_source",
-    "sql_to_parquet",
-]
-
 #: Rows fetched (and written as one Parquet row group / one COPY batch) at a time.
 CHUNK_ROWS = 50_000
 #: Arrow schema metadata key holding the SQL column types (JSON).

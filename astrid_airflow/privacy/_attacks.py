@@ -52,15 +52,6 @@ from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_positive_int, check_seed_sequence
 from astrid_airflow.engine import Grouping, is_numeric_column
 
-__all__ = [
-    "AttackRisk",
-    "singling_out_risk",
-    "linkability_risk",
-    "inference_risk",
-    "linkability_split",
-    "residual_risk",
-]
-
 #: Confidence level of every interval (the paper's 95 %).
 CONFIDENCE = 0.95
 #: Relative tolerance of a numeric inference guess (anonymeter's default).

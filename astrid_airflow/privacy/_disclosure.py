@@ -42,19 +42,6 @@ from astrid_airflow._validation import check_positive_int
 from astrid_airflow.engine import run_threaded
 from astrid_airflow.release import TableSource, resolve_grouping, row_hashes, splitmix, table_source
 
-__all__ = [
-    "PAIR_SAMPLE_ROWS",
-    "LINKAGE_Z",
-    "DisclosureRisk",
-    "GroupDisclosure",
-    "PairLinkage",
-    "cross_group_linkage",
-    "disclosure_risk",
-    "group_disclosure",
-    "worst_group",
-    "worst_pair",
-]
-
 _U64 = np.uint64
 #: A pair fails linkage when its excess over the expectation exceeds both the policy's
 #: absolute margin and this many of its standard deviations. ``sd_linked_share`` ignores

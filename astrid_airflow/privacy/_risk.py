@@ -35,8 +35,6 @@ from ._attacks import (
 )
 from ._disclosure import GroupDisclosure, PairLinkage
 
-__all__ = ["RiskReport", "measure_risk", "shadow_attacks"]
-
 #: Rows of each side of a shadow release; a larger batch is sampled down to twice this.
 SHADOW_MAX_ROWS = 20_000
 

@@ -34,16 +34,6 @@ from astrid_airflow._errors import (
 from astrid_airflow.engine import Grouping
 from astrid_airflow.io import native, strict
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "GroupingArtefact",
-    "SchemaCheck",
-    "column_kind",
-    "dtype_kind",
-    "fingerprint_table",
-    "schema_of",
-]
-
 SCHEMA_VERSION = 1
 
 # The settings of the run: fields an artefact copies from its result as they are.

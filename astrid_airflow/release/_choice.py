@@ -28,8 +28,6 @@ import pandas as pd
 from astrid_airflow._errors import ParameterError
 from astrid_airflow.engine import Grouping
 
-__all__ = ["choose_release"]
-
 #: Largest table on which the MDAV alternative is also tried (O(n^2 / k) per class).
 MDAV_MAX_ROWS = 5_000
 #: Rows the candidates' utility and attacks are measured on (a stratified subsample of

@@ -18,19 +18,6 @@ from typing import Any
 from ._metrics import intact_row_proportion, surrogate_metrics
 from ._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
 
-__all__ = [
-    "Learned",
-    "ReleasePlan",
-    "StagedSurrogate",
-    "gate_receipt",
-    "learn_or_reuse",
-    "metrics_path",
-    "receipt_path",
-    "release_plan",
-    "save_learned",
-    "stage_surrogate",
-]
-
 
 @dataclass(frozen=True)
 class StagedSurrogate:

@@ -29,14 +29,6 @@ from typing import Any, Literal
 
 from astrid_airflow._errors import ReleaseError
 
-__all__ = [
-    "ReleaseDecision",
-    "check_receipt",
-    "check_release_id",
-    "decide_release",
-    "release_time",
-]
-
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 Action = Literal["publish", "same", "older"]

@@ -46,15 +46,6 @@ from astrid_airflow.engine import Grouping
 
 from ._artefact import dtype_kind
 
-__all__ = [
-    "ReleaseRecipe",
-    "apply_recipe",
-    "fit_recipe",
-    "generalise_file",
-    "group_risk",
-    "mdav_clusters",
-]
-
 RECIPE_VERSION = 1
 _METHODS = ("bins", "round", "suppress", "mdav")
 _TYPES = ("integer", "float", "string", "category", "boolean")

@@ -34,18 +34,6 @@ from astrid_airflow.io import fs_write_bytes, fsync_dir, staged_dir
 
 from ._artefact import GroupingArtefact
 
-__all__ = [
-    "ARTEFACT_FILE",
-    "ArtefactLocation",
-    "ArtefactStore",
-    "LoadedArtefact",
-    "check_artefact_name",
-    "check_outside_store",
-    "load_artefact",
-    "parse_artefact_ref",
-    "split_artefact_ref",
-]
-
 ARTEFACT_FILE = "artefact.json"
 # Always used with fullmatch: ``$`` would also match before a trailing newline, and
 # ``\d`` (without re.ASCII) would accept non-ASCII digits such as U+0660.

@@ -37,16 +37,6 @@ from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_positive_int
 from astrid_airflow.engine import Grouping, as_grouping
 
-__all__ = [
-    "make_surrogate",
-    "shuffle_file",
-    "surrogate_paths",
-    "resolve_grouping",
-    "is_arrow_table",
-    "ProtectsNothingWarning",
-    "TableFile",
-]
-
 #: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
 CHUNK_ROWS = 1 << 20
 

@@ -12,8 +12,6 @@ import html
 import re
 from typing import Any
 
-__all__ = ["safe_href", "text"]
-
 _SAFE_SCHEMES = ("http", "https", "file")
 # Browsers drop ASCII control characters and whitespace inside a scheme ("java\tscript:").
 _IGNORED = re.compile(r"[\x00-\x20\x7f]+")

@@ -31,17 +31,6 @@ import numpy as np
 
 from astrid_airflow.engine import group_letter
 
-__all__ = [
-    "DPI",
-    "GROUP_COLOURS",
-    "accuracy_figure",
-    "disclosure_figure",
-    "distribution_figure",
-    "grouping_matrix_figure",
-    "png_bytes",
-    "release_figure",
-]
-
 DPI = 100
 #: Group colours: matplotlib's tab20 with the saturated shades first, so neighbouring
 #: groups (consecutive letters) never get two shades of one hue.

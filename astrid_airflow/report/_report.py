@@ -44,16 +44,6 @@ from astrid_airflow.io import plain as _plain
 
 from ._html import safe_href, text
 
-__all__ = [
-    "REPORT_FILES",
-    "ClassCheck",
-    "ColumnCheck",
-    "WrittenReport",
-    "distribution_checks",
-    "report_dir_for",
-    "write_report",
-]
-
 REPORT_VERSION = 1
 INDEX = "index.html"
 REPORT_JSON = "report.json"

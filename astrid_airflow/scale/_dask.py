@@ -32,9 +32,6 @@ from typing import Any
 
 from astrid_airflow._errors import ParameterError
 
-__all__ = ["DaskRun", "astrid_on_dask", "collect_astrid", "dask_parallel", "detached_status",
-           "submit_astrid", "test_grouping_on_dask"]
-
 
 def _import_distributed() -> Any:
     try:

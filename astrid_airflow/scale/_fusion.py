@@ -32,9 +32,6 @@ from astrid_airflow.engine import Grouping, letters
 from astrid_airflow.io import native
 from astrid_airflow.release import column_kind, compatible_kind
 
-__all__ = ["CollectionPlan", "FusionReport", "FusionResult", "collection_plan",
-           "fuse_parts", "fused_class_sizes", "MAX_ROWS_FACTOR"]
-
 #: ``n_rows`` may be at most this many times the rows of the largest part: a bootstrap
 #: well beyond the data collected, yet a mistyped ``--rows`` cannot write gigabytes.
 MAX_ROWS_FACTOR = 10
@@ -44,7 +41,8 @@ MAX_ROWS_FACTOR = 10
 
 @dataclass(frozen=True)
 class FusionReport:
-    """What :func:`fuse_parts` did.
+    """What :func:`fuse_parts` did: the fused table's rows per class, the sizing rule,
+    and per group the part it was drawn from (``to_dict()`` is JSON-able).
 
     Attributes
     ----------

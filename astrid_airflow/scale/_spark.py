@@ -60,13 +60,6 @@ from astrid_airflow._validation import check_seed_sequence
 from astrid_airflow.engine import Grouping
 from astrid_airflow.release import release_recipe, resolve_grouping, warn_if_one_group
 
-__all__ = [
-    "SparkShuffleResult",
-    "spark_intact_row_proportion",
-    "spark_shuffle_parquet",
-    "spark_surrogate",
-]
-
 _SLOT_ERROR = ("GoldenEye slot without exactly one part per group: the input changed "
                "between jobs (persist or checkpoint it)")
 

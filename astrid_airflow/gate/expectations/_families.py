@@ -19,9 +19,6 @@ from typing import Any, ClassVar
 
 from astrid_airflow.gate._checks import EPS, MAX_DETAILS, judge_attack, judge_group_disclosure
 
-__all__ = ["REQUIRED", "AtMost", "AttackAtMost", "GateExpectation", "GroupingRisk",
-           "NoDifferences", "Thresholded", "WorstGroup", "define"]
-
 #: The default of a kwarg the suite must always give.
 REQUIRED: Any = object()
 #: The pydantic field type of each kwarg that is not a plain list (the kit's types

@@ -16,8 +16,6 @@ from typing import Any
 
 from astrid_airflow.gate._checks import bound_reference
 
-__all__ = ["TableMetric"]
-
 
 @dataclass(frozen=True)
 class TableMetric:
