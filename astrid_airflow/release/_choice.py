@@ -172,12 +172,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     release; later candidates are recorded as not attacked.
     """
     from astrid_airflow._validation import check_seed_sequence
+    from astrid_airflow.engine import pandas_class_codes
     from astrid_airflow.gate import GatePolicy
 
     from ._artefact import GroupingArtefact
     from ._metrics import stratified_subsample, surrogate_utility
     from ._remedies import apply_recipe, fit_recipe
-    from ._surrogate import ProtectsNothingWarning, pandas_class_codes
+    from ._surrogate import ProtectsNothingWarning
 
     d = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     if not isinstance(remedies, bool):
