@@ -214,7 +214,7 @@ def markdown(rows: list[dict]) -> str:
             lines.append(f"* {r['table']}: chosen grouping {rel.get('grouping')} with "
                          f"{rel.get('remedied')} remedied column(s)/group(s) out of "
                          f"{rel.get('candidates')} candidates; the choice's own measure "
-                         f"(one split of the release part): accuracy "
+                         f"(release part, the gate's splits): accuracy "
                          f"{u.get('accuracy_original', float('nan')):.3f} original, "
                          f"{u.get('accuracy_remedied_release', float('nan')):.3f} remedied")
     return "\n".join(lines) + "\n"
