@@ -9,6 +9,7 @@ does, and writes the table of input -> expected behaviour -> actual message. The
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import sys
@@ -19,6 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     # Airflow reads its configuration at import: keep it away from ~/airflow, as the
     # test suite's conftest does.
     home = tempfile.mkdtemp(prefix="astrid_airflow_home_")
