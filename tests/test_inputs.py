@@ -262,3 +262,32 @@ def test_gate_import_prints_no_pyspark_warning():
                        timeout=170)
     assert r.returncode == 0, r.stderr
     assert "PySpark" not in r.stderr and "FutureWarning" not in r.stderr, r.stderr
+
+
+def test_the_gate_does_not_load_pyspark_but_the_spark_path_still_can(tmp_path):
+    """GX would import PySpark (its Spark datasource); the gate never uses it. A whole
+    gate run leaves it unloaded, and the Spark path can import it afterwards."""
+    code = """
+import sys
+from astrid_airflow import (GatePolicy, Grouping, GroupingArtefact, make_surrogate,
+                            make_synthetic, validate_surrogate)
+t = make_synthetic(100, random_state=0)
+g = Grouping.parse("a1,a2;a3;a4")
+result = {"grouping": g.to_list(), "k": g.k, "table": [], "target": "class",
+          "classifier": "svm", "scoring": "accuracy", "alpha": 0.05, "n_search": 20,
+          "n_test": 40, "random_state": 0}
+artefact = GroupingArtefact.from_result(result, t)
+r = validate_surrogate(t, make_surrogate(t, artefact, random_state=1), artefact,
+                       policy=GatePolicy.raw_release_demo(), random_state=0)
+print(len(r.expectations), sum(m.startswith("pyspark") for m in sys.modules))
+import pyspark
+print("spark", pyspark.__version__)
+"""
+    script = tmp_path / "gate_run.py"  # a file: PySpark's doctest hook ends `-c` runs
+    script.write_text(code)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    n_expectations, n_pyspark = r.stdout.split("\n")[0].split()
+    assert int(n_expectations) > 5 and n_pyspark == "0", r.stdout
+    assert "spark " in r.stdout, r.stdout

@@ -5,9 +5,10 @@ builders of the metric and expectation classes (``metrics/_base.py``,
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import warnings
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,14 +24,29 @@ def import_gx(*, verbose: bool = False) -> Any:
     after the import.
     """
     quiet_gx_logging(verbose=verbose)
-    with warnings.catch_warnings():
-        # GX imports PySpark when it is installed (its Spark datasource), and PySpark
-        # warns about pandas 3 on import: noise for a gate that never uses Spark.
-        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark(\.|$)")
+    with _without_pyspark():
         import great_expectations as gx
 
     quiet_gx_logging(verbose=verbose)
     return gx
+
+
+@contextlib.contextmanager
+def _without_pyspark() -> Iterator[None]:
+    """GX imports PySpark when it is installed (for its Spark datasource, which the gate
+    never uses): over a hundred modules, a FutureWarning about pandas 3, and a doctest
+    hook that ends a ``python -c`` process early. Unless PySpark is already loaded (the
+    Spark path ran first), its import is refused while GX loads — GX treats it as not
+    installed — and allowed again afterwards, so the Spark path can still import it."""
+    if "pyspark" in sys.modules:
+        yield
+        return
+    sys.modules["pyspark"] = None  # type: ignore[assignment]  # "import pyspark" fails
+    try:
+        yield
+    finally:
+        if sys.modules.get("pyspark", 0) is None:
+            del sys.modules["pyspark"]
 
 
 def quiet_gx_logging(*, verbose: bool = False) -> None:
