@@ -19,6 +19,7 @@ Mateo-Sanz, IEEE TKDE 14(1), 2002 (MDAV).
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -125,6 +126,18 @@ def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, poli
               "inference": policy.max_inference_risk}
     failed = [kind for kind in upper if upper[kind] > limits[kind]]
     return {f"{k}_upper": v for k, v in upper.items()}, failed
+
+
+def _then(label: str, step: str) -> str:
+    """``label, step``; a step repeated in a row is counted (``step ×3``), not restated.
+
+    >>> _then(_then("per-k table, k=4", "split"), "split")
+    'per-k table, k=4, split ×2'
+    """
+    m = re.fullmatch(rf"(.*), {re.escape(step)}(?: ×(\d+))?", label)
+    if m is None:
+        return f"{label}, {step}"
+    return f"{m.group(1)}, {step} ×{int(m.group(2) or 1) + 1}"
 
 
 def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
@@ -240,9 +253,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         if failing and method == "bins":
             along = _split_along_table(grouping, failing, finer)
             if along is not None:
-                queue.append((f"{label}, unsafe group(s) split along the per-k table",
+                queue.append((_then(label, "unsafe group(s) split along the per-k table"),
                               along))
-            queue.append((f"{label}, unsafe group(s) split", _split(grouping, failing)))
+            queue.append((_then(label, "unsafe group(s) split"), _split(grouping, failing)))
         remedied = apply_recipe(work, recipe, target=target)
         risks, failed = _cheap_checks(remedied, grouping, target, policy)
         cands.append({"label": label, "grouping": grouping.to_list(), "method": method,
