@@ -205,6 +205,7 @@ def test_one_pass_paths_match_the_reference(seed, squeeze, monkeypatch, tmp_path
         monkeypatch.setattr(_metrics, "_code_cap", lambda n: 12)
         monkeypatch.setattr(_metrics, "_SAMPLE", 40)
         monkeypatch.setattr(_metrics, "_TINY", 1.0)
+        monkeypatch.setattr(_metrics, "_BLOCK", 7)
     n = [40, 300, 1000, 2500][seed]
     t = wide_table(n, seed)
     groupings = ["ni;fi;wide;u;s;ci;d;b", "ni,fi;wide,u;s,ci,d,b", "ni,fi,wide,u,s,ci,d,b",
@@ -225,8 +226,12 @@ def test_one_pass_paths_match_the_reference(seed, squeeze, monkeypatch, tmp_path
         assert d.largest_group_unique_share == reference_unique_share(a, grouping)
 
 
-def test_encodings_hash_as_row_hashes_and_codes_follow_hashes(tmp_path):
-    from astrid_airflow.release._metrics import _column_hash, _encode, _encode_column
+@pytest.mark.parametrize("block", [7, 1 << 16])
+def test_encodings_hash_as_row_hashes_and_codes_follow_hashes(block, tmp_path, monkeypatch):
+    from astrid_airflow.release import _metrics
+    from astrid_airflow.release._metrics import _Column, _column_hash, _read_column
+
+    monkeypatch.setattr(_metrics, "_BLOCK", block)
 
     t = wide_table(500, 3)
     t["none"] = pd.Series([None] * 500, dtype=object)  # Arrow's null type
@@ -235,8 +240,13 @@ def test_encodings_hash_as_row_hashes_and_codes_follow_hashes(tmp_path):
     parquet = table_source(str(tmp_path / "t.parquet"), "t")
     for c in t.columns:
         want = _column_hash(t[c])
-        for h, codes, levels in (_encode(t[c], codes=True),
-                                 _encode_column(parquet, c, codes=True)):
+        for col in (_Column(t[c], codes=True), _read_column(parquet, c, codes=True)):
+            blocks = np.zeros(0, dtype=np.uint64)
+            for lo, z in col.blocks():
+                assert lo == blocks.shape[0]
+                blocks = np.concatenate([blocks, z])
+            np.testing.assert_array_equal(blocks, want)
+            h, codes, levels = col.hashes(), col.codes, col.levels
             np.testing.assert_array_equal(h, want)
             if codes is not None:  # equal codes exactly where hashes are equal
                 assert codes.min() >= 0 and codes.max() < levels

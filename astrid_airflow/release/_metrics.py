@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -250,8 +250,8 @@ def _numeric(arr: Any) -> Any:
 
 
 def _float_values(arr: Any) -> tuple[np.ndarray, np.ndarray | None]:
-    """``(values as a private float64 array, missing mask or None)`` of numeric ``arr``:
-    integers compare equal to the same floats, -0.0 to 0.0, NaN to null."""
+    """``(values as float64, missing mask or None)`` of numeric ``arr`` (the array may
+    be Arrow's, read-only): integers compare equal to the same floats, NaN to null."""
     import pyarrow as pa
 
     vals = arr.cast(pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
@@ -313,79 +313,190 @@ def _code_cap(n: int) -> int:
     return max(2 * n, 1 << 16)
 
 
-def _encode(column: Any, codes: bool) -> tuple[np.ndarray, np.ndarray | None, int]:
-    """``(hashes, codes, levels)`` of one column, read once.
+class _Scratch:
+    """Buffers reused from one group to the next, per thread, during one metrics pass:
+    on 10M rows a fresh array costs more in page faults (~0.5 ms a MiB on this kind of
+    VM) than the pass that fills it."""
 
-    ``hashes`` are the values' hashes of :func:`_column_hash` (the same whatever the
-    container). With ``codes``, also integer codes in ``[0, levels)``, equal exactly when
-    the hashes are, if they come cheap: categoricals and strings (their distinct values,
-    hashed once each) and integer-valued numbers of a small range (value minus minimum);
-    else None, and the caller counts hashes.
+    def __init__(self) -> None:
+        import threading
+
+        self._local = threading.local()  # freed with this object, in every thread
+
+    def get(self, name: str, n: int, dtype: Any) -> np.ndarray:
+        bufs = vars(self._local)
+        buf = bufs.get(name)
+        if buf is None or buf.shape[0] < n or buf.dtype != dtype:
+            buf = bufs[name] = np.empty(n, dtype=dtype)
+        return buf[:n]
+
+    def release(self) -> None:
+        import threading
+
+        self._local = threading.local()  # the old one's buffers go, in every thread
+
+
+def _empty(scratch: _Scratch | None, name: str, n: int, dtype: Any) -> np.ndarray:
+    return np.empty(n, dtype=dtype) if scratch is None else scratch.get(name, n, dtype)
+
+
+class _Column:
+    """One column read for the one-pass metrics.
+
+    Its values' hashes (those of :func:`_column_hash`) are made block by block from
+    Arrow's buffers (:meth:`blocks`), never held whole unless asked (:meth:`hashes`).
+    With ``codes``, also integer codes ``0 <= code < levels``, equal exactly where the
+    hashes are, when they come cheap: categoricals and strings (each distinct value
+    hashed once) and integer-valued numbers of a small span (value minus minimum); else
+    ``codes`` is None and the caller counts hashes. ``scratch``: where the codes may go
+    (the caller is done with them before it reads the next column).
     """
-    import pyarrow as pa
 
-    column = _chunked(column)
-    n = len(column)
-    if column.num_chunks == 0 or n == 0:
-        return np.zeros(0, dtype=_U64), np.zeros(0, dtype=np.intp) if codes else None, 1
-    if pa.types.is_dictionary(column.type) or _is_stringy(column.type):
-        return _encode_dictionary(column, codes)
-    num = _numeric(column)
-    if num is None:
-        return _column_hash(column), None, 0
-    vals, missing = _float_values(num)
-    coded = _integer_codes(vals, missing, integral=pa.types.is_integer(num.type)) \
-        if codes else None
-    return _hash_floats(vals, missing), *(coded or (None, 0))
+    def __init__(self, column: Any, codes: bool, scratch: _Scratch | None = None):
+        import pyarrow as pa
+
+        column = _chunked(column)
+        self.n = len(column)
+        self.codes: np.ndarray | None = np.zeros(0, dtype=np.intp) if codes else None
+        self.levels = 1
+        # (kind, per-row values, extra): ("take", indices, hash table),
+        # ("floats", float64 values, missing mask or None), ("hashes", hashes, None)
+        self._parts: list[tuple[str, np.ndarray, Any]] = []
+        if self.n == 0:
+            return
+        if pa.types.is_dictionary(column.type) or _is_stringy(column.type):
+            self._dictionary(column, codes, scratch)
+            return
+        num = _numeric(column)
+        if num is None:  # the null type, or values compared as text
+            self.codes = None
+            self._parts.append(("hashes", _column_hash(column), None))
+            return
+        for c in num.cast(pa.float64()).chunks:
+            if len(c) == 0:
+                continue
+            if c.null_count:
+                vals = c.fill_null(float("nan")).to_numpy()
+                missing = np.isnan(vals)
+            else:
+                vals = c.to_numpy()  # Arrow's buffer, read-only: no copy
+                missing = np.isnan(vals) if pa.types.is_floating(num.type) else None
+                missing = missing if missing is not None and missing.any() else None
+            self._parts.append(("floats", vals, missing))
+        if codes:
+            coded = _integer_codes([(v, m) for _, v, m in self._parts], self.n,
+                                   pa.types.is_integer(num.type),
+                                   lambda: _empty(scratch, "codes", self.n, np.intp))
+            self.codes, self.levels = coded or (None, 0)
+
+    @classmethod
+    def of_hashes(cls, hashes: np.ndarray, codes: np.ndarray | None, levels: int
+                  ) -> _Column:
+        self = cls.__new__(cls)
+        self.n, self.codes, self.levels = hashes.shape[0], codes, levels
+        self._parts = [("hashes", hashes, None)]
+        return self
+
+    def _dictionary(self, column: Any, codes: bool, scratch: _Scratch | None) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not pa.types.is_dictionary(column.type):
+            column = pc.dictionary_encode(column)
+        column = column.unify_dictionaries()  # one dictionary, indices valid in every chunk
+        null = _hash_strings(pa.array([""]))[0] if _is_stringy(column.type.value_type) \
+            else _NULL_HASH  # as _hash_array hashes a missing value
+        table = np.append(_hash_array(column.chunk(0).dictionary), null)
+        if codes:
+            # Dictionary entries with equal hashes get one code (the null slot if used).
+            canon, uniques = pd.factorize(table if column.null_count else table[:-1])
+            self.codes = _empty(scratch, "codes", self.n, np.intp)
+            self.levels = len(uniques)
+        at = 0
+        for c in column.chunks:
+            if len(c) == 0:
+                continue
+            indices = c.indices
+            if c.null_count:
+                if indices.type.bit_width < 32:
+                    indices = indices.cast(pa.int32())
+                indices = indices.fill_null(len(table) - 1)
+            idx = indices.to_numpy()
+            if codes:
+                np.take(canon, idx, out=self.codes[at:at + idx.shape[0]])
+            self._parts.append(("take", idx, table))
+            at += idx.shape[0]
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """``(first row, hashes of the block's rows)``, block after block of at most
+        :data:`_BLOCK` rows; a block is scratch, valid until the next one."""
+        out = np.empty(min(self.n, _BLOCK), dtype=_U64)
+        tmp = np.empty_like(out)
+        at = 0
+        for kind, values, extra in self._parts:
+            m = values.shape[0]
+            for lo in range(0, m, _BLOCK):
+                hi = min(m, lo + _BLOCK)
+                if kind == "hashes":
+                    yield at + lo, values[lo:hi]
+                    continue
+                z = out[:hi - lo]
+                if kind == "take":
+                    np.take(extra, values[lo:hi], out=z)
+                else:
+                    np.add(values[lo:hi], 0.0, out=z.view(np.float64))  # -0.0 -> 0.0
+                    _splitmix_block(z, z, tmp)
+                    if extra is not None and extra[lo:hi].any():
+                        z[extra[lo:hi]] = _NULL_HASH
+                yield at + lo, z
+            at += m
+
+    def hashes(self, out: np.ndarray | None = None) -> np.ndarray:
+        """All the hashes as one array, in ``out`` if given (kept: later :meth:`blocks`
+        read it)."""
+        if len(self._parts) == 1 and self._parts[0][0] == "hashes":
+            return self._parts[0][1]
+        out = np.empty(self.n, dtype=_U64) if out is None else out
+        for lo, z in self.blocks():
+            out[lo:lo + z.shape[0]] = z
+        self._parts = [("hashes", out, None)]
+        return out
 
 
-def _encode_dictionary(column: Any, codes: bool) -> tuple[np.ndarray, np.ndarray | None, int]:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    column = column.unify_dictionaries()  # one dictionary, indices valid in every chunk
-    null = _hash_strings(pa.array([""]))[0] if _is_stringy(column.type.value_type) \
-        else _NULL_HASH  # as _hash_array hashes a missing value
-    table = np.append(_hash_array(column.chunk(0).dictionary), null)
-    indices = pa.chunked_array([c.indices for c in column.chunks])
-    if column.null_count:
-        idx = indices.cast(pa.int64()).fill_null(len(table) - 1).to_numpy()
-    else:
-        idx = np.concatenate([c.to_numpy() for c in indices.chunks])
-    if not codes:
-        return table[idx], None, 0
-    # Dictionary entries with equal hashes get one code (the null slot only if used).
-    canon, uniques = pd.factorize(table if column.null_count else table[:-1])
-    return table[idx], canon[idx], len(uniques)
-
-
-def _integer_codes(vals: np.ndarray, missing: np.ndarray | None, integral: bool
+def _integer_codes(parts: list[tuple[np.ndarray, np.ndarray | None]], n: int,
+                   integral: bool, empty: Callable[[], np.ndarray]
                    ) -> tuple[np.ndarray, int] | None:
-    """``(value - minimum, levels)`` when every present value is an integer and they span
-    less than :func:`_code_cap` (missing values get the last code); else None.
+    """``(value - minimum, levels)`` of float64 ``parts`` (values, missing mask) when
+    every present value is an integer and they span less than :func:`_code_cap`
+    (missing values get the last code, and ``empty()`` the array for them); else None.
 
     Exact: integer-valued floats within a small span subtract exactly, so distinct
     values get distinct codes, as they get distinct hashes.
     """
-    n = vals.shape[0]
-    present = vals if missing is None else vals[~missing]
-    if present.shape[0] == 0:
+    present = [v if m is None else v[~m] for v, m in parts]
+    present = [p for p in present if p.shape[0]]
+    if not present:
         return np.zeros(n, dtype=np.intp), 1
     if not integral:
-        head = present[:256]  # a quick no for continuous columns
+        head = present[0][:256]  # a quick no for continuous columns
         if not np.array_equal(head, np.rint(head)) or \
-                not np.array_equal(present, np.rint(present)):
+                not all(np.array_equal(p, np.rint(p)) for p in present):
             return None
-    lo, hi = present.min(), present.max()
+    lo, hi = min(p.min() for p in present), max(p.max() for p in present)
     if not hi - lo < _code_cap(n):  # also NaN-safe: inf spans fail
         return None
     span = int(hi - lo) + 1
-    diff = vals - lo
-    if missing is not None:
-        diff[missing] = span
-    return diff.astype(np.intp), span + (missing is not None)
+    codes = empty()
+    at, missing = 0, False
+    with np.errstate(invalid="ignore"):  # NaN (missing) casts to junk, replaced below
+        for v, m in parts:
+            out = codes[at:at + v.shape[0]]
+            np.subtract(v, lo, out=out, casting="unsafe")
+            if m is not None:
+                out[m] = span
+                missing = True
+            at += v.shape[0]
+    return codes, span + missing
 
 
 def row_hashes(table: Any, columns: Sequence[str]) -> np.ndarray:
@@ -491,17 +602,28 @@ def _share_found(unique_keys: np.ndarray, keys: np.ndarray) -> float:
     bits = min(28, max(12, (max(n, keys.shape[0]) - 1).bit_length() + 3))
     shift = _U64(64 - bits)
     seen = np.zeros(1 << bits, dtype=bool)
-    seen[keys >> shift] = True
-    cand = unique_keys[seen[unique_keys >> shift]]
+
+    def mark(values: np.ndarray) -> None:
+        for lo in range(0, values.shape[0], _BLOCK):  # block by block: no big temporaries
+            seen[values[lo:lo + _BLOCK] >> shift] = True
+
+    def marked(values: np.ndarray) -> np.ndarray:
+        hit = np.empty(values.shape[0], dtype=bool)
+        for lo in range(0, values.shape[0], _BLOCK):
+            hit[lo:lo + _BLOCK] = seen[values[lo:lo + _BLOCK] >> shift]
+        return values[hit]
+
+    mark(keys)
+    cand = marked(unique_keys)
     if cand.shape[0] < n // 2:
         seen[:] = False
-        seen[cand >> shift] = True
-        keys = keys[seen[keys >> shift]]
+        mark(cand)
+        keys = marked(keys)
     found = pd.Series(cand, copy=False).isin(keys).to_numpy()
     return np.count_nonzero(found) / n
 
 
-def _all_distinct(keys: np.ndarray) -> bool:
+def _all_distinct(keys: np.ndarray, scratch: _Scratch | None = None) -> bool:
     """Whether no two ``keys`` are equal: one sort of their top 32 bits (half the cost
     of sorting the keys), the few rows whose top bits repeat then compared in full."""
     n = keys.shape[0]
@@ -509,18 +631,17 @@ def _all_distinct(keys: np.ndarray) -> bool:
     sample = keys[::step]
     if len(pd.unique(sample)) < sample.shape[0]:  # a quick no
         return False
-    top = (keys >> _U64(32)).astype(np.uint32)
-    s = np.sort(top)
+    s = np.right_shift(keys, _U64(32), out=_empty(scratch, "top", n, np.uint32))
+    s.sort()
     repeated = s[1:][s[1:] == s[:-1]]
-    del s
     if repeated.shape[0] == 0:
         return True
     if repeated.shape[0] > n // 64:  # ~n^2 / 2^33 expected: many rows share top bits
         return _repeats(keys)[0].shape[0] == 0
-    mask = np.uint32((1 << 20) - 1)
+    mask = _U64((1 << 20) - 1)
     hit = np.zeros(1 << 20, dtype=bool)  # keys equal in full are equal in these bits
     hit[repeated & mask] = True
-    cand = keys[hit[top & mask]]
+    cand = keys[hit[(keys >> _U64(32)) & mask]]
     return np.unique(cand).shape[0] == cand.shape[0]
 
 
@@ -532,7 +653,7 @@ def _coded_counts(codes: np.ndarray, levels: int, classes: np.ndarray, n_classes
     Returns ``(counts, unique share)``: ``counts`` (with ``with_class``) the rows of each
     row's class sharing its code, as uint32, None when all are 1; with ``share``, the
     share of rows whose code no other row has. None when the class-by-code table would
-    be too big to count this way.
+    be too big to count this way. ``codes`` is the caller's to give up (overwritten).
     """
     n = codes.shape[0]
     cap = _code_cap(n)
@@ -556,7 +677,7 @@ def _coded_counts(codes: np.ndarray, levels: int, classes: np.ndarray, n_classes
         remap = np.full(levels, rest, dtype=np.intp)
         remap[repeated] = np.arange(rest)
         codes, levels = remap[codes], rest + 1
-    key = codes * n_classes
+    key = np.multiply(codes, n_classes, out=codes)
     key += classes
     per_key = np.bincount(key, minlength=levels * n_classes)
     if rest is not None:
@@ -567,9 +688,10 @@ def _coded_counts(codes: np.ndarray, levels: int, classes: np.ndarray, n_classes
 
 
 def _hashed_counts(keys: np.ndarray, class_hash: Callable[[], np.ndarray], share: bool,
-                   with_class: bool) -> tuple[np.ndarray | None, float | None]:
+                   with_class: bool, scratch: _Scratch | None = None
+                   ) -> tuple[np.ndarray | None, float | None]:
     """:func:`_coded_counts` for 64-bit group keys (``class_hash()``: the class salt)."""
-    if _all_distinct(keys):
+    if _all_distinct(keys, scratch):
         return None, 1.0 if share else None
     unique = float(np.mean(_key_counts(keys) == 1)) if share else None
     if not with_class:
@@ -853,13 +975,14 @@ def _privacy_metrics(src: TableSource, surrogate: Any, grouping: Grouping, targe
 
     One pass over the columns instead of one per metric: each column of either table is
     read once (Parquet strings dictionary-encoded, never one string per row) and hashed
-    once, and its codes are counted where that is exact and cheap (:func:`_encode`,
-    :func:`_coded_counts`: ``np.bincount``, no hash table, no sort); other groups count
-    their hashes. Groups are handled on :func:`~astrid_airflow.engine.n_threads`
-    threads (Arrow reads, numpy and ``bincount`` free the GIL), a few ahead of the one
-    being folded into the row keys, in order, so the results do not depend on the thread
-    count. Row keys fold the group hashes rather than chain the column hashes (both
-    sides alike), which changes no count; the per-row group counts are kept as uint32.
+    block by block (:class:`_Column`); its codes are counted where that is exact and
+    cheap (:func:`_coded_counts`: ``np.bincount``, no hash table, no sort), other groups
+    count their hashes. Groups are handled on :func:`~astrid_airflow.engine.n_threads`
+    threads (Arrow reads, numpy, ``bincount`` and sorts free the GIL), at most that many
+    at a time, and their counts are taken in order. The row keys are sums over the groups
+    (:func:`_accumulate`, both sides alike), so each thread adds the groups it handles to
+    its own sums and the total does not depend on the thread count; they group rows as
+    the chained column hashes of :func:`row_hashes` do, which changes no count.
     """
     import threading
 
@@ -867,104 +990,130 @@ def _privacy_metrics(src: TableSource, surrogate: Any, grouping: Grouping, targe
     surr.require([*grouping.columns, target], "surrogate")
     n, k = src.num_rows, grouping.k
     largest = grouping.groups.index(max(grouping.groups, key=len))
-    class_hash, classes, n_classes = _encode_class(src, target)
+    cls = _read_column(src, target, codes=True)
+    classes, n_classes = cls.codes, cls.levels
+    if classes is None:
+        classes, uniques = pd.factorize(cls.hashes())
+        n_classes = len(uniques)
     class_sizes = np.bincount(classes, minlength=n_classes)
-    salt: list[np.ndarray] = []
     lock = threading.Lock()
+    salt: list[np.ndarray] = []
+    sums: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    scratch = _Scratch()
 
     def salted() -> np.ndarray:  # the class salt of hashed group keys, made once
         with lock:
             if not salt:
-                salt.append(splitmix(class_hash + _U64(1)))
+                salt.append(splitmix(cls.hashes() + _U64(1)))
             return salt[0]
 
-    def group(g: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float | None]:
-        h, codes, levels = _encode_group(src, grouping.groups[g], codes=True)
+    def group(g: int) -> tuple[np.ndarray | None, float | None]:
+        with lock:  # this thread's row-key sums
+            key, key_s = sums.setdefault(threading.get_ident(), (
+                np.zeros(n, dtype=_U64), np.zeros(surr.num_rows, dtype=_U64)))
+        col = _read_group(src, grouping.groups[g], codes=True, scratch=scratch)
         share, with_class = g == largest, k > 1
-        counted = None if codes is None else \
-            _coded_counts(codes, levels, classes, n_classes, share, with_class)
-        del codes
+        counted = None if col.codes is None else \
+            _coded_counts(col.codes, col.levels, classes, n_classes, share, with_class)
+        col.codes = None
         if counted is None:
-            counted = _hashed_counts(h, salted, share, with_class)
-        return h, _encode_group(surr, grouping.groups[g], codes=False)[0], *counted
+            counted = _hashed_counts(col.hashes(scratch.get("hashes", n, _U64)), salted,
+                                     share, with_class, scratch)
+        _accumulate(key, col.blocks(), g)
+        del col
+        _accumulate(key_s, _read_group(surr, grouping.groups[g], codes=False).blocks(), g)
+        return counted
 
-    key = np.full(n, _SEED, dtype=_U64)
-    key_s = np.full(surr.num_rows, _SEED, dtype=_U64)
     counts: list[np.ndarray | None] = [None] * k
     share = 0.0
-    for g, (h, h_s, c, g_share) in enumerate(_in_order(group, range(k))):
-        _fold(key, h)
-        _fold(key_s, h_s)
+    for g, (c, g_share) in enumerate(_in_order(group, range(k))):
         counts[g] = c
         share = g_share if g_share is not None else share
-    _fold(key, class_hash)
-    _fold(key_s, _encode_column(surr, target, codes=False)[0])
+    (key, key_s), *others = sums.values()
+    for other, other_s in others:
+        key += other
+        key_s += other_s
+    del others, salt[:]
+    sums.clear()
+    scratch.release()
+    _accumulate(key, cls.blocks(), k)
+    _accumulate(key_s, _read_column(surr, target, codes=False).blocks(), k)
     # Rows distinct on some group (with their class) are distinct: no duplicate rows.
     distinct = share == 1.0 or (k > 1 and any(c is None for c in counts))
     first = None if distinct else _first_rows(key)
     intact = float(_share_found(key if first is None else key[first], key_s))
-    del key, key_s, salt[:]
+    del key, key_s
     if k == 1:
         return intact, 1.0, share
     return intact, _expected(counts, k, first, classes, class_sizes), share
 
 
-#: Folding multiplier (odd: a bijection of uint64) and the row keys' seed.
+#: Folding multiplier (odd: a bijection of uint64) and the group hashes' seed.
 _FOLD = _U64(0xD6E8FEB86659FD93)
 _SEED = _U64(0x243F6A8885A308D3)
 
 
 def _fold(key: np.ndarray, h: np.ndarray) -> None:
-    """``key = (key ^ h) * _FOLD`` in place: two passes where a SplitMix64 chain step
-    costs ten. Bijective in ``h`` for a fixed ``key`` and vice versa, and not symmetric,
-    so rows differing anywhere get keys equal with probability ~2^-64 (the value hashes
-    are well mixed)."""
+    """``key = (key ^ h) * _FOLD`` in place (a group's hash, column after column): two
+    passes where a SplitMix64 chain step costs ten. Bijective in ``h`` for a fixed
+    ``key`` and vice versa, and not symmetric, so rows differing anywhere get keys equal
+    with probability ~2^-64 (the value hashes are well mixed)."""
     for lo in range(0, key.shape[0], _BLOCK):  # both steps on a cached block
         k = key[lo:lo + _BLOCK]
         np.bitwise_xor(k, h if np.ndim(h) == 0 else h[lo:lo + _BLOCK], out=k)
         np.multiply(k, _FOLD, out=k)
 
 
-def _encode_column(source: TableSource, name: str, codes: bool
-                   ) -> tuple[np.ndarray, np.ndarray | None, int]:
-    out = _encode(source.column(name, dictionary=True), codes)
-    if out[0].shape[0] != source.num_rows:
-        raise DataError(f"Column {name!r} has {out[0].shape[0]} values for "
-                        f"{source.num_rows} rows.")
-    return out
+def _accumulate(key: np.ndarray, blocks: Iterator[tuple[int, np.ndarray]], g: int) -> None:
+    """``key += (h ^ salt_g) * mul_g`` for the hashes ``h`` of group ``g`` (the class:
+    ``g = G``), block by block (mod 2^64).
+
+    A sum commutes, so groups may be added in any order by any thread. The salt and the
+    odd multiplier differ between groups (values swapped between two groups change the
+    key), and each term is a bijection of ``h``: rows differing in some group get equal
+    keys with probability ~2^-64, as with a chained hash.
+    """
+    salt, mul = splitmix(np.array([2 * g, 2 * g + 1], dtype=_U64) + _SEED)
+    mul |= _U64(1)
+    tmp = np.empty(_BLOCK, dtype=_U64)
+    for lo, z in blocks:
+        t = tmp[:z.shape[0]]
+        np.bitwise_xor(z, salt, out=t)
+        np.multiply(t, mul, out=t)
+        part = key[lo:lo + z.shape[0]]
+        np.add(part, t, out=part)
 
 
-def _encode_group(source: TableSource, columns: Sequence[str], codes: bool
-                  ) -> tuple[np.ndarray, np.ndarray | None, int]:
-    """``(hashes, codes, levels)`` of a group: one column's own, or the columns' hashes
-    folded (from the seed) and their codes combined in mixed radix while the product
-    of their levels stays below :func:`_code_cap`."""
-    h = code = None
-    levels = 1
+def _read_column(source: TableSource, name: str, codes: bool,
+                 scratch: _Scratch | None = None) -> _Column:
+    col = _Column(source.column(name, dictionary=True), codes, scratch)
+    if col.n != source.num_rows:
+        raise DataError(f"Column {name!r} has {col.n} values for {source.num_rows} rows.")
+    return col
+
+
+def _read_group(source: TableSource, columns: Sequence[str], codes: bool,
+                scratch: _Scratch | None = None) -> _Column:
+    """A group as one column: a single column as read (its codes in ``scratch``);
+    several, their hashes folded (from the seed) and their codes combined in mixed radix
+    while the product of their levels stays below :func:`_code_cap`."""
+    if len(columns) == 1:
+        return _read_column(source, columns[0], codes, scratch)
+    n = source.num_rows
+    h = np.full(n, _SEED, dtype=_U64)
+    code, levels = None, 1
     for i, c in enumerate(columns):
-        hc, cc, lv = _encode_column(source, c, codes)
+        col = _read_column(source, c, codes)
+        for lo, z in col.blocks():
+            _fold(h[lo:lo + z.shape[0]], z)
         if i == 0:
-            h, code, levels = hc, cc, lv
-            continue
-        if i == 1:
-            _fold(h, _SEED)  # no longer the first column's hash alone
-        _fold(h, hc)
-        del hc
-        if code is not None and cc is not None and levels * lv <= _code_cap(source.num_rows):
-            code = code * lv + cc
-            levels *= lv
+            code, levels = col.codes, col.levels
+        elif code is not None and col.codes is not None and levels * col.levels <= _code_cap(n):
+            code = code * col.levels + col.codes
+            levels *= col.levels
         else:
             code = None
-    return h, code, levels
-
-
-def _encode_class(source: TableSource, target: str) -> tuple[np.ndarray, np.ndarray, int]:
-    # (class hashes, class codes, number of codes): codes always, by hash if need be.
-    h, codes, levels = _encode_column(source, target, codes=True)
-    if codes is None:
-        codes, uniques = pd.factorize(h)
-        levels = len(uniques)
-    return h, codes, levels
+    return _Column.of_hashes(h, code, levels)
 
 
 def _in_order(fn: Callable[[Any], Any], items: Sequence[Any]) -> Any:
