@@ -468,7 +468,7 @@ def _integer_codes(parts: list[tuple[np.ndarray, np.ndarray | None]], n: int,
                    ) -> tuple[np.ndarray, int] | None:
     """``(value - minimum, levels)`` of float64 ``parts`` (values, missing mask) when
     every present value is an integer and they span less than :func:`_code_cap`
-    (missing values get the last code, and ``empty()`` the array for them); else None.
+    (missing values get the last code; ``empty()`` gives the array to fill); else None.
 
     Exact: integer-valued floats within a small span subtract exactly, so distinct
     values get distinct codes, as they get distinct hashes.
@@ -1009,8 +1009,10 @@ def _privacy_metrics(src: TableSource, surrogate: Any, grouping: Grouping, targe
 
     def group(g: int) -> tuple[np.ndarray | None, float | None]:
         with lock:  # this thread's row-key sums
-            key, key_s = sums.setdefault(threading.get_ident(), (
-                np.zeros(n, dtype=_U64), np.zeros(surr.num_rows, dtype=_U64)))
+            me = threading.get_ident()
+            if me not in sums:
+                sums[me] = np.zeros(n, dtype=_U64), np.zeros(surr.num_rows, dtype=_U64)
+            key, key_s = sums[me]
         col = _read_group(src, grouping.groups[g], codes=True, scratch=scratch)
         share, with_class = g == largest, k > 1
         counted = None if col.codes is None else \
