@@ -164,3 +164,159 @@ def test_metrics_do_not_depend_on_the_thread_count(monkeypatch):
         monkeypatch.setattr(_permutation, "THREADS", threads)
         got.append(surrogate_metrics(t, s, grouping, target="y", utility=False).to_dict())
     assert got[0] == got[1] == got[2]
+
+
+# ------------------------------------------------ one-pass metrics (issue 19): paths
+
+def wide_table(n: int, seed: int) -> pd.DataFrame:
+    """Every encoding path of the one-pass metrics: integer codes (small span, nulls,
+    -0.0, integer-valued floats), hashes only (wide span, continuous), dictionaries of
+    strings and of integers with missing values, dates, and a numeric class."""
+    rng = np.random.default_rng(seed)
+    ni = pd.array(rng.integers(-5, 5, n), dtype="Int64")
+    ni[rng.random(n) < 0.2] = pd.NA
+    fi = rng.integers(-3, 3, n).astype(float)
+    fi[fi == 0] = -0.0
+    fi[rng.random(n) < 0.1] = np.nan
+    s = rng.choice(np.array(["p", "q", "", "r"], dtype=object), n)
+    s[rng.random(n) < 0.1] = None
+    t = pd.DataFrame({
+        "ni": ni, "fi": fi, "wide": rng.integers(0, 2**40, n),
+        "u": rng.normal(size=n).round(int(rng.integers(0, 3))),
+        "s": pd.Series(s, dtype="str"),
+        "ci": pd.Categorical(rng.choice([1, 2, 3, None], n)),
+        "d": pd.to_datetime(rng.integers(0, 5, n), unit="D"),
+        "b": rng.random(n) < 0.3,
+        "y": rng.choice([0.5, 1.25, -3.0], n) if seed % 2 else rng.integers(0, 40, n),
+    })
+    k = max(1, n // 10)
+    dup = rng.integers(0, n, 2 * k)
+    t.iloc[dup[:k]] = t.iloc[dup[k:]].to_numpy()
+    return t.astype({"ni": "Int64", "wide": "int64", "b": "bool"})
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("squeeze", [False, True])
+def test_one_pass_paths_match_the_reference(seed, squeeze, monkeypatch, tmp_path):
+    # squeeze: tiny code tables and sample, and the general probability path for all
+    from astrid_airflow.release import _metrics
+
+    if squeeze:
+        monkeypatch.setattr(_metrics, "_code_cap", lambda n: 12)
+        monkeypatch.setattr(_metrics, "_SAMPLE", 40)
+        monkeypatch.setattr(_metrics, "_TINY", 1.0)
+        monkeypatch.setattr(_metrics, "_BLOCK", 7)
+    n = [40, 300, 1000, 2500][seed]
+    t = wide_table(n, seed)
+    groupings = ["ni;fi;wide;u;s;ci;d;b", "ni,fi;wide,u;s,ci,d,b", "ni,fi,wide,u,s,ci,d,b",
+                 "u;ni,s;fi,ci;wide,d,b"]
+    grouping = Grouping.parse(groupings[seed])
+    s = make_surrogate(t, grouping, target="y", random_state=seed)
+    pq.write_table(pa.Table.from_pandas(t, preserve_index=False), tmp_path / "t.parquet",
+                   row_group_size=max(1, n // 3))
+    pq.write_table(pa.Table.from_pandas(s, preserve_index=False), tmp_path / "s.parquet",
+                   row_group_size=max(1, n // 4))
+    cols = [*grouping.columns, "y"]
+    for a, b in [(t, s), (str(tmp_path / "t.parquet"), str(tmp_path / "s.parquet")),
+                 (t, t)]:
+        d = surrogate_metrics(a, b, grouping, target="y", utility=False)
+        assert d.intact_row_proportion == reference_intact(a, b, cols)
+        assert d.expected_intact_row_proportion == pytest.approx(
+            reference_expected(a, grouping, "y"), rel=1e-12)
+        assert d.largest_group_unique_share == reference_unique_share(a, grouping)
+
+
+@pytest.mark.parametrize("block", [7, 1 << 16])
+def test_encodings_hash_as_row_hashes_and_codes_follow_hashes(block, tmp_path, monkeypatch):
+    from astrid_airflow.release import _metrics
+    from astrid_airflow.release._metrics import _Column, _column_hash, _read_column
+
+    monkeypatch.setattr(_metrics, "_BLOCK", block)
+
+    t = wide_table(500, 3)
+    t["none"] = pd.Series([None] * 500, dtype=object)  # Arrow's null type
+    pq.write_table(pa.Table.from_pandas(t, preserve_index=False), tmp_path / "t.parquet",
+                   row_group_size=90)
+    parquet = table_source(str(tmp_path / "t.parquet"), "t")
+    for c in t.columns:
+        want = _column_hash(t[c])
+        for col in (_Column(t[c], codes=True), _read_column(parquet, c, codes=True)):
+            blocks = np.zeros(0, dtype=np.uint64)
+            for lo, z in col.blocks():
+                assert lo == blocks.shape[0]
+                blocks = np.concatenate([blocks, z])
+            np.testing.assert_array_equal(blocks, want)
+            h, codes, levels = col.hashes(), col.codes, col.levels
+            np.testing.assert_array_equal(h, want)
+            if codes is not None:  # equal codes exactly where hashes are equal
+                assert codes.min() >= 0 and codes.max() < levels
+                pairs = pd.DataFrame({"h": h, "c": codes}).drop_duplicates()
+                assert pairs["h"].is_unique and pairs["c"].is_unique
+
+
+def test_all_distinct_and_share_found_are_exact():
+    from astrid_airflow.release._metrics import _all_distinct, _share_found
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        n = int(rng.integers(1, 3000))
+        # few distinct top halves: the rows sharing them are compared in full
+        top = rng.integers(0, int(rng.choice([2, 50, 2**32])), n, dtype=np.uint64)
+        low = rng.integers(0, int(rng.choice([3, 2**32])), n, dtype=np.uint64)
+        keys = (top << _U64(32)) | low
+        if rng.random() < 0.5:
+            keys = rng.permutation(np.unique(keys))
+        assert _all_distinct(keys) == (np.unique(keys).shape[0] == keys.shape[0])
+        pool = rng.integers(0, 2**64, int(rng.integers(1, 4000)), dtype=np.uint64)
+        unique = np.unique(rng.choice(pool, n))
+        other = rng.choice(pool, int(rng.integers(0, 3000)))
+        assert _share_found(unique, other) == np.isin(unique, other).sum() / unique.shape[0]
+    # a few top halves shared (compared in full): distinct, then one true duplicate
+    keys = rng.integers(0, 2**64, 5000, dtype=np.uint64)
+    keys[1:4] = (keys[0] & _U64(0xFFFFFFFF00000000)) | _U64(7) * np.arange(1, 4, dtype=np.uint64)
+    assert _all_distinct(keys)
+    keys[4000] = keys[2]
+    assert not _all_distinct(keys)
+
+
+def test_coded_counts_by_brute_force(monkeypatch):
+    from astrid_airflow.release import _metrics
+
+    rng = np.random.default_rng(1)
+    done = set()
+    for _ in range(300):
+        n, levels = int(rng.integers(1, 300)), int(rng.choice([1, 4, 30, 500]))
+        n_classes, cap = int(rng.choice([1, 2, 5])), int(rng.choice([8, 40, 10**6]))
+        monkeypatch.setattr(_metrics, "_code_cap", lambda n, cap=cap: cap)
+        codes, classes = rng.integers(0, levels, n), rng.integers(0, n_classes, n)
+        share = bool(rng.random() < 0.5)
+        got = _metrics._coded_counts(codes.copy(), levels, classes, n_classes, share, True)
+        if got is None:  # too many repeated values for this cap: hashes count instead
+            done.add("refused")
+            continue
+        done.add("remapped" if levels * n_classes > cap else "direct")
+        per_value = pd.Series(codes).map(pd.Series(codes).value_counts()).to_numpy()
+        pairs = pd.Series(list(zip(codes, classes)))
+        per_pair = pairs.map(pairs.value_counts()).to_numpy()
+        assert got[1] == (np.count_nonzero(per_value == 1) / n if share else None)
+        if per_pair.max() == 1:
+            assert got[0] is None
+        else:
+            np.testing.assert_array_equal(got[0], per_pair)
+    assert done == {"refused", "remapped", "direct"}
+
+
+@pytest.mark.parametrize("n", [0, 5, 1 << 16, (1 << 16) + 3, 200_001])
+def test_blocked_splitmix_is_bit_identical(n):
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 2**64, n, dtype=np.uint64)
+    z = x + _U64(0x9E3779B97F4A7C15)  # the textbook finaliser, whole-array steps
+    z ^= z >> _U64(30)
+    z *= _U64(0xBF58476D1CE4E5B9)
+    z ^= z >> _U64(27)
+    z *= _U64(0x94D049BB133111EB)
+    z ^= z >> _U64(31)
+    np.testing.assert_array_equal(splitmix(x), z)
+    y = x.copy()
+    splitmix(y, out=y)
+    np.testing.assert_array_equal(y, z)
