@@ -43,17 +43,6 @@ from ._surrogate import (
     resolve_grouping,
 )
 
-__all__ = [
-    "SurrogateMetrics",
-    "UtilityResult",
-    "expected_intact_row_proportion",
-    "intact_row_proportion",
-    "largest_group_unique_share",
-    "row_hashes",
-    "surrogate_metrics",
-    "surrogate_utility",
-]
-
 #: Rows whose smallest group count exceeds this use the Poisson approximation.
 EXACT_CAP = 64
 
