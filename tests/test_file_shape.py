@@ -215,6 +215,50 @@ def _forged_statistics(path, s, original):
     path.write_bytes(raw[:-8 - length] + footer.replace(b"y" * 40, secret) + raw[-8:])
 
 
+
+def _footer_of(path):
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    return raw, raw[-8 - length:-8]
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _more_rows_declared(path, s, original):
+    """The footer's row count raised by one over what its row groups hold."""
+    s.to_parquet(path, index=False)
+    raw, footer = _footer_of(path)
+    old = b"\x16" + _varint(2 * len(s))  # FileMetaData.num_rows: field 3, i64, zigzag
+    new = b"\x16" + _varint(2 * (len(s) + 1))
+    assert len(new) == len(old) and old in footer
+    footer = footer.replace(old, new, 1)
+    path.write_bytes(raw[:-8 - len(footer)] + footer + raw[-8:])
+    assert pq.ParquetFile(path).metadata.num_rows == len(s) + 1
+
+
+def _chunk_in_another_file(path, s, original):
+    """The first column chunk says it is stored in another file (ColumnChunk.file_path)."""
+    s.to_parquet(path, index=False)
+    raw, footer = _footer_of(path)
+    n_columns = pq.ParquetFile(path).metadata.num_columns
+    # row_groups list of one RowGroup, its columns list, the first chunk's field 2
+    start = b"\x19\x1c\x19" + bytes([(n_columns << 4) | 0x0C]) + b"\x26"
+    assert footer.count(start) == 1
+    name = b"original.parquet"
+    footer = footer.replace(start, start[:-1] + b"\x18" + bytes([len(name)]) + name
+                            + b"\x16", 1)  # file_path (field 1), then field 2 by delta
+    path.write_bytes(raw[:-8 - len(_footer_of(path)[1])] + footer
+                     + len(footer).to_bytes(4, "little") + b"PAR1")
+    assert pq.ParquetFile(path).metadata.row_group(0).column(0).file_path == "original.parquet"
+
+
 PARQUET = {
     "index column (RangeIndex replaced by the original a1)": (
         lambda p, s, o: _with_index(s, o).to_parquet(p), r"index column '__index_level_0__'"),
@@ -262,6 +306,10 @@ PARQUET = {
                                               r"an unknown footer field footer\.100"),
     "forged statistics": (_forged_statistics,
                           r"statistics of column 'a5' that are no value of it"),
+    "a footer declaring more rows than its row groups hold": (
+        _more_rows_declared, r"row groups holding \d+ rows for \d+ declared"),
+    "a column chunk stored in another file": (
+        _chunk_in_another_file, r"column chunk stored in another file"),
     "a page index (bytes outside the column chunks)": (
         lambda p, s, o: pq.write_table(pa.Table.from_pandas(s, preserve_index=False), p,
                                        write_page_index=True), r"page index"),
