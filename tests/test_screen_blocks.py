@@ -85,6 +85,10 @@ def test_blockwise_hgb_learns_the_triple_plain_hgb_misses(planted):
     assert blocks_model.get_params()["categorical_features"] == [False] * 4 + [True] * 2 + \
         [False] * 3
     assert len(model.models_) == 2
+    # no early stopping for the blocks' model: a pure interaction's first trees gain
+    # nothing on validation rows (with it, 10-14 iterations at 20,000 x 100)
+    assert blocks_model.get_params()["early_stopping"] is False
+    assert model.models_[1][1].get_params()["early_stopping"] == "auto"
 
 
 def test_astrid_factorises_hgb_over_the_screen_blocks_for_any_n_jobs():

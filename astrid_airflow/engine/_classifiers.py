@@ -157,7 +157,8 @@ class BlockwiseClassifier(ClassifierMixin, BaseEstimator):
     What it cannot learn: interactions *between* blocks, or between a block and the
     free attributes — the ones the screen says are absent; and a block attribute with a
     strong signal of its own takes the roots of the blocks' model first (boosting moves
-    on once its gain is used up). ``categorical_features`` masks of ``base`` (``hgb``)
+    on once its gain is used up). The blocks' model runs without early stopping (all
+    ``max_iter`` iterations). ``categorical_features`` masks of ``base`` (``hgb``)
     are cut to each model's columns; ``random_state`` seeds the clones (drawn from it in
     order), so a fit is deterministic for a seed. ``X`` is a 2-D array.
     """
@@ -190,6 +191,11 @@ class BlockwiseClassifier(ClassifierMixin, BaseEstimator):
             start = np.cumsum([0] + [b.size for b in blocks])
             model.set_params(interaction_cst=[list(range(int(a), int(b))) for a, b in
                                               pairwise(start)])
+            if "early_stopping" in params:
+                # a pure interaction's first trees gain nothing on the validation rows:
+                # early stopping (on above 10,000 rows) ended the blocks' model after
+                # 10-14 iterations, before it had learned any block
+                model.set_params(early_stopping=False)
         if "random_state" in params and self.random_state is not None:
             model.set_params(random_state=seed)
         return model
