@@ -22,7 +22,11 @@ settings. The presets reproduce those defaults in scikit-learn:
   as ordered numbers; unseen categories, -1, go with missing values). One thread per
   fit like every preset (the fit runner's ``threadpool_limits``); deterministic for a
   seed, which comes from the fit's own ``SeedSequence`` and drives the early-stopping
-  split and the binning subsample.
+  split and the binning subsample. When the pair screen has run (``_screen``, tables of
+  more than 40 attributes), every ``hgb`` fit is **factorised over the screen's
+  blocks** (:class:`BlockwiseClassifier`): one ``hgb`` on the blocks' attributes, each
+  tree branch within one block, and one on the free attributes, their class
+  log-probabilities summed — see that class for why.
 
 Every preset is a two-step :class:`~sklearn.pipeline.Pipeline` ``encode → model`` that
 accepts the raw attribute DataFrame; missing values are imputed inside the pipeline.
@@ -31,6 +35,8 @@ classifier gets the ``svm`` preset's encoding in front of it.
 """
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
@@ -44,8 +50,8 @@ from astrid_airflow._errors import ParameterError
 from ._encoding import TableEncoder
 from ._forest import RandomForest
 
-__all__ = ["PRESETS", "make_classifier", "classifier_spec", "set_categorical",
-           "set_random_state"]
+__all__ = ["PRESETS", "BlockwiseClassifier", "make_classifier", "classifier_spec",
+           "set_categorical", "set_random_state"]
 
 PRESETS = ("svm", "rf", "nb", "hgb")
 # HistGradientBoostingClassifier's native categorical splits take at most max_bins codes.
@@ -122,6 +128,103 @@ def set_categorical(model, encoder: TableEncoder) -> None:
     elif isinstance(model, HistGradientBoostingClassifier):
         mask = [s[0] == "cat" and len(s[1]) <= _HGB_MAX_CATEGORIES for s in encoder.specs_]
         model.set_params(categorical_features=mask if any(mask) else None)
+
+
+class BlockwiseClassifier(ClassifierMixin, BaseEstimator):
+    """A classifier factorised over the pair screen's blocks (``_screen``).
+
+    ``blocks``: disjoint lists of column indices of the (encoded) matrix, each a set of
+    attributes the screen found dependent; ``free``: the columns of the attributes that
+    depend on none. Two clones of ``base`` are fitted: one on the blocks' columns with
+    the interaction constraint that a tree branch uses the columns of one block only
+    (``interaction_cst``; a base without that parameter gets one clone per block), one
+    on the free columns. A row's class log-probability is the sum of the models' minus
+    (parts − 1) times the log of the training class frequencies — Bayes' rule when the
+    parts are independent given the class, which is what the screen found.
+
+    Why (issue 19): greedy trees find an interaction only after a split that gains
+    nothing on its own (a pure interaction has no marginal signal). Among 50 or 100
+    attributes, with single signals taking the roots, such a split rarely falls on the
+    right attribute: ``hgb`` on ``make_planted(·, 50)`` gained 0.000–0.002 accuracy from
+    the triple t0a, t0b, t0c at 2,500–100,000 training rows, while the same ``hgb`` on
+    the triple's three columns alone reaches 0.82. With the free attributes (the single
+    signals and the noise) in a model of their own, the roots of the blocks' model are
+    the blocks' attributes, and a branch stays in its block, so the zero-gain splits
+    fall where the interaction is: breaking the triple then costs 0.048 accuracy,
+    overall 0.986 instead of 0.93–0.95, for about 1.3× the CPU of a plain fit (5,000
+    rows × 50).
+
+    What it cannot learn: interactions *between* blocks, or between a block and the
+    free attributes — the ones the screen says are absent; and a block attribute with a
+    strong signal of its own takes the roots of the blocks' model first (boosting moves
+    on once its gain is used up). The blocks' model runs without early stopping (all
+    ``max_iter`` iterations). ``categorical_features`` masks of ``base`` (``hgb``)
+    are cut to each model's columns; ``random_state`` seeds the clones (drawn from it in
+    order), so a fit is deterministic for a seed. ``X`` is a 2-D array.
+    """
+
+    def __init__(self, base=None, blocks=(), free=(), random_state=None):
+        self.base = base
+        self.blocks = blocks
+        self.free = free
+        self.random_state = random_state
+
+    def _parts(self) -> list[tuple[np.ndarray, list[np.ndarray] | None]]:
+        blocks = [np.asarray(b, dtype=np.intp) for b in self.blocks if len(b)]
+        parts: list[tuple[np.ndarray, list[np.ndarray] | None]] = []
+        if "interaction_cst" in self.base.get_params() and len(blocks) > 1:
+            parts.append((np.concatenate(blocks), blocks))
+        else:
+            parts += [(b, None) for b in blocks]
+        if len(self.free):
+            parts.append((np.asarray(self.free, dtype=np.intp), None))
+        return parts
+
+    def _model(self, cols: np.ndarray, blocks: list[np.ndarray] | None, seed: int):
+        model = clone(self.base)
+        params = model.get_params()
+        mask = params.get("categorical_features")
+        if mask is not None and not isinstance(mask, str):
+            sub = [bool(v) for v in np.asarray(mask)[cols]]
+            model.set_params(categorical_features=sub if any(sub) else None)
+        if blocks is not None:  # positions within cols, block by block
+            start = np.cumsum([0] + [b.size for b in blocks])
+            model.set_params(interaction_cst=[list(range(int(a), int(b))) for a, b in
+                                              pairwise(start)])
+            if "early_stopping" in params:
+                # a pure interaction's first trees gain nothing on the validation rows:
+                # early stopping (on above 10,000 rows) ended the blocks' model after
+                # 10-14 iterations, before it had learned any block
+                model.set_params(early_stopping=False)
+        if "random_state" in params and self.random_state is not None:
+            model.set_params(random_state=seed)
+        return model
+
+    def fit(self, X, y):
+        y = np.asarray(y)
+        self.classes_, counts = np.unique(y, return_counts=True)
+        self.log_prior_ = np.log(counts / counts.sum())
+        parts = self._parts()
+        seeds = np.random.default_rng(self.random_state).integers(0, 2**31 - 1, len(parts))
+        self.models_ = [(cols, self._model(cols, blocks, int(seed)).fit(X[:, cols], y))
+                        for (cols, blocks), seed in zip(parts, seeds)]
+        return self
+
+    def predict_log_proba(self, X):
+        joint = np.tile(-(len(self.models_) - 1) * self.log_prior_, (X.shape[0], 1))
+        for cols, model in self.models_:
+            proba = np.zeros((X.shape[0], self.classes_.size))
+            # a part's model knows the classes of the whole training set (same y)
+            proba[:, np.searchsorted(self.classes_, model.classes_)] = \
+                model.predict_proba(X[:, cols])
+            joint += np.log(np.clip(proba, 1e-12, None))
+        return joint - np.logaddexp.reduce(joint, axis=1, keepdims=True)
+
+    def predict_proba(self, X):
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
 
 
 class _CategoricalAwareNB(Pipeline):
