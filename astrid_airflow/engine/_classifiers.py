@@ -50,9 +50,6 @@ from astrid_airflow._errors import ParameterError
 from ._encoding import TableEncoder
 from ._forest import RandomForest
 
-__all__ = ["PRESETS", "BlockwiseClassifier", "make_classifier", "classifier_spec",
-           "set_categorical", "set_random_state"]
-
 PRESETS = ("svm", "rf", "nb", "hgb")
 # HistGradientBoostingClassifier's native categorical splits take at most max_bins codes.
 _HGB_MAX_CATEGORIES = 255

@@ -32,10 +32,6 @@ from threadpoolctl import threadpool_limits
 from ._fits import FitData, Task, backend_kind, run_one
 from ._progress import format_seconds
 
-__all__ = ["ADAPTIVE_REDUCTION", "CostEstimate", "calibrate", "effective_workers",
-           "calibrate_run", "estimate", "fits_planned", "growth_exponent",
-           "warm_up_workers"]
-
 # Adaptive mode's expected saving in fits: the smallest reduction measured on the
 # paper's datasets with m >= 8 was 5.6x (docs/performance.md); 5 leaves a margin.
 ADAPTIVE_REDUCTION = 5.0

@@ -36,9 +36,6 @@ from threadpoolctl import threadpool_limits
 
 from astrid_airflow._validation import check_positive_int
 
-__all__ = ["AUTO_MIN_ROWS", "LARGE_TABLE_ROWS", "MIN_PER_CLASS", "auto_sample_size",
-           "check_sample", "large_table_defaults", "stratified_sample"]
-
 log = logging.getLogger("astrid_airflow")
 
 # Rows kept of every class (or all of a smaller class): enough for the 50/25/25 split.

@@ -34,8 +34,6 @@ import pandas as pd
 
 from ._encoding import is_numeric_column
 
-__all__ = ["ALPHA", "BINS", "MAX_ROWS", "MIN_ATTRIBUTES", "screen_pairs"]
-
 BINS = 8
 ALPHA = 1e-3  # per pair, unadjusted: a false "dependent" only costs fits, never a miss
 MAX_ROWS = 100_000

@@ -72,8 +72,6 @@ from ._sequential import plan, run_sequential
 from ._split import Prepared, prepare, stratified_split
 from ._test import empirical_p_value
 
-__all__ = ["astrid"]
-
 log = logging.getLogger("astrid_airflow")
 
 
