@@ -18,6 +18,7 @@ from astrid_airflow import (
     make_synthetic,
     test_grouping,
 )
+from astrid_airflow.engine._forest import default_backend
 from astrid_airflow.engine._scoring import score
 from astrid_airflow.engine._test import empirical_p_value
 
@@ -147,7 +148,8 @@ def test_custom_classifier_and_params(synthetic):
     assert 0 < r.p_value <= 1
     r = astrid(synthetic.iloc[::5], target="class", classifier="rf",
                classifier_params={"n_estimators": 5}, n_search=2, n_test=3, random_state=0)
-    assert r.classifier == {"preset": "rf", "params": {"n_estimators": 5}}
+    assert r.classifier == {"preset": "rf", "params": {"n_estimators": 5},
+                            "backend": default_backend()}
     with pytest.raises(ParameterError, match="Invalid classifier parameters"):
         astrid(synthetic, target="class", classifier="svm",
                classifier_params={"bogus": 1}, n_search=2, n_test=2)

@@ -5,7 +5,13 @@ import pytest
 from sklearn.tree import DecisionTreeClassifier
 
 from astrid_airflow import ParameterError, make_classifier, make_synthetic
-from astrid_airflow.engine._forest import RandomForest, grow_tree, onedal_available
+from astrid_airflow.engine._classifiers import classifier_spec
+from astrid_airflow.engine._forest import (
+    RandomForest,
+    default_backend,
+    grow_tree,
+    onedal_available,
+)
 
 
 def _data(seed, n=300, m=6, k=3):
@@ -54,10 +60,18 @@ def test_lean_and_sklearn_backends_agree_in_distribution():
     assert acc["lean"].mean() > 0.75  # the forest learns the interaction
 
 
-def test_rf_preset_uses_the_lean_forest_with_paper_settings():
+def test_rf_preset_uses_the_default_backend_with_paper_settings():
     model = make_classifier("rf", n_attributes=10).named_steps["model"]
     assert isinstance(model, RandomForest)
-    assert (model.n_estimators, model.max_features, model.backend) == (500, 3, "lean")
+    expected = "onedal" if onedal_available() else "lean"
+    assert default_backend() == expected
+    assert (model.n_estimators, model.max_features, model.backend) == (500, 3, expected)
+    # results and artefacts say which forest ran; an explicit choice wins
+    assert classifier_spec("rf")["backend"] == expected
+    assert classifier_spec("rf", {"backend": "lean"})["backend"] == "lean"
+    assert make_classifier("rf", params={"backend": "lean"}).named_steps["model"].backend \
+        == "lean"
+    assert "backend" not in classifier_spec("svm")
 
 
 def test_unknown_backend_and_missing_onedal():

@@ -8,10 +8,11 @@ settings. The presets reproduce those defaults in scikit-learn:
   encoded and not scaled (as e1071's formula interface does).
 * ``rf``: 500 trees, ``max_features = floor(sqrt(m))`` over the m attributes,
   bootstrap samples, fully grown trees (randomForest's ``nodesize = 1``); categorical
-  attributes integer-coded. The forest is ``_forest.RandomForest``: scikit-learn's tree
-  builder without its per-tree overhead (``backend="lean"``), or
-  ``RandomForestClassifier`` (``"sklearn"``) or scikit-learn-intelex (``"onedal"``,
-  optional) selected with ``params={"backend": ...}``.
+  attributes integer-coded. The forest is ``_forest.RandomForest`` with
+  ``_forest.default_backend()``: scikit-learn-intelex's oneDAL forest (``"onedal"``)
+  where it is installed, else scikit-learn's tree builder without its per-tree overhead
+  (``"lean"``); ``params={"backend": ...}`` selects one (``"sklearn"``:
+  ``RandomForestClassifier``). :func:`classifier_spec` records the backend that ran.
 * ``nb``: Gaussian likelihoods for numeric attributes and frequency tables for
   categorical ones, combined under the naive Bayes assumption.
 * ``hgb`` (not in the paper; the preset for large tables): scikit-learn's
@@ -48,7 +49,7 @@ from sklearn.svm import SVC
 from astrid_airflow._errors import ParameterError
 
 from ._encoding import TableEncoder
-from ._forest import RandomForest
+from ._forest import RandomForest, default_backend
 
 PRESETS = ("svm", "rf", "nb", "hgb")
 # HistGradientBoostingClassifier's native categorical splits take at most max_bins codes.
@@ -272,7 +273,7 @@ def _make(spec: object, random_state: int | None, n_attributes: int | None) -> P
             max_features = "sqrt" if n_attributes is None else \
                 max(1, int(np.floor(np.sqrt(n_attributes))))
             model = RandomForest(n_estimators=500, max_features=max_features,
-                                 random_state=random_state)
+                                 backend=default_backend(), random_state=random_state)
             return Pipeline([("encode", TableEncoder("impute", "ordinal")), ("model", model)])
         if spec == "nb":
             return _CategoricalAwareNB([("encode", TableEncoder("impute", "ordinal")),
@@ -311,4 +312,6 @@ def classifier_spec(spec: object, params: dict | None = None) -> dict:
     if params:
         out["params"] = {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
                          for k, v in params.items()}
+    if spec == "rf":  # the forest that ran: the default depends on the installed packages
+        out["backend"] = str((params or {}).get("backend", default_backend()))
     return out

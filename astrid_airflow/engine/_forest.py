@@ -19,19 +19,26 @@ classes).
 
 Backends (``backend=``), all the same algorithm and settings:
 
-* ``"lean"`` (default): the loop above; a test checks that each of its trees is the
-  tree ``DecisionTreeClassifier`` grows from the same bootstrap weights and seed.
+* ``"lean"``: the loop above; a test checks that each of its trees is the tree
+  ``DecisionTreeClassifier`` grows from the same bootstrap weights and seed.
 * ``"sklearn"``: :class:`~sklearn.ensemble.RandomForestClassifier` itself (reference).
-* ``"onedal"``: scikit-learn-intelex's oneDAL forest (optional extra, used only when
-  selected); ``max_bins`` is raised to the number of rows so every distinct value is a
-  split candidate, as in an exact forest, and it runs single-threaded (ASTRID
-  parallelises over permutations instead).
+* ``"onedal"``: scikit-learn-intelex's oneDAL forest; ``max_bins`` is raised to the
+  number of rows so every distinct value is a split candidate, as in an exact forest,
+  and it runs single-threaded (ASTRID parallelises over permutations instead).
 
-The backends draw different random numbers, so single fits differ; accuracies agree in
-distribution (see docs/performance.md).
+The ``rf`` preset uses :func:`default_backend`: ``"onedal"`` where scikit-learn-intelex
+is installed (a dependency on x86-64 Linux and Windows, the platforms it ships for),
+``"lean"`` elsewhere; results and artefacts record which one ran. Why oneDAL: about twice
+cheaper per fit than ``"lean"``, whose per-node sorts make it slower than R's
+randomForest on one core on few attributes (docs/performance.md). The backends draw
+different random numbers, so single fits differ; accuracies agree in distribution
+(tested, and measured in docs/performance.md).
 """
 
 from __future__ import annotations
+
+import functools
+import importlib.util
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -51,13 +58,18 @@ except ImportError:  # pragma: no cover - depends on the installed scikit-learn
     _LEAN = False
 
 
+@functools.cache
 def onedal_available() -> bool:
-    """True when scikit-learn-intelex is installed (the ``onedal`` backend)."""
-    try:
-        import sklearnex  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """True when scikit-learn-intelex is installed (the ``onedal`` backend).
+
+    Looked up, not imported: the import is heavy and happens at the first fit.
+    """
+    return importlib.util.find_spec("sklearnex") is not None
+
+
+def default_backend() -> str:
+    """The ``rf`` preset's backend: ``"onedal"`` when it is installed, else ``"lean"``."""
+    return "onedal" if onedal_available() else "lean"
 
 
 def grow_tree(X: np.ndarray, y2: np.ndarray, weight: np.ndarray, n_classes: np.ndarray,
