@@ -2,7 +2,7 @@
 # `make demo`: run the publishing DAG end to end on a fresh, throw-away Airflow.
 #
 # A temporary AIRFLOW_HOME with the embedded default (SQLite metadata DB), `airflow db
-# migrate`, then `airflow dags test astrid_publish_synthetic` (no scheduler or webserver
+# migrate`, then `airflow dags test astrid_publish_diabetes` (no scheduler or webserver
 # needed), then a summary of where the artefact, the surrogate, the validation result and
 # the Data Docs are, with the key metrics. Nothing outside the temporary directory is
 # touched; it is kept so the files can be opened afterwards.
@@ -27,7 +27,7 @@ export AIRFLOW_HOME="$WORK/airflow"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGS_FOLDER="$REPO/dags"
 export ASTRID_DEMO_ROOT="$WORK/astrid_demo"
-DAG_ID=astrid_publish_synthetic
+DAG_ID=astrid_publish_diabetes
 LOG="$WORK/dags-test.log"
 
 echo "demo: AIRFLOW_HOME=$AIRFLOW_HOME (SQLite), outputs under $ASTRID_DEMO_ROOT"
@@ -50,7 +50,7 @@ if [ "$status" -ne 0 ] || ! grep -q "state=success" <(grep "DagRun Finished" "$L
     exit 1
 fi
 echo "demo: DAG run succeeded in $(( $(date +%s) - started )) s"
-python "$REPO/scripts/demo_summary.py" "$ASTRID_DEMO_ROOT" synthetic
+python "$REPO/scripts/demo_summary.py" "$ASTRID_DEMO_ROOT" diabetes
 echo
 echo "Open the Data Docs page above in a browser; run 'scripts/run_standalone.sh' to see"
 echo "the same DAGs in the Airflow UI (docs/airflow.md)."

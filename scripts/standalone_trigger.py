@@ -20,8 +20,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-PUBLISH = "astrid_publish_synthetic"
-CONSUME = "astrid_consume_synthetic"
+PUBLISH = "astrid_publish_diabetes"
+CONSUME = "astrid_consume_diabetes"
 
 
 class Api:
