@@ -187,7 +187,7 @@ def test_dag_runs_end_to_end_and_publishes_a_gated_surrogate_table(demo, first_r
     values = xcoms(dr)
     assert values[("learn_if_changed", "learned")] is True
     # a remedied release chosen under the default policy (issue 17), not a raw one
-    artefact = load_artefact(f"{demo.root}/artefacts/postgres_diabetes@v0001")
+    artefact, _ = load_artefact(f"{demo.root}/artefacts/postgres_diabetes@v0001")
     assert artefact.release["status"] == "chosen"
     assert artefact.release["policy"] == GatePolicy().to_dict()
     recipe = artefact.release["recipe"]
