@@ -1,7 +1,7 @@
 """
 ### ASTRID: a downstream consumer of each new surrogate release
 
-Scheduled on the release Asset of `astrid_publish_synthetic`: every successful
+Scheduled on the release Asset of `astrid_publish_diabetes`: every successful
 `publish` task triggers one run. The task reads the *archived* (immutable) copy named
 in the triggering event, so it never races a newer release, checks that its SHA-256 is
 the one published, and writes a small profile of the release beside it
@@ -17,13 +17,13 @@ from airflow.sdk import DAG, task
 from astrid_airflow.operators.assets import release_asset
 from astrid_airflow.operators.demo import demo_layout
 
-NAME = "synthetic"
+NAME = "diabetes"
 PUBLISHED = demo_layout(NAME).published
 RELEASE = release_asset(PUBLISHED, NAME)
 
 with DAG(
-    dag_id="astrid_consume_synthetic",
-    description="Profile each new surrogate release of the synthetic demo data",
+    dag_id="astrid_consume_diabetes",
+    description="Profile each new surrogate release of the diabetes demo data",
     schedule=[RELEASE],
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
     catchup=False,
@@ -51,7 +51,7 @@ with DAG(
             manifest = published.parent / f"{published.stem}.release.json"
             if not manifest.exists():
                 raise AirflowFailException(f"No release yet: {manifest} does not exist; "
-                                           "run astrid_publish_synthetic first.")
+                                           "run astrid_publish_diabetes first.")
             try:  # the one JSON reader: depth-limited, one line
                 extras = [load_json(manifest.read_bytes(), f"release manifest {manifest}")]
             except ValueError as exc:

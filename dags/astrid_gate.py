@@ -8,7 +8,7 @@ shuffled here. Trigger it with a conf naming the files, e.g.
 
 ```json
 {"original": "/data/batch.csv", "surrogate": "/incoming/surrogate.parquet",
- "artefact": "synthetic@v0001", "max_intact": 0.005}
+ "artefact": "diabetes@v0001", "max_intact": 0.005}
 ```
 
 Defaults point at `$ASTRID_DEMO_ROOT` (see `docs/airflow.md`).
@@ -24,7 +24,7 @@ from astrid_airflow.operators.demo import bundled_table, demo_layout
 from astrid_airflow.operators.gate import SurrogateGateOperator
 from astrid_airflow.operators.publish import PublishSurrogateOperator
 
-NAME = "synthetic"
+NAME = "diabetes"
 LAYOUT = demo_layout(NAME)
 EXTERNAL = demo_layout(f"{NAME}-external", root=LAYOUT.root)
 RELEASE = release_asset(EXTERNAL.published, f"{NAME}_external")
@@ -36,7 +36,7 @@ with DAG(
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
     catchup=False,
     params={
-        "original": Param(bundled_table("synthetic_batch.csv"), type="string",
+        "original": Param(bundled_table("diabetes.csv"), type="string",
                           description="the table the surrogate was made from"),
         "surrogate": Param(LAYOUT.incoming, type="string",
                            description="the surrogate to validate (.parquet or .csv)"),

@@ -1,24 +1,27 @@
 """
 ### ASTRID on PostgreSQL: reference table → artefact → shuffle → gate → published table
 
-The same pipeline as `astrid_publish_synthetic`, reading from and publishing to a
-PostgreSQL database behind the Airflow connection `astrid_postgres` (set
-`$ASTRID_POSTGRES_CONN_ID` to use another one):
+The same pipeline as `astrid_publish_diabetes`, on the same bundled UCI diabetes table
+and the same default gate policy, reading from and publishing to a PostgreSQL database
+behind the Airflow connection `astrid_postgres` (set `$ASTRID_POSTGRES_CONN_ID` to use
+another one):
 
-0. **demo_tables** creates the demo tables from the bundled data *if they are missing*
-   (`public.astrid_reference` and `public.astrid_batch`: `a1 numeric(9,6)`,
-   `a2 double precision`, `a3 real`, `a4 double precision`, `class astrid_label` (an
-   enum)). Point the params at your own tables and it does nothing.
+0. **demo_tables** creates the demo table from the bundled data *if it is missing*
+   (`public.astrid_diabetes`: `preg smallint`, `plas`, `pres`, `skin`, `insu integer`,
+   `mass numeric(4,1)`, `pedi double precision`, `age smallint`, `class
+   astrid_diabetes_class` (an enum)). It is both the reference and the batch by
+   default. Point the params at your own tables and it does nothing.
 1. **learn_if_changed** streams the reference table (in primary-key or full-column
-   order, so unchanged content means an unchanged fingerprint) and learns a grouping only
-   if the table changed.
+   order, so unchanged content means an unchanged fingerprint) and, only if the table
+   changed, learns a grouping and chooses the remedied release that passes the default
+   gate policy.
 2. **shuffle** streams the batch table into the run's staging directory and writes the
-   GoldenEye surrogate there (a Parquet file that keeps the SQL column types).
+   remedied GoldenEye surrogate there (a Parquet file that keeps the SQL column types).
 3. **gate** validates the staged file against the batch table.
 4. **publish** loads the gated file into a staging table with the batch table's column
-   types and swaps it in as `public.astrid_surrogate` in one transaction: readers see
-   the previous release or the new one, never a missing or half-loaded table. A failed
-   gate leaves the published table untouched.
+   types and swaps it in as `public.astrid_diabetes_surrogate` in one transaction:
+   readers see the previous release or the new one, never a missing or half-loaded
+   table. A failed gate leaves the published table untouched.
 
 Table params take `conn://CONN_ID/SCHEMA.TABLE` (or `conn://CONN_ID?query=...` for the
 inputs). Artefacts and staging live under `$ASTRID_DEMO_ROOT` as in the file DAG.
@@ -38,18 +41,16 @@ from astrid_airflow.operators.publish import PublishSurrogateOperator
 from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 from astrid_airflow.operators.sql import sql_table
 
-from astrid_airflow import raw_release_demo_policy
-
-NAME = "postgres_synthetic"
+NAME = "postgres_diabetes"
 CONN_ID = os.environ.get("ASTRID_POSTGRES_CONN_ID", "astrid_postgres")
 LAYOUT = demo_layout(NAME)
-REFERENCE = sql_table(CONN_ID, "public.astrid_reference")
-BATCH = sql_table(CONN_ID, "public.astrid_batch")
-PUBLISHED = sql_table(CONN_ID, "public.astrid_surrogate")
+DEMO_TABLE = "public.astrid_diabetes"
+REFERENCE = BATCH = sql_table(CONN_ID, DEMO_TABLE)
+PUBLISHED = sql_table(CONN_ID, "public.astrid_diabetes_surrogate")
 RELEASE = release_asset(PUBLISHED, NAME)
-# As in astrid_publish.py: a raw release, NOT protected against class disclosure; the
-# per-group disclosure checks are reported, not enforced (docs/privacy.md, issue 17).
-GATE_POLICY = raw_release_demo_policy(max_intact=0.01, max_accuracy_drop=0.03)
+# As in astrid_publish.py: None = the default GatePolicy(), privacy checks enforced; the
+# learn step chooses the remedied release that passes it.
+GATE_POLICY = None
 
 with DAG(
     dag_id="astrid_publish_postgres",
@@ -77,6 +78,7 @@ with DAG(
         "max_accuracy_drop": Param(None, type=["null", "number"], minimum=0, maximum=1),
         "max_largest_group_unique_share": Param(None, type=["null", "number"], minimum=0,
                                                 maximum=1),
+        "max_share_below_k": Param(None, type=["null", "number"], minimum=0, maximum=1),
         "lock_timeout": Param(30, type="number", exclusiveMinimum=0,
                               description="seconds the swap waits for readers"),
     },
@@ -86,18 +88,18 @@ with DAG(
 
     @task
     def demo_tables(reference: str, batch: str) -> dict:
-        """Create the demo tables from the bundled CSVs when they do not exist yet."""
+        """Create the demo table from the bundled CSV when it does not exist yet."""
         from astrid_airflow.operators.demo import bundled_table
         from astrid_airflow.operators.sql import as_table, database_source
 
         created = {}
-        for ref, csv in ((reference, "synthetic.csv"), (batch, "synthetic_batch.csv")):
+        for ref in dict.fromkeys((reference, batch)):  # the same table by default
             table = as_table(ref, "table")
-            if table.conn_id != CONN_ID or table.table not in (
-                    "public.astrid_reference", "public.astrid_batch"):
+            if table.conn_id != CONN_ID or table.table != DEMO_TABLE:
                 created[str(ref)] = "not a demo table: left alone"
                 continue
-            created[str(ref)] = _create_demo_table(database_source(table), bundled_table(csv))
+            created[str(ref)] = _create_demo_table(database_source(table),
+                                                   bundled_table("diabetes.csv"))
         return created
 
     demo = demo_tables("{{ params.reference }}", "{{ params.batch }}")
@@ -133,6 +135,7 @@ with DAG(
             "max_intact": "{{ params.max_intact }}",
             "max_accuracy_drop": "{{ params.max_accuracy_drop }}",
             "max_largest_group_unique_share": "{{ params.max_largest_group_unique_share }}",
+            "max_share_below_k": "{{ params.max_share_below_k }}",
         },
         random_state="{{ params.seed }}",
     )
@@ -147,6 +150,14 @@ with DAG(
     demo >> learn
 
 
+#: The demo table's columns, in the CSV's order: integers, a fixed-point and a float
+#: column, and an enum class, so the published table shows the types are kept.
+DEMO_COLUMNS = (("preg", "smallint"), ("plas", "integer"), ("pres", "integer"),
+                ("skin", "integer"), ("insu", "integer"), ("mass", "numeric(4,1)"),
+                ("pedi", "double precision"), ("age", "smallint"),
+                ("class", "public.astrid_diabetes_class NOT NULL"))
+
+
 def _create_demo_table(source, csv_path: str) -> str:
     """``CREATE TABLE`` + ``COPY`` of a bundled CSV, in one transaction, if missing."""
     from psycopg import sql
@@ -158,14 +169,17 @@ def _create_demo_table(source, csv_path: str) -> str:
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('astrid_demo_tables', 0))")
         if conn.execute("SELECT to_regclass(%s)", (source.table,)).fetchone()[0] is not None:
             return "exists"
-        if conn.execute("SELECT to_regtype('public.astrid_label')").fetchone()[0] is None:
-            conn.execute("CREATE TYPE public.astrid_label AS ENUM ('0', '1')")
+        if conn.execute("SELECT to_regtype('public.astrid_diabetes_class')"
+                        ).fetchone()[0] is None:
+            conn.execute("CREATE TYPE public.astrid_diabetes_class AS ENUM "
+                         "('tested_negative', 'tested_positive')")
         target = sql.Identifier(source.schema or "public", source.name)
-        conn.execute(sql.SQL("CREATE TABLE {} (a1 numeric(9,6), "
-                             "a2 double precision, a3 real, a4 double precision, "
-                             "class public.astrid_label NOT NULL)").format(target))
-        with conn.cursor().copy(sql.SQL("COPY {} (a1, a2, a3, a4, class) FROM STDIN "
-                                        "WITH (FORMAT csv, HEADER true)").format(target)) as cp:
+        conn.execute(sql.SQL("CREATE TABLE {} (" + ", ".join(
+            f"{name} {kind}" for name, kind in DEMO_COLUMNS) + ")").format(target))
+        columns = sql.SQL(", ").join(sql.Identifier(name) for name, _ in DEMO_COLUMNS)
+        with conn.cursor().copy(sql.SQL("COPY {} ({}) FROM STDIN "
+                                        "WITH (FORMAT csv, HEADER true)").format(
+                                            target, columns)) as cp:
             with open(csv_path, "rb") as fh:
                 while block := fh.read(1 << 16):
                     cp.write(block)

@@ -2,13 +2,16 @@
 # `make demo`: run the publishing DAG end to end on a fresh, throw-away Airflow.
 #
 # A temporary AIRFLOW_HOME with the embedded default (SQLite metadata DB), `airflow db
-# migrate`, then `airflow dags test astrid_publish_synthetic` (no scheduler or webserver
+# migrate`, then `airflow dags test astrid_publish_diabetes` (no scheduler or webserver
 # needed), then a summary of where the artefact, the surrogate, the validation result and
 # the Data Docs are, with the key metrics. Nothing outside the temporary directory is
 # touched; it is kept so the files can be opened afterwards.
 #
 # Environment: VENV (default .venv), ASTRID_DEMO_HOME (default: a new temp directory),
-# DAGS_TEST_CONF (JSON conf for the run, e.g. '{"n_search": 100, "n_test": 250}').
+# DAGS_TEST_CONF (JSON conf for the run, e.g. '{"n_search": 100, "n_test": 250}'; default
+# '{"seed": 1}': shuffle and gate seeds fixed so the printed figures are reproducible; with
+# '{"seed": null}' they are derived from the run, and the default gate then fails the
+# release's accuracy-drop check in a few percent of runs, see docs/airflow.md).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,7 +30,7 @@ export AIRFLOW_HOME="$WORK/airflow"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGS_FOLDER="$REPO/dags"
 export ASTRID_DEMO_ROOT="$WORK/astrid_demo"
-DAG_ID=astrid_publish_synthetic
+DAG_ID=astrid_publish_diabetes
 LOG="$WORK/dags-test.log"
 
 echo "demo: AIRFLOW_HOME=$AIRFLOW_HOME (SQLite), outputs under $ASTRID_DEMO_ROOT"
@@ -38,8 +41,8 @@ airflow db migrate >"$WORK/db-migrate.log" 2>&1 || {
     exit 1
 }
 echo "demo: airflow dags test $DAG_ID (log: $LOG)"
-conf=()
-if [ -n "${DAGS_TEST_CONF:-}" ]; then conf=(--conf "$DAGS_TEST_CONF"); fi
+default_conf='{"seed": 1}'
+conf=(--conf "${DAGS_TEST_CONF:-$default_conf}")
 status=0
 airflow dags test "${conf[@]}" "$DAG_ID" >"$LOG" 2>&1 || status=$?
 # `dags test` exits 0 even when a task failed: read the final state from the log
@@ -50,7 +53,7 @@ if [ "$status" -ne 0 ] || ! grep -q "state=success" <(grep "DagRun Finished" "$L
     exit 1
 fi
 echo "demo: DAG run succeeded in $(( $(date +%s) - started )) s"
-python "$REPO/scripts/demo_summary.py" "$ASTRID_DEMO_ROOT" synthetic
+python "$REPO/scripts/demo_summary.py" "$ASTRID_DEMO_ROOT" diabetes
 echo
 echo "Open the Data Docs page above in a browser; run 'scripts/run_standalone.sh' to see"
 echo "the same DAGs in the Airflow UI (docs/airflow.md)."

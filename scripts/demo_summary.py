@@ -1,8 +1,10 @@
 """Print where a demo run left its files and the key metrics of the current release.
 
 Usage: ``python scripts/demo_summary.py DEMO_ROOT [NAME]`` (NAME defaults to
-``synthetic``). Reads only files: the release manifest, the archived metrics and
-validation result, and the artefact; exits 1 if nothing was published.
+``diabetes``). Reads only files: the release manifest, the archived metrics and
+validation result, and the artefact; exits 1 if nothing was published. Shows the
+release the learn step chose (grouping and remedies), the gate's verdict with its
+policy, and the privacy and utility figures the gate judged.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     root = Path(argv[0])
-    name = argv[1] if len(argv) > 1 else "synthetic"
+    name = argv[1] if len(argv) > 1 else "diabetes"
     published = root / "published" / name
     manifest_path = published / "surrogate.release.json"
     if not manifest_path.is_file():
@@ -52,6 +54,13 @@ def main(argv: list[str]) -> int:
         from astrid_airflow import AstridResult
 
         print(AstridResult.from_dict(artefact["result"]).format_table())
+        learned = (artefact.get("release") or {}).get("learned_grouping")
+        if learned and _canon(learned) != _canon(artefact["grouping"]):
+            # the stored result marks the release's grouping; say what the search chose
+            print(f"(ASTRID learned {' | '.join(','.join(g) for g in learned)} "
+                  f"(k={len(learned)}); the release uses the grouping marked above "
+                  f"(k={len(artefact['grouping'])}), chosen for the gate policy: see "
+                  "'release' below.)")
         print()
     except Exception as exc:  # the summary must not fail on a display detail
         print(f"(ASTRID table not shown: {exc})")
@@ -60,6 +69,9 @@ def main(argv: list[str]) -> int:
     print(f"                {artefact_name}@{version}: grouping {groups} (k={k}), "
           f"fingerprint {artefact['fingerprint']['rows']} rows")
     print(f"  gate suite    {version_dir / 'suite.json'}")
+    release = artefact.get("release") or {}
+    if release:
+        print(f"  release       {_release_line(release)}")
     print(f"Surrogate       {_local(manifest['published'])}")
     print(f"  release       {manifest['release_id']} (sha256 {manifest['sha256'][:16]}…)")
     print(f"  archived      {_local(manifest['archived'])}")
@@ -81,9 +93,81 @@ def main(argv: list[str]) -> int:
           f" surrogate {_fmt(details.get('accuracy_surrogate'), '.3f')}"
           f"  (drop {_fmt(acc.get('observed_value'), '+.3f')},"
           f" gate <= {_fmt(acc.get('threshold'), 'g')})")
-    print(f"  release gate                    {passed}/{len(gate['expectations'])} "
-          f"expectations passed")
+    print()
+    print("Privacy (the gate's figures on the published file)")
+    for line in _privacy_lines(by_name):
+        print(f"  {line}")
+    print()
+    verdict = "PASSED" if gate.get("success") else "FAILED"
+    print(f"Release gate    {verdict}: {passed}/{len(gate['expectations'])} expectations "
+          f"passed, policy: {_policy_name(gate.get('policy') or {})}")
     return 0
+
+
+def _canon(grouping: list) -> list:
+    return sorted(sorted(g) for g in grouping)
+
+
+def _release_line(release: dict) -> str:
+    """The release the learn step chose: its grouping and what was remedied."""
+    if release.get("status") != "chosen":
+        return f"{release.get('status')}: {release.get('reason')}"
+    chosen = release.get("chosen")
+    candidates = release.get("candidates") or []
+    label = candidates[chosen]["label"] if isinstance(chosen, int) and chosen < len(
+        candidates) else "?"
+    steps = (release.get("recipe") or {}).get("steps") or []
+    remedied = sorted({c for s in steps for c in (s.get("columns") or [s.get("column")])
+                       if c})
+    return (f"chosen '{label}' of {len(candidates)} candidates, "
+            f"{len(remedied)} column(s) remedied ({', '.join(remedied) or 'none'})")
+
+
+def _policy_name(policy: dict) -> str:
+    """``default GatePolicy()`` when every field is the library default, else the diff."""
+    try:
+        from astrid_airflow import GatePolicy
+
+        default = GatePolicy().to_dict()
+    except Exception:  # the summary must not fail on a display detail
+        return "n/a"
+    changed = {k: v for k, v in policy.items() if k in default and default[k] != v}
+    if not changed:
+        return "the default GatePolicy()"
+    return "GatePolicy(" + ", ".join(f"{k}={v}" for k, v in sorted(changed.items())) + ")"
+
+
+def _privacy_lines(by_name: dict) -> list[str]:
+    def exp(short: str) -> dict:
+        return next((e for n, e in by_name.items() if short in n), {})
+
+    def verdict(e: dict) -> str:
+        return "ok" if e.get("success") else "FAILED"
+
+    lines = []
+    below = exp("group_share_below_k")
+    d = below.get("details") or {}
+    label = f"share of rows below k={d.get('k', '?')} (worst group)"
+    lines.append(f"{label:<39}{_fmt(below.get('observed_value'))}  (gate <= "
+                 f"{_fmt(below.get('threshold'), 'g')}, {verdict(below)})")
+    disc = exp("group_class_disclosure_share")
+    lines.append(f"{'class disclosure share (worst group)':<39}"
+                 f"{_fmt(disc.get('observed_value'))}  (gate <= "
+                 f"{_fmt(disc.get('threshold'), 'g')}, {verdict(disc)})")
+    link = exp("cross_group_linkage")
+    d = link.get("details") or {}
+    lines.append(f"{'cross-group linkage excess (worst)':<39}{_fmt(link.get('observed_value'))}"
+                 f"  (tolerance {_fmt(d.get('tolerance'), '.3f')}, {verdict(link)})")
+    for short, label in (("singling_out_risk", "singling-out risk"),
+                         ("linkability_risk", "linkability risk"),
+                         ("inference_risk", "inference risk (worst)")):
+        e = exp(short)
+        d = e.get("details") or {}
+        ci = d.get("ci") or [None, None]
+        lines.append(f"{label:<39}{_fmt(d.get('risk'), '.3f')} (95 % up to "
+                     f"{_fmt(ci[1], '.3f')}; gate: upper bound <= "
+                     f"{_fmt(e.get('threshold'), 'g')}, {verdict(e)})")
+    return lines
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ trap 'exit 130' INT TERM
 status=0
 python "$REPO/scripts/standalone_trigger.py" "http://127.0.0.1:$PORT" || status=$?
 if [ "$status" -eq 0 ]; then
-    python "$REPO/scripts/demo_summary.py" "$ASTRID_DEMO_ROOT" synthetic || status=$?
+    python "$REPO/scripts/demo_summary.py" "$ASTRID_DEMO_ROOT" diabetes || status=$?
 else
     echo "standalone: the run did not succeed; last lines of $LOG:" >&2
     tail -n 30 "$LOG" >&2

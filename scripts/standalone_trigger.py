@@ -6,7 +6,13 @@ DAGs to be parsed, unpauses the consumer and the publishing DAG, triggers one ru
 the publishing DAG, waits for it to finish, then waits for the consumer run the release
 Asset event triggered. Exit status 0 only if both succeeded. Standard library only.
 
-Usage: ``python scripts/standalone_trigger.py BASE_URL [--timeout SECONDS]``
+The triggered run gets ``{"seed": SEED}`` (default 1, the seed of the first run in
+``tests/test_dags.py``), so the integration check does not depend on the chance of the
+gate's utility estimate: with a run-derived seed the default gate fails the diabetes
+release's accuracy-drop check in a few percent of runs (docs/airflow.md). The run the
+scheduler creates when the DAG is unpaused keeps its derived seed and is not checked.
+
+Usage: ``python scripts/standalone_trigger.py BASE_URL [--timeout SECONDS] [--seed N]``
 """
 
 from __future__ import annotations
@@ -20,8 +26,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-PUBLISH = "astrid_publish_synthetic"
-CONSUME = "astrid_consume_synthetic"
+PUBLISH = "astrid_publish_diabetes"
+CONSUME = "astrid_consume_diabetes"
 
 
 class Api:
@@ -71,6 +77,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base_url")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of the triggered run's shuffle and gate")
     args = parser.parse_args()
     api = Api(args.base_url)
     t0 = time.monotonic()
@@ -102,7 +110,7 @@ def main() -> int:
     log("DAGs parsed and unpaused")
 
     status, body = api.call("POST", f"/api/v2/dags/{PUBLISH}/dagRuns",
-                            {"logical_date": None, "conf": {}})
+                            {"logical_date": None, "conf": {"seed": args.seed}})
     if status not in (200, 201) or not isinstance(body, dict):
         raise SystemExit(f"standalone: triggering {PUBLISH} answered {status}: {body}")
     run_id = body["dag_run_id"]

@@ -16,9 +16,9 @@ import pytest
 from conftest import REPO
 
 DAGS = REPO / "dags"
-DAG_IDS = {"astrid_publish_synthetic", "astrid_consume_synthetic", "astrid_gate_external",
+DAG_IDS = {"astrid_publish_diabetes", "astrid_consume_diabetes", "astrid_gate_external",
            "astrid_publish_postgres"}
-PUBLISH = "astrid_publish_synthetic"
+PUBLISH = "astrid_publish_diabetes"
 MAX_XCOM_BYTES = 4096
 
 
@@ -99,7 +99,7 @@ def demo(tmp_path_factory, airflow_db):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASTRID_DEMO_ROOT", str(root))
         yield types.SimpleNamespace(root=root, dags=parse_dags(root),
-                                    published=root / "published" / "synthetic")
+                                    published=root / "published" / "diabetes")
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +118,10 @@ def second_run(demo, first_run):
 @pytest.fixture(scope="module")
 def failed_run(demo, second_run):
     before = snapshot(demo.published)
-    staging_before = set((demo.root / "staging" / "synthetic").iterdir())
-    dr = demo.dags[PUBLISH].test(run_conf={"seed": 3, "max_largest_group_unique_share": 0.0})
+    staging_before = set((demo.root / "staging" / "diabetes").iterdir())
+    # the remedied diabetes release has no rows below k=5 in most groups, but not none:
+    # a share of 0 allowed fails exactly that expectation
+    dr = demo.dags[PUBLISH].test(run_conf={"seed": 3, "max_share_below_k": 0.0})
     return types.SimpleNamespace(dr=dr, before=before, staging_before=staging_before)
 
 
@@ -127,7 +129,7 @@ def failed_run(demo, second_run):
 def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, first_run):
     from astrid_airflow.operators.demo import bundled_table
 
-    from astrid_airflow import validate_surrogate
+    from astrid_airflow import GatePolicy, validate_surrogate
 
     dr = first_run.dr
     assert str(dr.state) == "success", states(dr)
@@ -137,14 +139,24 @@ def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, fi
     archived = manifest["archived"].removeprefix("file://")
     assert open(archived, "rb").read() == published.read_bytes()
     # The released file passes the gate when checked again, independently of the run.
-    check = validate_surrogate(bundled_table("synthetic_batch.csv"), str(published),
-                               f"{demo.root}/artefacts/synthetic@v0001",
+    check = validate_surrogate(bundled_table("diabetes.csv"), str(published),
+                               f"{demo.root}/artefacts/diabetes@v0001",
                                out_dir=str(demo.root / "recheck"), random_state=0)
     assert check.success, check.failed
+    # ... with the library's default policy, privacy checks enforced, on a remedied release
+    # the learn step chose (issue 17): no report-only demo policy.
+    assert check.policy == GatePolicy()
+    artefact = json.loads((demo.root / "artefacts" / "diabetes" / "v0001" / "artefact.json")
+                          .read_text())
+    assert artefact["release"]["status"] == "chosen"
+    assert artefact["release"]["policy"] == GatePolicy().to_dict()
+    assert artefact["release"]["recipe"]["steps"]  # remedied, not raw
+    receipt = json.loads(Path(manifest["validation"].removeprefix("file://")).read_text())
+    assert receipt["gate"]["success"] and receipt["gate"]["policy"] == GatePolicy().to_dict()
     # XCom carries only paths, versions and small metrics.
     values = xcoms(dr)
     assert values[("learn_if_changed", "learned")] is True
-    assert values[("shuffle", "artefact")] == "synthetic@v0001"
+    assert values[("shuffle", "artefact")] == "diabetes@v0001"
     for (task_id, key), value in values.items():
         assert len(json.dumps(value)) < MAX_XCOM_BYTES, (task_id, key)
     print(f"first publishing run: {first_run.seconds:.1f} s")
@@ -152,12 +164,13 @@ def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, fi
 
 @pytest.mark.airflow
 def test_consumer_dag_reads_the_current_release(demo, first_run):
-    dr = demo.dags["astrid_consume_synthetic"].test()
+    dr = demo.dags["astrid_consume_diabetes"].test()
     assert str(dr.state) == "success", states(dr)
     manifest = json.loads((demo.published / "surrogate.release.json").read_text())
     release_dir = demo.published / "releases" / manifest["release_id"]
     profile = json.loads((release_dir / "consumer_profile.json").read_text())
-    assert profile["rows"] == 1000 and profile["class_counts"] == {"0": 500, "1": 500}
+    assert profile["rows"] == 768
+    assert profile["class_counts"] == {"tested_negative": 500, "tested_positive": 268}
 
 
 @pytest.mark.airflow
@@ -167,7 +180,7 @@ def test_rerun_with_unchanged_reference_does_not_learn_again(demo, second_run):
     values = xcoms(dr)
     assert values[("learn_if_changed", "learned")] is False
     assert values[("learn_if_changed", "version")] == "v0001"
-    assert sorted(p.name for p in (demo.root / "artefacts" / "synthetic").iterdir()) == [
+    assert sorted(p.name for p in (demo.root / "artefacts" / "diabetes").iterdir()) == [
         "v0001"]
     assert len(list((demo.published / "releases").iterdir())) == 2
 
@@ -181,22 +194,22 @@ def test_failed_gate_fails_the_task_publishes_nothing_and_keeps_the_last_release
     assert got["gate"] == "failed" and got["publish"] == "upstream_failed", got
     assert got["learn_if_changed"] == got["shuffle"] == "success"
     assert snapshot(demo.published) == failed_run.before  # byte for byte, manifest too
-    new = set((demo.root / "staging" / "synthetic").iterdir()) - failed_run.staging_before
+    new = set((demo.root / "staging" / "diabetes").iterdir()) - failed_run.staging_before
     (staged,) = new
     receipt = json.loads((staged / "surrogate.gate.json").read_text())
     assert receipt["success"] is False
-    assert receipt["failed"] == ["expect_surrogate_largest_group_unique_share_to_be_at_most"]
+    assert receipt["failed"] == ["expect_surrogate_group_share_below_k_to_be_at_most"]
     assert (staged / "surrogate.validation.html").is_file()
 
 
 @pytest.mark.airflow
 def test_gating_only_dag_validates_and_releases_an_external_surrogate(demo, first_run):
-    incoming = demo.root / "incoming" / "synthetic"
+    incoming = demo.root / "incoming" / "diabetes"
     incoming.mkdir(parents=True)
     shutil.copy(demo.published / "surrogate.parquet", incoming / "surrogate.parquet")
-    dr = demo.dags["astrid_gate_external"].test(run_conf={"artefact": "synthetic@v0001"})
+    dr = demo.dags["astrid_gate_external"].test(run_conf={"artefact": "diabetes@v0001"})
     assert str(dr.state) == "success", states(dr)
-    released = demo.root / "published" / "synthetic-external" / "surrogate.parquet"
+    released = demo.root / "published" / "diabetes-external" / "surrogate.parquet"
     assert released.read_bytes() == (incoming / "surrogate.parquet").read_bytes()
     assert json.loads((incoming / "surrogate.gate.json").read_text())["success"] is True
 
@@ -224,7 +237,7 @@ def test_extra_links_resolve_for_a_run_as_the_ui_reads_them(demo, first_run, fai
     for name in ("Data Docs", "Release report"):  # the immutable archive's copies
         assert "/releases/" in publish[name] and local(publish[name]).is_file()
     artefact = links(first_run.dr, "learn_if_changed")["Artefact"]
-    assert local(artefact) == demo.root / "artefacts" / "synthetic" / "v0001" / "artefact.json"
+    assert local(artefact) == demo.root / "artefacts" / "diabetes" / "v0001" / "artefact.json"
     assert local(artefact).is_file() and local(gate["Artefact"]) == local(artefact)
     failed = links(failed_run.dr, "gate")  # a failed gate links its pages too
     assert local(failed["Data Docs"]).is_file() and local(failed["Release report"]).is_file()
@@ -256,8 +269,7 @@ def cleared_runs(demo, first_run, second_run):
     # every param the failed run set is reset: dag.test() keeps run_conf in dag.params
     runs = [demo.dags[PUBLISH].test(logical_date=run.dr.logical_date,
                                     run_after=run.dr.run_after,
-                                    run_conf={"seed": seed, "max_largest_group_unique_share":
-                                              None})
+                                    run_conf={"seed": seed, "max_share_below_k": None})
             for run, seed in ((first_run, 1), (second_run, 2))]
     after = {str(p): (p.read_bytes(), p.stat().st_mtime_ns)
              for p in sorted(published.rglob("*")) if p.is_file()}
@@ -318,7 +330,7 @@ def test_openlineage_listener_emits_the_gates_assertions_and_the_datasets(tmp_pa
     assert {"intact_row_proportion", "accuracy_drop"} <= set(metrics)
     assert surrogate["name"] == str(receipt.parent / "surrogate.parquet")
     published = {d["name"] for d in complete["publish"]["outputs"]}
-    assert str(tmp_path / "demo" / "published" / "synthetic" / "surrogate.parquet") in published
+    assert str(tmp_path / "demo" / "published" / "diabetes" / "surrogate.parquet") in published
     assert complete["learn_if_changed"]["outputs"][0]["facets"]["version"][
         "datasetVersion"] == "v0001"
     assert complete["shuffle"]["outputs"][0]["name"] == surrogate["name"]
@@ -342,8 +354,9 @@ def test_make_demo_script_runs_the_publishing_dag_end_to_end(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     for label in ("Artefact", "Surrogate", "Validation", "Data Docs",
-                  "intact-row proportion", "expectations passed"):
+                  "intact-row proportion", "class disclosure share", "singling-out risk",
+                  "Release gate    PASSED", "policy: the default GatePolicy()"):
         assert label in out.stdout
-    published = tmp_path / "astrid_demo" / "published" / "synthetic" / "surrogate.parquet"
+    published = tmp_path / "astrid_demo" / "published" / "diabetes" / "surrogate.parquet"
     assert published.is_file()
     assert (tmp_path / "airflow" / "airflow.db").is_file()  # SQLite, in the temp home

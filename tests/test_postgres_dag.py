@@ -1,10 +1,11 @@
 """The operators and the PostgreSQL DAG against a real server.
 
 ``astrid_publish_postgres`` runs end to end with ``dag.test()`` (temporary SQLite
-metadata DB): demo tables → artefact → shuffle → gate → surrogate table published in
-the same database; a failed gate leaves it untouched; bad connections and missing tables
-fail clearly and publish nothing. The server comes from ``scripts/ci_postgres.sh``;
-without it these tests skip, except under CI where they fail (see ``test_sql.py``).
+metadata DB): demo table (the bundled diabetes data) → artefact → remedied shuffle →
+default gate → surrogate table published in the same database; a failed gate leaves it
+untouched; bad connections and missing tables fail clearly and publish nothing. The
+server comes from ``scripts/ci_postgres.sh``; without it these tests skip, except under
+CI where they fail (see ``test_sql.py``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ pytestmark = [pytest.mark.postgres,
 DAG_FILE = REPO / "dags" / "astrid_publish_postgres.py"
 DAG_ID = "astrid_publish_postgres"
 CONN = "astrid_postgres"
-TABLES = ("astrid_reference", "astrid_batch", "astrid_surrogate")
-BATCH_TYPES = [("a1", "numeric(9,6)"), ("a2", "double precision"), ("a3", "real"),
-               ("a4", "double precision"), ("class", "astrid_label")]
+TABLES = ("astrid_diabetes", "astrid_diabetes_surrogate")
+SURROGATE = "public.astrid_diabetes_surrogate"
+BATCH_TYPES = [("preg", "smallint"), ("plas", "integer"), ("pres", "integer"),
+               ("skin", "integer"), ("insu", "integer"), ("mass", "numeric(4,1)"),
+               ("pedi", "double precision"), ("age", "smallint"),
+               ("class", "astrid_diabetes_class")]
 
 
 def rows(url: str, sql: str, params=None) -> list[tuple]:
@@ -98,7 +102,7 @@ def drop_demo_tables(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         for table in TABLES:
             conn.execute(f"DROP TABLE IF EXISTS public.{table}")
-        conn.execute("DROP TYPE IF EXISTS public.astrid_label")
+        conn.execute("DROP TYPE IF EXISTS public.astrid_diabetes_class")
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +130,9 @@ def first_run(demo):
 
 @pytest.fixture(scope="module")
 def failed_run(demo, first_run):
-    before = table_state(demo.url, "public.astrid_surrogate")
+    before = table_state(demo.url, SURROGATE)
     started = time.perf_counter()
-    dr = demo.dag.test(run_conf={"seed": 2, "max_largest_group_unique_share": 0.0})
+    dr = demo.dag.test(run_conf={"seed": 2, "max_share_below_k": 0.0})
     return types.SimpleNamespace(dr=dr, before=before, seconds=time.perf_counter() - started)
 
 
@@ -156,7 +160,7 @@ def test_the_dag_parses_quickly_without_touching_the_database(tmp_path):
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["errors"] == 0 and report["heavy"] == []
     assert report["tasks"] == ["demo_tables", "learn_if_changed", "shuffle", "gate", "publish"]
-    assert report["destination"] == f"conn://{CONN}/public.astrid_surrogate"
+    assert report["destination"] == f"conn://{CONN}/{SURROGATE}"
     assert report["seconds"] < 3, report
 
 
@@ -164,39 +168,57 @@ def test_the_dag_parses_quickly_without_touching_the_database(tmp_path):
 
 @pytest.mark.airflow
 def test_dag_runs_end_to_end_and_publishes_a_gated_surrogate_table(demo, first_run):
-    from astrid_airflow import Grouping, validate_surrogate
+    from astrid_airflow import (
+        GatePolicy,
+        Grouping,
+        apply_recipe,
+        load_artefact,
+        read_table,
+        validate_surrogate,
+    )
 
     dr = first_run.dr
     assert str(dr.state) == "success", states(dr)
-    url, batch = demo.url, "public.astrid_batch"
+    url, batch = demo.url, "public.astrid_diabetes"
     # the surrogate table sits next to its source, with the source's column types
     assert column_types(url, batch) == BATCH_TYPES
-    assert column_types(url, "public.astrid_surrogate") == BATCH_TYPES
-    assert rows(url, "SELECT count(*) FROM public.astrid_surrogate") == [(1000,)]
+    assert column_types(url, SURROGATE) == BATCH_TYPES
+    assert rows(url, f"SELECT count(*) FROM {SURROGATE}") == [(768,)]
     values = xcoms(dr)
     assert values[("learn_if_changed", "learned")] is True
-    grouping = values[("learn_if_changed", "grouping")]
-    # GoldenEye per class: each column, and each learned group, keeps its multiset
-    groups = Grouping.parse(grouping).groups
-    assert len(groups) > 1  # the demo learns {a1, a2}, {a3}, {a4}
+    # a remedied release chosen under the default policy (issue 17), not a raw one
+    artefact, _ = load_artefact(f"{demo.root}/artefacts/postgres_diabetes@v0001")
+    assert artefact.release["status"] == "chosen"
+    assert artefact.release["policy"] == GatePolicy().to_dict()
+    recipe = artefact.release["recipe"]
+    assert recipe["steps"]
+    # GoldenEye per class: each group of the release keeps its multiset of (remedied)
+    # values: the published table against the batch put into the release's domain
+    groups = Grouping.parse(values[("learn_if_changed", "grouping")]).groups
+    assert len(groups) > 1
+    remedied = apply_recipe(read_table(f"{url}?table={batch}"), recipe)
+    published = read_table(f"{url}?table={SURROGATE}")
     for group in groups:
-        cols = ", ".join(["class", *group])
-        assert rows(url, f"(SELECT {cols} FROM {batch} EXCEPT ALL SELECT {cols} FROM "
-                    f"public.astrid_surrogate) UNION ALL (SELECT {cols} FROM "
-                    f"public.astrid_surrogate EXCEPT ALL SELECT {cols} FROM {batch})") == []
+        cols = ["class", *group]
+
+        def multiset(frame, cols=cols):
+            return sorted(map(tuple, frame[cols].astype(str).to_numpy().tolist()))
+
+        assert multiset(published) == multiset(remedied), group
     # the comment names the release and the exact bytes the gate passed
-    comment = json.loads(rows(url, "SELECT obj_description('public.astrid_surrogate'"
+    comment = json.loads(rows(url, f"SELECT obj_description('{SURROGATE}'"
                                    "::regclass)")[0][0])
     staged = values[("gate", "surrogate")].removeprefix("file://")
     digest = hashlib.sha256(open(staged, "rb").read()).hexdigest()
     assert comment["sha256"] == digest == values[("publish", "sha256")]
-    assert values[("publish", "table")] == "public.astrid_surrogate"
+    assert values[("publish", "table")] == SURROGATE
     assert values[("shuffle", "original")] == f"conn://{CONN}/{batch}"
     # the gated file passes the gate again, with the original read straight from the DB
     check = validate_surrogate(f"{url}?table={batch}", staged,
-                               f"{demo.root}/artefacts/postgres_synthetic@v0001",
+                               f"{demo.root}/artefacts/postgres_diabetes@v0001",
                                out_dir=str(demo.root / "recheck"), random_state=0)
     assert check.success, check.failed
+    assert check.policy == GatePolicy()
     # no secret in any XCom
     password = url.split("://", 1)[1].split("@")[0].split(":")[1]
     for key, value in values.items():
@@ -212,21 +234,21 @@ def test_failed_gate_leaves_the_published_table_untouched(demo, failed_run):
     assert got["gate"] == "failed" and got["publish"] == "upstream_failed", got
     assert got["demo_tables"] == got["learn_if_changed"] == got["shuffle"] == "success"
     assert xcoms(dr)[("learn_if_changed", "learned")] is False  # unchanged reference
-    assert table_state(demo.url, "public.astrid_surrogate") == failed_run.before
+    assert table_state(demo.url, SURROGATE) == failed_run.before
     print(f"\nsecond run (no learning, gate fails): {failed_run.seconds:.1f} s")
 
 
 @pytest.mark.airflow
 def test_a_missing_connection_or_table_fails_the_run_and_publishes_nothing(demo, first_run):
-    before = table_state(demo.url, "public.astrid_surrogate")
+    before = table_state(demo.url, SURROGATE)
     dr = demo.dag.test(run_conf={"seed": 3, "batch": f"conn://{CONN}/public.no_such_table"})
     got = states(dr)
     assert got["shuffle"] == "failed" and got["publish"] == "upstream_failed", got
     dr = demo.dag.test(run_conf={"seed": 4,
-                                 "reference": "conn://astrid_undefined/public.astrid_reference"})
+                                 "reference": "conn://astrid_undefined/public.astrid_diabetes"})
     got = states(dr)
     assert got["learn_if_changed"] == "failed" and got["publish"] == "upstream_failed", got
-    assert table_state(demo.url, "public.astrid_surrogate") == before
+    assert table_state(demo.url, SURROGATE) == before
 
 
 # -------------------------------------------------------------------- operators

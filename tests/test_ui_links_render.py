@@ -40,7 +40,7 @@ from conftest import REPO
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(n)), None)
 ARTIFACTS = REPO / "test-artifacts"
-PUBLISH = "astrid_publish_synthetic"
+PUBLISH = "astrid_publish_diabetes"
 LINKS = ("Data Docs", "Release report", "Artefact")
 FILES = "https://files.example.invalid/astrid"  # never fetched: the links are only rendered
 
