@@ -205,3 +205,17 @@ def test_astrid_bad_tables(synthetic):
                target="class")
     with pytest.raises(DataError, match="Unreadable file"):
         astrid("/nonexistent/table.csv", target="class")
+
+
+def test_table_names_a_release_chosen_from_another_k(synthetic):
+    # an artefact's result after the privacy-aware choice took another grouping must not
+    # call it "the highest k with p >= alpha"
+    r = astrid(synthetic.iloc[::4], target="class", n_search=3, n_test=5, random_state=0)
+    assert r.learned_k == r.k and "highest k with p >=" in r.format_table()
+    singletons = [[c] for c in r.columns]
+    released = singletons if r.k < len(r.columns) else [list(r.columns)]
+    other = AstridResult.from_dict({**r.to_dict(), "grouping": released,
+                                    "k": len(released)})
+    text = other.format_table()
+    assert f"released grouping (k = {len(released)}, chosen for privacy" in text
+    assert f"ASTRID's choice was k = {r.k}," in text

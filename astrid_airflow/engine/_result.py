@@ -115,6 +115,16 @@ class AstridResult:
     def row(self, k: int) -> KRow:
         return self.table[k - 1]
 
+    @property
+    def learned_k(self) -> int:
+        """The highest k of the table with p >= alpha (1 when none): ASTRID's choice.
+
+        Equals ``k`` for the learner's own result; an artefact whose release the
+        privacy-aware choice took from elsewhere keeps that grouping in ``grouping``.
+        """
+        return max((r.k for r in self.table if r.p is not None and r.p >= self.alpha),
+                   default=1)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "grouping": self.grouping.to_list(), "k": self.k,
@@ -152,7 +162,7 @@ class AstridResult:
         rows = []
         for r in self.table:
             cells = [str(r.k)] + [_fmt(v) for v in (r.acc_ave, r.acc_min, r.acc_max, r.sd, r.p)]
-            rows.append((cells, r.letters.split(" "), r.k == self.k))
+            rows.append((cells, r.letters.split(" "), r.grouping == self.grouping))
         width = [max(len(h), *(len(c[0][i]) for c in rows)) for i, h in enumerate(head)]
         attr_w = [max(len(a), *(len(c[1][j]) for c in rows)) for j, a in enumerate(self.order)]
         lines = ["  " + "  ".join(h.rjust(w) for h, w in zip(head, width)) + "   " +
@@ -163,8 +173,14 @@ class AstridResult:
                          " ".join(t.center(w) for t, w in zip(toks, attr_w)))
         groups = ", ".join("{" + ", ".join(g) + "}" for g in self.grouping.groups)
         lines.append("")
-        lines.append(f"chosen grouping (k = {self.k}, highest k with p >= {self.alpha:g}): "
-                     f"{groups}")
+        learned_k = self.learned_k
+        if self.k == learned_k and self.row(learned_k).grouping == self.grouping:
+            lines.append(f"chosen grouping (k = {self.k}, highest k with p >= "
+                         f"{self.alpha:g}): {groups}")
+        else:  # an artefact's result after the privacy-aware choice picked another release
+            lines.append(f"released grouping (k = {self.k}, chosen for privacy; ASTRID's "
+                         f"choice was k = {learned_k}, the highest k with p >= "
+                         f"{self.alpha:g}): {groups}")
         p_og = "n/a" if self.p_og is None else f"{self.p_og:.3f}"
         fits = f"{self.n_fits}"
         if self.adaptive is not None and self.n_fits_exact:
