@@ -360,7 +360,7 @@ def _grouping_table(result: Any) -> str:
         cells.append(f'<td class="num{" pbad" if p_bad else ""}">{_f(r.p)}</td>')
         cells += [f'<td class="l" style="background:{_colour(i)}">{_e(t)}</td>'
                   for t, i in zip(tokens, ids)]
-        chosen = r.k == result.k
+        chosen = r.grouping == result.grouping
         body.append(f'<tr class="{"chosen" if chosen else ""}" data-k="{r.k}">'
                     + "".join(cells) + "</tr>")
     return ('<div class="scroll"><table id="grouping-table"><thead><tr>' + head + attrs +
@@ -393,6 +393,14 @@ def _facts(result: Any, artefact: Any, ref: str | None) -> str:
         items.append(("artefact", ref))
     return '<div class="facts">' + "".join(
         f"<div><b>{_e(k)}</b>{_e(v)}</div>" for k, v in items) + "</div>"
+
+
+def _chosen_k(result: Any) -> str:
+    """The sentence on k: ASTRID's choice, or the release the privacy-aware choice took."""
+    if result.k == result.learned_k and result.row(result.k).grouping == result.grouping:
+        return f"chosen k = <b>{result.k}</b>, the highest k with p &ge; {result.alpha:g}"
+    return (f"released k = <b>{result.k}</b>, chosen for privacy (ASTRID's choice: k = "
+            f"{result.learned_k}, the highest k with p &ge; {result.alpha:g})")
 
 
 def _groups_html(result: Any) -> str:
@@ -549,8 +557,7 @@ def _page(result: Any, artefact: Any, ref: str | None, figures: dict[str, str],
 <body><main>
 <h1>{_e(title)}</h1>
 <p class="sub">ASTRID grouping of <b>{_e(len(result.order))}</b> attributes predicting
-<b>{_e(result.target)}</b>: chosen k = <b>{result.k}</b>, the highest k with p &ge;
-{result.alpha:g}.</p>
+<b>{_e(result.target)}</b>: {_chosen_k(result)}.</p>
 {link}
 {_facts(result, artefact, ref)}
 <h3>Chosen grouping</h3>
