@@ -232,7 +232,7 @@ def test_class_from_column_risks_exact_figures():
         "class": y})
     r = {x.aux_columns[0]: x for x in class_from_column_risks(t, target="class")}
     assert r["unique"].risk > 0.9 and r["unique"].ci[0] > 0.8
-    # values shared by m = 6 rows of balanced classes: (1/2 - 2/5) / (1 - 2/5) = 1/6
+    # values shared by m = 6 rows of mixed classes: (1/2 - 2/5) / (1 - 2/5) = 1/m
     assert r["bins6"].risk == pytest.approx(1 / 6, abs=1e-9)
     assert r["const"].risk < 0.01 and r["cat"].risk < 0.06
     assert all(x.variant == "class_from_one_column_exact" and x.n_attacks == n

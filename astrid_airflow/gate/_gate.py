@@ -110,9 +110,10 @@ class GatePolicy:
         Largest allowed upper 95 % bound of the risk of inferring the class from any
         single column, measured exactly on the release (every row attacked in the
         release and left out of it, the expected success over tied rows:
-        :func:`~astrid_airflow.privacy.class_from_column_risks`). About ``1 / (m - 1)``
-        for values shared by ``m`` rows of mixed classes, so 0.2 asks for bins and
-        categories of about six or more rows; 1 for a raw continuous column. The 0.2 is
+        :func:`~astrid_airflow.privacy.class_from_column_risks`). It is ``1 / m`` for
+        a value shared by ``m`` rows of mixed classes (0 for one class only, which the
+        class-disclosure check bounds), so 0.2 fails values shared by fewer than about
+        five rows and raw continuous columns (close to 1). The 0.2 is
         issue 17's target for anonymeter's class-from-one-column inference.
 
     Notes

@@ -737,9 +737,9 @@ def class_from_column_risks(released: pd.DataFrame, *, target: str,
     mean paired difference, propagated to the ratio (with the error of ``s_out``), and
     clipped to [0, 1].
 
-    The figure is about ``1 / (m - 1)`` for a column whose values are shared by ``m``
-    rows of mixed classes, and 1 for a column of unique values: it bounds how small a
-    bin or category may be.
+    For a column whose every value is shared by ``m`` rows of mixed classes the figure
+    is exactly ``1 / m`` (whatever the mix), near 1 for a column of unique values: it
+    bounds how small a bin or category may be.
 
     Parameters
     ----------
@@ -755,7 +755,8 @@ def class_from_column_risks(released: pd.DataFrame, *, target: str,
     list of AttackRisk
         One per column: ``attack="inference"``, ``variant="class_from_one_column_exact"``,
         ``secret=target``, ``aux_columns=(column,)``, ``n_attacks`` = rows;
-        ``n_success`` and ``n_control_success`` are the expected successes, rounded.
+        ``n_success`` and ``n_control_success`` are the expected successes, rounded;
+        ``n_baseline_success`` that of guessing a random released row's class.
     """
     if not isinstance(released, pd.DataFrame):
         raise DataError(f"The released table must be a pandas DataFrame, got "
@@ -796,8 +797,9 @@ def class_from_column_risks(released: pd.DataFrame, *, target: str,
 
         out.append(AttackRisk("inference", clip(risk), (clip(risk - err), clip(risk + err)),
                               n, secret=str(target), variant="class_from_one_column_exact",
-                              aux_columns=(str(c),), n_success=int(round(s_in.sum())),
-                              n_control_success=int(round(s_out.sum())),
-                              n_baseline_success=int(round(float(
-                                  np.bincount(y).max()))), note=note))
+                              aux_columns=(str(c),), n_success=round(float(s_in.sum())),
+                              n_control_success=round(float(s_out.sum())),
+                              n_baseline_success=round(float(
+                                  (np.bincount(y).astype(float) ** 2).sum() / n)),
+                              note=note))
     return out
