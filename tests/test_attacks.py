@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from astrid_airflow import ParameterError, make_surrogate
+from astrid_airflow import DataError, ParameterError, make_surrogate
 from astrid_airflow.engine._grouping import Grouping
 from astrid_airflow.privacy._attacks import (
     AttackRisk,
@@ -206,3 +206,41 @@ def test_sampling_is_stated_and_bad_parameters_raise():
         linkability_risk(train, train, control, aux_columns=(["x0"], ["x0"]))
     with pytest.raises(ParameterError):
         linkability_risk(train, train, control, aux_columns=(["x0"], ["x1"]), n_attacks=0)
+
+
+# ----------------------------------------------- class from one column, exact
+
+def test_nearest_draws_a_tie_for_each_query():
+    # one query value tied with 50 rows: the queries do not all get the same row
+    cand = np.zeros((50, 1))
+    idx = _nearest(np.zeros((200, 1)), cand, np.array([True]), np.array([False]),
+                   np.random.default_rng(0))
+    assert len(set(idx.tolist())) > 30
+
+
+def test_class_from_column_risks_exact_figures():
+    from astrid_airflow.privacy import class_from_column_risks
+
+    rng = np.random.default_rng(0)
+    n = 600
+    y = np.tile(["a", "b"], n // 2)
+    t = pd.DataFrame({
+        "unique": rng.permutation(n).astype(float),  # raw: every value its own
+        "bins6": np.repeat(np.arange(n // 6), 6).astype(float),  # 3 a + 3 b per value
+        "const": np.zeros(n),
+        "cat": np.repeat([f"c{i}" for i in range(n // 20)], 20),
+        "class": y})
+    r = {x.aux_columns[0]: x for x in class_from_column_risks(t, target="class")}
+    assert r["unique"].risk > 0.9 and r["unique"].ci[0] > 0.8
+    # values shared by m = 6 rows of mixed classes: (1/2 - 2/5) / (1 - 2/5) = 1/m
+    assert r["bins6"].risk == pytest.approx(1 / 6, abs=1e-9)
+    assert r["const"].risk < 0.01 and r["cat"].risk < 0.06
+    assert all(x.variant == "class_from_one_column_exact" and x.n_attacks == n
+               for x in r.values())
+    # deterministic, and a GoldenEye shuffle of a singleton keeps the figure
+    again = class_from_column_risks(t.sample(frac=1, random_state=1), target="class")
+    assert [x.risk for x in again] == pytest.approx([x.risk for x in r.values()])
+    with pytest.raises(ParameterError, match="Unknown column"):
+        class_from_column_risks(t, target="class", columns=["nope"])
+    with pytest.raises(DataError, match="Target column"):
+        class_from_column_risks(t, target="nope")

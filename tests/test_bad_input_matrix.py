@@ -511,7 +511,8 @@ def _gate_integrity_cases() -> list[Case]:
                 # GatePolicy.raw_release_demo() does (still measured and shown)
                 "--max-share-below-k", "1", "--max-class-disclosure-share", "1",
                 "--max-largest-group-unique-share", "1", "--max-singling-out-risk", "1",
-                "--max-linkability-risk", "1", "--max-inference-risk", "1"]
+                "--max-linkability-risk", "1", "--max-inference-risk", "1",
+                "--max-class-from-one-column-risk", "1"]
 
     def html_of(root, files):
         return {f: (root / f).read_text(errors="replace") for f in files

@@ -459,7 +459,7 @@ def test_thresholds_applied_are_the_policy_and_are_reported(tmp_path, data, lear
                             "max_linkage_excess": 0.03, "max_accuracy_drop": 0.125,
                             "disclosure_k": 5, "max_singling_out_risk": 0.2,
                             "max_linkability_risk": 0.1, "max_inference_risk": 0.5,
-                            "attack_n": 500}
+                            "max_class_from_one_column_risk": 0.2, "attack_n": 500}
     assert outcome(r, INTACT).threshold == 0.25 == r.policy.max_intact
     assert r.suite["binding"] == "recorded" and r.suite["source"] == "stored"
     assert r.suite["overrides"] == {"max_accuracy_drop": 0.125}

@@ -116,6 +116,7 @@ def test_judge_attack():
 @pytest.mark.parametrize("flag, value, message", [
     ("--attack-n", "0", "attack_n"),
     ("--max-inference-risk", "1.5", "max_inference_risk"),
+    ("--max-class-from-one-column-risk", "1.5", "max_class_from_one_column_risk"),
     ("--max-linkability-risk", "x", "invalid float"),
 ])
 def test_validate_flags_for_the_attack_checks_exit_2_on_bad_values(
@@ -133,3 +134,17 @@ def test_validate_flags_for_the_attack_checks_exit_2_on_bad_values(
     except SystemExit as exc:  # argparse rejects a non-number itself
         code = exc.code
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_class_from_one_column_check_names_the_column_and_fails_safe():
+    from astrid_airflow.gate._checks import judge_class_from_column
+
+    risks = [{"attack": "inference", "secret": "y", "aux_columns": ["a"], "risk": 0.05,
+              "ci": [0.04, 0.06], "n_attacks": 300},
+             {"attack": "inference", "secret": "y", "aux_columns": ["b"], "risk": 0.18,
+              "ci": [0.15, 0.21], "n_attacks": 300}]
+    ok, observed, details = judge_class_from_column(risks, 0.2)
+    assert not ok and observed == 0.21 and details["column"] == "b"
+    assert details["failing_columns"] == ["b"]
+    assert judge_class_from_column(risks, 0.25)[0]
+    assert judge_class_from_column(None, 1.0)[0] is False  # not measured: fails safe

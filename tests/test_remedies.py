@@ -461,3 +461,31 @@ def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
     why = _refusal([leaky, attacked], policy)
     assert why.startswith("privacy: no candidate") and \
         "linkability risk upper bound 0.310 > 0.1" in why
+
+
+def test_fit_coarsens_a_column_that_discloses_the_class_on_its_own():
+    from astrid_airflow.privacy import class_from_column_risks
+
+    rng = np.random.default_rng(3)
+    n = 600
+    t = pd.DataFrame({"x": rng.normal(size=n), "c": rng.choice([f"v{i}" for i in range(60)],
+                                                                size=n),
+                      "class": rng.choice(["a", "b"], size=n)})
+    plain, _ = fit_recipe(t, target="class", grouping=[["x"], ["c"]], k=5)
+    strict, report = fit_recipe(t, target="class", grouping=[["x"], ["c"]], k=5,
+                                max_class_from_one_column_risk=0.05)
+    risks = {r.aux_columns[0]: r for r in class_from_column_risks(
+        apply_recipe(t, strict), target="class")}
+    # within half the bound (the margin), as the report says; fewer, larger bins
+    assert all(r.ci[1] <= 0.025 for r in risks.values())
+    assert all(g["class_from_one_column_risk"] <= 0.025 for g in report)
+    bins = {s["column"]: s for s in strict.steps}
+    before = {s["column"]: s for s in plain.steps}
+    assert len(bins["x"]["edges"]) < len(before["x"]["edges"])
+    assert len(bins["c"]["keep"]) < len(before.get("c", {"keep": list(range(60))})["keep"])
+    # deterministic; a bad bound is refused
+    assert fit_recipe(t, target="class", grouping=[["x"], ["c"]], k=5,
+                      max_class_from_one_column_risk=0.05)[0] == strict
+    with pytest.raises(RecipeError, match="max_class_from_one_column_risk"):
+        fit_recipe(t, target="class", grouping=[["x"], ["c"]],
+                   max_class_from_one_column_risk=1.5)

@@ -49,6 +49,9 @@ _POLICY_OVERRIDES: tuple[tuple[str, type, str | None, str], ...] = (
     ("max_inference_risk", float, "R",
      "largest upper 95%% bound of the inference risk of any secret (stored policy, "
      "default 0.5)"),
+    ("max_class_from_one_column_risk", float, "R",
+     "largest upper 95%% bound of the risk of inferring the class from any single "
+     "column, exact on the release (stored policy, default 0.2)"),
     ("classifier", str, None, "classifier of the utility check (default: the artefact's)"),
     ("utility_repeats", int, "N",
      "splits the utility check averages over (stored policy, default 1)"),

@@ -367,6 +367,36 @@ def judge_attack(values: Mapping[str, Any] | None, attack: str, threshold: float
     return not failing, float(worst["ci"][1]), details
 
 
+def class_from_column_values(surrogate: pd.DataFrame, target: str,
+                             grouping: Sequence[Sequence[str]]) -> list[dict] | None:
+    """``AttackRisk.to_dict()`` of the exact class-from-one-column risk of every column
+    of the grouping present in ``surrogate``, or None when it cannot be measured (no
+    class column, no rows, none of the grouping's columns)."""
+    from astrid_airflow.privacy import class_from_column_risks
+
+    columns = [c for g in _present_groups(grouping, surrogate) for c in g]
+    if target not in surrogate.columns or len(surrogate) == 0 or not columns:
+        return None
+    return [r.to_dict() for r in class_from_column_risks(surrogate, target=target,
+                                                         columns=columns)]
+
+
+def judge_class_from_column(risks: list[dict] | None, threshold: float
+                            ) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of the class-from-one-column check: every column's
+    upper 95 % bound at most ``threshold``; the observed value is the highest bound and
+    the details name its column and every failing one."""
+    if risks is None:
+        return False, None, {"note": _UNMEASURED}
+    worst = max(risks, key=lambda r: (r["ci"][1], r["risk"]))
+    failing = [r for r in risks if r["ci"][1] > threshold + EPS]
+    details = {"column": worst["aux_columns"][0], "risk": worst["risk"], "ci": worst["ci"],
+               "n_attacks": worst["n_attacks"],
+               "failing_columns": [r["aux_columns"][0] for r in failing][:MAX_DETAILS],
+               "n_failing_columns": len(failing), "risks": risks[:MAX_DETAILS]}
+    return not failing, float(worst["ci"][1]), details
+
+
 def share_value(value: Any) -> float:
     """The share from ``largest_group_unique_share`` (a number, or a mapping with it)."""
     if isinstance(value, Mapping):

@@ -12,6 +12,7 @@ from astrid_airflow.gate._kit import gx_kit, import_gx
 from astrid_airflow.gate.expectations import (
     expect_surrogate_accuracy_drop_to_be_at_most,
     expect_surrogate_class_column_to_be_unchanged,
+    expect_surrogate_class_from_one_column_risk_to_be_at_most,
     expect_surrogate_column_values_to_match_original_per_class,
     expect_surrogate_cross_group_linkage_to_be_at_most_expected,
     expect_surrogate_group_class_disclosure_share_to_be_at_most,
@@ -29,6 +30,7 @@ from astrid_airflow.gate.expectations._families import GateExpectation, define
 from astrid_airflow.gate.metrics import (
     attack_risks,
     class_changes,
+    class_from_column_risks,
     cross_group_linkage,
     group_disclosure,
     intact_row_proportion,
@@ -45,6 +47,7 @@ METRICS = (
     group_disclosure,
     cross_group_linkage,
     attack_risks,
+    class_from_column_risks,
     surrogate_utility,
     schema_differences,
     reference_row_count,
@@ -60,6 +63,7 @@ EXPECTATIONS_IN_ORDER = (
     expect_surrogate_singling_out_risk_to_be_at_most,
     expect_surrogate_linkability_risk_to_be_at_most,
     expect_surrogate_inference_risk_to_be_at_most,
+    expect_surrogate_class_from_one_column_risk_to_be_at_most,
     expect_surrogate_accuracy_drop_to_be_at_most,
     expect_surrogate_schema_to_match_original,
     expect_surrogate_row_count_to_match_original,

@@ -12,6 +12,7 @@ from astrid_airflow._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._attacks import (
         AttackRisk,
+        class_from_column_risks,
         inference_risk,
         linkability_risk,
         linkability_split,

@@ -82,7 +82,7 @@ def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
 
 def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any
                   ) -> tuple[dict[str, Any], list[str]]:
-    from astrid_airflow.privacy import group_disclosure
+    from astrid_airflow.privacy import class_from_column_risks, group_disclosure
 
     from ._metrics import expected_intact_row_proportion, largest_group_unique_share
 
@@ -94,13 +94,21 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     disc = worst_disc.class_disclosure_share
     unique = largest_group_unique_share(remedied, grouping)
     intact = expected_intact_row_proportion(remedied, grouping, target)
+    # the class from each single column, exact (a shuffle keeps every (value, class)
+    # pair, so the remedied table gives the release's figure)
+    column = max(class_from_column_risks(remedied, target=target,
+                                         columns=list(grouping.columns)),
+                 key=lambda r: (r.ci[1], r.risk))
     # the worst group of each per-group check: the refusal names it
     risks = {"share_below_k": below, "class_disclosure_share": disc,
              "largest_group_unique_share": unique,
              "expected_intact_row_proportion": intact,
              "worst_share_below_k_group": {"columns": list(worst_below.columns),
                                            "k_min": worst_below.k_min},
-             "worst_class_disclosure_group": {"columns": list(worst_disc.columns)}}
+             "worst_class_disclosure_group": {"columns": list(worst_disc.columns)},
+             "class_from_one_column_upper": column.ci[1],
+             "worst_class_from_one_column": {"column": column.aux_columns[0],
+                                             "risk": column.risk}}
     failed = []
     if below > policy.max_share_below_k:
         failed.append("share_below_k")
@@ -110,6 +118,8 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
         failed.append("largest_group_unique_share")
     if intact > policy.max_intact:
         failed.append("intact_rows")
+    if column.ci[1] > policy.max_class_from_one_column_risk:
+        failed.append("class_from_one_column")
     return risks, failed
 
 
@@ -178,7 +188,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     -----
     Candidates are measured as the gate measures a release: per-group disclosure on
     the remedied table, the largest group's unique share, the *expected* intact-row
-    proportion, and the accuracy drop (classifier trained on a surrogate of the
+    proportion, the exact class-from-one-column risk of every column (which the recipe
+    was fitted to keep within half the policy's bound, coarsening the column it names),
+    and the accuracy drop (classifier trained on a surrogate of the
     remedied training part, tested on held-out real rows put into the release's domain
     with the recipe). Candidates are then attacked in order of accuracy (shadow
     release, ``policy.attack_n`` attacks) until one passes everything: that is the
@@ -247,7 +259,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                                     k=policy.disclosure_k,
                                     max_share_below_k=policy.max_share_below_k,
                                     max_class_disclosure_share=policy.
-                                    max_class_disclosure_share, method=method)
+                                    max_class_disclosure_share, method=method,
+                                    max_class_from_one_column_risk=policy.
+                                    max_class_from_one_column_risk)
         failing = [tuple(g["columns"]) for g in report if not g["passed"]
                    and len(g["columns"]) > 1]
         if failing and method == "bins":
@@ -343,6 +357,11 @@ def _why(c: dict[str, Any], policy: Any) -> str:
         elif f == "intact_rows":
             out.append(f"expected intact rows {r['expected_intact_row_proportion']:.3f} > "
                        f"{policy.max_intact}")
+        elif f == "class_from_one_column":
+            w = r.get("worst_class_from_one_column") or {}
+            out.append(f"class from column {w.get('column')} alone: risk upper bound "
+                       f"{r['class_from_one_column_upper']:.3f} > "
+                       f"{policy.max_class_from_one_column_risk}")
         elif f == "utility":
             out.append(f"loses {c['accuracy_drop']:.3f} accuracy > "
                        f"{policy.max_accuracy_drop}")

@@ -558,15 +558,32 @@ def _single_bin(values: np.ndarray, column: str, ptype: str) -> dict[str, Any]:
             "labels": ["all values"], "published_type": ptype}
 
 
+def column_class_risk(series: pd.Series, labels: Any) -> float:
+    """Upper 95 % bound of the exact risk of inferring the class from ``series`` alone
+    (:func:`~astrid_airflow.privacy.class_from_column_risks`, the gate's measure)."""
+    from astrid_airflow.privacy import class_from_column_risks
+
+    frame = pd.DataFrame({"x": series.to_numpy(), "__y": np.asarray(labels)})
+    return class_from_column_risks(frame, target="__y", columns=["x"])[0].ci[1]
+
+
 def _suppress_step(series: pd.Series, labels: Any, k: int, column: str, ptype: str,
-                   max_below: float, max_disclosure: float) -> dict[str, Any] | None:
+                   max_below: float, max_disclosure: float, max_column_risk: float = math.inf
+                   ) -> dict[str, Any] | None:
     counts = series.value_counts(dropna=True)
     keep = [v for v, c in counts.items() if c >= k]
     while True:
         remedied = series.where(series.isin(keep) | series.isna())
         below, disclosure, _ = group_risk(remedied.to_frame(), labels, k)
-        if (below <= max_below and disclosure <= max_disclosure) or not keep:
+        if not keep:
             break
+        if below <= max_below and disclosure <= max_disclosure:
+            if max_column_risk == math.inf or \
+                    column_class_risk(remedied, labels) <= max_column_risk:
+                break
+            # the class from this column alone: suppress the smallest kept category
+            keep = [v for v in keep if v != min(keep, key=lambda v: (counts[v], keep.index(v)))]
+            continue
         # drop the kept category that fails worst: one naming a single class first
         # (smallest), else the one with the smallest (category, class) cell
         by = pd.crosstab(remedied, pd.Series(np.asarray(labels), index=series.index))
@@ -589,12 +606,15 @@ class _GroupFit:
     share_below_k: float
     class_disclosure_share: float
     detail: str
+    class_from_one_column_risk: float | None = None
 
 
 def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
-               max_below: float, max_disclosure: float, method: str) -> _GroupFit:
+               max_below: float, max_disclosure: float, method: str,
+               max_column_risk: float = math.inf) -> _GroupFit:
     numeric = [c for c in cols if _published_type(table[c]) in ("integer", "float")]
     other = [c for c in cols if c not in numeric]
+    column_risk: list[float | None] = [None]  # of the last judged remedy
 
     def judge(steps: list) -> tuple[bool, float, float]:
         frame = table[list(cols)]
@@ -603,20 +623,26 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                                  ReleaseRecipe(k=k, steps=tuple(steps), target="__y"),
                                  target="__y")[list(cols)]
         below, disc, _ = group_risk(frame, labels, k)
-        return below <= max_below and disc <= max_disclosure, below, disc
+        ok = below <= max_below and disc <= max_disclosure
+        column_risk[0] = None
+        if ok and max_column_risk != math.inf:
+            # the class from any one column of the group, as the gate measures it
+            column_risk[0] = max(column_class_risk(frame[c], labels) for c in cols)
+            ok = column_risk[0] <= max_column_risk
+        return ok, below, disc
 
     ok, below, disc = judge([])
     if ok:
-        return _GroupFit((), True, below, disc, "unchanged")
+        return _GroupFit((), True, below, disc, "unchanged", column_risk[0])
     if method == "mdav" and len(cols) > 1:
         step = {"method": "mdav", "columns": list(cols), "k": k,
                 "published_types": [_published_type(table[c]) for c in cols]}
         ok, below, disc = judge([step])
-        return _GroupFit((step,), ok, below, disc, f"mdav k={k}")
+        return _GroupFit((step,), ok, below, disc, f"mdav k={k}", column_risk[0])
     cat_steps = []
     for c in other:
         s = _suppress_step(table[c], labels, k, c, _published_type(table[c]),
-                           max_below, max_disclosure)
+                           max_below, max_disclosure, max_column_risk)
         if s is not None:
             cat_steps.append(s)
     last = (False, below, disc, list(cat_steps))
@@ -630,35 +656,46 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         ok, below, disc = judge(steps)
         last = (ok, below, disc, steps)
         if ok:
-            return _GroupFit(tuple(steps), True, below, disc, f"{n_bins} quantile bins")
+            return _GroupFit(tuple(steps), True, below, disc, f"{n_bins} quantile bins",
+                            column_risk[0])
     if numeric and len(cols) == 1:
         steps = [_single_bin(_as_float(table[c]), c, _published_type(table[c]))
                  for c in numeric]
         ok, below, disc = judge(cat_steps + steps)
-        return _GroupFit(tuple(cat_steps + steps), ok, below, disc, "one bin (suppressed)")
+        return _GroupFit(tuple(cat_steps + steps), ok, below, disc, "one bin (suppressed)",
+                        column_risk[0])
     ok, below, disc, steps = last
-    return _GroupFit(tuple(steps), ok, below, disc, "2 quantile bins (not enough)")
+    return _GroupFit(tuple(steps), ok, below, disc, "2 quantile bins (not enough)",
+                     column_risk[0])
 
 
 def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                max_share_below_k: float = 0.05, max_class_disclosure_share: float = 0.05,
-               margin: float = 0.5, method: str = "bins") -> tuple[ReleaseRecipe, list[dict]]:
+               margin: float = 0.5, method: str = "bins",
+               max_class_from_one_column_risk: float | None = None
+               ) -> tuple[ReleaseRecipe, list[dict]]:
     """Fit the least generalisation that makes every group's projection safe.
 
     For each group of ``grouping``, the most detailed remedy of the ladder whose
     per-group ``share_below_k`` and ``class_disclosure_share`` (on the reference
     ``table``) stay within ``margin`` times the thresholds (the slack absorbs a new
-    batch): unchanged; else rare categories suppressed and numeric columns cut into
-    64, 32, 20, 12, ... 2 quantile bins of at least ``k`` rows (all of a group's numeric
-    columns with the same count); ``method="mdav"`` microaggregates multi-column groups
-    within class instead (Domingo-Ferrer & Mateo-Sanz 2002).
+    batch), and, with ``max_class_from_one_column_risk``, whose every column's exact
+    class-from-one-column risk (upper 95 % bound, the gate's measure) stays within
+    ``margin`` times that threshold: unchanged; else rare categories suppressed (and,
+    for that risk, the smallest kept categories next) and numeric columns cut into 64,
+    32, 20, 12, ... 2 quantile bins of at least ``k`` rows (all of a group's numeric
+    columns with the same count: fewer, larger bins for a column the risk names);
+    ``method="mdav"`` microaggregates multi-column groups within class instead
+    (Domingo-Ferrer & Mateo-Sanz 2002).
 
     Returns
     -------
     (ReleaseRecipe, list of dict)
         The recipe and, per group, ``{"columns", "passed", "share_below_k",
-        "class_disclosure_share", "remedy"}`` (a group that did not pass needs a split;
-        see :func:`~astrid_airflow.choose_release`).
+        "class_disclosure_share", "class_from_one_column_risk", "remedy"}`` (the risk is
+        the worst column's upper bound, ``None`` when not asked for or not reached; a
+        group that did not pass needs a split; see
+        :func:`~astrid_airflow.choose_release`).
 
     References
     ----------
@@ -679,12 +716,22 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     below = math.inf if max_share_below_k >= 1 else max_share_below_k * margin
     disclosure = math.inf if max_class_disclosure_share >= 1 else \
         max_class_disclosure_share * margin
+    column_risk = max_class_from_one_column_risk
+    if column_risk is not None and not (isinstance(column_risk, (int, float))
+                                        and not isinstance(column_risk, bool)
+                                        and 0 <= column_risk <= 1):
+        raise RecipeError(f"Invalid max_class_from_one_column_risk: {column_risk!r}. Must "
+                          "be a number in [0, 1] or None.")
+    column_risk = math.inf if column_risk is None or column_risk >= 1 else \
+        column_risk * margin
     for cols in grouping.groups:
-        fit = _fit_group(table, list(cols), labels, k, below, disclosure, method)
+        fit = _fit_group(table, list(cols), labels, k, below, disclosure, method,
+                         column_risk)
         steps.extend(fit.steps)
         report.append({"columns": list(cols), "passed": fit.passed,
                        "share_below_k": fit.share_below_k,
                        "class_disclosure_share": fit.class_disclosure_share,
+                       "class_from_one_column_risk": fit.class_from_one_column_risk,
                        "remedy": fit.detail})
     notes = ["bins: values published as the bin's representative (lower median of the "
              "reference values in the bin, so integers stay integers); values outside the "
