@@ -154,8 +154,11 @@ class BlockwiseClassifier(ClassifierMixin, BaseEstimator):
     strong signal of its own takes the roots of the blocks' model first (boosting moves
     on once its gain is used up). The blocks' model runs without early stopping (all
     ``max_iter`` iterations). ``categorical_features`` masks of ``base`` (``hgb``)
-    are cut to each model's columns; ``random_state`` seeds the clones (drawn from it in
-    order), so a fit is deterministic for a seed. ``X`` is a 2-D array.
+    are cut to each model's columns, and the blocks' model takes its categorical
+    columns first (``models_`` keeps each model's columns in the order fitted), because
+    ``HistGradientBoostingClassifier`` reads ``interaction_cst`` in that order;
+    ``random_state`` seeds the clones (drawn from it in order), so a fit is
+    deterministic for a seed. ``X`` is a 2-D array.
     """
 
     def __init__(self, base=None, blocks=(), free=(), random_state=None):
