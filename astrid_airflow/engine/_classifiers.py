@@ -37,8 +37,6 @@ classifier gets the ``svm`` preset's encoding in front of it.
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -157,8 +155,11 @@ class BlockwiseClassifier(ClassifierMixin, BaseEstimator):
     strong signal of its own takes the roots of the blocks' model first (boosting moves
     on once its gain is used up). The blocks' model runs without early stopping (all
     ``max_iter`` iterations). ``categorical_features`` masks of ``base`` (``hgb``)
-    are cut to each model's columns; ``random_state`` seeds the clones (drawn from it in
-    order), so a fit is deterministic for a seed. ``X`` is a 2-D array.
+    are cut to each model's columns, and the blocks' model takes its categorical
+    columns first (``models_`` keeps each model's columns in the order fitted), because
+    ``HistGradientBoostingClassifier`` reads ``interaction_cst`` in that order;
+    ``random_state`` seeds the clones (drawn from it in order), so a fit is
+    deterministic for a seed. ``X`` is a 2-D array.
     """
 
     def __init__(self, base=None, blocks=(), free=(), random_state=None):
@@ -178,25 +179,38 @@ class BlockwiseClassifier(ClassifierMixin, BaseEstimator):
             parts.append((np.asarray(self.free, dtype=np.intp), None))
         return parts
 
-    def _model(self, cols: np.ndarray, blocks: list[np.ndarray] | None, seed: int):
+    def _model(self, cols: np.ndarray, blocks: list[np.ndarray] | None, seed: int
+               ) -> tuple[np.ndarray, object]:
+        """An unfitted clone of ``base`` for the columns ``cols`` (reordered for the
+        blocks' model, see below) and the columns it is to be fitted on."""
         model = clone(self.base)
         params = model.get_params()
         mask = params.get("categorical_features")
-        if mask is not None and not isinstance(mask, str):
-            sub = [bool(v) for v in np.asarray(mask)[cols]]
-            model.set_params(categorical_features=sub if any(sub) else None)
-        if blocks is not None:  # positions within cols, block by block
-            start = np.cumsum([0] + [b.size for b in blocks])
-            model.set_params(interaction_cst=[list(range(int(a), int(b))) for a, b in
-                                              pairwise(start)])
+        cut = mask is not None and not isinstance(mask, str)
+        cat = np.asarray(mask, dtype=bool)[cols] if cut else np.zeros(cols.size, bool)
+        if blocks is not None:
+            # HistGradientBoosting moves the categorical columns to the front before it
+            # fits, and reads interaction_cst in that moved order (scikit-learn 1.9 remaps
+            # monotonic_cst, not interaction_cst): with a categorical column after a
+            # numeric one the constraints paired the wrong columns, so at 100,000 x 100
+            # the blocks' model could learn c0a, c0b only. With the categorical columns
+            # first both orders are the same, whichever scikit-learn does.
+            order = np.argsort(~cat, kind="stable")
+            cols, cat = cols[order], cat[order]
+            block_of = np.repeat(np.arange(len(blocks)), [b.size for b in blocks])[order]
+            model.set_params(interaction_cst=[np.flatnonzero(block_of == i).tolist()
+                                              for i in range(len(blocks))])
             if "early_stopping" in params:
                 # a pure interaction's first trees gain nothing on the validation rows:
                 # early stopping (on above 10,000 rows) ended the blocks' model after
                 # 10-14 iterations, before it had learned any block
                 model.set_params(early_stopping=False)
+        if cut:
+            model.set_params(categorical_features=[bool(v) for v in cat] if cat.any()
+                             else None)
         if "random_state" in params and self.random_state is not None:
             model.set_params(random_state=seed)
-        return model
+        return cols, model
 
     def fit(self, X, y):
         y = np.asarray(y)
@@ -204,8 +218,10 @@ class BlockwiseClassifier(ClassifierMixin, BaseEstimator):
         self.log_prior_ = np.log(counts / counts.sum())
         parts = self._parts()
         seeds = np.random.default_rng(self.random_state).integers(0, 2**31 - 1, len(parts))
-        self.models_ = [(cols, self._model(cols, blocks, int(seed)).fit(X[:, cols], y))
-                        for (cols, blocks), seed in zip(parts, seeds)]
+        self.models_ = []
+        for (cols, blocks), seed in zip(parts, seeds):
+            cols, model = self._model(cols, blocks, int(seed))
+            self.models_.append((cols, model.fit(X[:, cols], y)))
         return self
 
     def predict_log_proba(self, X):
