@@ -151,8 +151,9 @@ def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence,
     rows : ndarray of shape (n,), optional
         A row order ``sigma`` (:func:`row_order`); row ``g`` of the result is then the
         composition ``pi_g[sigma]``, the group-``g`` source rows of a release whose row
-        ``j`` is source row ``sigma[j]`` (the class gathered by ``sigma``). Composed on
-        the same threads, so no ``(k, n)`` temporary is needed.
+        ``j`` is source row ``sigma[j]`` (the class gathered by ``sigma``). Composed for
+        free: each group's shuffled class blocks are scattered to ``sigma^-1[order]``
+        instead of ``order`` (one index array for all groups), no gather per group.
     """
     n = codes.shape[0]
     dtype = index_dtype(n)
@@ -161,15 +162,18 @@ def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence,
         return out
     order, bounds = class_blocks(codes)
     order = order.astype(dtype, copy=False)
+    slots = None
+    if rows is not None:
+        # out[inv[r]] = pi_g[r] for every source row r, i.e. out[j] = pi_g[rows[j]].
+        inv = np.empty(n, dtype=dtype)
+        inv[rows] = np.arange(n, dtype=dtype)
+        slots = inv[order]
+        del inv
 
     def one(g_child: tuple[int, np.random.SeedSequence]) -> None:
         g, child = g_child
-        rng = np.random.default_rng(child)
-        if rows is None:
-            within_class_permutation(order, bounds, rng, out[g])
-        else:
-            np.take(within_class_permutation(order, bounds, rng, np.empty(n, dtype)),
-                    rows, out=out[g])
+        within_class_permutation(order, bounds, np.random.default_rng(child), out[g],
+                                 slots=slots)
 
     run_threaded(one, list(enumerate(seed.spawn(k))))
     return out
@@ -251,7 +255,8 @@ def class_blocks(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def within_class_permutation(order: np.ndarray, bounds: np.ndarray,
-                             rng: np.random.Generator, out: np.ndarray) -> np.ndarray:
+                             rng: np.random.Generator, out: np.ndarray,
+                             slots: np.ndarray | None = None) -> np.ndarray:
     """One group's GoldenEye permutation into ``out``: ``goldeneye_indices(codes, 1, rng)[0]``.
 
     Parameters
@@ -262,6 +267,9 @@ def within_class_permutation(order: np.ndarray, bounds: np.ndarray,
         Consumed exactly as :func:`goldeneye_indices` consumes it for one group.
     out : ndarray of shape (n_rows,)
         Written in place and returned.
+    slots : ndarray of shape (n_rows,), optional
+        Where the shuffled ``order`` is scattered (default ``order``): ``sigma^-1[order]``
+        gives ``pi[sigma]`` for a row order ``sigma`` (:func:`group_permutations`).
 
     Notes
     -----
@@ -273,7 +281,7 @@ def within_class_permutation(order: np.ndarray, bounds: np.ndarray,
     buf = order.copy()
     for lo, hi in itertools.pairwise(bounds):
         rng.shuffle(buf[lo:hi])
-    out[order] = buf
+    out[order if slots is None else slots] = buf
     return out
 
 
