@@ -157,7 +157,7 @@ def test_dropped_row_fails_integrity(data, learned, surrogate):
     assert outcome(r, ROWS).observed_value == len(data) - 1
     assert not outcome(r, ROWS).success
     assert not outcome(r, VALUES).success and not outcome(r, GROUPS).success
-    assert not outcome(r, CLASS).success  # rows shifted: labels no longer align
+    assert not outcome(r, CLASS).success  # one label fewer than in the original
 
 
 def test_changed_label_and_wrong_type_fail_integrity(data, learned, surrogate):
@@ -170,6 +170,45 @@ def test_changed_label_and_wrong_type_fail_integrity(data, learned, surrogate):
     r = validate_surrogate(data, s, learned, random_state=0)
     assert not outcome(r, SCHEMA).success
     assert "a4" in outcome(r, SCHEMA).details["differences"][0]
+
+
+def test_release_moves_classes_and_passes_the_class_check(data, learned, surrogate):
+    # The rows are published in a random order, so the class column differs from the
+    # original's row for row; the check compares multisets and passes.
+    assert (surrogate["class"].to_numpy() != data["class"].to_numpy()).mean() > 0.2
+    policy = GatePolicy.raw_release_demo()
+    r = validate_surrogate(data, surrogate, learned, random_state=0, policy=policy)
+    assert outcome(r, CLASS).success and outcome(r, CLASS).observed_value == 0
+
+
+def test_forged_releases_are_still_refused(data, learned, surrogate):
+    policy = GatePolicy.raw_release_demo()
+
+    def judged(s):
+        return validate_surrogate(data, s, learned, random_state=0, policy=policy)
+
+    # Labels swapped between two rows of different classes: the class multiset is kept,
+    # the two rows' group tuples land in the other class.
+    s = surrogate.copy()
+    i = int(np.flatnonzero(s["class"].to_numpy() == 0)[0])
+    j = int(np.flatnonzero(s["class"].to_numpy() == 1)[0])
+    s.loc[[i, j], "class"] = s.loc[[j, i], "class"].to_numpy()
+    r = judged(s)
+    assert outcome(r, CLASS).success
+    assert not outcome(r, GROUPS).success and not outcome(r, VALUES).success
+    assert not r.success
+    # Every label flipped: refused whether or not the class counts happen to agree.
+    r = judged(surrogate.assign(**{"class": 1 - surrogate["class"]}))
+    assert not outcome(r, GROUPS).success and not r.success
+    # A column smuggled in (the source row of every published row) fails the schema.
+    r = judged(surrogate.assign(row=np.arange(len(surrogate))))
+    assert not outcome(r, SCHEMA).success and not r.success
+    # The original in another row order: every integrity check passes, the intact rows
+    # (multisets, never positions) refuse it.
+    shuffled = data.sample(frac=1, random_state=0).reset_index(drop=True)
+    r = judged(shuffled)
+    assert r.category_success("integrity")
+    assert outcome(r, INTACT).observed_value == 1.0 and not r.success
 
 
 def test_dropped_column_is_an_integrity_failure_not_bad_input(data, learned, surrogate):
@@ -198,6 +237,9 @@ def test_integrity_metrics_on_small_tables():
     cat = t.assign(b=t["b"].astype("category"))
     assert multiset_differences(t, cat, "y") == [] and schema_differences(t, cat) == []
     assert class_changes(t, t.assign(y=[0, 1, 1, 1]), "y") == 1
+    assert class_changes(t, t.assign(y=[1, 0, 1, 0]), "y") == 0  # moved, not changed
+    assert class_changes(t, t.assign(y=[0, 0, 1, 2]), "y") == 1
+    assert class_changes(t, t.assign(y=t["y"].astype(float)), "y") == 0
     assert class_changes(t, t.iloc[:3], "y") == 1
     assert class_changes(t, t.drop(columns="y"), "y") == 4
 

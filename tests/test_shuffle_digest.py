@@ -1,7 +1,11 @@
 """Pinned output of the GoldenEye shuffle: the speed work must not change a single byte.
 
-The digests were taken from the implementation before the shuffle was optimised
-(main at 72cbcfc) with the pinned environment (pyarrow 26.0.1, numpy 2.4.6); a new
+``IN_PLACE`` digests were taken from the implementation before the shuffle was optimised
+(main at 72cbcfc) with the pinned environment (pyarrow 26.0.1, numpy 2.4.6), when the
+class stayed in place. A release now publishes its rows in a random order
+(docs/privacy.md); its rows put back in source order (inverse of ``row_order``) must
+give those row digests again, so the group permutations of a seed did not change.
+``PINNED`` holds the published bytes since the row order (branch rowperm). A new
 pyarrow may change the Parquet bytes (its ``created_by``), not the rows, so the row
 digests are checked separately from the file digests.
 """
@@ -17,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from astrid_airflow import make_surrogate, shuffle_file
-from astrid_airflow.engine import _permutation, group_permutations
+from astrid_airflow.engine import _permutation, group_permutations, row_order, seed_of_copies
 from astrid_airflow.release import _surrogate
 
 GROUPING = "f0,c0;f1;i0,s0;c1;s1;f2,i1"
@@ -65,15 +69,43 @@ def src(tmp_path):
     return path
 
 
-# Digests pinned from the implementation before the speed work (do not update casually).
+# Published output since the row order (do not update casually).
 PINNED = {
-    "parquet": ("5760aafe88f397e5", "c784c6cfc032f6db"),
-    "parquet_chunk_700": ("4f20cfead621065c", "c784c6cfc032f6db"),
-    "csv": ("5f4d34edb09f964b", "5f4d34edb09f964b"),
-    "copy_2_of_2": ("3f52f0b153dc8363", "6c97fd716ac5e482"),
+    "parquet": ("7d695a6e9415a2a9", "2f9ecf64e5f40966"),
+    "parquet_chunk_700": ("9d4bd1d9e3f1104e", "2f9ecf64e5f40966"),
+    "csv": ("fa0040001a879578", "fa0040001a879578"),
+    "copy_2_of_2": ("21e12edf04dd71bf", "98e0f5a27c94fe7b"),
     "perms": "95a5c7b0a72f38b1",
+    "make_surrogate_arrow": "ccb175a6c4b9cf29",
+}
+
+# Row digests pinned from the implementation before the speed work, class in place
+# (main at 72cbcfc); the published rows, in source order, must still give them.
+IN_PLACE = {
+    "parquet": "c784c6cfc032f6db",
+    "copy_2_of_2": "6c97fd716ac5e482",
     "make_surrogate_arrow": "5dedc27eca515599",
 }
+
+
+def in_source_order(t: pa.Table, random_state: int, n_copies: int = 1, copy: int = 0
+                    ) -> pa.Table:
+    """A release's rows put back where their class came from (the inverse row order)."""
+    seed = seed_of_copies(random_state, n_copies)[copy]
+    sigma = row_order(t.num_rows, len(GROUPING.split(";")), seed)
+    return t.take(pa.array(np.argsort(sigma)))
+
+
+def test_rows_in_source_order_are_the_class_in_place_output(src, tmp_path):
+    p = tmp_path / "o.parquet"
+    shuffle_file(src, GROUPING, p, target="y", random_state=123)
+    paths = shuffle_file(src, GROUPING, tmp_path / "k.parquet", target="y",
+                         random_state=7, n_copies=2)
+    s = make_surrogate(table(), GROUPING, target="y", random_state=5)
+    got = {"parquet": rows_digest(in_source_order(pq.read_table(p), 123)),
+           "copy_2_of_2": rows_digest(in_source_order(pq.read_table(paths[1]), 7, 2, 1)),
+           "make_surrogate_arrow": rows_digest(in_source_order(s, 5))}
+    assert got == IN_PLACE
 
 
 def _outputs(src, tmp_path, monkeypatch) -> dict:
@@ -127,7 +159,7 @@ def test_within_class_permutation_is_goldeneye_indices():
 
 def test_many_chunk_input_is_pinned(tmp_path):
     # Row groups of 256 rows: the input is read as many chunks per column (dictionary
-    # columns with a dictionary per chunk); digests from main's implementation.
+    # columns with a dictionary per chunk); digests since the row order.
     src = tmp_path / "in.parquet"
     pq.write_table(table(), src, row_group_size=256)
     got = {}
@@ -135,4 +167,4 @@ def test_many_chunk_input_is_pinned(tmp_path):
         out = tmp_path / f"o.{fmt}"
         shuffle_file(src, GROUPING, out, target="y", random_state=321)
         got[fmt] = digest(out.read_bytes())
-    assert got == {"parquet": "865959a0a0ed4778", "csv": "3cee306bcc713c31"}
+    assert got == {"parquet": "ca689af6bc67f403", "csv": "bcdf5becd8463439"}

@@ -1,8 +1,12 @@
 """Pinned digests of ``make_surrogate`` and ``astrid shuffle`` for a fixed seed.
 
-A restructuring must move code, not bytes: these digests were taken before the seed
-conventions and the two GoldenEye permutations were unified (issue 20), and any change
-to them changes every published surrogate.
+A restructuring must move code, not bytes: the ``*_IN_PLACE`` digests were taken before
+the seed conventions and the two GoldenEye permutations were unified (issue 20), when the
+class stayed in place; the surrogate now publishes its rows in a random order
+(docs/privacy.md), and putting its rows back in source order (the inverse of
+``row_order``) must give those bytes again: the group permutations of a seed did not
+change. The other digests pin the published output since the row order (branch
+rowperm); any change to them changes every published surrogate.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import pandas as pd
 
 from astrid_airflow import ArtefactStore, GroupingArtefact, make_surrogate
 from astrid_airflow.cli import main
+from astrid_airflow.engine import row_order, seed_of_copies
 
 GROUPING = [["a1", "a2"], ["a3"], ["a4"]]
 
@@ -35,12 +40,23 @@ def _digest(frame: pd.DataFrame) -> str:
     return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()[:16]
 
 
+def _in_source_order(frame: pd.DataFrame, seed: np.random.SeedSequence) -> pd.DataFrame:
+    """The surrogate's rows put back where the class came from (class in place)."""
+    sigma = row_order(len(frame), len(GROUPING), seed)
+    return frame.iloc[np.argsort(sigma)]
+
+
 def test_make_surrogate_digest_pinned():
     t = _table()
     one = make_surrogate(t, GROUPING, target="class", random_state=12345)
     copies = make_surrogate(t, GROUPING, target="class", random_state=12345, n_copies=2)
     assert _digest(one) == MAKE_SURROGATE
     assert [_digest(c) for c in copies] == [MAKE_SURROGATE, MAKE_SURROGATE_COPY_2]
+    seeds = seed_of_copies(12345, 2)
+    assert _digest(_in_source_order(one, seed_of_copies(12345, 1)[0])) == \
+        MAKE_SURROGATE_IN_PLACE
+    assert [_digest(_in_source_order(c, s)) for c, s in zip(copies, seeds)] == \
+        [MAKE_SURROGATE_IN_PLACE, MAKE_SURROGATE_COPY_2_IN_PLACE]
 
 
 def test_astrid_shuffle_digest_pinned(tmp_path, capsys):
@@ -59,6 +75,8 @@ def test_astrid_shuffle_digest_pinned(tmp_path, capsys):
     assert hashlib.sha256(out.read_bytes()).hexdigest()[:16] == ASTRID_SHUFFLE
 
 
-MAKE_SURROGATE = "5448d091ea51a097"
-MAKE_SURROGATE_COPY_2 = "b3efd0662ad9ad15"
-ASTRID_SHUFFLE = "919ce6729b67e015"
+MAKE_SURROGATE_IN_PLACE = "5448d091ea51a097"
+MAKE_SURROGATE_COPY_2_IN_PLACE = "b3efd0662ad9ad15"
+MAKE_SURROGATE = "b060d8c1017185a0"
+MAKE_SURROGATE_COPY_2 = "ffcd4264d07f5e30"
+ASTRID_SHUFFLE = "265ceefd6139d68e"

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
         group_permutations,
         n_threads,
         pandas_class_codes,
+        release_permutations,
+        row_order,
         run_threaded,
         seed_of_copies,
         shuffle_frame,

@@ -85,10 +85,14 @@ def goldeneye_permute(
     -------
     DataFrame
         Same index, columns and dtypes; within every class each column keeps its
-        multiset of values, and the columns of one group stay aligned row-wise. The
-        same rows as :func:`~astrid_airflow.make_surrogate` for the same table, grouping
-        and seed (one implementation: :func:`seed_of_copies`, :func:`group_permutations`,
-        :func:`shuffle_frame`), without its schema checks and warning.
+        multiset of values, and the columns of one group stay aligned row-wise; the
+        class column is unchanged, row for row (the paper's permutation, for analysis).
+        :func:`~astrid_airflow.make_surrogate` (what is published) draws the same group
+        permutations for a seed and then publishes the rows in a random order
+        (:func:`release_permutations`): its row ``j`` is this result's row
+        ``row_order(n, k, seed)[j]`` (one implementation: :func:`seed_of_copies`,
+        :func:`group_permutations`, :func:`shuffle_frame`). Do not publish this table
+        when the input's row order can identify anyone (docs/privacy.md).
     """
     grouping = as_grouping(grouping)
     if target not in table.columns:
@@ -126,29 +130,89 @@ def pandas_class_codes(labels: pd.Series, target: str) -> np.ndarray:
     return small_codes(codes, len(uniques))
 
 
-def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence) -> np.ndarray:
+def group_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence,
+                       rows: np.ndarray | None = None) -> np.ndarray:
     """Source rows of one surrogate: ``(k, n)``, row ``g`` for group ``g``.
 
-    One independent within-class permutation per group, each equal to
-    :func:`~astrid_airflow.goldeneye_indices` with its own spawned stream; int32 when
-    the row count allows (halves the memory of a 10M-row table's index arrays). The
-    groups are permuted on :data:`THREADS` threads (each with its own generator, so the
-    result does not depend on the thread count).
+    One independent within-class permutation ``pi_g`` per group, each equal to
+    :func:`~astrid_airflow.goldeneye_indices` with its own spawned stream (children
+    ``0..k-1`` of ``seed``); int32 when the row count allows (halves the memory of a
+    10M-row table's index arrays). The groups are permuted on :data:`THREADS` threads
+    (each with its own generator, so the result does not depend on the thread count).
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n,)
+        Class code of every row.
+    k : int
+        Number of groups.
+    seed : numpy.random.SeedSequence
+        The copy's seed (a fresh one: its first ``k`` children are spawned).
+    rows : ndarray of shape (n,), optional
+        A row order ``sigma`` (:func:`row_order`); row ``g`` of the result is then the
+        composition ``pi_g[sigma]``, the group-``g`` source rows of a release whose row
+        ``j`` is source row ``sigma[j]`` (the class gathered by ``sigma``). Composed for
+        free: each group's shuffled class blocks are scattered to ``sigma^-1[order]``
+        instead of ``order`` (one index array for all groups), no gather per group.
     """
     n = codes.shape[0]
-    dtype = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    dtype = index_dtype(n)
     out = np.empty((k, n), dtype=dtype)
     if n == 0:
         return out
     order, bounds = class_blocks(codes)
     order = order.astype(dtype, copy=False)
+    slots = None
+    if rows is not None:
+        # out[inv[r]] = pi_g[r] for every source row r, i.e. out[j] = pi_g[rows[j]].
+        inv = np.empty(n, dtype=dtype)
+        inv[rows] = np.arange(n, dtype=dtype)
+        slots = inv[order]
+        del inv
 
     def one(g_child: tuple[int, np.random.SeedSequence]) -> None:
         g, child = g_child
-        within_class_permutation(order, bounds, np.random.default_rng(child), out[g])
+        within_class_permutation(order, bounds, np.random.default_rng(child), out[g],
+                                 slots=slots)
 
     run_threaded(one, list(enumerate(seed.spawn(k))))
     return out
+
+
+def index_dtype(n: int) -> type:
+    """int32 row indices when ``n`` rows allow, else int64."""
+    return np.int32 if n < np.iinfo(np.int32).max else np.int64
+
+
+def row_order(n: int, k: int, seed: np.random.SeedSequence) -> np.ndarray:
+    """The published row order ``sigma`` of a surrogate: uniform over all ``n!`` orders.
+
+    A release's row ``j`` is source row ``sigma[j]`` (class and, composed with the group
+    permutations, every group), so the output's order carries nothing of the input's
+    (docs/privacy.md, first section). Drawn from child ``k`` of the copy's ``seed``,
+    the one after the ``k`` groups' children: the group permutations of a seed are those
+    drawn before row orders existed, and copy 0 of ``n_copies`` copies is still the
+    single copy. The child is built from its spawn key, so it does not depend on how many
+    children ``seed`` has spawned already.
+    """
+    child = np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, k),
+                                   pool_size=seed.pool_size)
+    sigma = np.arange(n, dtype=index_dtype(n))
+    np.random.default_rng(child).shuffle(sigma)
+    return sigma
+
+
+def release_permutations(codes: np.ndarray, k: int, seed: np.random.SeedSequence
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """``(sigma, perms)`` of one published surrogate: its row order and group sources.
+
+    ``sigma`` is :func:`row_order`; ``perms[g] = pi_g[sigma]`` (:func:`group_permutations`
+    composed with it). The one recipe of :func:`~astrid_airflow.make_surrogate` and
+    :func:`~astrid_airflow.shuffle_file`: output row ``j`` has the class of source row
+    ``sigma[j]`` and the group-``g`` columns of source row ``perms[g, j]``.
+    """
+    sigma = row_order(codes.shape[0], k, seed)
+    return sigma, group_permutations(codes, k, seed, rows=sigma)
 
 
 #: Threads for the permutations and the file shuffle's gathers and write (None: Arrow's
@@ -191,7 +255,8 @@ def class_blocks(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def within_class_permutation(order: np.ndarray, bounds: np.ndarray,
-                             rng: np.random.Generator, out: np.ndarray) -> np.ndarray:
+                             rng: np.random.Generator, out: np.ndarray,
+                             slots: np.ndarray | None = None) -> np.ndarray:
     """One group's GoldenEye permutation into ``out``: ``goldeneye_indices(codes, 1, rng)[0]``.
 
     Parameters
@@ -202,6 +267,9 @@ def within_class_permutation(order: np.ndarray, bounds: np.ndarray,
         Consumed exactly as :func:`goldeneye_indices` consumes it for one group.
     out : ndarray of shape (n_rows,)
         Written in place and returned.
+    slots : ndarray of shape (n_rows,), optional
+        Where the shuffled ``order`` is scattered (default ``order``): ``sigma^-1[order]``
+        gives ``pi[sigma]`` for a row order ``sigma`` (:func:`group_permutations`).
 
     Notes
     -----
@@ -213,22 +281,29 @@ def within_class_permutation(order: np.ndarray, bounds: np.ndarray,
     buf = order.copy()
     for lo, hi in itertools.pairwise(bounds):
         rng.shuffle(buf[lo:hi])
-    out[order] = buf
+    out[order if slots is None else slots] = buf
     return out
 
 
 def shuffle_frame(table: pd.DataFrame, grouping: Grouping, perms: np.ndarray,
-                    target: str) -> pd.DataFrame:
+                  target: str, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """``table`` with group ``g``'s columns taken from rows ``perms[g]``.
+
+    ``rows`` (a row order ``sigma``, :func:`release_permutations`) gathers the class
+    column too; without it the class stays in place (:func:`goldeneye_permute`). The
+    index is ``table``'s, position for position: an index label never travels with a
+    row's class (it could be an identifier).
+    """
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
     columns = {}
     for c in table.columns:
         series = table[c]
-        if c == target:
+        if c == target and rows is None:
             columns[c] = series
             continue
-        rows = perms[group_of[c]]
-        values = series.array.take(rows) if not isinstance(series.dtype, np.dtype) else \
-            series.to_numpy(copy=False)[rows]
+        idx = rows if c == target else perms[group_of[c]]
+        values = series.array.take(idx) if not isinstance(series.dtype, np.dtype) else \
+            series.to_numpy(copy=False)[idx]
         columns[c] = pd.Series(values, index=table.index, name=c, dtype=series.dtype)
     out = pd.DataFrame(columns, index=table.index)
     out.attrs = dict(table.attrs)

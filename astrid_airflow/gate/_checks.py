@@ -151,21 +151,32 @@ def schema_differences(original: pd.DataFrame, surrogate: pd.DataFrame) -> list[
 
 
 def class_changes(original: pd.DataFrame, surrogate: pd.DataFrame, target: str) -> int:
-    """Number of rows whose class label differs from the original's, row for row.
+    """Number of class labels the surrogate does not share with the original, as multisets.
 
-    Rows present in only one table count as changed; a missing class column changes
-    every row.
+    ``max(n_original, n_surrogate)`` minus the labels matched one to one
+    (``sum_c min(count_original(c), count_surrogate(c))``): a relabelled row counts once,
+    a row present in only one table once, and a missing class column changes every row.
+
+    Notes
+    -----
+    A release publishes its rows in a random order (docs/privacy.md), so labels are not
+    compared row for row: position is no evidence of integrity. What row for row used to
+    catch is caught on multisets: a relabelling changes this count unless it swaps labels
+    between rows, which moves those rows' group tuples to another class and so fails
+    :func:`multiset_differences`; added or dropped columns fail
+    :func:`schema_differences`.
     """
     n = max(len(original), len(surrogate))
     if target not in surrogate.columns or target not in original.columns:
         return n
     from astrid_airflow.release import row_hashes
 
-    m = min(len(original), len(surrogate))
     # Hashes of the labels: a categorical and its plain values, or 1 and 1.0, agree.
-    a = row_hashes(original.iloc[:m], [target])
-    b = row_hashes(surrogate.iloc[:m], [target])
-    return int(np.count_nonzero(a != b)) + (n - m)
+    a, b = row_hashes(original, [target]), row_hashes(surrogate, [target])
+    labels, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
+    ca = np.bincount(inverse[:a.size], minlength=labels.size)
+    cb = np.bincount(inverse[a.size:], minlength=labels.size)
+    return n - int(np.minimum(ca, cb).sum())
 
 
 def multiset_differences(original: pd.DataFrame, surrogate: pd.DataFrame, target: str,

@@ -1,21 +1,28 @@
 """GoldenEye surrogate tables from a learned grouping (ASTRID paper, Sec. 3.2.2 and 6.2).
 
-A surrogate keeps the class column in place and, within every class, moves the
-columns of each group of the grouping together to the rows of an independent uniform
-within-class permutation. Rows whose class was not seen when the grouping was learned
-are shuffled within their own class like any other.
+Within every class, a surrogate moves the columns of each group of the grouping
+together to the rows of an independent uniform within-class permutation ``pi_g``, and
+publishes its rows in a uniformly random order ``sigma`` (one more permutation, of all
+rows): output row ``j`` carries the class of source row ``sigma[j]`` and the group-``g``
+columns of source row ``pi_g[sigma[j]]``. Without ``sigma`` the class column would stay
+in place and whoever knows the reference table's row order would read every row's class
+(docs/privacy.md, first section). Rows whose class was not seen when the grouping was
+learned are shuffled within their own class like any other.
 
 Randomness: the root ``SeedSequence`` of ``random_state`` spawns one child per copy and
-each copy's child spawns one child per group; group ``g`` of copy ``i`` is permuted by
-``goldeneye_indices(codes, 1, default_rng(child))``. So the result depends only on the
-seed, the class column and the grouping (not on the input's container type), and copy 0
-of ``n_copies=k`` equals the single copy of ``n_copies=1``.
+each copy's child spawns one child per group, then one more for the row order; group
+``g`` of copy ``i`` is permuted by ``goldeneye_indices(codes, 1, default_rng(child))``
+and ``sigma`` shuffles ``arange(n)`` with child ``k``
+(:func:`~astrid_airflow.engine._permutation.release_permutations`). So the result
+depends only on the seed, the class column and the grouping (not on the input's
+container type), and copy 0 of ``n_copies=k`` equals the single copy of ``n_copies=1``.
 
 Scale: :func:`shuffle_file` never materialises the table in pandas. It reads the class
-column, computes the per-group index arrays (int32 when they fit; groups on one thread
-per core) while reading the table once in Arrow, and writes the output in row chunks,
-each gathered with Arrow ``take`` on both cores while the previous chunk is written; the
-peak memory is the Arrow table plus the index arrays plus two output chunks. Output
+column, computes ``sigma`` and the per-group index arrays already composed with it
+(int32 when they fit; groups on one thread per core) while reading the table once in
+Arrow, and writes the output in row chunks, every column (the class by ``sigma``)
+gathered with Arrow ``take`` on both cores while the previous chunk is written; the
+peak memory is the Arrow table plus the k + 1 index arrays plus two output chunks. Output
 bytes never depend on the thread count (:data:`~astrid_airflow.engine._permutation.THREADS`).
 """
 
@@ -154,14 +161,15 @@ def _check_columns(columns: Sequence[str], grouping: Grouping, target: str) -> l
     return attrs
 
 
-def _shuffle_arrow(table: Any, grouping: Grouping, perms: np.ndarray, target: str) -> Any:
+def _shuffle_arrow(table: Any, grouping: Grouping, perms: np.ndarray, target: str,
+                   rows: np.ndarray) -> Any:
     import pyarrow as pa
 
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
     arrays = []
     for c in table.column_names:
-        column = table.column(c)
-        arrays.append(column if c == target else column.take(pa.array(perms[group_of[c]])))
+        idx = rows if c == target else perms[group_of[c]]
+        arrays.append(table.column(c).take(pa.array(idx)))
     return pa.Table.from_arrays(arrays, schema=table.schema)
 
 
@@ -204,7 +212,10 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     DataFrame or pyarrow.Table, or a list of ``n_copies`` of them
         The same type, columns, dtypes, index (pandas) and row count as ``table``. In
         each class every column keeps its multiset of (published) values and the
-        columns of one group stay aligned row-wise; the class column is unchanged.
+        columns of one group stay aligned row-wise; the class column keeps its multiset
+        of labels, its rows in a uniformly random order (see the module docstring). The
+        pandas index is ``table``'s position for position: labels do not travel with the
+        rows.
 
     Warns
     -----
@@ -216,7 +227,7 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     >>> import pandas as pd
     >>> t = pd.DataFrame({"a": [1, 2, 3, 4], "b": [5, 6, 7, 8], "y": [0, 0, 1, 1]})
     >>> s = make_surrogate(t, "a;b", target="y", random_state=0)
-    >>> sorted(s.loc[s.y == 1, "a"]), list(s.y)
+    >>> sorted(s.loc[s.y == 1, "a"]), sorted(s.y)
     ([3, 4], [0, 0, 1, 1])
     """
     grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
@@ -238,9 +249,9 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
         engine.pandas_class_codes(table[target], target)
     out = []
     for seed in engine.seed_of_copies(random_state, n_copies):
-        perms = engine.group_permutations(codes, grouping.k, seed)
-        out.append(_shuffle_arrow(table, grouping, perms, target) if is_arrow else
-                   engine.shuffle_frame(table, grouping, perms, target))
+        rows, perms = engine.release_permutations(codes, grouping.k, seed)
+        out.append(_shuffle_arrow(table, grouping, perms, target, rows) if is_arrow else
+                   engine.shuffle_frame(table, grouping, perms, target, rows))
     return out[0] if n_copies == 1 else out
 
 
@@ -323,9 +334,12 @@ def csv_schema(schema: Any) -> Any:
                                else f.type) for f in schema])
 
 
-def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: str,
-                    kind: str, path: str) -> None:
-    """Write ``table`` with its columns gathered by ``perms``, in chunks of CHUNK_ROWS rows.
+def _write_shuffled(table: Any, grouping: Grouping, released: tuple[np.ndarray, np.ndarray],
+                    target: str, kind: str, path: str) -> None:
+    """Write ``table`` gathered by ``released = (rows, perms)``, in chunks of CHUNK_ROWS rows.
+
+    The class column is gathered by ``rows`` (the row order), group ``g``'s columns by
+    ``perms[g]`` (already composed with it, :func:`engine.release_permutations`).
 
     A pipeline on :func:`n_threads` threads: the columns of chunk i+1 are gathered in
     parallel (Arrow ``take`` frees the GIL) while a writer thread encodes chunk i, so the
@@ -336,6 +350,7 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
 
     import pyarrow as pa
 
+    rows, perms = released
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
     schema = table.schema if kind == "parquet" else csv_schema(table.schema)
     n = table.num_rows
@@ -345,10 +360,8 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
         c, start = item
         column = table.column(c)
         stop = min(n, start + chunk)
-        if c == target:
-            out = column.slice(start, stop - start)
-        else:
-            out = column.take(pa.array(perms[group_of[c], start:stop]))
+        idx = rows[start:stop] if c == target else perms[group_of[c], start:stop]
+        out = column.take(pa.array(idx))
         if kind == "csv" and pa.types.is_dictionary(out.type):
             out = out.cast(out.type.value_type)
         return out
@@ -376,10 +389,12 @@ def _write_shuffled(table: Any, grouping: Grouping, perms: np.ndarray, target: s
 
 
 def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
-                          seed: np.random.SeedSequence) -> tuple[Any, np.ndarray]:
-    """``(table, engine.group_permutations(codes, k, seed))``, the read overlapping the draws."""
+                          seed: np.random.SeedSequence
+                          ) -> tuple[Any, tuple[np.ndarray, np.ndarray]]:
+    """``(table, engine.release_permutations(codes, k, seed))``, the read overlapping the
+    draws."""
     if table is not None:
-        return table.combine_chunks(), engine.group_permutations(codes, k, seed)
+        return table.combine_chunks(), engine.release_permutations(codes, k, seed)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1) as pool:
@@ -387,10 +402,10 @@ def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
         # chunk (and concatenates string chunks on every call), several times slower.
         reading = pool.submit(lambda: read_arrow(src).combine_chunks())
         try:
-            perms = engine.group_permutations(codes, k, seed)
+            released = engine.release_permutations(codes, k, seed)
         finally:
             table = reading.result()  # a read error wins; never leave the read running
-    return table, perms
+    return table, released
 
 
 def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
@@ -468,13 +483,13 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         del labels
         seeds = engine.seed_of_copies(random_state, n_copies)
         # The first copy's permutations are drawn while Arrow reads the table.
-        table, perms = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
+        table, released = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
         table = remedied(table, recipe, target)
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
             if i:
-                perms = engine.group_permutations(codes, grouping.k, seed)
-            _write_shuffled(table, grouping, perms, target, kind, tmp)
-            del perms
+                released = engine.release_permutations(codes, grouping.k, seed)
+            _write_shuffled(table, grouping, released, target, kind, tmp)
+            del released
         del table, codes
         if before_publish is not None:
             before_publish([TableFile(tmp, kind) for tmp, kind in zip(tmps, kinds)])

@@ -123,7 +123,7 @@ def distribution_checks(original: pd.DataFrame, surrogate: pd.DataFrame, target:
     original, surrogate : pandas.DataFrame
         The table before and after shuffling; both need ``target`` and ``columns``.
     target : str
-        The class column (unchanged by the shuffle).
+        The class column (its multiset kept by the shuffle; rows move).
     columns : sequence of str
         The attributes to check, e.g. in detach order.
     """
