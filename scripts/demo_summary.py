@@ -54,13 +54,6 @@ def main(argv: list[str]) -> int:
         from astrid_airflow import AstridResult
 
         print(AstridResult.from_dict(artefact["result"]).format_table())
-        learned = (artefact.get("release") or {}).get("learned_grouping")
-        if learned and _canon(learned) != _canon(artefact["grouping"]):
-            # the stored result marks the release's grouping; say what the search chose
-            print(f"(ASTRID learned {' | '.join(','.join(g) for g in learned)} "
-                  f"(k={len(learned)}); the release uses the grouping marked above "
-                  f"(k={len(artefact['grouping'])}), chosen for the gate policy: see "
-                  "'release' below.)")
         print()
     except Exception as exc:  # the summary must not fail on a display detail
         print(f"(ASTRID table not shown: {exc})")
@@ -102,10 +95,6 @@ def main(argv: list[str]) -> int:
     print(f"Release gate    {verdict}: {passed}/{len(gate['expectations'])} expectations "
           f"passed, policy: {_policy_name(gate.get('policy') or {})}")
     return 0
-
-
-def _canon(grouping: list) -> list:
-    return sorted(sorted(g) for g in grouping)
 
 
 def _release_line(release: dict) -> str:

@@ -125,6 +125,11 @@ class AstridResult:
         return max((r.k for r in self.table if r.p is not None and r.p >= self.alpha),
                    default=1)
 
+    @property
+    def is_learned_choice(self) -> bool:
+        """True when ``grouping`` is ASTRID's own choice (the per-k row at ``learned_k``)."""
+        return self.k == self.learned_k and self.row(self.k).grouping == self.grouping
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "grouping": self.grouping.to_list(), "k": self.k,
@@ -173,13 +178,12 @@ class AstridResult:
                          " ".join(t.center(w) for t, w in zip(toks, attr_w)))
         groups = ", ".join("{" + ", ".join(g) + "}" for g in self.grouping.groups)
         lines.append("")
-        learned_k = self.learned_k
-        if self.k == learned_k and self.row(learned_k).grouping == self.grouping:
+        if self.is_learned_choice:
             lines.append(f"chosen grouping (k = {self.k}, highest k with p >= "
                          f"{self.alpha:g}): {groups}")
         else:  # an artefact's result after the privacy-aware choice picked another release
             lines.append(f"released grouping (k = {self.k}, chosen for privacy; ASTRID's "
-                         f"choice was k = {learned_k}, the highest k with p >= "
+                         f"choice was k = {self.learned_k}, the highest k with p >= "
                          f"{self.alpha:g}): {groups}")
         p_og = "n/a" if self.p_og is None else f"{self.p_og:.3f}"
         fits = f"{self.n_fits}"

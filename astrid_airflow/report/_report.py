@@ -397,7 +397,7 @@ def _facts(result: Any, artefact: Any, ref: str | None) -> str:
 
 def _chosen_k(result: Any) -> str:
     """The sentence on k: ASTRID's choice, or the release the privacy-aware choice took."""
-    if result.k == result.learned_k and result.row(result.k).grouping == result.grouping:
+    if result.is_learned_choice:
         return f"chosen k = <b>{result.k}</b>, the highest k with p &ge; {result.alpha:g}"
     return (f"released k = <b>{result.k}</b>, chosen for privacy (ASTRID's choice: k = "
             f"{result.learned_k}, the highest k with p &ge; {result.alpha:g})")
