@@ -244,3 +244,51 @@ def test_class_from_column_risks_exact_figures():
         class_from_column_risks(t, target="class", columns=["nope"])
     with pytest.raises(DataError, match="Target column"):
         class_from_column_risks(t, target="nope")
+
+
+def test_shadow_attacks_pool_the_releases_and_cover_their_spread():
+    from scipy.stats import t as student_t
+
+    from astrid_airflow import make_synthetic
+    from astrid_airflow.privacy import shadow_attacks
+    from astrid_airflow.privacy._risk import SHADOW_RELEASES, _run_attacks
+
+    table = make_synthetic(300, random_state=0)
+    g = Grouping([["a1", "a2"], ["a3"], ["a4"]])
+    pooled = shadow_attacks(table, target="class", grouping=g, n_attacks=60, random_state=4)
+    assert pooled == shadow_attacks(table, target="class", grouping=g, n_attacks=60,
+                                    random_state=4)
+    assert pooled["shadow"]["releases"] == SHADOW_RELEASES
+    # the releases after the first run on threads: the same outcome for any n_jobs
+    from astrid_airflow.privacy import measure_risk
+
+    by_jobs = [measure_risk(table, table, target="class", grouping=g, n_attacks=60,
+                            random_state=4, n_jobs=j).to_dict() for j in (1, 2)]
+    assert by_jobs[0] == by_jobs[1]
+    assert by_jobs[0]["inference"] == pooled["inference"]
+    # the same attacks as on one shadow release (the first of the ten)
+    single = _run_attacks(table, None, None, "class", g, 60, 4, 20_000, shadow_releases=1)[0]
+    quantile = student_t.ppf(0.975, SHADOW_RELEASES - 1) / math.sqrt(SHADOW_RELEASES)
+    for kind in ("singling_out", "linkability", "inference"):
+        assert [(r["variant"], r.get("secret")) for r in pooled[kind]] == \
+            [(r.variant, r.secret) for r in single[kind]]
+        for r in pooled[kind]:
+            assert r["shadow_releases"] == SHADOW_RELEASES
+            assert r["n_attacks"] <= 60 * SHADOW_RELEASES
+            lo, hi = r["ci"]
+            assert lo <= r["risk"] <= hi
+            # the interval covers the releases' spread as well as the pooled counts'
+            assert hi >= min(1.0, r["risk"] + quantile * r["risk_sd"]) - 1e-12
+            assert lo <= max(0.0, r["risk"] - quantile * r["risk_sd"]) + 1e-12
+
+
+def test_pooled_counts_by_hand():
+    from astrid_airflow.privacy._risk import _pooled
+
+    each = [AttackRisk("inference", *residual_risk(100, s, c), 100, n_success=s,
+                       n_control_success=c) for s, c in ((80, 70), (90, 70), (75, 72))]
+    p = _pooled(each)
+    assert (p.n_attacks, p.n_success, p.n_control_success) == (300, 245, 212)
+    assert p.risk == residual_risk(300, 245, 212)[0] and p.shadow_releases == 3
+    assert p.risk_sd == pytest.approx(np.std([r.risk for r in each], ddof=1))
+    assert _pooled(each[:1]) is each[0]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from astrid_airflow import (
     AstridError,
+    Grouping,
     RecipeError,
     ReleaseRecipe,
     apply_recipe,
@@ -301,7 +302,7 @@ def test_choose_release_records_candidates_and_never_loosens_the_policy():
     assert GroupingArtefact.from_json(art.to_json()) == art
     assert choose_release(t, result, policy=policy, random_state=1).release == rel
     # a policy no release can meet: refused, naming the trade-off; nothing loosened
-    strict = GatePolicy(max_accuracy_drop=0.0, max_share_below_k=0.0, attack_n=200)
+    strict = GatePolicy(max_accuracy_drop=0.0, max_linkability_risk=0.0, attack_n=200)
     refused = choose_release(t, result, policy=strict, random_state=1)
     assert refused.release["status"] == "refused" and refused.recipe is None
     assert refused.release["policy"] == strict.to_dict()
@@ -457,10 +458,11 @@ def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
     assert "class disclosure 1.000 > 0.05 in group {a, b}" in why
     assert "expected intact rows 0.080 > 0.01" in why
     # nothing passes privacy: the closest candidate and its failures are named
-    attacked = {**leaky, "failed": ["linkability"], "risks": {"linkability_upper": 0.31}}
+    attacked = {**leaky, "failed": ["linkability"],
+                "risks": {"linkability_upper": 0.31, "linkability_gate_bound": 0.334}}
     why = _refusal([leaky, attacked], policy)
     assert why.startswith("privacy: no candidate") and \
-        "linkability risk upper bound 0.310 > 0.1" in why
+        "linkability risk upper bound 0.310 (the gate's may reach 0.334) > 0.1" in why
 
 
 def test_fit_coarsens_a_column_that_discloses_the_class_on_its_own():
@@ -489,3 +491,93 @@ def test_fit_coarsens_a_column_that_discloses_the_class_on_its_own():
     with pytest.raises(RecipeError, match="max_class_from_one_column_risk"):
         fit_recipe(t, target="class", grouping=[["x"], ["c"]],
                    max_class_from_one_column_risk=1.5)
+
+
+def test_class_aware_bins_are_k_anonymous_2_diverse_and_detailed_where_classes_mix():
+    rng = np.random.default_rng(5)
+    n = 3000
+    x = rng.uniform(0, 10, n).round(3)
+    # one class alone below 3 and above 7 (a value there names the class); mixed between
+    y = np.where(x < 3, "a", np.where(x > 7, "c", rng.choice(["a", "b", "c"], n)))
+    t = pd.DataFrame({"x": x, "class": y})
+    recipe, report = fit_recipe(t, target="class", grouping=[["x"]], k=5)
+    (step,) = recipe.steps
+    edges = step["edges"]
+    assert step["method"] == "bins" and len(step["values"]) == len(edges) + 1 <= 64
+    cells = pd.crosstab(np.searchsorted(edges, x, side="right"), y)
+    # every bin: at least two classes, and k rows of every class it holds
+    assert ((cells == 0) | (cells >= 5)).all().all()
+    assert ((cells > 0).sum(axis=1) >= 2).all()
+    assert report[0]["share_below_k"] == 0 and report[0]["class_disclosure_share"] == 0
+    # no cut inside a one-class stretch; the detail is where the classes mix
+    assert min(edges) > 3 and max(edges) <= 7 and len(edges) >= 8
+    # a bad max_bins is refused; with one, the ladder starts lower
+    with pytest.raises(RecipeError, match="max_bins"):
+        fit_recipe(t, target="class", grouping=[["x"]], max_bins=1)
+    capped, _ = fit_recipe(t, target="class", grouping=[["x"]], k=5, max_bins=4)
+    assert len(capped.steps[0]["values"]) <= 4
+
+
+def test_choice_allows_for_the_gates_own_draw_of_the_attacks(monkeypatch):
+    import astrid_airflow.privacy as privacy
+    from astrid_airflow import GatePolicy
+    from astrid_airflow.release._choice import _attack_checks
+
+    def fake(sd):
+        def shadow_attacks(*a, **kw):
+            r = {"risk": 0.3, "ci": [0.15, 0.45], "n_attacks": 2000, "shadow_releases": 10,
+                 "risk_sd": sd}
+            return {"singling_out": [r | {"ci": [0.0, 0.05], "risk_sd": 0.01}],
+                    "linkability": [r | {"ci": [0.0, 0.02], "risk_sd": 0.01}],
+                    "inference": [r]}
+        return shadow_attacks
+
+    t = make_synthetic(100, random_state=0)
+    # 0.45 + 1.645 * sd * sqrt(2 / 10): within 0.5 for a steady attack, not for a jumpy one
+    monkeypatch.setattr(privacy, "shadow_attacks", fake(0.02))
+    risks, failed = _attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
+                                   "class", GatePolicy(), 0)
+    assert failed == [] and risks["inference_gate_bound"] == pytest.approx(0.45 + 0.01471,
+                                                                           abs=1e-4)
+    monkeypatch.setattr(privacy, "shadow_attacks", fake(0.2))
+    risks, failed = _attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
+                                   "class", GatePolicy(), 0)
+    assert failed == ["inference"] and risks["inference_upper"] == 0.45
+    assert risks["inference_gate_bound"] == pytest.approx(0.45 + 0.1471, abs=1e-4)
+    # a limit of 1 (report only) is never exceeded, whatever the margin
+    monkeypatch.setattr(privacy, "shadow_attacks", lambda *a, **kw: {
+        "singling_out": [{"risk": 0.9, "ci": [0.8, 1.0], "risk_sd": 0.1,
+                          "shadow_releases": 10}], "linkability": [], "inference": []})
+    risks, failed = _attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
+                                   "class", GatePolicy(max_singling_out_risk=1.0), 0)
+    assert failed == [] and risks["singling_out_gate_bound"] == 1.0
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
+def test_a_release_only_the_attacks_refuse_is_retried_with_fewer_bins(monkeypatch):
+    from astrid_airflow import GatePolicy, choose_release
+    from astrid_airflow.release import _choice
+
+    rng = np.random.default_rng(0)
+    n = 1200
+    y = rng.integers(0, 2, n)
+    t = pd.DataFrame({c: rng.normal(y * (i == 0), 1.0).round(3)
+                      for i, c in enumerate("abcdef")} | {"y": y})
+    result = _result([[[c] for c in "abcdef"]])
+    seen = []
+
+    def attacks(remedied, grouping, target, policy, seed):
+        # an attack that only a release with at most 20 values per column passes
+        widest = max(remedied[c].nunique() for c in "abcdef")
+        seen.append(widest)
+        return {"inference_upper": 0.9 if widest > 20 else 0.1}, \
+            ["inference"] if widest > 20 else []
+
+    monkeypatch.setattr(_choice, "_attack_checks", attacks)
+    art = choose_release(t, result, policy=GatePolicy(max_accuracy_drop=0.2), random_state=1)
+    rel = art.release
+    assert rel["status"] == "chosen", rel["reason"]
+    chosen = rel["candidates"][rel["chosen"]]
+    assert chosen["label"].endswith("at most 20 bins") and chosen["max_bins"] == 20
+    assert all(len(s["values"]) <= 20 for s in art.release["recipe"]["steps"])
+    assert seen[0] > 20 and seen[-1] <= 20

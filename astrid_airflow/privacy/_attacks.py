@@ -87,6 +87,10 @@ class AttackRisk:
         guess (a random released row; for information).
     note : str
         What was sampled or adjusted, when anything was.
+    shadow_releases, risk_sd : int and float, optional
+        Pooled over that many shadow releases (counts summed; the interval also covers
+        the releases' spread, ``risk_sd`` being the standard deviation of their risks);
+        ``None`` for an attack on one release.
     """
 
     attack: str
@@ -100,6 +104,9 @@ class AttackRisk:
     n_control_success: int = 0
     n_baseline_success: int = 0
     note: str = ""
+    #: Shadow releases the attack was pooled over, and the spread of their risks.
+    shadow_releases: int | None = None
+    risk_sd: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: ``risk``, ``ci`` as ``[low, high]``, ``n_attacks``, ..."""
@@ -116,6 +123,8 @@ class AttackRisk:
                    n_baseline_success=self.n_baseline_success)
         if self.note:
             out["note"] = self.note
+        if self.shadow_releases is not None:
+            out.update(shadow_releases=self.shadow_releases, risk_sd=self.risk_sd)
         return out
 
 

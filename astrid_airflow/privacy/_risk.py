@@ -4,15 +4,17 @@
 the release as published) with the attacks of Giomi et al. (PETS 2023, see
 :mod:`._attacks`). The attacks need control rows that did not go into the release. With
 ``control`` given they attack the release itself. Without (the gate and the DAGs, where
-the release is the whole batch) they attack a *shadow release*: a GoldenEye surrogate,
+the release is the whole batch) they attack *shadow releases*: GoldenEye surrogates,
 with the same grouping, of a random half of the batch (stratified by class), the other
-half being the control. The shadow measures what the method does to a batch like this
+half being the control, ``SHADOW_RELEASES`` of them with their own halves, each attack's
+outcome pooled over them. The shadow measures what the method does to a batch like this
 one, not the particular file; the per-group measures and the cross-group linkage, which
 need no control, are always computed on the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,17 +28,23 @@ from astrid_airflow._validation import check_positive_int, fresh_seed
 from astrid_airflow.engine import Grouping
 
 from ._attacks import (
+    CONFIDENCE,
     AttackRisk,
     AttackTables,
     inference_attack,
     linkability_attack,
     linkability_split,
+    residual_risk,
     singling_out_attack,
 )
 from ._disclosure import GroupDisclosure, PairLinkage
 
 #: Rows of each side of a shadow release; a larger batch is sampled down to twice this.
 SHADOW_MAX_ROWS = 20_000
+#: Shadow releases every attack is repeated on (without control rows). One half of a
+#: table of a few hundred rows gives an attack's risk a standard error of about 0.15 when
+#: the class is easy to guess; ten releases bring the interval's half-width near 0.1.
+SHADOW_RELEASES = 10
 
 
 def _worst(risks: Sequence[AttackRisk]) -> AttackRisk:
@@ -175,53 +183,123 @@ def _check_tables(grouping: Grouping, target: str, **tables: pd.DataFrame | None
                             f"unknown column(s) {extra}, missing column(s) {missing}.")
 
 
-def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
-                 control: pd.DataFrame | None, target: str, grouping: Grouping,
-                 n_attacks: int, seed: int, shadow_max_rows: int
-                 ) -> tuple[dict[str, tuple[AttackRisk, ...]], str, dict | None]:
-    """Every attack of the report, on ``control`` or on a shadow release when it is None."""
-    s_shadow, s_attacks = np.random.SeedSequence(seed).spawn(2)
-    if control is None:
-        train, attacked, ctl, info = _shadow(original, target, grouping, shadow_max_rows,
-                                             s_shadow)
-        mode = "shadow"
-    else:
-        train, attacked, ctl, info, mode = original, released, control, None, "given"
+def _attack_round(t: AttackTables, attacked: pd.DataFrame, target: str, grouping: Grouping,
+                  n_attacks: int, s_attacks: np.random.SeedSequence,
+                  plan: list[tuple[str, dict[str, Any]]] | None = None
+                  ) -> tuple[list[tuple[str, AttackRisk]], list[tuple[str, dict[str, Any]]]]:
+    """Every attack of the report on one released table; ``plan`` (what to attack, with
+    the linkability splits drawn) is made here when not given, and returned."""
     columns = list(map(str, attacked.columns))
-    t = AttackTables.encode(train, attacked[columns], ctl)
     attrs = [c for c in columns if c != target]
-
-    plan: list[tuple[str, dict[str, Any]]] = [
-        ("singling_out", {"mode": "univariate"}),
-        ("singling_out", {"mode": "multivariate"}),
-    ]
-    if len(attrs) >= 2:
-        plan.append(("linkability", {"how": "cut_largest_group"}))
-        plan.append(("linkability", {"how": "random_split"}))
-    plan.append(("inference", {"secret": target, "aux": attrs, "variant": "class"}))
-    for g in grouping.groups:
-        if len(g) > 1:
-            for c in g:
-                plan.append(("inference", {"secret": c, "aux": [m for m in g if m != c],
-                                           "variant": "group_member"}))
-    # The attribute with the most distinct released values: the likeliest to be rare
-    # within a class, hence to disclose the class on its own.
-    widest = max(attrs, key=lambda c: (attacked[c].nunique(dropna=True), -attrs.index(c)))
-    plan.append(("inference", {"secret": target, "aux": [widest],
-                               "variant": "class_from_one_column"}))
-
-    out: dict[str, list[AttackRisk]] = {"singling_out": [], "linkability": [],
-                                        "inference": []}
-    for (kind, args), s in zip(plan, s_attacks.spawn(len(plan))):
+    seeds = None
+    if plan is None:
+        plan = [("singling_out", {"mode": "univariate"}),
+                ("singling_out", {"mode": "multivariate"})]
+        if len(attrs) >= 2:
+            plan.append(("linkability", {"how": "cut_largest_group"}))
+            plan.append(("linkability", {"how": "random_split"}))
+        plan.append(("inference", {"secret": target, "aux": attrs, "variant": "class"}))
+        for g in grouping.groups:
+            if len(g) > 1:
+                for c in g:
+                    plan.append(("inference", {"secret": c, "aux": [m for m in g if m != c],
+                                               "variant": "group_member"}))
+        # The attribute with the most distinct released values: the likeliest to be rare
+        # within a class, hence to disclose the class on its own.
+        widest = max(attrs, key=lambda c: (attacked[c].nunique(dropna=True),
+                                           -attrs.index(c)))
+        plan.append(("inference", {"secret": target, "aux": [widest],
+                                   "variant": "class_from_one_column"}))
+        seeds = s_attacks.spawn(len(plan))
+        for (kind, args), s in zip(plan, seeds):
+            if kind == "linkability":
+                s_split, _ = s.spawn(2)
+                args["aux"] = linkability_split(attrs, grouping, how=args["how"],
+                                                random_state=s_split)
+    seeds = seeds if seeds is not None else s_attacks.spawn(len(plan))
+    out: list[tuple[str, AttackRisk]] = []
+    for (kind, args), s in zip(plan, seeds):
         if kind == "singling_out":
             r = singling_out_attack(t, args["mode"], n_attacks, s)
         elif kind == "linkability":
-            s_split, s_attack = s.spawn(2)
-            aux = linkability_split(attrs, grouping, how=args["how"], random_state=s_split)
-            r = linkability_attack(t, aux, n_attacks, s_attack, args["how"])
+            _, s_attack = s.spawn(2)
+            r = linkability_attack(t, args["aux"], n_attacks, s_attack, args["how"])
         else:
             r = inference_attack(t, args["secret"], args["aux"], n_attacks, s, args["variant"])
-        out[kind].append(r)
+        out.append((kind, r))
+    return out, plan
+
+
+def _pooled(risks: Sequence[AttackRisk]) -> AttackRisk:
+    """One attack repeated on several shadow releases, as one outcome.
+
+    The point is the risk of the pooled success counts. Its interval is the wider of the
+    pooled counts' interval and the releases' own spread (the mean of the releases'
+    risks plus or minus Student's t times their standard error): the releases share
+    rows, so their attacks are not independent and the pooled counts alone would
+    overstate the precision.
+    """
+    from scipy.stats import t as student_t
+
+    first = risks[0]
+    if len(risks) == 1:
+        return first
+    n = sum(r.n_attacks for r in risks)
+    ok_t = sum(r.n_success for r in risks)
+    ok_c = sum(r.n_control_success for r in risks)
+    ok_b = sum(r.n_baseline_success for r in risks)
+    risk, (low, high) = residual_risk(n, ok_t, ok_c)
+    each = np.array([r.risk for r in risks])
+    sd = float(each.std(ddof=1))
+    half = float(student_t.ppf(0.5 * (1 + CONFIDENCE), len(risks) - 1)) * sd / len(risks) ** 0.5
+    ci = (max(0.0, min(low, risk - half)), min(1.0, max(high, risk + half)))
+    notes = "; ".join(dict.fromkeys(r.note for r in risks if r.note))
+    return dataclasses.replace(first, risk=risk, ci=ci, n_attacks=n, n_success=ok_t,
+                               n_control_success=ok_c, n_baseline_success=ok_b,
+                               note=notes, shadow_releases=len(risks), risk_sd=sd)
+
+
+def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
+                 control: pd.DataFrame | None, target: str, grouping: Grouping,
+                 n_attacks: int, seed: int, shadow_max_rows: int,
+                 shadow_releases: int = SHADOW_RELEASES, n_jobs: int | None = None
+                 ) -> tuple[dict[str, tuple[AttackRisk, ...]], str, dict | None]:
+    """Every attack of the report, on ``control``, or, when it is None, on
+    ``shadow_releases`` shadow releases (each attack pooled over them, :func:`_pooled`;
+    the releases after the first run on ``n_jobs`` threads, the result does not depend
+    on it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ._disclosure import _workers
+
+    def one(train: pd.DataFrame, attacked: pd.DataFrame, ctl: pd.DataFrame,
+            s_attacks: np.random.SeedSequence, plan: Any):
+        columns = list(map(str, attacked.columns))
+        t = AttackTables.encode(train, attacked[columns], ctl)
+        return _attack_round(t, attacked, target, grouping, n_attacks, s_attacks, plan)
+
+    def shadow_round(s: np.random.SeedSequence, plan: Any):
+        s_shadow, s_attacks = s.spawn(2)
+        train, attacked, ctl, info = _shadow(original, target, grouping, shadow_max_rows,
+                                             s_shadow)
+        return (*one(train, attacked, ctl, s_attacks, plan), info)
+
+    if control is None:
+        first, *rest = np.random.SeedSequence(seed).spawn(shadow_releases)
+        found, plan, info = shadow_round(first, None)
+        with ThreadPoolExecutor(max_workers=max(1, min(_workers(n_jobs), len(rest)))) as ex:
+            outcomes = [found, *[f for f, _, _ in ex.map(lambda s: shadow_round(s, plan),
+                                                          rest)]]
+        info = {**info, "releases": shadow_releases}
+        mode = "shadow"
+    else:
+        _, s_attacks = np.random.SeedSequence(seed).spawn(2)
+        outcomes = [one(original, released, control, s_attacks, None)[0]]
+        info, mode = None, "given"
+    out: dict[str, list[AttackRisk]] = {"singling_out": [], "linkability": [],
+                                        "inference": []}
+    for i, (kind, _) in enumerate(outcomes[0]):
+        out[kind].append(_pooled([o[i][1] for o in outcomes]))
     if not out["linkability"]:
         out["linkability"].append(AttackRisk("linkability", 0.0, (0.0, 0.0), 0,
                                              note="needs at least two attribute columns"))
@@ -285,7 +363,7 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     disclosure = disclosure_risk(original, released, target=target, grouping=grouping, k=k,
                                  n_jobs=n_jobs)
     out, mode, info = _run_attacks(original, released, control, target, grouping, n_attacks,
-                                   seed, shadow_max_rows)
+                                   seed, shadow_max_rows, n_jobs=n_jobs)
     return RiskReport(groups=disclosure.groups, pairs=disclosure.pairs,
                       singling_out=out["singling_out"], linkability=out["linkability"],
                       inference=out["inference"], control=mode, random_state=seed,

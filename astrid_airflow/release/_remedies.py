@@ -6,8 +6,9 @@ class). The standard statistical-disclosure-control remedies (Hundepool et al.,
 *Statistical Disclosure Control*, Wiley 2012, ch. 3-4) make those projections
 k-anonymous and class-diverse while keeping as much of the values as they can:
 
-* ``bins``: numeric coarsening to intervals (quantile bins with at least ``k`` reference
-  rows each). A value is published as its bin's *representative*: the lower median of
+* ``bins``: numeric coarsening to intervals, fitted with the class: every bin holds at
+  least two classes and at least ``k`` reference rows of each class it holds
+  (:func:`_class_edges`). A value is published as its bin's *representative*: the lower median of
   the reference values in the bin, so an integer column stays integer and the value is
   one the data really had (nothing invented); the recipe also states each bin's label
   ``[low, high)``. Values below the first edge or above the last are published as the
@@ -519,12 +520,39 @@ def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, 
     return float(np.mean(size < k)), float(np.mean(one_class)), int(size.min())
 
 
-def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str
-              ) -> dict[str, Any] | None:
-    """Quantile bins with at least ``k`` rows each (``None``: a single bin)."""
-    v = np.sort(values[np.isfinite(values)])
+def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
+              labels: Any = None) -> dict[str, Any] | None:
+    """Bins with at least ``k`` rows each (``None``: a single bin).
+
+    Without ``labels``: quantile bins. With ``labels``: class-aware bins (:func:`_class_edges`),
+    at most ``n_bins`` of them, each holding at least two classes and, of every class it
+    holds, at least ``k`` rows.
+    """
+    finite = np.isfinite(values)
+    order = np.argsort(values[finite], kind="stable")
+    v = values[finite][order]
     if v.size == 0:
         return None
+    if labels is not None:
+        y = pd.factorize(pd.Series(np.asarray(labels)[finite][order]))[0]
+        edges = _class_edges(v, y, n_bins, k)
+    else:
+        edges = _quantile_edges(v, n_bins, k)
+    if not edges:
+        return None
+    bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
+    # lower median of each bin: a value the data has, inside the bin
+    reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
+    fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
+    names = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
+             (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
+             for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
+    return {"method": "bins", "column": column, "edges": edges, "values": reps,
+            "labels": names, "published_type": ptype}
+
+
+def _quantile_edges(v: np.ndarray, n_bins: int, k: int) -> list[float]:
+    """Cuts of sorted ``v`` into quantile bins, each of at least ``k`` rows."""
     cuts = np.unique(np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:-1], method="lower"))
     # a cut at the minimum would leave an empty first bin
     cuts = cuts[cuts > v[0]]
@@ -536,17 +564,77 @@ def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str
         if pos - lo >= k and v.size - pos >= k:
             edges.append(float(c))
             lo = pos
-    if not edges:
-        return None
-    bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
-    # lower median of each bin: a value the data has, inside the bin
-    reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
-    fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
-    labels = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
-              (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
-              for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
-    return {"method": "bins", "column": column, "edges": edges, "values": reps,
-            "labels": labels, "published_type": ptype}
+    return edges
+
+
+#: Cut points a class-aware binning chooses from (quantiles of the column).
+CANDIDATE_CUTS = 1024
+
+
+def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[float]:
+    """Cuts of sorted ``v`` (class codes ``y``) into at most ``n_bins`` class-aware bins.
+
+    Top-down, as a decision tree on one column (Fayyad and Irani, IJCAI 1993): the bin
+    whose best cut gains the most class information is cut next, among the column's
+    quantiles (``CANDIDATE_CUTS``). A cut is allowed only when both sides keep at least
+    two classes and, of every class they hold, at least ``k`` rows: so every bin is
+    k-anonymous with its class and distinct 2-diverse (Machanavajjhala et al., ACM TKDD
+    1(1), 2007) by construction, and the detail goes where it tells the classes apart.
+    A bin no cut separates better than chance is cut at its median when allowed.
+    """
+    import heapq
+
+    n, n_classes = v.size, int(y.max()) + 1
+    q = np.quantile(v, np.linspace(0, 1, CANDIDATE_CUTS + 1)[1:-1], method="lower")
+    pos = np.unique(np.searchsorted(v, np.unique(q[q > v[0]]), side="left"))
+    pos = np.concatenate([[0], pos[(pos > 0) & (pos < n)], [n]])
+    # class counts before each candidate position
+    cum = np.zeros((pos.size, n_classes), dtype=np.int64)
+    for c in range(n_classes):
+        cum[:, c] = np.concatenate([[0], np.cumsum(y == c)])[pos]
+
+    def entropy(counts: np.ndarray) -> np.ndarray:
+        tot = counts.sum(axis=-1, keepdims=True)
+        p = np.divide(counts, tot, out=np.zeros(counts.shape), where=tot > 0)
+        return -(p * np.log(p, out=np.zeros(p.shape), where=p > 0)).sum(axis=-1)
+
+    def ok(counts: np.ndarray) -> np.ndarray:
+        return (((counts == 0) | (counts >= k)).all(axis=-1)
+                & ((counts > 0).sum(axis=-1) >= 2))
+
+    def best(a: int, b: int) -> tuple[float, int] | None:
+        if b - a < 2:
+            return None
+        whole = cum[b] - cum[a]
+        left = cum[a + 1:b] - cum[a]
+        right = whole - left
+        allowed = ok(left) & ok(right)
+        if not allowed.any():
+            return None
+        nl, nr = left.sum(axis=1), right.sum(axis=1)
+        gain = entropy(whole) - (nl * entropy(left) + nr * entropy(right)) / whole.sum()
+        gain = np.where(allowed, gain, -np.inf)
+        j = int(np.argmax(gain))
+        if gain[j] <= 1e-9 * max(entropy(whole), 1.0):  # no cut tells classes apart
+            mid = (pos[a] + pos[b]) / 2
+            j = int(np.argmin(np.where(allowed, np.abs(pos[a + 1:b] - mid), np.inf)))
+        return float(gain[j]) * whole.sum(), a + 1 + j
+
+    if not ok(cum[-1] - cum[0])[()]:
+        return []
+    heap: list = []
+    cuts: list[int] = []
+    first = best(0, pos.size - 1)
+    if first is not None:
+        heapq.heappush(heap, (-first[0], 0, pos.size - 1, first[1]))
+    while heap and len(cuts) + 1 < n_bins:
+        _, a, b, j = heapq.heappop(heap)
+        cuts.append(j)
+        for lo, hi in ((a, j), (j, b)):
+            nxt = best(lo, hi)
+            if nxt is not None:
+                heapq.heappush(heap, (-nxt[0], lo, hi, nxt[1]))
+    return [float(v[pos[j]]) for j in sorted(cuts)]
 
 
 def _single_bin(values: np.ndarray, column: str, ptype: str) -> dict[str, Any]:
@@ -611,7 +699,7 @@ class _GroupFit:
 
 def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                max_below: float, max_disclosure: float, method: str,
-               max_column_risk: float = math.inf) -> _GroupFit:
+               max_column_risk: float = math.inf, max_bins: int | None = None) -> _GroupFit:
     numeric = [c for c in cols if _published_type(table[c]) in ("integer", "float")]
     other = [c for c in cols if c not in numeric]
     column_risk: list[float | None] = [None]  # of the last judged remedy
@@ -632,7 +720,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         return ok, below, disc
 
     ok, below, disc = judge([])
-    if ok:
+    if ok and (max_bins is None or all(table[c].nunique() <= max_bins for c in numeric)):
         return _GroupFit((), True, below, disc, "unchanged", column_risk[0])
     if method == "mdav" and len(cols) > 1:
         step = {"method": "mdav", "columns": list(cols), "k": k,
@@ -646,11 +734,11 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         if s is not None:
             cat_steps.append(s)
     last = (False, below, disc, list(cat_steps))
-    for n_bins in BIN_LADDER:
+    for n_bins in [b for b in BIN_LADDER if max_bins is None or b <= max_bins]:
         steps = list(cat_steps)
         for c in numeric:
             vals = _as_float(table[c])
-            s = _bin_step(vals, n_bins, k, c, _published_type(table[c]))
+            s = _bin_step(vals, n_bins, k, c, _published_type(table[c]), labels)
             steps.append(s if s is not None else _single_bin(vals, c,
                                                              _published_type(table[c])))
         ok, below, disc = judge(steps)
@@ -672,8 +760,8 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
 def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                max_share_below_k: float = 0.05, max_class_disclosure_share: float = 0.05,
                margin: float = 0.5, method: str = "bins",
-               max_class_from_one_column_risk: float | None = None
-               ) -> tuple[ReleaseRecipe, list[dict]]:
+               max_class_from_one_column_risk: float | None = None,
+               max_bins: int | None = None) -> tuple[ReleaseRecipe, list[dict]]:
     """Fit the least generalisation that makes every group's projection safe.
 
     For each group of ``grouping``, the most detailed remedy of the ladder whose
@@ -682,11 +770,14 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     batch), and, with ``max_class_from_one_column_risk``, whose every column's exact
     class-from-one-column risk (upper 95 % bound, the gate's measure) stays within
     ``margin`` times that threshold: unchanged; else rare categories suppressed (and,
-    for that risk, the smallest kept categories next) and numeric columns cut into 64,
-    32, 20, 12, ... 2 quantile bins of at least ``k`` rows (all of a group's numeric
-    columns with the same count: fewer, larger bins for a column the risk names);
+    for that risk, the smallest kept categories next) and numeric columns cut into at
+    most 64, 32, 20, 12, ... 2 class-aware bins, each with at least two classes and at
+    least ``k`` rows of every class it holds (all of a group's numeric columns with the
+    same count: fewer, larger bins for a column the risk names);
     ``method="mdav"`` microaggregates multi-column groups within class instead
-    (Domingo-Ferrer & Mateo-Sanz 2002).
+    (Domingo-Ferrer & Mateo-Sanz 2002). ``max_bins`` starts the ladder lower (at most
+    that many bins per numeric column): the choice's coarser retry of a release the
+    attacks refuse.
 
     Returns
     -------
@@ -724,9 +815,13 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                           "be a number in [0, 1] or None.")
     column_risk = math.inf if column_risk is None or column_risk >= 1 else \
         column_risk * margin
+    if max_bins is not None and not (isinstance(max_bins, int) and not isinstance(
+            max_bins, bool) and max_bins >= min(BIN_LADDER)):
+        raise RecipeError(f"Invalid max_bins: {max_bins!r}. Must be an integer >= "
+                          f"{min(BIN_LADDER)} or None.")
     for cols in grouping.groups:
         fit = _fit_group(table, list(cols), labels, k, below, disclosure, method,
-                         column_risk)
+                         column_risk, max_bins)
         steps.extend(fit.steps)
         report.append({"columns": list(cols), "passed": fit.passed,
                        "share_below_k": fit.share_below_k,
