@@ -339,9 +339,15 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     bases = sorted((c for c in cands if c["method"] == "bins" and c["failed"]
                     and set(c["failed"]) <= set(_ATTACKS)),
                    key=lambda c: -c["accuracy_surrogate"])[:COARSER_RETRIES]
+    tried = {c["recipe"].to_json() for c in bases}
     for cap in COARSER_BINS if chosen is None else ():
-        batch = [evaluate(_then(c["label"], f"at most {cap} bins"), Grouping(c["grouping"]),
-                          "bins", cap) for c in bases]
+        batch = []
+        for c in bases:
+            retry = evaluate(_then(c["label"], f"at most {cap} bins"),
+                             Grouping(c["grouping"]), "bins", cap)
+            if retry["recipe"].to_json() not in tried:  # fewer bins than before
+                tried.add(retry["recipe"].to_json())
+                batch.append(retry)
         cands.extend(batch)
         chosen = attack_in_order(batch)
         if chosen is not None:
