@@ -581,3 +581,19 @@ def test_a_release_only_the_attacks_refuse_is_retried_with_fewer_bins(monkeypatc
     assert chosen["label"].endswith("at most 20 bins") and chosen["max_bins"] == 20
     assert all(len(s["values"]) <= 20 for s in art.release["recipe"]["steps"])
     assert seen[0] > 20 and seen[-1] <= 20
+
+
+def test_a_class_rarer_than_k_does_not_stop_the_bins():
+    rng = np.random.default_rng(6)
+    n = 2000
+    x = rng.uniform(0, 10, n).round(3)
+    y = rng.choice(["a", "b"], n).astype(object)
+    y[:3] = "rare"  # 3 rows < k: below k wherever they go, counted by the budget
+    t = pd.DataFrame({"x": x, "class": y})
+    recipe, report = fit_recipe(t, target="class", grouping=[["x"]], k=5)
+    (step,) = recipe.steps
+    assert len(step["edges"]) >= 8 and report[0]["passed"]
+    cells = pd.crosstab(np.searchsorted(step["edges"], x, side="right"), y)
+    common = cells[["a", "b"]]
+    assert ((common == 0) | (common >= 5)).all().all()
+    assert report[0]["share_below_k"] == pytest.approx(3 / n)

@@ -521,23 +521,16 @@ def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, 
 
 
 def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
-              labels: Any = None) -> dict[str, Any] | None:
-    """Bins with at least ``k`` rows each (``None``: a single bin).
-
-    Without ``labels``: quantile bins. With ``labels``: class-aware bins (:func:`_class_edges`),
-    at most ``n_bins`` of them, each holding at least two classes and, of every class it
-    holds, at least ``k`` rows.
-    """
+              labels: Any) -> dict[str, Any] | None:
+    """At most ``n_bins`` class-aware bins of ``values`` (:func:`_class_edges`; ``None``:
+    a single bin)."""
     finite = np.isfinite(values)
     order = np.argsort(values[finite], kind="stable")
     v = values[finite][order]
     if v.size == 0:
         return None
-    if labels is not None:
-        y = pd.factorize(pd.Series(np.asarray(labels)[finite][order]))[0]
-        edges = _class_edges(v, y, n_bins, k)
-    else:
-        edges = _quantile_edges(v, n_bins, k)
+    y = pd.factorize(pd.Series(np.asarray(labels)[finite][order]))[0]
+    edges = _class_edges(v, y, n_bins, k)
     if not edges:
         return None
     bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
@@ -549,22 +542,6 @@ def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
              for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
     return {"method": "bins", "column": column, "edges": edges, "values": reps,
             "labels": names, "published_type": ptype}
-
-
-def _quantile_edges(v: np.ndarray, n_bins: int, k: int) -> list[float]:
-    """Cuts of sorted ``v`` into quantile bins, each of at least ``k`` rows."""
-    cuts = np.unique(np.quantile(v, np.linspace(0, 1, n_bins + 1)[1:-1], method="lower"))
-    # a cut at the minimum would leave an empty first bin
-    cuts = cuts[cuts > v[0]]
-    # merge bins with fewer than k rows into their neighbour, left to right
-    edges: list[float] = []
-    lo = 0
-    for c in cuts:
-        pos = int(np.searchsorted(v, c, side="left"))
-        if pos - lo >= k and v.size - pos >= k:
-            edges.append(float(c))
-            lo = pos
-    return edges
 
 
 #: Cut points a class-aware binning chooses from (quantiles of the column).
@@ -580,7 +557,9 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
     two classes and, of every class they hold, at least ``k`` rows: so every bin is
     k-anonymous with its class and distinct 2-diverse (Machanavajjhala et al., ACM TKDD
     1(1), 2007) by construction, and the detail goes where it tells the classes apart.
-    A bin no cut separates better than chance is cut at its median when allowed.
+    A class with fewer than ``k`` rows in all is below k wherever it goes (the per-group
+    budget counts it) and does not stop a cut. A bin no cut separates better than chance
+    is cut at its median when allowed.
     """
     import heapq
 
@@ -598,8 +577,10 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
         p = np.divide(counts, tot, out=np.zeros(counts.shape), where=tot > 0)
         return -(p * np.log(p, out=np.zeros(p.shape), where=p > 0)).sum(axis=-1)
 
+    rare = cum[-1] < k  # classes below k in the whole column
+
     def ok(counts: np.ndarray) -> np.ndarray:
-        return (((counts == 0) | (counts >= k)).all(axis=-1)
+        return (((counts == 0) | (counts >= k) | rare).all(axis=-1)
                 & ((counts > 0).sum(axis=-1) >= 2))
 
     def best(a: int, b: int) -> tuple[float, int] | None:
