@@ -733,7 +733,7 @@ def _pair_sampled(a: _Big, b: _Big, cls: np.ndarray, class_size: np.ndarray,
     return linked_s / n_s, min(1.0, exp_s / n_s), sd, n_s
 
 
-def _workers(n_jobs: int | None) -> int:
+def thread_count(n_jobs: int | None) -> int:
     """Threads for ``n_jobs``: None or <= 0 means every core."""
     if n_jobs is None or n_jobs <= 0:
         return max(1, os.cpu_count() or 1)
@@ -769,7 +769,7 @@ def _risk_large(sources: list[TableSource], grouping: Any, target: str, k: int |
 
     # Groups, then pairs, on threads (numpy's sorts and gathers release the GIL); the
     # order is kept and nothing is random, so the result is the same for any n_jobs.
-    prepared = run_threaded(prepare, grouping.groups, _workers(n_jobs))
+    prepared = run_threaded(prepare, grouping.groups, thread_count(n_jobs))
     groups = [m for m, _ in prepared if m is not None]
     big = [b for _, b in prepared]
     del prepared
@@ -797,7 +797,7 @@ def _risk_large(sources: list[TableSource], grouping: Any, target: str, k: int |
                            sd_linked_share=sd, n_rows=n_r, sample_fraction=fraction)
 
     todo = [(i, j) for i in range(len(big)) for j in range(i + 1, len(big))]
-    out_pairs.extend(run_threaded(one, todo, _workers(n_jobs)))
+    out_pairs.extend(run_threaded(one, todo, thread_count(n_jobs)))
     return groups, out_pairs
 
 

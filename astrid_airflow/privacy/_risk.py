@@ -25,7 +25,7 @@ import pandas as pd
 
 from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_positive_int, fresh_seed
-from astrid_airflow.engine import Grouping
+from astrid_airflow.engine import Grouping, run_threaded
 
 from ._attacks import (
     CONFIDENCE,
@@ -37,7 +37,7 @@ from ._attacks import (
     residual_risk,
     singling_out_attack,
 )
-from ._disclosure import GroupDisclosure, PairLinkage
+from ._disclosure import GroupDisclosure, PairLinkage, thread_count
 
 #: Rows of each side of a shadow release; a larger batch is sampled down to twice this.
 SHADOW_MAX_ROWS = 20_000
@@ -268,9 +268,6 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
     ``shadow_releases`` shadow releases (each attack pooled over them, :func:`_pooled`;
     the releases after the first run on ``n_jobs`` threads, the result does not depend
     on it)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ._disclosure import _workers
 
     def one(train: pd.DataFrame, attacked: pd.DataFrame, ctl: pd.DataFrame,
             s_attacks: np.random.SeedSequence, plan: Any):
@@ -287,9 +284,8 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
     if control is None:
         first, *rest = np.random.SeedSequence(seed).spawn(shadow_releases)
         found, plan, info = shadow_round(first, None)
-        with ThreadPoolExecutor(max_workers=max(1, min(_workers(n_jobs), len(rest)))) as ex:
-            outcomes = [found, *[f for f, _, _ in ex.map(lambda s: shadow_round(s, plan),
-                                                          rest)]]
+        outcomes = [found, *[f for f, _, _ in run_threaded(lambda s: shadow_round(s, plan),
+                                                           rest, thread_count(n_jobs))]]
         info = {**info, "releases": shadow_releases}
         mode = "shadow"
     else:
