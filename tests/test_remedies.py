@@ -597,3 +597,23 @@ def test_a_class_rarer_than_k_does_not_stop_the_bins():
     common = cells[["a", "b"]]
     assert ((common == 0) | (common >= 5)).all().all()
     assert report[0]["share_below_k"] == pytest.approx(3 / n)
+
+
+def test_bins_fit_nothing_to_labels_that_carry_no_signal():
+    # A cut fitted to noise in the released rows' own labels would tell members from
+    # non-members; the MDL test refuses it, so any two such label draws give one binning.
+    rng = np.random.default_rng(7)
+    n = 4000
+    x = rng.normal(size=n).round(4)
+    edges = []
+    for seed in (1, 2):
+        y = np.random.default_rng(seed).choice(["a", "b"], n)
+        recipe, _ = fit_recipe(pd.DataFrame({"x": x, "class": y}), target="class",
+                               grouping=[["x"]], k=5, max_bins=8)
+        edges.append(recipe.steps[0]["edges"])
+    assert edges[0] == edges[1] and len(edges[0]) == 7
+    # a real signal is cut where it is
+    y = np.where(x > 0.8, "a", np.random.default_rng(3).choice(["a", "b"], n))
+    recipe, _ = fit_recipe(pd.DataFrame({"x": x, "class": y}), target="class",
+                           grouping=[["x"]], k=5, max_bins=8)
+    assert any(abs(e - 0.8) < 0.02 for e in recipe.steps[0]["edges"])

@@ -558,8 +558,10 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
     k-anonymous with its class and distinct 2-diverse (Machanavajjhala et al., ACM TKDD
     1(1), 2007) by construction, and the detail goes where it tells the classes apart.
     A class with fewer than ``k`` rows in all is below k wherever it goes (the per-group
-    budget counts it) and does not stop a cut. A bin no cut separates better than chance
-    is cut at its median when allowed.
+    budget counts it) and does not stop a cut. A cut must pass Fayyad and Irani's
+    minimum-description-length test: one whose gain the sample's noise explains would
+    fit the bins to the released rows' own labels, and the boundaries would then tell
+    members from non-members; a bin with no such cut is cut at its median when allowed.
     """
     import heapq
 
@@ -593,13 +595,27 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
         if not allowed.any():
             return None
         nl, nr = left.sum(axis=1), right.sum(axis=1)
-        gain = entropy(whole) - (nl * entropy(left) + nr * entropy(right)) / whole.sum()
+        n_ab = whole.sum()
+        gain = entropy(whole) - (nl * entropy(left) + nr * entropy(right)) / n_ab
         gain = np.where(allowed, gain, -np.inf)
         j = int(np.argmax(gain))
-        if gain[j] <= 1e-9 * max(entropy(whole), 1.0):  # no cut tells classes apart
+        if not mdl_accepts(whole, left[j], right[j], gain[j]):
+            # no cut tells the classes apart better than the sample's own noise: the
+            # median, which fits nothing to the labels (a cut fitted to noise would
+            # tell who is in the release)
             mid = (pos[a] + pos[b]) / 2
             j = int(np.argmin(np.where(allowed, np.abs(pos[a + 1:b] - mid), np.inf)))
-        return float(gain[j]) * whole.sum(), a + 1 + j
+            return 0.0, a + 1 + j
+        return float(gain[j]) * n_ab, a + 1 + j
+
+    def mdl_accepts(whole: np.ndarray, left: np.ndarray, right: np.ndarray,
+                    gain: float) -> bool:
+        """Fayyad and Irani's minimum-description-length test of a cut (in nats)."""
+        n_ab = whole.sum()
+        c, c1, c2 = ((x > 0).sum() for x in (whole, left, right))
+        delta = np.log(3.0 ** c - 2) - (c * entropy(whole) - c1 * entropy(left)
+                                         - c2 * entropy(right))
+        return gain > (np.log(n_ab - 1) + delta) / n_ab
 
     if not ok(cum[-1] - cum[0])[()]:
         return []
