@@ -561,7 +561,8 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
     budget counts it) and does not stop a cut. A cut must pass Fayyad and Irani's
     minimum-description-length test: one whose gain the sample's noise explains would
     fit the bins to the released rows' own labels, and the boundaries would then tell
-    members from non-members; a bin with no such cut is cut at its median when allowed.
+    members from non-members; a bin with no such cut is cut at its median when allowed,
+    the largest such bin first, after every informative cut.
     """
     import heapq
 
@@ -585,7 +586,7 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
         return (((counts == 0) | (counts >= k) | rare).all(axis=-1)
                 & ((counts > 0).sum(axis=-1) >= 2))
 
-    def best(a: int, b: int) -> tuple[float, int] | None:
+    def best(a: int, b: int) -> tuple[tuple[int, float], int] | None:
         if b - a < 2:
             return None
         whole = cum[b] - cum[a]
@@ -605,8 +606,8 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
             # tell who is in the release)
             mid = (pos[a] + pos[b]) / 2
             j = int(np.argmin(np.where(allowed, np.abs(pos[a + 1:b] - mid), np.inf)))
-            return 0.0, a + 1 + j
-        return float(gain[j]) * n_ab, a + 1 + j
+            return (0, float(n_ab)), a + 1 + j  # after every informative cut, largest first
+        return (1, float(gain[j]) * n_ab), a + 1 + j
 
     def mdl_accepts(whole: np.ndarray, left: np.ndarray, right: np.ndarray,
                     gain: float) -> bool:
@@ -623,14 +624,14 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
     cuts: list[int] = []
     first = best(0, pos.size - 1)
     if first is not None:
-        heapq.heappush(heap, (-first[0], 0, pos.size - 1, first[1]))
+        heapq.heappush(heap, (-first[0][0], -first[0][1], 0, pos.size - 1, first[1]))
     while heap and len(cuts) + 1 < n_bins:
-        _, a, b, j = heapq.heappop(heap)
+        *_, a, b, j = heapq.heappop(heap)
         cuts.append(j)
         for lo, hi in ((a, j), (j, b)):
             nxt = best(lo, hi)
             if nxt is not None:
-                heapq.heappush(heap, (-nxt[0], lo, hi, nxt[1]))
+                heapq.heappush(heap, (-nxt[0][0], -nxt[0][1], lo, hi, nxt[1]))
     return [float(v[pos[j]]) for j in sorted(cuts)]
 
 
