@@ -4,7 +4,7 @@
 1. **learn_if_changed** learns an ASTRID grouping on the reference table and saves it as
    a new artefact version, *only* if the table's fingerprint differs from the latest
    version's (or `force` is set). With the grouping it chooses the release (grouping +
-   per-group remedies: quantile bins, suppression) that passes the **default** gate
+   per-group remedies: class-aware bins, suppression) that passes the **default** gate
    policy; the artefact Asset gets an event only when it learned.
 2. **shuffle** applies that release recipe to the batch and writes its GoldenEye
    surrogate into a per-run staging directory, with its privacy and utility metrics.

@@ -742,7 +742,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         ok, below, disc = judge(steps)
         last = (ok, below, disc, steps)
         if ok:
-            return _GroupFit(tuple(steps), True, below, disc, f"{n_bins} quantile bins",
+            return _GroupFit(tuple(steps), True, below, disc, f"at most {n_bins} class-aware bins",
                             column_risk[0])
     if numeric and len(cols) == 1:
         steps = [_single_bin(_as_float(table[c]), c, _published_type(table[c]))
@@ -751,7 +751,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         return _GroupFit(tuple(cat_steps + steps), ok, below, disc, "one bin (suppressed)",
                         column_risk[0])
     ok, below, disc, steps = last
-    return _GroupFit(tuple(steps), ok, below, disc, "2 quantile bins (not enough)",
+    return _GroupFit(tuple(steps), ok, below, disc, "at most 2 class-aware bins (not enough)",
                      column_risk[0])
 
 
