@@ -292,3 +292,22 @@ def test_pooled_counts_by_hand():
     assert p.risk == residual_risk(300, 245, 212)[0] and p.shadow_releases == 3
     assert p.risk_sd == pytest.approx(np.std([r.risk for r in each], ddof=1))
     assert _pooled(each[:1]) is each[0]
+
+
+def test_round_that_draws_the_plan_attacks_like_a_round_given_it():
+    # Every shadow release must use the same stream per attack: the first release draws
+    # the linkability splits, and must not use up its attack's stream doing so.
+    from astrid_airflow.privacy._attacks import AttackTables
+    from astrid_airflow.privacy._risk import _attack_round
+
+    train, control = _halves(seed=3, n=400, d=5)
+    g = Grouping([["x0", "x1"], ["x2", "x3"], ["x4"]])
+    t = AttackTables.encode(train, train, control)
+
+    def one(plan):
+        return _attack_round(t, train, "class", g, 80, np.random.SeedSequence(11), plan)
+
+    drawn, plan = one(None)
+    given, _ = one(plan)
+    assert [k for k, _ in drawn].count("linkability") == 2
+    assert drawn == given

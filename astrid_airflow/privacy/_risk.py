@@ -191,7 +191,7 @@ def _attack_round(t: AttackTables, attacked: pd.DataFrame, target: str, grouping
     the linkability splits drawn) is made here when not given, and returned."""
     columns = list(map(str, attacked.columns))
     attrs = [c for c in columns if c != target]
-    seeds = None
+    drawn_here = plan is None
     if plan is None:
         plan = [("singling_out", {"mode": "univariate"}),
                 ("singling_out", {"mode": "multivariate"})]
@@ -210,20 +210,22 @@ def _attack_round(t: AttackTables, attacked: pd.DataFrame, target: str, grouping
                                            -attrs.index(c)))
         plan.append(("inference", {"secret": target, "aux": [widest],
                                    "variant": "class_from_one_column"}))
-        seeds = s_attacks.spawn(len(plan))
-        for (kind, args), s in zip(plan, seeds):
+    # One stream per attack, the same in every round; a linkability attack splits its
+    # stream once into (split of the attributes, attack), spawned here and nowhere else,
+    # so the round that draws the split attacks with the same stream as the others.
+    streams = [s.spawn(2) if kind == "linkability" else (None, s)
+               for (kind, _), s in zip(plan, s_attacks.spawn(len(plan)))]
+    if drawn_here:
+        for (kind, args), (s_split, _) in zip(plan, streams):
             if kind == "linkability":
-                s_split, _ = s.spawn(2)
                 args["aux"] = linkability_split(attrs, grouping, how=args["how"],
                                                 random_state=s_split)
-    seeds = seeds if seeds is not None else s_attacks.spawn(len(plan))
     out: list[tuple[str, AttackRisk]] = []
-    for (kind, args), s in zip(plan, seeds):
+    for (kind, args), (_, s) in zip(plan, streams):
         if kind == "singling_out":
             r = singling_out_attack(t, args["mode"], n_attacks, s)
         elif kind == "linkability":
-            _, s_attack = s.spawn(2)
-            r = linkability_attack(t, args["aux"], n_attacks, s_attack, args["how"])
+            r = linkability_attack(t, args["aux"], n_attacks, s, args["how"])
         else:
             r = inference_attack(t, args["secret"], args["aux"], n_attacks, s, args["variant"])
         out.append((kind, r))
