@@ -180,7 +180,10 @@ def run_one(name: str, clf: str, mode: str, n_jobs: int, args) -> dict:
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "settings": {"r_search": args.r_search, "r_test": args.r_test,
                          "alpha": args.alpha, "seed": args.seed,
-                         "rf_backend": args.rf_backend or "lean",
+                         # the forest that ran (the preset's default depends on
+                         # the platform), not the flag
+                         "rf_backend": result.classifier.get("backend", "lean")
+                         if clf == "rf" else "lean",
                          "verify": bool(args.verify and mode == "adaptive"),
                          "search_seed": args.search_seed},
             "machine": machine(), "result": result.to_dict()}
