@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_here_or_on_dask(args, astrid, astrid_on_dask, table, **kwargs)
     payload = result.to_dict()
     if args.store:
-        from astrid_airflow.release import ArtefactStore, save_learned
+        from astrid_airflow.pipeline import save_learned
+        from astrid_airflow.release import ArtefactStore
 
         # the release (grouping + remedies) of least utility loss within the policy;
         # the gate suite is stored with the version, so reviewers see the rules

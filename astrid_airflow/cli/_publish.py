@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         load_json,
         plain,
     )
-    from astrid_airflow.release import check_receipt, decide_release, release_plan, release_time
+    from astrid_airflow.pipeline import release_plan
+    from astrid_airflow.release import check_receipt, decide_release, release_time
 
     from ._common import print_json
 
@@ -133,7 +134,8 @@ def _gate(args: argparse.Namespace, surrogate, digest: str):
     from astrid_airflow._errors import GateError
     from astrid_airflow.gate import validate_surrogate
     from astrid_airflow.io import atomic_write_text, plain
-    from astrid_airflow.release import gate_receipt, parse_artefact_ref, receipt_path
+    from astrid_airflow.pipeline import gate_receipt, receipt_path
+    from astrid_airflow.release import parse_artefact_ref
 
     result = validate_surrogate(args.original, str(surrogate), args.artefact,
                                 random_state=args.seed)

@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
-    from astrid_airflow.release import load_artefact, stage_surrogate
+    from astrid_airflow.pipeline import stage_surrogate
+    from astrid_airflow.release import load_artefact
 
     from ._common import print_json, warn_loudly
 

@@ -11,8 +11,6 @@ from astrid_airflow._lazy import lazy_exports
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
-    from astrid_airflow.release import CHUNK_ROWS as SHUFFLE_CHUNK_ROWS
-
     from ._adaptive import AdaptiveConfig
     from ._classifiers import make_classifier
     from ._encoding import is_numeric_column

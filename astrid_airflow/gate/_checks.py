@@ -22,23 +22,15 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from astrid_airflow._lazy import lazy_exports
 from astrid_airflow.io import native
-
-if TYPE_CHECKING:
-    from astrid_airflow.gate._registry import EXPECTATIONS  # noqa: F401 - served lazily
 
 EPS = 1e-9  # floating-point slack of the "at most" comparisons
 MAX_DETAILS = 20  # differences listed in a result; the count is always complete
-
-# The catalogue of checks is built by the registry from the expectation classes (which
-# import this module): it is lent here, lazily, to whoever reads it from this module.
-__getattr__ = lazy_exports(__name__)[0]  # from the TYPE_CHECKING import above
 
 
 # ------------------------------------------------------------------ bound references

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         CHUNK_ROWS,
         SqlConnectionError,
         SqlPublishError,
+        SqlSource,
         connect,
         is_sql_url,
         publish_table,
@@ -51,5 +52,14 @@ if TYPE_CHECKING:
         sql_source,
         sql_to_parquet,
     )
+    from ._store_layout import (
+        ARTEFACT_FILE,
+        STORE_CLAIM,
+        STORE_NAME,
+        STORE_VERSION_DIR,
+        check_outside_store,
+        refuse_inside_store,
+    )
+    from ._tablefile import TableFile, arrow_writer, csv_schema, file_format
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -15,6 +15,7 @@ from astrid_airflow._errors import DataError, os_error_message, short_list
 
 from ._jsonable import native
 from ._sql import is_sql_url
+from ._tablefile import TableFile
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
 
@@ -31,7 +32,7 @@ def input_format(path: str | os.PathLike) -> str:
     return kind
 
 
-def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, *,
+def read_arrow(source: str | os.PathLike | TableFile, columns: Sequence[str] | None = None, *,
                kind: str | None = None) -> Any:
     """Read a CSV, Parquet or ARFF file (local or fsspec URL) as a pyarrow Table.
 
@@ -55,6 +56,8 @@ def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, 
     carries the exact text of its input, time zone included). Empty string fields are
     missing. Duplicated column names and infinite numbers are refused (``DataError``).
     """
+    if isinstance(source, TableFile):  # a temporary file: its format is given
+        source, kind = source.path, kind or source.kind
     text = os.fspath(source)
     kind = kind or input_format(text)
     cols = None if columns is None else list(columns)

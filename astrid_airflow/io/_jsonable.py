@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from astrid_airflow._errors import AstridError, DataError
-from astrid_airflow.engine import Grouping
 
 #: Deepest nesting accepted in JSON read from disk (artefacts and suites need < 10).
 MAX_JSON_DEPTH = 64
@@ -49,16 +48,16 @@ def plain(obj: Any) -> Any:
 def strict(obj: Any, error: type[AstridError] = DataError) -> Any:
     """Like :func:`plain`, but only JSON values come out; anything else raises ``error``.
 
-    A :class:`~astrid_airflow.Grouping` becomes its list of lists; other objects with
-    ``to_dict()`` are converted through it.
+    An object with ``to_jsonable()`` (a :class:`~astrid_airflow.Grouping`: its list of
+    lists) or ``to_dict()`` is converted through it; io knows no higher layer's types.
     """
     if isinstance(obj, Mapping):
         return {str(k): strict(v, error) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, np.ndarray)):
         return [strict(v, error) for v in (obj.tolist() if isinstance(obj, np.ndarray)
                                           else obj)]
-    if isinstance(obj, Grouping):
-        return strict(obj.to_list(), error)
+    if hasattr(obj, "to_jsonable"):
+        return strict(obj.to_jsonable(), error)
     obj = plain(obj)
     if obj is None or isinstance(obj, (str, bool, int, float)):
         return obj

@@ -31,13 +31,12 @@ import pandas as pd
 from astrid_airflow._errors import DataError, ParameterError, short_list
 from astrid_airflow._validation import check_positive_int, check_seed_sequence
 from astrid_airflow.engine import Grouping, as_grouping, pandas_class_codes
+from astrid_airflow.io import TableFile, read_arrow
 
 from ._surrogate import (
     ProtectsNothingWarning,
-    TableFile,
     is_arrow_table,
     make_surrogate,
-    read_arrow,
     release_recipe,
     remedied,
     resolve_grouping,

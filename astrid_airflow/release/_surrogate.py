@@ -32,8 +32,6 @@ import contextlib
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +41,7 @@ from astrid_airflow import engine  # the permutation building blocks, by their p
 from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_positive_int
 from astrid_airflow.engine import Grouping, as_grouping
+from astrid_airflow.io import TableFile, arrow_writer, csv_schema, file_format, read_arrow
 
 #: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
 CHUNK_ROWS = 1 << 20
@@ -51,8 +50,6 @@ CHUNK_ROWS = 1 << 20
 #: input, so a mistyped ``--n-copies`` must not fill a disk (in memory,
 #: :func:`make_surrogate` has no such bound).
 MAX_FILE_COPIES = 100
-
-_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
 class ProtectsNothingWarning(UserWarning):
@@ -257,16 +254,6 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
 
 # ------------------------------------------------------------------------------- files
 
-def file_format(path: str | os.PathLike) -> str:
-    """``"parquet"`` or ``"csv"`` from the suffix of ``path`` (DataError otherwise)."""
-    suffix = Path(os.fspath(path).split("?")[0]).suffix.lower()
-    kind = _FORMATS.get(suffix)
-    if kind is None:
-        raise DataError(f"Unsupported file {os.fspath(path)!r}: expected a .parquet, .pq or "
-                        ".csv file.")
-    return kind
-
-
 def surrogate_paths(out: str | os.PathLike, n_copies: int) -> list[str]:
     """Output paths of :func:`shuffle_file`: ``out`` itself, or ``stem-1.ext`` ... for copies.
 
@@ -285,53 +272,11 @@ def surrogate_paths(out: str | os.PathLike, n_copies: int) -> list[str]:
             f"{stem}-{i:0{width}d}{ext}" for i in range(1, n_copies + 1)]
 
 
-@dataclass(frozen=True)
-class TableFile:
-    """A Parquet or CSV file whose format is given rather than read from its suffix.
-
-    :func:`shuffle_file` hands these to ``before_publish`` for its temporary outputs.
-    """
-
-    path: str
-    kind: str
-
-
-def read_arrow(path: str | os.PathLike | TableFile, columns: Sequence[str] | None = None
-               ) -> Any:
-    """Read a CSV, Parquet or ARFF file (local or fsspec URL) as a pyarrow Table.
-
-    The one reader of :func:`~astrid_airflow.io._io.read_arrow` (same types as every other
-    command); a :class:`TableFile` gives its format instead of its suffix.
-    """
-    from astrid_airflow.io import read_arrow as _read
-
-    if isinstance(path, TableFile):
-        return _read(path.path, columns, kind=path.kind)
-    return _read(path, columns)
-
-
 def read_arrow_schema(path: str | os.PathLike) -> Any:
     """The Arrow schema of an input file (a Parquet file's footer only)."""
     from astrid_airflow.io import read_schema
 
     return read_schema(path)
-
-
-def arrow_writer(kind: str, path: str, schema: Any) -> Any:
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
-
-    if kind == "parquet":
-        return pq.ParquetWriter(path, schema)
-    return pcsv.CSVWriter(path, csv_schema(schema))
-
-
-def csv_schema(schema: Any) -> Any:
-    import pyarrow as pa
-
-    # The CSV writer has no dictionary type: categoricals are written as their values.
-    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type)
-                               else f.type) for f in schema])
 
 
 def _write_shuffled(table: Any, grouping: Grouping, released: tuple[np.ndarray, np.ndarray],

@@ -38,11 +38,10 @@ import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import ArtefactError, DataError, ParameterError, StoreError, short_list
+from astrid_airflow._html import safe_href, text
 from astrid_airflow.engine import group_letter
 from astrid_airflow.io import native
 from astrid_airflow.io import plain as _plain
-
-from ._html import safe_href, text
 
 REPORT_VERSION = 1
 INDEX = "index.html"
@@ -541,7 +540,7 @@ def _verdict(check: ClassCheck) -> str:
 
 def _page(result: Any, artefact: Any, ref: str | None, figures: dict[str, str],
           release: str, title: str, data_docs: str | None, generated: str) -> str:
-    from astrid_airflow import __version__
+    from astrid_airflow._version import __version__
 
     link = ""
     if data_docs:
@@ -651,8 +650,7 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
 
 
 def _publish(out_dir: str | os.PathLike, files: dict[str, bytes], overwrite: bool) -> str:
-    from astrid_airflow.io import atomic_write_bytes, split_url
-    from astrid_airflow.release import check_outside_store
+    from astrid_airflow.io import atomic_write_bytes, check_outside_store, split_url
 
     _fs, dest, local = split_url(out_dir)
     check_outside_store(dest)  # versions are immutable: no report inside a store

@@ -88,8 +88,10 @@ def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
 def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any
                   ) -> tuple[dict[str, Any], list[str]]:
     from astrid_airflow.privacy import class_from_column_risks, group_disclosure
-
-    from ._metrics import expected_intact_row_proportion, largest_group_unique_share
+    from astrid_airflow.release import (
+        expected_intact_row_proportion,
+        largest_group_unique_share,
+    )
 
     groups = group_disclosure(remedied, target=target, grouping=grouping,
                               k=policy.disclosure_k)
@@ -222,11 +224,15 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     from astrid_airflow._validation import check_seed_sequence
     from astrid_airflow.engine import pandas_class_codes
     from astrid_airflow.gate import GatePolicy
+    from astrid_airflow.release import (
+        GroupingArtefact,
+        ProtectsNothingWarning,
+        apply_recipe,
+        stratified_subsample,
+        surrogate_utility,
+    )
 
-    from ._artefact import GroupingArtefact
-    from ._metrics import stratified_subsample, surrogate_utility
-    from ._remedies import apply_recipe, fit_recipe
-    from ._surrogate import ProtectsNothingWarning
+    from ._fit_recipe import fit_recipe
 
     d = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     if not isinstance(remedies, bool):
@@ -251,7 +257,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         codes = pandas_class_codes(table[target], target)
         work = table.iloc[stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)]
         work = work.reset_index(drop=True)
-    from ._metrics import classifier_preset
+    from astrid_airflow.release import classifier_preset
 
     # as the gate: the policy's classifier, else the preset the grouping was learned with
     classifier = classifier if classifier is not None else policy.classifier

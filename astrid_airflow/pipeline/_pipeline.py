@@ -15,8 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._metrics import intact_row_proportion, surrogate_metrics
-from ._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
+from astrid_airflow.release import (
+    ProtectsNothingWarning,
+    intact_row_proportion,
+    shuffle_file,
+    surrogate_metrics,
+    surrogate_paths,
+)
 
 
 @dataclass(frozen=True)
@@ -134,8 +139,7 @@ def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any 
     as it is, no release chosen.
     """
     from astrid_airflow.gate import gate_extra_files
-
-    from ._artefact import GroupingArtefact
+    from astrid_airflow.release import GroupingArtefact
 
     if remedies is None:
         artefact = GroupingArtefact.from_result(result, table, created_at=created_at)
@@ -152,8 +156,7 @@ def reusable_version(store: Any, name: str, table: Any) -> tuple[str, Any] | Non
     """``(version, artefact)`` of the latest version of ``name`` if it was learned from a
     table with ``table``'s fingerprint, else None (also when there is none yet)."""
     from astrid_airflow._errors import StoreError
-
-    from ._artefact import fingerprint_table
+    from astrid_airflow.release import fingerprint_table
 
     try:
         latest = store.latest(name)

@@ -1,0 +1,30 @@
+"""The pipeline: the stages that orchestrate every layer below, one library function each.
+
+Learning (the search, the recipe's fitting and the privacy-aware choice of a release),
+staging a surrogate, and the receipt and plan of a publication. The CLI commands and the
+Airflow operators are thin adapters over these functions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from astrid_airflow._lazy import lazy_exports
+
+# ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
+if TYPE_CHECKING:
+    from ._choice import choose_release
+    from ._fit_recipe import column_class_risk, fit_recipe, group_risk
+    from ._pipeline import (
+        Learned,
+        ReleasePlan,
+        StagedSurrogate,
+        gate_receipt,
+        learn_or_reuse,
+        receipt_path,
+        release_plan,
+        save_learned,
+        stage_surrogate,
+    )
+
+__getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)
