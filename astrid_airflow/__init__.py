@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from astrid_airflow._lazy import lazy_exports
-from astrid_airflow._version import __version__
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
         SchemaMismatchError,
         StoreError,
     )
+    from ._version import __version__
     from .engine import (
         AdaptiveConfig,
         AstridResult,
@@ -129,4 +129,4 @@ if TYPE_CHECKING:
         test_grouping_on_dask,
     )
 
-__getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__, "__version__")
+__getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)
