@@ -76,11 +76,10 @@ def test_extra_links_are_registered_and_cover_every_operators_links():
 def test_airflow_providers_get_lists_everything_registered(tmp_path):
     """``airflow providers get astrid-airflow --full``: what Airflow registered from us.
 
-    Every key of ``get_provider_info()`` comes back unchanged, plus the
-    ``documentation-url`` Airflow 3.3 takes from ``[project.urls] Documentation``.
+    Every key of ``get_provider_info()`` comes back unchanged, and no placeholder
+    ``documentation-url`` (Airflow takes it from ``[project.urls] Documentation``; the
+    project has no public site, so it declares none).
     """
-    from importlib.metadata import distribution
-
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
     bin_dir = Path(sys.executable).parent
@@ -95,9 +94,25 @@ def test_airflow_providers_get_lists_everything_registered(tmp_path):
             assert got[key].rstrip(".") == value.rstrip(".")
         else:
             assert got[key] == value, key
-    urls = dict(u.split(", ", 1) for u in
-                distribution("astrid-airflow").metadata.get_all("Project-URL"))
-    assert got["documentation-url"] == urls["Documentation"]
-    assert got["documentation-url"].endswith("/docs/airflow.md")
+    assert ".invalid" not in str(got.get("documentation-url") or "")
     for key in ("operators", "extra-links", "config"):
         assert got[key], key
+
+
+def test_package_metadata_ships_a_license_and_no_placeholder_url():
+    """The wheel's metadata: MIT with its license file, no URL on a placeholder host,
+    Airflow from 3.1 to before 4, and scikit-learn-intelex only behind the onedal extra."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+
+    meta = distribution("astrid-airflow").metadata
+    assert meta["License-Expression"] == "MIT"
+    assert meta.get_all("License-File") == ["LICENSE"]
+    assert not [u for u in meta.get_all("Project-URL") or [] if ".invalid" in u]
+    reqs = [Requirement(r) for r in meta.get_all("Requires-Dist")]
+    (airflow,) = [r for r in reqs if r.name == "apache-airflow"]
+    assert str(airflow.specifier) in ("<4,>=3.1", ">=3.1,<4")
+    intelex = [r for r in reqs if r.name == "scikit-learn-intelex"]
+    assert intelex and all(r.marker is not None and 'extra == "onedal"' in str(r.marker)
+                           for r in intelex)
