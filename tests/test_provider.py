@@ -116,3 +116,21 @@ def test_package_metadata_ships_a_license_and_no_placeholder_url():
     intelex = [r for r in reqs if r.name == "scikit-learn-intelex"]
     assert intelex and all(r.marker is not None and 'extra == "onedal"' in str(r.marker)
                            for r in intelex)
+
+
+def test_the_astrid_connection_type_is_registered_with_its_form(tmp_path):
+    """``airflow providers hooks``: the ``astrid`` connection type and its hook."""
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    bin_dir = Path(sys.executable).parent
+    out = subprocess.run([str(bin_dir / "airflow"), "providers", "hooks", "--output", "json"],
+                         env=env, capture_output=True, text=True, timeout=180, check=True)
+    rows = json.loads(out.stdout[out.stdout.index("["):])
+    ours = [r for r in rows if r.get("connection_type") == "astrid"]
+    assert ours and ours[0]["class"] == "astrid_airflow.operators.hooks.AstridStoreHook"
+    assert ours[0]["package_name"] == "astrid-airflow"
+    assert ours[0]["hook_name"] == "ASTRID artefact store"
+    from astrid_airflow.operators.hooks import AstridStoreHook
+
+    (conn_type,) = get_provider_info()["connection-types"]
+    assert conn_type["connection-type"] == AstridStoreHook.conn_type
+    assert "storage_conn_id" in conn_type["conn-fields"]
