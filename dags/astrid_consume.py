@@ -40,7 +40,7 @@ with DAG(
 
         import pandas as pd
         from airflow.sdk import ObjectStoragePath
-        from airflow.sdk.exceptions import AirflowFailException
+        from astrid_airflow.operators._compat import AirflowFailException
 
         from astrid_airflow.io import load_json
 

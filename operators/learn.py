@@ -14,21 +14,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
 
 from ._common import (
-    as_path,
     json_small,
     policy_overrides,
     resolve_seed,
     run_timestamp,
     store_filesystem,
+    store_location,
     store_url,
     to_bool,
     to_float,
     to_int,
     translate_errors,
 )
+from ._compat import AirflowFailException
 from ._lineage import RecordsLineage
 from .assets import emit_alias_events
 from .links import ArtefactLink, push_links
@@ -52,8 +52,18 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         The reference table: CSV, Parquet or ARFF, local path or URL, or a database
         table ``conn://CONN_ID/SCHEMA.TABLE`` (see ``astrid_airflow.operators.sql``)
         (templated).
-    store : str or ObjectStoragePath
+    reference_conn_id : str, optional
+        The Airflow connection of ``reference``: a common.sql database connection, in which
+        ``reference`` is a table (``[SCHEMA.]TABLE``) or a ``SELECT`` query, or the
+        object-storage connection that opens a ``reference`` URL. Without it, ``reference`` is a
+        file, a URL or the legacy ``conn://CONN_ID/SCHEMA.TABLE`` (templated).
+    store : str or ObjectStoragePath, optional
         Root of the artefact store (templated).
+    store_conn_id : str, optional
+        The Airflow connection of the store: an ``astrid`` connection (the store is the
+        connection's Store URL; leave ``store`` empty) or the object-storage connection
+        that opens the ``store`` URL (``aws_default``...). Without it ``store`` alone
+        (legacy: ``s3://CONN_ID@bucket/...``) (templated).
     name : str
         Artefact name in the store (templated).
     target : str, default "class"
@@ -134,6 +144,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
     """
 
     template_fields: Sequence[str] = (
+        "reference_conn_id", "store_conn_id",
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
         "remedies",
@@ -142,7 +153,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
     ui_color = "#e8d8f0"
     operator_extra_links = (ArtefactLink(),)
 
-    def __init__(self, *, reference: Any, store: Any, name: str, target: str = "class",
+    def __init__(self, *, reference: Any, store: Any = None, name: str, target: str = "class",
+                 reference_conn_id: str | None = None, store_conn_id: str | None = None,
                  classifier: str = "svm", n_search: int | str = 100, n_test: int | str = 250,
                  alpha: float | str = 0.05, random_state: int | str | None = None,
                  n_jobs: int | str = 1, clean: bool | str = False, force: bool | str = False,
@@ -164,6 +176,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         super().__init__(**kwargs)
         self.reference = reference
         self.store = store
+        self.reference_conn_id = reference_conn_id
+        self.store_conn_id = store_conn_id
         self.name = name
         self.target = target
         self.classifier = classifier
@@ -195,8 +209,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             read_table,
         )
 
-        reference = as_table(self.reference, "reference")
-        store_path = as_path(self.store, "store")
+        reference = as_table(self.reference, "reference", self.reference_conn_id)
+        store_path = store_location(self.store, self.store_conn_id)
         root, fs = store_url(store_path), store_filesystem(store_path)
         name = str(self.name)
         target = str(self.target)

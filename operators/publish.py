@@ -37,7 +37,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from airflow.sdk import Asset, BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from ._common import (
     as_path,
@@ -51,6 +50,7 @@ from ._common import (
     to_float,
     translate_errors,
 )
+from ._compat import AirflowFailException, AirflowSkipException
 from ._lineage import RecordsLineage
 from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
@@ -121,6 +121,12 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         suffix should match the surrogate's. Or a database table
         ``conn://CONN_ID/SCHEMA.TABLE``, created with the original's column types and
         swapped in atomically (templated).
+    destination_conn_id : str, optional
+        The Airflow connection of ``destination``: a common.sql database connection, in
+        which ``destination`` is a table name (``[SCHEMA.]TABLE``), or the object-storage
+        connection that opens a ``destination`` URL (``aws_default``...). Without it,
+        ``destination`` is a path, a URL or the legacy ``conn://CONN_ID/SCHEMA.TABLE``
+        (templated).
     receipt : str or ObjectStoragePath, optional
         The gate receipt; default ``<surrogate stem>.gate.json`` beside the surrogate
         (templated).
@@ -155,12 +161,14 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     Asset event is emitted (Airflow emits outlet events only on success).
     """
 
-    template_fields: Sequence[str] = ("surrogate", "destination", "receipt", "release_id",
+    template_fields: Sequence[str] = ("destination_conn_id",
+                                      "surrogate", "destination", "receipt", "release_id",
                                       "lock_timeout", "force")
     ui_color = "#cfe2ff"
     operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
 
     def __init__(self, *, surrogate: Any, destination: Any, receipt: Any = None,
+                 destination_conn_id: str | None = None,
                  release_id: str | None = None, lock_timeout: float | str = 30.0,
                  force: bool | str = False, link_base_url: Any = None,
                  **kwargs: Any) -> None:
@@ -168,6 +176,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         super().__init__(**kwargs)
         self.surrogate = surrogate
         self.destination = destination
+        self.destination_conn_id = destination_conn_id
         self.receipt = receipt
         self.release_id = release_id
         self.lock_timeout = lock_timeout
@@ -193,7 +202,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         from astrid_airflow import check_receipt, check_release_id
 
         surrogate = as_path(self.surrogate, "surrogate")
-        destination = as_table(self.destination, "destination")
+        destination = as_table(self.destination, "destination", self.destination_conn_id)
         if not surrogate.exists():
             raise AirflowFailException(f"Refusing to publish: no staged surrogate at "
                                        f"{surrogate}.")

@@ -297,7 +297,7 @@ def _op(kind, **kw):
 
 
 def _fail():
-    from airflow.sdk.exceptions import AirflowFailException
+    from astrid_airflow.operators._compat import AirflowFailException
 
     return AirflowFailException
 

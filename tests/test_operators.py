@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from airflow.sdk import Asset, AssetAlias
-from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors
 from astrid_airflow.operators import _common
+from astrid_airflow.operators._compat import AirflowFailException
 from astrid_airflow.operators.assets import artefact_alias, artefact_asset
 from astrid_airflow.operators.demo import bundled_table
 from astrid_airflow.operators.gate import SurrogateGateOperator, failure_message
@@ -463,7 +463,7 @@ class TestReleaseProtocol:
         """One publish attempt as the task of run ``run_id``; (xcom or None, events)."""
         import datetime as dt
 
-        from airflow.sdk.exceptions import AirflowSkipException
+        from astrid_airflow.operators._compat import AirflowSkipException
 
         events = OutletEventAccessors()
         asset = Asset(name="rel", uri="file://" + str(destination))

@@ -288,7 +288,7 @@ def test_cli_sample_flag(tmp_path, capsys, larger):
 def test_learn_operator_budget_sample_and_estimate_in_the_artefact(tmp_path, monkeypatch):
     import types
 
-    from airflow.sdk.exceptions import AirflowFailException
+    from astrid_airflow.operators._compat import AirflowFailException
     from astrid_airflow.operators.demo import bundled_table
     from astrid_airflow.operators.learn import AstridLearnOperator
 
