@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         unique_values,
     )
     from ._choice import choose_release
+    from ._choice_budget import release_choice_fits
     from ._metrics import (
         SurrogateMetrics,
         TableSource,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         Learned,
         ReleasePlan,
         StagedSurrogate,
+        choice_reserve,
         gate_receipt,
         learn_or_reuse,
         receipt_path,
