@@ -26,8 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from astrid_airflow._errors import ParameterError
-from astrid_airflow.engine._budget import Deadline
-from astrid_airflow.engine._progress import RunProgress, format_seconds
+from astrid_airflow.engine import Deadline, RunProgress, format_seconds
 
 log = logging.getLogger("astrid_airflow")
 
