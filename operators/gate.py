@@ -158,6 +158,9 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
 
         original = as_table(self.original, "original")
         surrogate = as_path(self.surrogate, "surrogate")
+        # a failed run's lineage names what it read (replaced by the full record below)
+        self._lineage = {"inputs": [{"location": str(original)},
+                                    {"location": str(surrogate)}]}
         out_dir = as_path(self.out_dir, "out_dir") if self.out_dir else surrogate.parent
         store_path = as_path(self.store, "store")
         root, fs = store_url(store_path), store_filesystem(store_path)

@@ -213,6 +213,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         target = str(self.target)
         seed = resolve_seed(self.random_state, context)
         started = time.perf_counter()
+        self._lineage = {"inputs": [{"location": str(reference)}]}  # a failure names it
         scheduler = str(self.scheduler) if self.scheduler else None
         n_jobs = to_int(self.n_jobs, "n_jobs")
         if not scheduler:  # local fits: no more workers than the slots held
