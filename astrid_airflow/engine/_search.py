@@ -421,7 +421,7 @@ def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
     part = "" if max_seconds is None or budget == max_seconds else (
         f", of which {format_seconds(max(0.0, budget))} are left for the search (the rest "
         "is spent before it or kept for the release choice after it)")
-    return (f"Estimated {est.describe()}, over max_seconds = {total:g} "
+    return (f"Estimated {est.describe()}, over max_seconds = {round(total, 1):g} "
             f"({format_seconds(total)}){part}. Would fit: {hint}; or --over-budget sample "
             "to sample rows automatically.")
 
