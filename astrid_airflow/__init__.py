@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         Learned,
         ReleasePlan,
         StagedSurrogate,
+        choice_reserve,
         choose_release,
         fit_recipe,
         gate_receipt,

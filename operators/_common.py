@@ -30,7 +30,9 @@ __all__ = [
     "as_path",
     "atomic_copy",
     "atomic_write_text",
+    "default_deferrable",
     "derive_seed",
+    "jobs_within_slots",
     "json_small",
     "local_input",
     "local_output",
@@ -41,6 +43,7 @@ __all__ = [
     "store_from_connection",
     "store_location",
     "store_url",
+    "timeout_seconds",
     "translate_errors",
     "to_bool",
     "to_float",
@@ -170,6 +173,40 @@ def policy_overrides(policy: object) -> dict[str, Any]:
             continue
         out[str(key)] = value if key == "classifier" else to_float(value, str(key))
     return out
+
+
+def default_deferrable() -> bool:
+    """``[operators] default_deferrable`` (False when unset): the deferrable default."""
+    from ._compat import airflow_conf
+
+    return airflow_conf().getboolean("operators", "default_deferrable", fallback=False)
+
+
+def jobs_within_slots(n_jobs: int, task: Any) -> int:
+    """``n_jobs`` clamped to the pool slots the running task holds, saying so.
+
+    A pool counts cores through ``pool_slots``. A task running holds its slots; asking
+    joblib for more workers (``n_jobs=-1``, a templated ``n_jobs``, an explicit smaller
+    ``pool_slots``) would take cores the pool gave other tasks, so the workers are cut
+    to the slots with a warning in the task log (joblib's negative values count from
+    the cores: -1 all, -2 all but one).
+    """
+    cores = os.cpu_count() or 1
+    wanted = n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
+    slots = max(1, int(getattr(task, "pool_slots", 1) or 1))
+    if wanted <= slots:
+        return n_jobs
+    task.log.warning("n_jobs=%d asks for %d workers but this task holds %d slot(s) of pool "
+                     "%r: using %d. To use more, raise pool_slots (and the pool's size: a "
+                     "task asking for more slots than its pool has is never scheduled).",
+                     n_jobs, wanted, slots, getattr(task, "pool", None), slots)
+    return slots
+
+
+def timeout_seconds(task: Any) -> float | None:
+    """The task's ``execution_timeout`` in seconds (None when it has none)."""
+    timeout = getattr(task, "execution_timeout", None)
+    return None if timeout is None else timeout.total_seconds()
 
 
 def as_path(value: object, name: str, conn_id: str | None = None) -> ObjectStoragePath:

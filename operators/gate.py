@@ -173,6 +173,9 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
 
         original = as_table(self.original, "original", self.original_conn_id)
         surrogate = as_path(self.surrogate, "surrogate")
+        # a failed run's lineage names what it read (replaced by the full record below)
+        self._lineage = {"inputs": [{"location": str(original)},
+                                    {"location": str(surrogate)}]}
         out_dir = as_path(self.out_dir, "out_dir") if self.out_dir else surrogate.parent
         store_path = store_location(self.store, self.store_conn_id)
         root, fs = store_url(store_path), store_filesystem(store_path)

@@ -51,7 +51,7 @@ from ._common import (
     translate_errors,
 )
 from ._compat import AirflowFailException, AirflowSkipException
-from ._lineage import RecordsLineage
+from ._lineage import RecordsLineage, published
 from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
 from .sql import TableRef, as_table, publish_to_table, sql_errors
@@ -202,6 +202,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         from astrid_airflow import check_receipt, check_release_id
 
         surrogate = as_path(self.surrogate, "surrogate")
+        self._lineage = {"inputs": [{"location": str(surrogate)}]}  # a failure names it
         destination = as_table(self.destination, "destination", self.destination_conn_id)
         if not surrogate.exists():
             raise AirflowFailException(f"Refusing to publish: no staged surrogate at "
@@ -217,7 +218,9 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         # what the gate judged; a publication replaces these with the archived copies
         push_links(self, context, data_docs=receipt.get("data_docs"), report=receipt.get("report"),
                    artefact=receipt.get("artefact_path"))
-        self._lineage = {"inputs": [{"location": str(surrogate)}]}  # outputs once written
+        # the gate's verdict on what is published; outputs once written
+        self._lineage = {"inputs": [{"location": str(surrogate),
+                                     "assertions": receipt.get("expectations")}]}
         if isinstance(destination, TableRef):
             return self._publish_table(context, surrogate, destination, receipt, digest,
                                        release_id)
@@ -264,8 +267,9 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
         push_links(self, context, data_docs=manifest["data_docs"], report=manifest["report"],
                    artefact=receipt.get("artefact_path"))
-        self._lineage["outputs"] = [{"location": str(destination), "version": release_id},
-                                    {"location": str(archived), "version": release_id}]
+        self._lineage["outputs"] = [published(where, release_id=release_id, sha256=digest,
+                                              receipt=receipt)
+                                    for where in (destination, archived)]
         extra = plan.extra
         events = context.get("outlet_events")
         for outlet in self.outlets or []:
@@ -325,8 +329,9 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             "published_at": published_at,
         }
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
-        self._lineage["outputs"] = [{"location": str(destination), "version": release_id,
-                                     "rows": info["rows"]}]
+        self._lineage["outputs"] = [published(destination, release_id=release_id,
+                                              sha256=digest, receipt=receipt,
+                                              rows=info["rows"])]
         extra = {"release_id": release_id, "published": str(destination),
                  "archived": str(surrogate), "sha256": digest,
                  "artefact": receipt.get("artefact"), "table": info["table"],

@@ -175,8 +175,11 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         utility = to_bool(self.utility, "utility")
         remedies = to_bool(self.remedies, "remedies")
         started = time.perf_counter()
+        # a failed run's lineage names what it read (replaced by the full record below)
+        self._lineage = {"inputs": [{"location": str(table)}]}
         with translate_errors(f"Cannot shuffle {table}"), sql_errors(f"Cannot read {table}"):
             store, name, version = resolve_artefact(root, fs, self.artefact, self.name)
+            self._lineage["inputs"].append(artefact_dataset(root, f"{name}@{version}"))
             artefact = store.load(name, version)
             engine = str(self.engine)
             if engine not in {"local", "spark"}:

@@ -58,8 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for field, spec in _ADAPTIVE_KNOBS.items():
         p.add_argument(f"--adaptive-{field.replace('_', '-')}", **spec)
     p.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
-                   help="budget: time a few fits first, estimate the run and refuse to start "
-                   "(one line saying what would fit) if the estimate exceeds SECONDS "
+                   help="budget of the whole learn, the release choice after the search "
+                   "included: time a few fits first, estimate the run and refuse to start "
+                   "(one line saying what would fit) if the estimate exceeds SECONDS; a "
+                   "run that still reaches SECONDS stops there, saving nothing "
                    "(default: no budget; the estimate is logged either way)")
     p.add_argument("--over-budget", choices=["refuse", "sample"], default="refuse",
                    help="over --max-seconds: refuse (default), or learn on a stratified "
@@ -140,6 +142,10 @@ def run(args: argparse.Namespace) -> int:
                   sample=args.sample,
                   screen={"auto": "auto", "on": True, "off": False}[args.screen],
                   progress=None if not args.quiet else False)
+    if args.store and args.max_seconds is not None:  # the budget covers the choice too
+        from astrid_airflow.release import choice_reserve
+
+        kwargs["reserve_fits"] = choice_reserve(table, policy, not args.no_remedies)
     result = run_here_or_on_dask(args, astrid, astrid_on_dask, table, **kwargs)
     payload = result.to_dict()
     if args.store:

@@ -12,6 +12,7 @@ from astrid_airflow._lazy import lazy_exports
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
     from ._adaptive import AdaptiveConfig
+    from ._budget import Deadline
     from ._classifiers import make_classifier
     from ._encoding import is_numeric_column
     from ._fits import FitData, Task, prepare_fit_data, run_one
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         shuffle_frame,
         small_codes,
     )
+    from ._progress import RunProgress, format_seconds
     from ._result import AstridResult, GroupingTestResult
     from ._sample import large_table_defaults
     from ._search import astrid

@@ -45,6 +45,7 @@ from astrid_airflow._validation import (
 )
 
 from ._adaptive import ADAPTIVE_KEYWORDS, AdaptiveConfig
+from ._budget import Deadline
 from ._classifiers import BlockwiseClassifier, classifier_spec
 from ._clustering import best_cuts, free_cuts, sort_attributes, split_scores
 from ._cost import (
@@ -95,6 +96,7 @@ def astrid(
     over_budget: str = "refuse",
     sample: int | str | None = None,
     screen: bool | str = "auto",
+    reserve_fits: float = 0,
     _search_seed: int | None = None,
     **adaptive_options: Any,
 ) -> AstridResult:
@@ -143,10 +145,13 @@ def astrid(
         ``batch``, ``race_risk``, ``race_batch``, ``verify`` (applied over ``adaptive``
         when it is a config). Any other keyword is a ``TypeError``.
     max_seconds : float or None, default=None
-        Budget of the search in seconds. Before the search a few fits are timed and the
-        run is estimated (fits x seconds per fit / workers; adaptive mode: its expected
-        count); the estimate is logged and recorded in the result (``estimate``, with
-        the actual time). Over the budget, ``over_budget`` decides. None: no budget.
+        Budget in seconds, a bound from this call's start (see ``_budget``). Before the
+        search a few fits are timed and the run is estimated (fits x seconds per fit /
+        workers; adaptive mode: its expected count); the estimate is logged and recorded
+        in the result (``estimate``, with the actual time). When the time already spent
+        (sampling, calibration), the estimate and ``reserve_fits`` exceed the budget,
+        ``over_budget`` decides. A search that still reaches the budget stops with
+        ``BudgetError`` (nothing returned). None: no budget.
     over_budget : {"refuse", "sample"}, default="refuse"
         ``"refuse"``: raise ``BudgetError`` before the search, its one-line message
         saying what would fit (rows of a sample, the ``hgb`` preset, adaptive mode).
@@ -164,6 +169,11 @@ def astrid(
         ``_screen``). "auto": only for more than 40 attributes (the paper's tables have
         at most 36). Recorded in the result (``screen``). The p-values stay valid: the
         screen never sees the test split.
+    reserve_fits : float, default=0
+        Work after the search that ``max_seconds`` must also cover, in fits at the
+        calibrated cost on one worker: the release choice's estimate
+        (:func:`~astrid_airflow.release_choice_fits`). Counted in the budget check and
+        in the time left of the progress lines; recorded as ``estimate.reserve_seconds``.
 
     Returns
     -------
@@ -191,6 +201,10 @@ def astrid(
         raise ParameterError(f"Invalid over_budget: {over_budget!r}. Must be 'refuse' or "
                              "'sample'.")
     sample = check_sample(sample)
+    if isinstance(reserve_fits, bool) or not isinstance(reserve_fits, numbers.Real) \
+            or not 0 <= reserve_fits < math.inf:
+        raise ParameterError(f"Invalid reserve_fits: {reserve_fits!r}. Must be a number "
+                             ">= 0.")
     if screen not in ("auto", True, False):
         raise ParameterError(f"Invalid screen: {screen!r}. Must be 'auto', True or False.")
     prep = prepare(data, target, min_rows_per_class=4)
@@ -289,9 +303,18 @@ def astrid(
         return est
 
     est = cost(fit_data)
-    if max_seconds is not None and est.seconds > max_seconds:
+
+    def search_budget(est: CostEstimate) -> float:
+        """What the search may spend: the budget less the time spent before it and the
+        reserve (the release choice after it)."""
+        return max_seconds - (time.perf_counter() - start) \
+            - reserve_fits * est.seconds_per_fit
+
+    if max_seconds is not None and est.seconds > search_budget(est):
         exponent = growth_exponent(fit_data, calib_ss, m)
-        rows = rows_that_fit(prep.codes.size, est.seconds, max_seconds, exponent)
+        budget = search_budget(est)
+        rows = rows_that_fit(prep.codes.size, est.seconds, budget, exponent) \
+            if budget > 0 else 0
         if over_budget == "sample" and rows >= MIN_PER_CLASS * len(prep.classes):
             log.info("astrid: over the budget of %s; learning on a stratified sample of "
                      "%s rows (fit cost grows as rows^%.1f).", format_seconds(max_seconds),
@@ -313,12 +336,16 @@ def astrid(
             expected = None if adaptive else fits_planned(
                 m, n_search, n_test, score_each_k=score_each_k, adaptive=True,
                 m_sorted=m - len(first), blocks=_sizes(blocks))[0]
-            raise BudgetError(_advice(est, max_seconds, rows, exponent, fast, expected,
-                                      min_rows=MIN_PER_CLASS * len(prep.classes)))
+            raise BudgetError(_advice(est, budget, rows, exponent, fast, expected,
+                                      min_rows=MIN_PER_CLASS * len(prep.classes),
+                                      max_seconds=max_seconds))
     stats: dict = {"cpu_seconds": 0.0}
+    reserve = reserve_fits * est.seconds_per_fit
     tracker = RunProgress.for_run(
         counts[1], progress=progress, kind="planned" if not adaptive else "worst case",
-        seconds_per_fit=est.seconds_per_fit, workers=workers)
+        seconds_per_fit=est.seconds_per_fit, workers=workers,
+        after=("the release choice", reserve) if reserve_fits else None,
+        deadline=None if max_seconds is None else Deadline(float(max_seconds), start))
     run = dict(n_jobs=n_jobs, backend=backend, progress=progress, stats=stats,
                tracker=tracker)
     n_fits_exact = fits_planned(m, n_search, n_test, score_each_k=score_each_k,
@@ -344,7 +371,9 @@ def astrid(
                             score_each_k=score_each_k, first=first, blocks=blocks)
     actual = time.perf_counter() - searched
     record = {**est.to_dict(), "max_seconds": None if max_seconds is None else
-              float(max_seconds), "fits_run": result.n_fits, "actual_seconds": actual,
+              float(max_seconds), "reserve_seconds": reserve,
+              "seconds_before_search": searched - start,
+              "fits_run": result.n_fits, "actual_seconds": actual,
               "ratio": actual / est.seconds if est.seconds > 0 else None}
     log.info("astrid: %s fits in %s (estimated %s).", f"{result.n_fits:,}",
              format_seconds(actual), format_seconds(est.seconds))
@@ -368,8 +397,12 @@ def _sampled(full: Prepared, n: int, seed: np.random.SeedSequence, *, rule: str
 
 
 def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
-            fast: CostEstimate | None, adaptive_fits: int | None, *, min_rows: int) -> str:
-    """One line: the estimate, the budget, and what would fit."""
+            fast: CostEstimate | None, adaptive_fits: int | None, *, min_rows: int,
+            max_seconds: float | None = None) -> str:
+    """One line: the estimate, the budget, and what would fit.
+
+    ``budget``: what the search may spend of ``max_seconds`` (the time spent before it
+    and the release choice's reserve taken off)."""
     fits: list[str] = []
     if rows >= min_rows:
         fits.append(f"a stratified sample of {rows:,} rows (--sample {rows}; the fit cost "
@@ -384,9 +417,13 @@ def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
                     f"{format_seconds(adaptive_fits * est.seconds_per_fit / est.workers)} "
                     "expected)")
     hint = "; ".join(fits) if fits else "nothing smaller; raise the budget"
-    return (f"Estimated {est.describe()}, over max_seconds = {budget:g} "
-            f"({format_seconds(budget)}). Would fit: {hint}; or --over-budget sample to "
-            "sample rows automatically.")
+    total = budget if max_seconds is None else max_seconds
+    part = "" if max_seconds is None or budget == max_seconds else (
+        f", of which {format_seconds(max(0.0, budget))} are left for the search (the rest "
+        "is spent before it or kept for the release choice after it)")
+    return (f"Estimated {est.describe()}, over max_seconds = {round(total, 1):g} "
+            f"({format_seconds(total)}){part}. Would fit: {hint}; or --over-budget sample "
+            "to sample rows automatically.")
 
 
 def _exact(fit_data, attrs, run, start, common, n_fits_exact, *, seeds, n_search, n_test,

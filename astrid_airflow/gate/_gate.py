@@ -764,13 +764,13 @@ def validate_surrogate(
     integrity expectation on group multisets.
     """
     if fs is not None:  # every store URL of fs's protocol opens with it (see ._fs)
+        # every other argument is forwarded as given (locals() holds only them here):
+        # naming them one by one once dropped ``remedies`` on remote stores (issue 30)
+        arguments = {name: value for name, value in locals().items() if name != "fs"}
         from astrid_airflow.io import using
 
         with using(fs):
-            return validate_surrogate(original, surrogate, artefact, policy=policy,
-                                      out_dir=out_dir, classifier=classifier,
-                                      random_state=random_state, metrics=metrics,
-                                      verbose=verbose)
+            return validate_surrogate(**arguments)
     from astrid_airflow.io import csv_floats_like, read_table
 
     from ._file_shape import check_publishable

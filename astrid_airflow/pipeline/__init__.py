@@ -14,11 +14,13 @@ from astrid_airflow._lazy import lazy_exports
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
     from ._choice import choose_release
+    from ._choice_budget import release_choice_fits
     from ._fit_recipe import column_class_risk, fit_recipe, group_risk
     from ._pipeline import (
         Learned,
         ReleasePlan,
         StagedSurrogate,
+        choice_reserve,
         gate_receipt,
         learn_or_reuse,
         receipt_path,

@@ -29,16 +29,14 @@ import pandas as pd
 from astrid_airflow._errors import ParameterError
 from astrid_airflow.engine import Grouping
 
-#: Largest table on which the MDAV alternative is also tried (O(n^2 / k) per class).
-MDAV_MAX_ROWS = 5_000
+# MDAV_MAX_ROWS, CHOICE_MAX_ROWS: with the choice's cost model, which sizes them too
+from ._choice_budget import CHOICE_MAX_ROWS, MDAV_MAX_ROWS, candidate_fits, with_choice_steps
+
 #: Bins per numeric column of the coarser retries of releases only the attacks refuse.
 COARSER_BINS = (20, 8, 4, 2)
 #: How many of those releases (most accurate first) are retried coarser.
 COARSER_RETRIES = 3
 _ATTACKS = ("singling_out", "linkability", "inference")
-#: Rows the candidates' utility and attacks are measured on (a stratified subsample of
-#: larger tables, as the gate's utility check).
-CHOICE_MAX_ROWS = 20_000
 
 
 def _candidates(result: Mapping[str, Any], attrs: list[str]) -> list[tuple[str, Grouping]]:
@@ -171,9 +169,12 @@ def _then(label: str, step: str) -> str:
     return f"{m.group(1)}, {step} ×{int(m.group(2) or 1) + 1}"
 
 
+@with_choice_steps  # progress lines and the budget's deadline (._choice_budget)
 def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                    remedies: bool = True, random_state: object = None,
-                   classifier: Any = None, created_at: Any = None) -> Any:
+                   classifier: Any = None, created_at: Any = None,
+                   max_seconds: float | None = None, progress: bool | None = None,
+                   _steps: Any = None) -> Any:
     """Learned result -> artefact with the release of least utility loss within policy.
 
     Parameters
@@ -192,6 +193,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     classifier : str or dict, optional
         Classifier of the utility measure (default: the policy's, else the result's).
     created_at : str or datetime, optional
+    max_seconds : float or None
+        What the choice may spend (the learn's budget left after the search, see
+        :func:`~astrid_airflow.save_learned`): a step that would end past it raises
+        ``BudgetError``. None: no bound.
+    progress : bool or None
+        False: no progress lines; otherwise an estimate, then a line at least every
+        30 s with the steps done and the time left, on the ``astrid_airflow`` logger.
 
     Returns
     -------
@@ -301,6 +309,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     finer = sorted({Grouping(r["grouping"]) for r in d.get("table") or []
                     if r.get("grouping")}, key=lambda g: (g.k, g.to_list()))
     mdav_ok = len(table) <= MDAV_MAX_ROWS
+    spf = (d.get("estimate") or {}).get("seconds_per_fit")
+    _steps.plan(len(queue) * (2 if mdav_ok else 1), None if spf is None else
+                candidate_fits(len(table), policy) * spf)
     done: set = set()
     i = 0
     while i < len(queue):
@@ -313,7 +324,8 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         if method == "bins" and mdav_ok and any(len(g) > 1 for g in grouping.groups):
             # microaggregation within class of the same grouping's multi-column groups
             queue.append((f"{label}, MDAV", grouping))
-        c = evaluate(label, grouping, method)
+        with _steps.step(f"measuring {label}", queued=len(queue) - i):
+            c = evaluate(label, grouping, method)
         failing = [tuple(g["columns"]) for g in c["remedies"] if not g["passed"]
                    and len(g["columns"]) > 1]
         if failing and method == "bins":
@@ -331,8 +343,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         for c in sorted(batch, key=lambda c: -c["accuracy_surrogate"]):
             if c["failed"]:
                 continue
-            risks, failed = _attack_checks(c["remedied"], Grouping(c["grouping"]), target,
-                                           policy, attack_seed)
+            with _steps.step(f"attacking {c['label']}"):
+                risks, failed = _attack_checks(c["remedied"], Grouping(c["grouping"]),
+                                               target, policy, attack_seed)
             c["risks"].update(risks)
             c["failed"] = failed
             if not failed:
@@ -349,8 +362,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     for cap in COARSER_BINS if chosen is None else ():
         batch = []
         for c in bases:
-            retry = evaluate(_then(c["label"], f"at most {cap} bins"),
-                             Grouping(c["grouping"]), "bins", cap)
+            with _steps.step(f"measuring {c['label']} with at most {cap} bins"):
+                retry = evaluate(_then(c["label"], f"at most {cap} bins"),
+                                 Grouping(c["grouping"]), "bins", cap)
             if retry["recipe"].to_json() not in tried:  # fewer bins than before
                 tried.add(retry["recipe"].to_json())
                 batch.append(retry)
@@ -372,9 +386,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                        reason=_refusal(cands, policy))
         artefact_dict = d
     else:
-        raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
-                                classifier=classifier, random_state=util_seed,
-                                n_repeats=repeats, remedies=False)
+        with _steps.step("utility of the raw release"):
+            raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
+                                    classifier=classifier, random_state=util_seed,
+                                    n_repeats=repeats, remedies=False)
         release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
                        chosen=cands.index(chosen), reason=None, utility={
                            "accuracy_original": chosen["accuracy_original"],

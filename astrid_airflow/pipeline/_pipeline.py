@@ -145,11 +145,29 @@ def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any 
         artefact = GroupingArtefact.from_result(result, table, created_at=created_at)
     else:
         from ._choice import choose_release
+        from ._choice_budget import budget_left
 
+        # the learn's budget bounds the choice too: what the search left of it
         artefact = choose_release(table, result, policy=policy, remedies=remedies,
-                                  random_state=random_state, created_at=created_at)
+                                  random_state=random_state, created_at=created_at,
+                                  max_seconds=budget_left(result))
     return store.save(name, artefact,
                       extra_files=gate_extra_files(artefact, policy)), artefact
+
+
+def choice_reserve(table: Any, policy: Any = None, remedies: bool | None = True) -> float:
+    """``astrid(reserve_fits=)`` for a learn that chooses a release afterwards: the
+    choice's expected cost (:func:`~astrid_airflow.release_choice_fits`), 0 without one."""
+    if not remedies:
+        return 0.0
+    from astrid_airflow.gate import GatePolicy
+
+    from ._choice_budget import release_choice_fits
+
+    policy = GatePolicy() if policy is None else policy
+    if isinstance(policy, Mapping):
+        policy = GatePolicy.from_dict(policy)
+    return release_choice_fits(len(table), len(table.columns) - 1, policy)
 
 
 def reusable_version(store: Any, name: str, table: Any) -> tuple[str, Any] | None:
@@ -184,6 +202,9 @@ def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any
     """
     if not force and (found := reusable_version(store, name, table)) is not None:
         return Learned(name=name, version=found[0], artefact=found[1], learned=False)
+    settings = dict(settings)
+    if settings.get("max_seconds") is not None:  # the budget covers the choice too
+        settings.setdefault("reserve_fits", choice_reserve(table, policy, remedies))
     if run is not None:
         result = run(table, dict(settings))
     elif scheduler:
