@@ -771,7 +771,7 @@ def validate_surrogate(
                                       out_dir=out_dir, classifier=classifier,
                                       random_state=random_state, metrics=metrics,
                                       verbose=verbose)
-    from astrid_airflow.io import csv_floats_like, read_table
+    from astrid_airflow.io import csv_floats_like, read_table, suppressed_like
 
     from ._file_shape import check_publishable
 
@@ -820,7 +820,8 @@ def validate_surrogate(
     # The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
     # and what an attacker who knows the published recipe compares against.
     judged_original = remedied(original_df, recipe, artefact.target)
-    surrogate_df = csv_floats_like(surrogate_df, surrogate, judged_original)
+    surrogate_df = suppressed_like(csv_floats_like(surrogate_df, surrogate, judged_original),
+                                   judged_original)  # a suppressed column has no type
     _keep_default_suite(artefact, location, suite_info)  # every input is checked by now
 
     gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target, effective,

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         read_arrow,
         read_schema,
         read_table,
+        suppressed_like,
     )
     from ._jsonable import load_json, native, plain, strict
     from ._sql import (

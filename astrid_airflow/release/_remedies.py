@@ -455,8 +455,9 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
         return out
     out = table.copy(deep=False)
     for c, series in new.items():
-        out[c] = series.to_numpy() if not isinstance(series.dtype, pd.CategoricalDtype) \
-            else series
+        # the values by position, in their own dtype (a tz-aware datetime's numpy form
+        # is naive, and an all-missing one cannot be cast back to its zone)
+        out[c] = series.array
         if out[c].dtype != table[c].dtype and _published_type(table[c]) != "integer":
             out[c] = out[c].astype(table[c].dtype)
     return out
