@@ -473,7 +473,7 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     import contextlib
     import os
 
-    from astrid_airflow.io import atomic_path
+    from astrid_airflow.io import atomic_path, refuse_overwriting_inputs
 
     from ._surrogate import arrow_writer, file_format, read_arrow, release_recipe
 
@@ -481,6 +481,7 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     if recipe is None:
         raise RecipeError("The artefact records no release recipe: nothing to apply.")
     src, out = os.fspath(src), os.fspath(out)
+    refuse_overwriting_inputs([out], [src])  # --overwrite never replaces the input
     kind = file_format(out)
     table = read_arrow(src)
     artefact.check_table(table.schema)
