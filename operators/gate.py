@@ -125,6 +125,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
     remedies : bool, default True
         The staged surrogate is the artefact's remedied release (as the shuffle
         operator stages by default); ``False`` judges a raw release (templated).
+    allow_weaker_policy : bool, default False
+        Accept ``policy`` overrides that loosen a privacy threshold of the default
+        policy (refused otherwise); recorded in the receipt and the release record
+        (templated; docs/gate.md).
     link_base_url : dict or str, optional
         Storage prefix → public base URL for the extra links ("Data Docs", "Release
         report", "Artefact"); default the ``[astrid] link_base_url`` option, else the
@@ -141,7 +145,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
     template_fields: Sequence[str] = (
         "original_conn_id", "store_conn_id",
         "original", "surrogate", "store", "artefact", "name", "policy", "out_dir",
-        "random_state", "remedies",
+        "random_state", "remedies", "allow_weaker_policy",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"policy": "json"}
     ui_color = "#d4edda"
@@ -152,7 +156,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                  name: str | None = None, policy: dict[str, Any] | str | None = None,
                  out_dir: Any = None, random_state: int | str | None = None,
                  remedies: bool | str = True, link_base_url: Any = None,
-                 **kwargs: Any) -> None:
+                 allow_weaker_policy: bool | str = False, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.original = original
@@ -167,6 +171,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         self.random_state = random_state
         self.remedies = remedies
         self.link_base_url = link_base_url
+        self.allow_weaker_policy = allow_weaker_policy
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import gate_receipt, validate_surrogate
@@ -196,7 +201,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                     _local_dir(out_dir) as outputs:
                 result = validate_surrogate(orig, surr, ref, policy=overrides,
                                             out_dir=outputs, random_state=seed, fs=fs,
-                                            remedies=to_bool(self.remedies, "remedies"))
+                                            remedies=to_bool(self.remedies, "remedies"),
+                                            allow_weaker_policy=to_bool(
+                                                self.allow_weaker_policy,
+                                                "allow_weaker_policy"))
                 # a database original exists only as this temporary dump
                 release_report = self._write_report(
                     ref, fs, orig if isinstance(original, TableRef) else original, surrogate,

@@ -121,6 +121,10 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
         from them is saved as ``suite.json`` in the new version, and the release
         (grouping + remedies) is chosen to pass them (templated).
+    allow_weaker_policy : bool, default False
+        Accept a ``gate_policy`` that loosens a privacy threshold of the default policy
+        (refused otherwise); recorded in the artefact's release (templated;
+        docs/gate.md).
     remedies : bool, default True
         Choose and record the release of least utility loss within the policy
         (:func:`~astrid_airflow.choose_release`, as ``astrid learn --store``);
@@ -158,7 +162,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         "reference_conn_id", "store_conn_id",
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
-        "remedies",
+        "remedies", "allow_weaker_policy",
         "n_jobs", "max_seconds", "sample", "deferrable",
     )
     ui_color = "#e8d8f0"
@@ -174,7 +178,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                  link_base_url: Any = None,
                  max_seconds: float | str | None = 4 * 3600,
                  sample: int | str | None = "auto", deferrable: bool | str | None = None,
-                 poll_interval: float = 10.0, **kwargs: Any) -> None:
+                 poll_interval: float = 10.0, allow_weaker_policy: bool | str = False,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         # our defaults yield to explicit arguments and to the DAG's default_args
         defaults = {"execution_timeout": LEARN_EXECUTION_TIMEOUT}
@@ -208,6 +213,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.sample = sample
         self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.poll_interval = poll_interval
+        self.allow_weaker_policy = allow_weaker_policy
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import (
@@ -219,6 +225,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             learn_or_reuse,
             read_table,
         )
+        from astrid_airflow.gate import check_weaker_policy
 
         reference = as_table(self.reference, "reference", self.reference_conn_id)
         store_path = store_location(self.store, self.store_conn_id)
@@ -234,6 +241,9 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             n_jobs = jobs_within_slots(n_jobs, self)
         with translate_errors(f"Cannot learn {name!r} from {reference}"), \
                 sql_errors(f"Cannot read {reference}"):
+            policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
+            allow_weaker = to_bool(self.allow_weaker_policy, "allow_weaker_policy")
+            check_weaker_policy(policy, allow_weaker)  # before reading or learning
             with local_table(reference) as local:
                 table = read_table(local)
             if to_bool(self.clean, "clean"):
@@ -255,7 +265,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 learned = learn_or_reuse(
                     table, store, name, settings, force=to_bool(self.force, "force"),
                     scheduler=scheduler, n_jobs=n_jobs,
-                    policy=GatePolicy.from_dict(policy_overrides(self.gate_policy)),
+                    policy=policy, allow_weaker_policy=allow_weaker,
                     created_at=run_timestamp(context),
                     remedies=to_bool(self.remedies, "remedies"), random_state=seed,
                     # the Dask search may defer (worker slot freed) and resume here

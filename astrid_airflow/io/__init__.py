@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         split_url,
         staged_dir,
     )
+    from ._bounded import MAX_POLICY_BYTES, load_json_file, read_bounded
     from ._dbapi import publish_dbapi, read_dbapi_to_parquet
     from ._fs import url_to_fs, using
     from ._io import (
@@ -36,8 +37,9 @@ if TYPE_CHECKING:
         read_arrow,
         read_schema,
         read_table,
+        suppressed_like,
     )
-    from ._jsonable import load_json, native, plain, strict
+    from ._jsonable import MAX_JSON_BYTES, load_json, native, plain, strict
     from ._sql import (
         CHUNK_ROWS,
         SqlConnectionError,

@@ -13,6 +13,9 @@ from astrid_airflow._errors import AstridError, DataError
 
 #: Deepest nesting accepted in JSON read from disk (artefacts and suites need < 10).
 MAX_JSON_DEPTH = 64
+#: Largest JSON text accepted (metrics, receipts, artefacts, suites, policies): a few
+#: KB to a few MB in practice; larger is not one of ours (docs/reliability.md).
+MAX_JSON_BYTES = 16 << 20
 
 
 def native(value: Any) -> Any:
@@ -71,7 +74,7 @@ def _reject_constant(name: str) -> None:
 
 
 def load_json(data: str | bytes, what: str, *, error: type[AstridError] = DataError,
-              max_depth: int = MAX_JSON_DEPTH) -> Any:
+              max_depth: int = MAX_JSON_DEPTH, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Parse JSON read from a file; every defect becomes one ``error`` line.
 
     Parameters
@@ -87,12 +90,16 @@ def load_json(data: str | bytes, what: str, *, error: type[AstridError] = DataEr
         a file nested 100k levels deep raises ``RecursionError`` inside the decoder,
         which becomes this error too, as does a shallower value deeper than the limit
         (checked without recursion), so later code never recurses out of bounds.
+    max_bytes : int
+        Largest text accepted (its UTF-8 bytes), checked before parsing.
 
     Returns
     -------
     Any
         The parsed value. ``NaN``/``Infinity`` literals are refused (not JSON).
     """
+    if _size_over(data, max_bytes):
+        raise error(f"Corrupt {what}: larger than {max_bytes:,} bytes.")
     if isinstance(data, (bytes, bytearray, memoryview)):
         try:
             data = bytes(data).decode("utf-8")
@@ -117,6 +124,17 @@ def load_json(data: str | bytes, what: str, *, error: type[AstridError] = DataEr
     if _nesting_depth(value) > max_depth:
         raise error(f"Corrupt {what}: nested deeper than {max_depth} levels.")
     return value
+
+
+def _size_over(data: Any, limit: int) -> bool:
+    """Whether ``data`` (bytes, or text as UTF-8) is longer than ``limit`` bytes."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return len(data) > limit
+    if not isinstance(data, str):
+        return False
+    # n characters are n to 4n bytes: encode only when that decides
+    return len(data) > limit or (4 * len(data) > limit
+                                 and len(data.encode("utf-8", "surrogatepass")) > limit)
 
 
 def _nesting_depth(value: Any) -> int:

@@ -128,7 +128,8 @@ class Learned:
 
 def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any = None,
                  created_at: Any = None, remedies: bool | None = None,
-                 random_state: object = None) -> tuple[str, Any]:
+                 random_state: object = None, allow_weaker_policy: bool | None = None
+                 ) -> tuple[str, Any]:
     """Record ``result`` as a new version of ``name``, with its gate suite beside it.
 
     Returns ``(version, artefact)``. ``policy`` (a :class:`~astrid_airflow.GatePolicy`,
@@ -136,10 +137,19 @@ def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any 
     ``remedies`` True/False: the artefact records the release of least utility loss
     within ``policy`` (:func:`~astrid_airflow.choose_release`, seeded by
     ``random_state``; False: groupings only, no remedies); None: the learned grouping
-    as it is, no release chosen.
+    as it is, no release chosen. A ``policy`` weaker than the default is refused when
+    ``allow_weaker_policy`` is False, and recorded in the release (``policy_note``,
+    ``weaker_than_default``, ``allow_weaker_policy``) otherwise (docs/gate.md).
     """
-    from astrid_airflow.gate import gate_extra_files
+    from astrid_airflow.gate import (
+        check_weaker_policy,
+        gate_extra_files,
+        weaker_fields,
+        weaker_record,
+    )
     from astrid_airflow.release import GroupingArtefact
+
+    check_weaker_policy(policy or {}, allow_weaker_policy)  # before the long choice
 
     if remedies is None:
         artefact = GroupingArtefact.from_result(result, table, created_at=created_at)
@@ -151,6 +161,11 @@ def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any 
         artefact = choose_release(table, result, policy=policy, remedies=remedies,
                                   random_state=random_state, created_at=created_at,
                                   max_seconds=budget_left(result))
+    if artefact.release is not None and weaker_fields(policy or {}):
+        import dataclasses
+
+        artefact = dataclasses.replace(artefact, release={
+            **artefact.release, **weaker_record(policy, allow_weaker_policy)})
     return store.save(name, artefact,
                       extra_files=gate_extra_files(artefact, policy)), artefact
 
@@ -190,7 +205,8 @@ def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any
                    force: bool = False, scheduler: str | None = None, n_jobs: int = 1,
                    policy: Any = None, created_at: Any = None,
                    remedies: bool | None = None, random_state: object = None,
-                   run: Callable[[Any, dict[str, Any]], Any] | None = None) -> Learned:
+                   run: Callable[[Any, dict[str, Any]], Any] | None = None,
+                   allow_weaker_policy: bool | None = None) -> Learned:
     """Learn a grouping of ``table`` into ``store`` as ``name``, unless already learned.
 
     Without ``force``, when the latest version of ``name`` was learned from a table with
@@ -198,7 +214,8 @@ def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any
     runs. Otherwise ``astrid`` runs with ``settings`` (locally with ``n_jobs``, or on the
     Dask cluster at ``scheduler``) and a new version is saved with its gate suite.
     ``run(table, settings)``, if given, replaces both (the operator's deferrable Dask
-    path); ``remedies``/``random_state`` go to :func:`save_learned` (the release choice).
+    path); ``remedies``/``random_state``/``allow_weaker_policy`` go to
+    :func:`save_learned` (the release choice).
     """
     if not force and (found := reusable_version(store, name, table)) is not None:
         return Learned(name=name, version=found[0], artefact=found[1], learned=False)
@@ -217,7 +234,8 @@ def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any
         result = astrid(table, n_jobs=n_jobs, **settings)
     version, artefact = save_learned(result, table, store, name, policy=policy,
                                      created_at=created_at, remedies=remedies,
-                                     random_state=random_state)
+                                     random_state=random_state,
+                                     allow_weaker_policy=allow_weaker_policy)
     return Learned(name=name, version=version, artefact=artefact, learned=True,
                    result=result)
 
@@ -274,6 +292,8 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
                                              "observed_value", "threshold")}
                          for e in d["expectations"]],
         "policy": d["policy"],
+        "policy_note": d.get("policy_note"),
+        "allow_weaker_policy": d.get("allow_weaker_policy"),
         "random_state": result.random_state,
         "report": report,
         "run_id": run_id,
@@ -282,6 +302,16 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
 
 
 # ---------------------------------------------------------------------------- promote
+
+def _weaker_of(receipt: Mapping[str, Any]) -> dict[str, Any]:
+    """``weaker_than_default``, ``policy_note`` and ``allow_weaker_policy`` of a release
+    record, from the policy the receipt says the gate applied (docs/gate.md)."""
+    from astrid_airflow.gate import weaker_record
+
+    policy = receipt.get("policy")
+    return weaker_record(policy if isinstance(policy, Mapping) else {},
+                         receipt.get("allow_weaker_policy"))
+
 
 @dataclass(frozen=True)
 class ReleasePlan:
@@ -344,6 +374,8 @@ def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
         "data_docs": named.get("data_docs"),
         "report": str(report_dir / "index.html") if report_dir else None,
         "expectations": receipt.get("expectations"),
+        # named from the receipt's policy itself, so a weakened policy always shows
+        **_weaker_of(receipt),
         "run_id": run_id,
         "run_after": run_after,
         "published_at": published_at or

@@ -455,8 +455,9 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
         return out
     out = table.copy(deep=False)
     for c, series in new.items():
-        out[c] = series.to_numpy() if not isinstance(series.dtype, pd.CategoricalDtype) \
-            else series
+        # the values by position, in their own dtype (a tz-aware datetime's numpy form
+        # is naive, and an all-missing one cannot be cast back to its zone)
+        out[c] = series.array
         if out[c].dtype != table[c].dtype and published_type(table[c]) != "integer":
             out[c] = out[c].astype(table[c].dtype)
     return out
@@ -472,7 +473,13 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     import contextlib
     import os
 
-    from astrid_airflow.io import arrow_writer, atomic_path, file_format, read_arrow
+    from astrid_airflow.io import (
+        arrow_writer,
+        atomic_path,
+        file_format,
+        read_arrow,
+        refuse_overwriting_inputs,
+    )
 
     from ._surrogate import release_recipe
 
@@ -480,6 +487,7 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     if recipe is None:
         raise RecipeError("The artefact records no release recipe: nothing to apply.")
     src, out = os.fspath(src), os.fspath(out)
+    refuse_overwriting_inputs([out], [src])  # --overwrite never replaces the input
     kind = file_format(out)
     table = read_arrow(src)
     artefact.check_table(table.schema)

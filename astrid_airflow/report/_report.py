@@ -216,20 +216,13 @@ def load_metrics(metrics: Any, k: int) -> dict[str, Any] | None:
     if metrics is None:
         return None
     if isinstance(metrics, (str, os.PathLike)):
+        from astrid_airflow.io import load_json, read_bounded
+
         path = os.fspath(metrics)
+        # a regular file of bounded size: a FIFO or /dev/zero is refused, not read
+        data = read_bounded(path, "surrogate metrics")
         try:
-            import fsspec
-
-            with fsspec.open(path, "r", encoding="utf-8") as fh:
-                text = fh.read()
-        except FileNotFoundError:
-            raise DataError(f"Unreadable surrogate metrics {path!r}: no such file.") from None
-        except OSError as exc:
-            raise DataError(f"Unreadable surrogate metrics {path!r}: {exc}") from None
-        from astrid_airflow.io import load_json
-
-        try:
-            metrics = load_json(text, "JSON")
+            metrics = load_json(data, "JSON")
         except DataError as exc:
             raise DataError(f"Surrogate metrics {path!r} are not JSON: {exc}") from None
     elif hasattr(metrics, "to_dict"):
