@@ -42,10 +42,13 @@ from astrid_airflow._errors import ParameterError, RecipeError
 MAX_SUPPRESSED_SHARE = 0.05
 
 
-def suppression_budget(value: float | None) -> float:
-    """The per-group suppression budget: ``value``, or the default for None."""
+def suppression_budget(value: float | None, artefact: Any = None) -> float:
+    """The per-group suppression budget: ``value``; for None, the one of the policy the
+    artefact's release was chosen for (``artefact.release["policy"]``), else the
+    default."""
     if value is None:
-        return MAX_SUPPRESSED_SHARE
+        policy = (getattr(artefact, "release", None) or {}).get("policy") or {}
+        value = policy.get("max_suppressed_share", MAX_SUPPRESSED_SHARE)
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not 0.0 <= float(value) <= 1.0:
         raise ParameterError(f"Invalid max_suppressed_share: {value!r}. Must be a number "

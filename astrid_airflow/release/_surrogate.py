@@ -265,6 +265,9 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     out = []
     for seed in engine.seed_of_copies(random_state, n_copies):
         rows, perms = engine.release_permutations(codes, grouping.k, seed)
+        if recipe is not None:
+            (rows, perms), _ = _within_intact_budget(table, grouping, target,
+                                                     (rows, perms), artefact, seed)
         out.append(_shuffle_arrow(table, grouping, perms, target, rows) if is_arrow else
                    engine.shuffle_frame(table, grouping, perms, target, rows))
     return out[0] if n_copies == 1 else out
@@ -423,6 +426,17 @@ def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
     return table, released
 
 
+def _within_intact_budget(table: Any, grouping: Grouping, target: str,
+                          released: tuple[np.ndarray, np.ndarray], artefact: Any,
+                          seed: np.random.SeedSequence) -> tuple[Any, Any]:
+    """A remedied release's permutations with intact rows over the artefact's policy's
+    ``max_intact`` broken by within-class swaps (:mod:`._intact`)."""
+    from ._intact import break_intact_rows, intact_budget
+
+    return break_intact_rows(table, grouping.groups, target, released,
+                             intact_budget(None, artefact), seed)
+
+
 def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
                  target: str | None = None, random_state: object = None, n_copies: int = 1,
                  overwrite: bool = False,
@@ -461,7 +475,8 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         :func:`make_surrogate`; the same bytes for a seed); ``False``: raw release.
         The recipe includes local suppression of this batch (:mod:`._suppression`).
     max_suppressed_share : float, optional
-        The policy's suppression budget per group (default
+        The policy's suppression budget per group (default: that of the policy the
+        artefact's release was chosen for, else
         :data:`~._suppression.MAX_SUPPRESSED_SHARE`, 0.05): a batch needing more is
         refused (``RecipeError`` with the figure) before anything is written.
     record : dict, optional
@@ -490,7 +505,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     recipe = release_recipe(art, remedies)
     from ._suppression import suppression_budget
 
-    budget = suppression_budget(max_suppressed_share)
+    budget = suppression_budget(max_suppressed_share, art)
     src = os.fspath(src)
     src_kind = input_format(src)  # what `astrid learn` reads: CSV, Parquet, ARFF
     outs = surrogate_paths(out, n_copies)
@@ -514,11 +529,17 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         table, suppression = release_domain(table, recipe, target, grouping)
         if suppression is not None:
             suppression.check_budget(budget)
+        swaps: list[dict] = []
         if record is not None:
             record["suppression"] = None if suppression is None else suppression.to_dict()
+            record["intact_swaps"] = swaps  # one entry per copy, filled below
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
             if i:
                 released = engine.release_permutations(codes, grouping.k, seed)
+            if recipe is not None:
+                released, done = _within_intact_budget(table, grouping, target, released,
+                                                       art, seed)
+                swaps.append(done.to_dict())
             _write_shuffled(table, grouping, released, target, kind, tmp)
             del released
         del table, codes

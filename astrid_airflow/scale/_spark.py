@@ -192,7 +192,7 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     warn_if_one_group(grouping)
     if recipe is not None:
         df = _spark_remedied(df, recipe, target, grouping,
-                             budget=suppression_budget(max_suppressed_share),
+                             budget=suppression_budget(max_suppressed_share, artefact),
                              record=record)
     elif record is not None:
         record["suppression"] = None
