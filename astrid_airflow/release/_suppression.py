@@ -251,6 +251,17 @@ def suppress_table(table: Any, groups: Sequence[Sequence[str]], target: str, k: 
     return table, Suppression(k=int(k), rows=n, groups=tuple(report))
 
 
+def suppressed_share(frame: pd.DataFrame, labels: Any, k: int) -> float:
+    """Share of ``frame``'s rows (one group's columns) that local suppression would
+    remove, with class ``labels``: what the recipe's fit keeps within the budget."""
+    if len(frame) == 0:
+        return 0.0
+    tuples, all_missing = group_codes(frame, list(frame.columns))
+    y = pd.factorize(pd.Series(np.asarray(labels), dtype=object), use_na_sentinel=False)[0]
+    keep = keep_rows(*tuple_counts(tuples, y.astype(np.int64), k), k) | all_missing
+    return float(1.0 - keep.mean())
+
+
 def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str, k: int
                        ) -> list[dict[str, Any]]:
     """Per group, the rows a release exposes among its published tuples.
