@@ -126,6 +126,10 @@ def run_table(name: str, seeds: int, gate_seeds: int) -> dict:
     return row
 
 
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4f}"
+
+
 def _markdown(rows: list[dict]) -> str:
     out = ["# Honest default releases of a new batch (issue 28)", "",
            "Reference half -> choice of release (default policy); batch = other half; "
@@ -141,8 +145,8 @@ def _markdown(rows: list[dict]) -> str:
             continue
         out.append(f"| {r['table']} | {r['batch_rows']} | {r['seeds']} | "
                    f"{r['refused_by_suppression']} | {r['refused_by_intact']} | "
-                   f"{r['max_intact']:.4f} | {r['exposed_rows']} | "
-                   f"{r['max_suppressed_share']:.4f} | {r['seeds_with_swaps']} | "
+                   f"{_f(r['max_intact'])} | {r['exposed_rows']} | "
+                   f"{_f(r['max_suppressed_share'])} | {r['seeds_with_swaps']} | "
                    f"{r['gate_seeds']} | {r['gate_refused']} | "
                    f"{', '.join(r['gate_failed_checks']) or '-'} |")
     return "\n".join(out) + "\n"

@@ -85,8 +85,8 @@ def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
     return Grouping(groups) if changed else None
 
 
-def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any
-                  ) -> tuple[dict[str, Any], list[str]]:
+def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
+                  suppression: Any = None) -> tuple[dict[str, Any], list[str]]:
     from astrid_airflow.privacy import class_from_column_risks
 
     from ._metrics import expected_intact_row_proportion, largest_group_unique_share
@@ -97,7 +97,9 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     groups = published_exposure(remedied, grouping.groups, target, policy.disclosure_k)
     worst_below = max(groups, key=lambda d: d["share_below_k"])
     worst_disc = max(groups, key=lambda d: d["class_disclosure_share"])
-    worst_supp = max(groups, key=lambda d: d["suppressed_share"])
+    # the budget bounds what local suppression removed (not the recipe's merges)
+    worst_supp = (suppression.worst if suppression is not None else None) or \
+        {"columns": [], "suppressed_share": 0.0}
     below = worst_below["share_below_k"]
     disc = worst_disc["class_disclosure_share"]
     unique = largest_group_unique_share(remedied, grouping)
@@ -283,8 +285,8 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                                     max_class_disclosure_share=budget, method=method,
                                     max_class_from_one_column_risk=policy.
                                     max_class_from_one_column_risk, max_bins=max_bins)
-        remedied = release_domain(work, recipe, target, grouping)[0]
-        risks, failed = _cheap_checks(remedied, grouping, target, policy)
+        remedied, suppression = release_domain(work, recipe, target, grouping)
+        risks, failed = _cheap_checks(remedied, grouping, target, policy, suppression)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
             u = surrogate_utility(work, grouping, target=target, classifier=classifier,
