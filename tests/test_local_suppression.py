@@ -174,7 +174,7 @@ def test_intact_rows_are_kept_within_the_policy_by_swaps():
     t = pd.DataFrame({"a": rng.integers(0, 40, n), "b": rng.integers(0, 40, n),
                       "c": rng.integers(0, 4, n), "y": rng.choice(["p", "q"], n)})
     recipe = ReleaseRecipe(k=1, steps=(), target="y")
-    budget = 0.07  # the uniform draws give 0.05-0.10 on this table
+    budget = 0.01  # the default max_intact; the uniform draws give 0.03-0.05 here
     art = _artefact(t, "a;b;c", recipe, policy={"max_intact": budget})
     raw = _artefact(t, "a;b;c", recipe, policy={"max_intact": 1.0})
     pub = remedied(t, recipe, "y", art.grouping)
