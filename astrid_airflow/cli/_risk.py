@@ -74,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     # The attacker knows the published recipe: their knowledge (the original's rows)
     # and the control rows are put into the release's domain with it.
     recipe = release_recipe(artefact, not args.no_remedies)
-    original = remedied(original[columns], recipe, target)
-    control = None if control is None else remedied(control[columns], recipe, target)
+    original = remedied(original[columns], recipe, target, artefact.grouping)
+    control = None if control is None else remedied(control[columns], recipe, target,
+                                                    artefact.grouping)
     surrogate = csv_floats_like(surrogate, args.surrogate, original)
     report = measure_risk(
         original[columns], surrogate[columns], target=target, grouping=artefact.grouping,

@@ -32,10 +32,13 @@ _POLICY_OVERRIDES: tuple[tuple[str, type, str | None, str], ...] = (
     ("disclosure_k", int, "K",
      "k of the per-group k-anonymity check (stored policy, default 5)"),
     ("max_share_below_k", float, "S",
-     "largest share of rows, in any group, in equivalence classes smaller than k (stored "
-     "policy, default 0.05)"),
+     "largest share of rows, in any group, whose published values are in equivalence "
+     "classes smaller than k (stored policy, default 0: local suppression removes them)"),
     ("max_class_disclosure_share", float, "S",
-     "largest share of rows, in any group, whose values occur in one class only (stored "
+     "largest share of rows, in any group, whose published values occur in one class only "
+     "(stored policy, default 0: local suppression removes them)"),
+    ("max_suppressed_share", float, "S",
+     "largest share of rows, in any group, whose values a release may suppress (stored "
      "policy, default 0.05)"),
     ("max_linkage_excess", float, "E",
      "how far any pair of groups may stay linked above its expectation (or 6 sd if larger; "

@@ -38,6 +38,7 @@ from astrid_airflow._validation import (
 )
 from astrid_airflow.io import load_json
 from astrid_airflow.io import plain as _plain
+from astrid_airflow.release import MAX_SUPPRESSED_SHARE
 
 from ._weaker import check_weaker_policy, weaker_record
 
@@ -52,7 +53,7 @@ UTILITY_MAX_REPEATS = 20  # splits of a small table's utility check (GatePolicy.
 _THRESHOLDS = ("max_intact", "max_largest_group_unique_share", "max_accuracy_drop",
                "max_share_below_k", "max_class_disclosure_share", "max_linkage_excess",
                "max_singling_out_risk", "max_linkability_risk", "max_inference_risk",
-               "max_class_from_one_column_risk")
+               "max_class_from_one_column_risk", "max_suppressed_share")
 _COUNTS = ("disclosure_k", "attack_n")  # integer suite parameters
 
 
@@ -89,12 +90,20 @@ class GatePolicy:
     disclosure_k : int, default 5
         The k of the per-group k-anonymity check: a (group values, class) combination
         shared by fewer than k rows singles those rows out.
-    max_share_below_k : float, default 0.05
+    max_share_below_k : float, default 0.0
         Largest allowed share of rows, in *any* group (singletons included), whose
-        group values and class are shared by fewer than ``disclosure_k`` rows.
-    max_class_disclosure_share : float, default 0.05
-        Largest allowed share of rows, in any group, whose group values occur in one
-        class only (anyone knowing them learns the class: distinct l-diversity, l = 2).
+        *published* group values (not missing in every column of the group) and class
+        are shared by fewer than ``disclosure_k`` rows. 0: local suppression
+        (``release/_suppression.py``) publishes such rows' group values as missing, so
+        a release of the pipeline has none.
+    max_class_disclosure_share : float, default 0.0
+        Largest allowed share of rows, in any group, whose published group values occur
+        in one class only (anyone knowing them learns the class: distinct l-diversity,
+        l = 2). 0, as above.
+    max_suppressed_share : float, default 0.05
+        The suppression budget: the largest share of a batch's rows, per group, whose
+        group values a release may publish as missing. ``astrid shuffle`` refuses a
+        batch that needs more; the per-group checks show the share beside their count.
     max_linkage_excess : float, default 0.03
         For every pair of groups, how far the share of rows still linked as in the
         original may exceed its expectation under independent within-class shuffles
@@ -159,14 +168,15 @@ class GatePolicy:
     utility_repeats: int = 1
     utility_test_rows: int = 2000
     disclosure_k: int = 5
-    max_share_below_k: float = 0.05
-    max_class_disclosure_share: float = 0.05
+    max_share_below_k: float = 0.0
+    max_class_disclosure_share: float = 0.0
     max_linkage_excess: float = 0.03
     attack_n: int = 500
     max_singling_out_risk: float = 0.2
     max_linkability_risk: float = 0.1
     max_inference_risk: float = 0.5
     max_class_from_one_column_risk: float = 0.2
+    max_suppressed_share: float = MAX_SUPPRESSED_SHARE
 
     def __post_init__(self) -> None:
         for name in _THRESHOLDS:
@@ -855,7 +865,7 @@ def validate_surrogate(
     recipe = release_recipe(artefact, remedies)
     # The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
     # and what an attacker who knows the published recipe compares against.
-    judged_original = remedied(original_df, recipe, artefact.target)
+    judged_original = remedied(original_df, recipe, artefact.target, artefact.grouping)
     surrogate_df = suppressed_like(csv_floats_like(surrogate_df, surrogate, judged_original),
                                    judged_original)  # a suppressed column has no type
     _keep_default_suite(artefact, location, suite_info)  # every input is checked by now

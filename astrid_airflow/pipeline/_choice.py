@@ -83,20 +83,25 @@ def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
     return Grouping(groups) if changed else None
 
 
-def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any
-                  ) -> tuple[dict[str, Any], list[str]]:
-    from astrid_airflow.privacy import class_from_column_risks, group_disclosure
+def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
+                  suppression: Any = None) -> tuple[dict[str, Any], list[str]]:
+    from astrid_airflow.privacy import class_from_column_risks
     from astrid_airflow.release import (
         expected_intact_row_proportion,
         largest_group_unique_share,
+        published_exposure,
     )
 
-    groups = group_disclosure(remedied, target=target, grouping=grouping,
-                              k=policy.disclosure_k)
-    worst_below = max(groups, key=lambda d: d.share_below_k)
-    worst_disc = max(groups, key=lambda d: d.class_disclosure_share)
-    below = worst_below.share_below_k
-    disc = worst_disc.class_disclosure_share
+    # ``remedied`` is locally suppressed (as the shuffle publishes it): the per-group
+    # checks count the published tuples, beside the share the suppression removed
+    groups = published_exposure(remedied, grouping.groups, target, policy.disclosure_k)
+    worst_below = max(groups, key=lambda d: d["share_below_k"])
+    worst_disc = max(groups, key=lambda d: d["class_disclosure_share"])
+    # the budget bounds what local suppression removed (not the recipe's merges)
+    worst_supp = (suppression.worst if suppression is not None else None) or \
+        {"columns": [], "suppressed_share": 0.0}
+    below = worst_below["share_below_k"]
+    disc = worst_disc["class_disclosure_share"]
     unique = largest_group_unique_share(remedied, grouping)
     intact = expected_intact_row_proportion(remedied, grouping, target)
     # the class from each single column, exact (a shuffle keeps every (value, class)
@@ -108,9 +113,11 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     risks = {"share_below_k": below, "class_disclosure_share": disc,
              "largest_group_unique_share": unique,
              "expected_intact_row_proportion": intact,
-             "worst_share_below_k_group": {"columns": list(worst_below.columns),
-                                           "k_min": worst_below.k_min},
-             "worst_class_disclosure_group": {"columns": list(worst_disc.columns)},
+             "worst_share_below_k_group": {"columns": list(worst_below["columns"]),
+                                           "k_min": worst_below["k_min"]},
+             "worst_class_disclosure_group": {"columns": list(worst_disc["columns"])},
+             "suppressed_share": worst_supp["suppressed_share"],
+             "worst_suppressed_group": {"columns": list(worst_supp["columns"])},
              "class_from_one_column_upper": column.ci[1],
              "worst_class_from_one_column": {"column": column.aux_columns[0],
                                              "risk": column.risk}}
@@ -119,6 +126,8 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
         failed.append("share_below_k")
     if disc > policy.max_class_disclosure_share:
         failed.append("class_disclosure")
+    if worst_supp["suppressed_share"] > policy.max_suppressed_share:
+        failed.append("suppression")
     if unique > policy.max_largest_group_unique_share:
         failed.append("largest_group_unique_share")
     if intact > policy.max_intact:
@@ -235,7 +244,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     from astrid_airflow.release import (
         GroupingArtefact,
         ProtectsNothingWarning,
-        apply_recipe,
+        release_domain,
         stratified_subsample,
         surrogate_utility,
     )
@@ -274,6 +283,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                                                             d.get("classifier")})())
 
     util_seed = int(s_util.generate_state(1)[0] >> 1)
+    # what the fit may leave exposed on the reference table: local suppression removes
+    # it from every batch, within the policy's budget (a threshold of 1: report only)
+    budget = max(policy.max_suppressed_share, policy.max_share_below_k,
+                 policy.max_class_disclosure_share)
     repeats = policy.utility_repeats_for(len(work))  # as the gate will judge it
 
     def evaluate(label: str, grouping: Grouping, method: str,
@@ -282,13 +295,12 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         (the same utility splits for all: comparable figures)."""
         recipe, report = fit_recipe(table, target=target, grouping=grouping,
                                     k=policy.disclosure_k,
-                                    max_share_below_k=policy.max_share_below_k,
-                                    max_class_disclosure_share=policy.
-                                    max_class_disclosure_share, method=method,
+                                    max_share_below_k=budget,
+                                    max_class_disclosure_share=budget, method=method,
                                     max_class_from_one_column_risk=policy.
                                     max_class_from_one_column_risk, max_bins=max_bins)
-        remedied = apply_recipe(work, recipe, target=target)
-        risks, failed = _cheap_checks(remedied, grouping, target, policy)
+        remedied, suppression = release_domain(work, recipe, target, grouping)
+        risks, failed = _cheap_checks(remedied, grouping, target, policy, suppression)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
             u = surrogate_utility(work, grouping, target=target, classifier=classifier,
@@ -419,6 +431,10 @@ def _why(c: dict[str, Any], policy: Any) -> str:
             out.append(f"{r['share_below_k']:.3f} of rows in classes below k="
                        f"{policy.disclosure_k} > {policy.max_share_below_k} (k_min "
                        f"{w.get('k_min')} in group {_cols(w.get('columns', []))})")
+        elif f == "suppression":
+            w = r.get("worst_suppressed_group") or {}
+            out.append(f"{r['suppressed_share']:.3f} of rows suppressed > "
+                       f"{policy.max_suppressed_share} in group {_cols(w.get('columns', []))}")
         elif f == "class_disclosure":
             w = r.get("worst_class_disclosure_group") or {}
             out.append(f"class disclosure {r['class_disclosure_share']:.3f} > "

@@ -7,7 +7,9 @@ layer), so it sits here, in the pipeline that orchestrates both.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from astrid_airflow.release import (
     ReleaseRecipe,
     apply_recipe,
     as_float,
+    dtype_kind,
     published_type,
 )
 
@@ -64,14 +67,77 @@ def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
     if not edges:
         return None
     bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
-    # lower median of each bin: a value the data has, inside the bin
-    reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
+    # Edges and representatives are published (file, recipe, validation JSON): never one
+    # person's value. An edge is the roundest number between the values it separates
+    # (the same cut); a representative the roundest number among the middle half of
+    # its bin's values, or the median when k rows share it (issue 29).
+    uniq, counts = np.unique(v, return_counts=True)
+    rare = frozenset(uniq[counts < k].tolist())
+    edges = [_roundest(float(v[a - 1]), float(v[a]), True, rare) for a in bounds[1:-1]]
+    reps = [_representative(v[a:b], k, ptype == "integer", rare)
+            for a, b in itertools.pairwise(bounds)]
+    if any(b <= a for a, b in itertools.pairwise(reps)):  # ties at rounding: medians
+        reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
     fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
     names = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
              (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
              for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
     return {"method": "bins", "column": column, "edges": edges, "values": reps,
             "labels": names, "published_type": ptype}
+
+
+def _roundest(lo: float, hi: float, low_open: bool = False,
+              avoid: frozenset = frozenset()) -> float:
+    """The number with the fewest significant digits in ``[lo, hi]`` (``(lo, hi]`` with
+    ``low_open``), nearest the middle among those and not in ``avoid`` (the values fewer
+    than k rows have); ``hi`` when the interval is a point.
+
+    >>> _roundest(1234.0, 1317.0), _roundest(3.0, 97.0), _roundest(0.5, 0.5)
+    (1300.0, 50.0, 0.5)
+    """
+    if not hi > lo:
+        return float(hi)
+    mid = (lo + hi) / 2
+    step = 10.0 ** math.ceil(math.log10(hi - lo))
+    for _ in range(40):
+        for mult in (1.0, 0.5, 0.2):
+            s = step * mult
+            m = round(mid / s) * s
+            m = float(round(m, 12))
+            inside = (lo < m if low_open else lo <= m) and m <= hi
+            if inside and m not in avoid:
+                return m
+        step /= 10
+    return float(hi)
+
+
+def _representative(values: np.ndarray, k: int, integer: bool = False,
+                    rare: frozenset = frozenset()) -> float:
+    """A bin's published value: its lower median when ``k`` rows share it, else the
+    roundest number among the middle half of the bin's (sorted) values (an integer for
+    an integer column)."""
+    med = float(values[(values.size - 1) // 2])
+    if np.count_nonzero(values == med) >= k:
+        return med
+    q1 = float(values[values.size // 4])
+    q3 = float(values[max(values.size // 4, (3 * values.size) // 4 - 1)])
+    if integer:  # whole numbers only: the roundest integer of the middle half not rare
+        pool = [x for x in range(math.ceil(q1), math.floor(q3) + 1) if float(x) not in rare]
+        if pool:
+            mid = (q1 + q3) / 2
+            return float(min(pool, key=lambda x: (_digits(x), abs(x - mid))))
+        return med
+    return _roundest(q1, q3, avoid=rare)
+
+
+def _digits(x: int) -> int:
+    """Significant digits of an integer (0 has none): roundness of a representative."""
+    x = abs(x)
+    if x == 0:
+        return 0
+    while x % 10 == 0:
+        x //= 10
+    return len(str(x))
 
 
 #: Cut points a class-aware binning chooses from (quantiles of the column).
@@ -193,7 +259,10 @@ def _suppress_step(series: pd.Series, labels: Any, k: int, column: str, ptype: s
         below, disclosure, _ = group_risk(remedied.to_frame(), labels, k)
         if not keep:
             break
-        if below <= max_below and disclosure <= max_disclosure:
+        from astrid_airflow.release import suppressed_share
+
+        if below <= max_below and disclosure <= max_disclosure and suppressed_share(
+                remedied.to_frame(), labels, k) <= min(max_below, max_disclosure):
             if max_column_risk == math.inf or \
                     column_class_risk(remedied, labels) <= max_column_risk:
                 break
@@ -204,7 +273,8 @@ def _suppress_step(series: pd.Series, labels: Any, k: int, column: str, ptype: s
         # (smallest), else the one with the smallest (category, class) cell
         by = pd.crosstab(remedied, pd.Series(np.asarray(labels), index=series.index))
         present = (by > 0).sum(axis=1)
-        single = by[present == 1]
+        big = (by >= k).sum(axis=1)  # fewer than two classes of k rows: all suppressed
+        single = by[(present == 1) | (big < 2)]
         worst = single.sum(axis=1).idxmin() if len(single) else \
             by.where(by > 0).min(axis=1).idxmin()
         keep = [v for v in keep if v != worst]
@@ -239,7 +309,12 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                                  ReleaseRecipe(k=k, steps=tuple(steps), target="__y"),
                                  target="__y")[list(cols)]
         below, disc, _ = group_risk(frame, labels, k)
-        ok = below <= max_below and disc <= max_disclosure
+        # local suppression removes every exposed row, the closure included (a tuple
+        # left with one class of k rows): that share is what the budget bounds
+        from astrid_airflow.release import suppressed_share
+
+        ok = below <= max_below and disc <= max_disclosure and \
+            suppressed_share(frame, labels, k) <= min(max_below, max_disclosure)
         column_risk[0] = None
         if ok and max_column_risk != math.inf:
             # the class from any one column of the group, as the gate measures it
@@ -283,6 +358,39 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
     ok, below, disc, steps = last
     return _GroupFit(tuple(steps), ok, below, disc, "at most 2 class-aware bins (not enough)",
                      column_risk[0])
+
+
+#: The fit asks this many times k rows of every published (tuple, class) cell of the
+#: reference, so that a batch of the same size rarely falls below k (issue 28).
+BATCH_FACTOR = 2
+
+#: A non-numeric column with at least this share of distinct values is an identifier.
+IDENTIFIER_DISTINCT_SHARE = 0.95
+
+
+def identifier_columns(table: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The columns that identify rows: text, categories or timestamps with at least
+    ``IDENTIFIER_DISTINCT_SHARE`` distinct values per row (e-mail, name, timestamp),
+    and integers unique per row (an ID). Floats are measurements: binned, not dropped.
+
+    >>> t = pd.DataFrame({"id": range(40), "x": [0.5 * i for i in range(40)],
+    ...                   "mail": [f"p{i}@x.org" for i in range(40)], "c": ["a"] * 40})
+    >>> identifier_columns(t, ["id", "x", "mail", "c"])
+    ['id', 'mail']
+    """
+    out = []
+    n = len(table)
+    for c in columns:
+        s = table[c]
+        kind = dtype_kind(s.dtype, s)
+        present = int(s.notna().sum())
+        if n < 20 or present == 0 or kind in ("float", "boolean"):
+            continue
+        distinct = int(s.nunique(dropna=True))
+        if (kind == "integer" and distinct == present and present >= 0.95 * n) or \
+                (kind != "integer" and distinct >= IDENTIFIER_DISTINCT_SHARE * n):
+            out.append(c)
+    return out
 
 
 def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
@@ -347,9 +455,22 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
             max_bins, bool) and max_bins >= min(BIN_LADDER)):
         raise RecipeError(f"Invalid max_bins: {max_bins!r}. Must be an integer >= "
                           f"{min(BIN_LADDER)} or None.")
+    ids = identifier_columns(table, list(grouping.columns))
+    # Fitted for BATCH_FACTOR * k rows per published cell on the reference: a new
+    # batch's counts vary around the reference's, and its local suppression (at k)
+    # must stay within the budget (benchmarks/bench_honest_release.py)
+    k_fit = BATCH_FACTOR * k
     for cols in grouping.groups:
-        fit = _fit_group(table, list(cols), labels, k, below, disclosure, method,
-                         column_risk, max_bins)
+        rest = [c for c in cols if c not in ids]
+        # an identifier is published fully suppressed (all missing), never binned
+        steps.extend({"method": "suppress", "column": c, "keep": [],
+                      "published_type": published_type(table[c])} for c in cols if c in ids)
+        fit = _fit_group(table, rest, labels, k_fit, below, disclosure, method,
+                         column_risk, max_bins) if rest else _GroupFit((), True, 0.0, 0.0, "")
+        if len(rest) < len(cols):
+            fit = dataclasses.replace(fit, detail="; ".join(filter(None, [
+                f"identifier(s) {[c for c in cols if c in ids]} fully suppressed",
+                fit.detail])))
         steps.extend(fit.steps)
         report.append({"columns": list(cols), "passed": fit.passed,
                        "share_below_k": fit.share_below_k,
@@ -360,6 +481,12 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
              "reference values in the bin, so integers stay integers); values outside the "
              "reference range go to the first/last bin (top/bottom coding)",
              "suppress: categories not kept are published as missing"]
+    if ids:
+        notes.append(f"identifiers: {ids} are unique or nearly unique per row (an ID, an "
+                     "e-mail address, a timestamp) and are published fully suppressed")
+        logging.getLogger(__name__).warning(
+            "Column(s) %s look like identifiers (unique or nearly unique per row): the "
+            "release publishes them fully suppressed (missing).", ids)
     if any(s["method"] == "mdav" for s in steps):
         notes.append("mdav: applied within each batch (classes separately) with the "
                      "recorded k; a new batch is aggregated among its own rows")

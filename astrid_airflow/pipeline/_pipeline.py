@@ -80,6 +80,7 @@ def stage_surrogate(src: str | os.PathLike, artefact: Any, dest: str | os.PathLi
     src = os.fspath(src)
     report: dict[str, Any] = {}
     copies: list[float] = []
+    record: dict[str, Any] = {}
 
     def measure(tmps: list) -> None:
         # Runs on the complete temporary outputs; raising here publishes nothing.
@@ -93,7 +94,12 @@ def stage_surrogate(src: str | os.PathLike, artefact: Any, dest: str | os.PathLi
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ProtectsNothingWarning)
         shuffle_file(src, artefact, dest, random_state=random_state, n_copies=n_copies,
-                     overwrite=overwrite, before_publish=measure, remedies=remedies)
+                     overwrite=overwrite, before_publish=measure, remedies=remedies,
+                     record=record)
+    # what local suppression removed, per group (JSON key "suppression")
+    report["suppression"] = record.get("suppression")
+    # per copy: within-class swaps that kept the intact rows within max_intact
+    report["intact_swaps"] = record.get("intact_swaps") or None
     warned = any(issubclass(w.category, ProtectsNothingWarning) for w in caught)
     return StagedSurrogate(paths=surrogate_paths(dest, n_copies), metrics=report,
                            copies=copies or None,

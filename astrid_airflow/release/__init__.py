@@ -20,9 +20,11 @@ if TYPE_CHECKING:
         SchemaCheck,
         column_kind,
         compatible_kind,
+        dtype_kind,
         fingerprint_table,
         unique_values,
     )
+    from ._intact import IntactSwaps, break_intact_rows, intact_budget
     from ._metrics import (
         SurrogateMetrics,
         TableSource,
@@ -62,10 +64,20 @@ if TYPE_CHECKING:
         parse_artefact_ref,
         split_artefact_ref,
     )
+    from ._suppression import (
+        MAX_SUPPRESSED_SHARE,
+        Suppression,
+        published_exposure,
+        suppress_counted,
+        suppress_table,
+        suppressed_share,
+        suppression_budget,
+    )
     from ._surrogate import (
         CHUNK_ROWS,
         ProtectsNothingWarning,
         make_surrogate,
+        release_domain,
         release_recipe,
         remedied,
         resolve_grouping,
