@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         AstridResult,
         Grouping,
         GroupingTestResult,
+        SearchSettings,
         astrid,
         goldeneye_indices,
         goldeneye_permute,

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ._result import AstridResult, GroupingTestResult
     from ._sample import large_table_defaults
     from ._search import astrid
+    from ._settings import SearchSettings
     from ._split import prepare, stratified_split
     from ._synthetic import make_planted, make_synthetic
     from ._test import test_grouping
