@@ -16,7 +16,6 @@ import time
 
 import pytest
 from astrid_airflow.operators.demo import bundled_table
-from astrid_airflow.release._choice_budget import ChoiceSteps, budget_left
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +24,7 @@ from astrid_airflow.cli import main
 from astrid_airflow.engine import _progress
 from astrid_airflow.engine._budget import Deadline
 from astrid_airflow.engine._forest import onedal_available
+from astrid_airflow.pipeline._choice_budget import ChoiceSteps, budget_left
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
@@ -87,15 +87,15 @@ def test_the_release_choice_logs_an_estimate_and_the_time_left(task_log, monkeyp
     t = make_synthetic(300, random_state=0)
     result = astrid(t, target="class", classifier="nb", n_search=5, n_test=10,
                     random_state=0, progress=False)
-    from astrid_airflow.release import _metrics
+    from astrid_airflow import release
 
-    real = _metrics.surrogate_utility
+    real = release.surrogate_utility
 
     def slow(*args, **kwargs):  # each candidate's measure takes a few heartbeats
         time.sleep(0.2)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_metrics, "surrogate_utility", slow)
+    monkeypatch.setattr(release, "surrogate_utility", slow)  # what the choice calls
     with pytest.raises(BudgetError, match="Stopped the release choice"):
         choose_release(t, result, policy=GatePolicy(), random_state=0, max_seconds=2.0)
     mine = [line for line in task_log if line.startswith("astrid_airflow: ")]
@@ -144,15 +144,15 @@ def test_max_seconds_bounds_the_whole_learn_including_the_release_choice(tmp_pat
                                                                          capsys):
     """A learn whose search fits its budget but whose release choice does not: it used
     to run past the budget by the choice's time; it now stops within it."""
-    from astrid_airflow.release import _metrics
+    from astrid_airflow import release
 
-    real = _metrics.surrogate_utility
+    real = release.surrogate_utility
 
     def slow(*args, **kwargs):  # a candidate costs at least 2 s: the choice >= 12 s
         time.sleep(2.0)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_metrics, "surrogate_utility", slow)
+    monkeypatch.setattr(release, "surrogate_utility", slow)  # what the choice calls
     t = make_synthetic(300, random_state=0)
     path = tmp_path / "t.csv"
     t.to_csv(path, index=False)

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                   screen={"auto": "auto", "on": True, "off": False}[args.screen],
                   progress=None if not args.quiet else False)
     if args.store and args.max_seconds is not None:  # the budget covers the choice too
-        from astrid_airflow.release import choice_reserve
+        from astrid_airflow.pipeline import choice_reserve
 
         kwargs["reserve_fits"] = choice_reserve(table, policy, not args.no_remedies)
     result = run_here_or_on_dask(args, astrid, astrid_on_dask, table, **kwargs)
