@@ -133,7 +133,7 @@ def publish_release(request: PublishRequest) -> Published:
             return Published("failed", str(exc), **outcome)
         raise
     now = _dt.datetime.now(_dt.UTC)
-    cand = _Candidate(request, receipt_file, receipt, digest,
+    cand = Candidate(request, receipt_file, receipt, digest,
                       release_time(request.run_after or now), now)
     fs, inner = where(destination)
     if _is_local(fs):  # one publisher at a time per destination (flock)
@@ -154,7 +154,7 @@ def publish_release(request: PublishRequest) -> Published:
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class Candidate:
     """A checked candidate release: what every promotion strategy needs."""
 
     request: PublishRequest
@@ -189,9 +189,9 @@ class _Candidate:
                      self.run_after, write_archive, self.now)
 
 
-def _promote(cand: _Candidate, outcome: dict[str, Any]) -> Published:
+def _promote(cand: Candidate, outcome: dict[str, Any]) -> Published:
     """Decide and write, alone on the destination: archive, current file, manifest."""
-    current = _read_manifest(cand.manifest_path)
+    current = read_manifest(cand.manifest_path)
     decision = cand.decide(current)
     if not decision.publish:
         repair_current(cand.request.destination, current)
@@ -286,14 +286,19 @@ def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any
     return path, receipt
 
 
-def _read_manifest(path: Any) -> dict[str, Any] | None:
+def read_manifest(path: Any) -> dict[str, Any] | None:
     """The current release's manifest, None before the first release."""
-    from astrid_airflow.io import load_json
-
     if not path.exists():
         return None
+    return parse_manifest(read_bytes(path), path)
+
+
+def parse_manifest(data: bytes, path: Any) -> dict[str, Any]:
+    """A manifest's JSON object; ``ReleaseError`` naming ``path`` if it is corrupt."""
+    from astrid_airflow.io import load_json
+
     try:
-        manifest = load_json(read_bytes(path), f"release manifest {path}")
+        manifest = load_json(data, f"release manifest {path}")
     except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
         raise ReleaseError(f"Refusing to publish: the current release's manifest {path} "
                            f"is corrupt ({exc}); repair or remove it.") from None
@@ -335,6 +340,8 @@ def read_bytes(path: Any) -> bytes:
 def sha256_of(path: Any) -> str:
     """Hex SHA-256 of a file's bytes, streamed."""
     fs, inner = where(path)
+    if not _is_local(fs):  # one GET: a snapshot, even while another publisher replaces it
+        return hashlib.sha256(fs.cat_file(inner)).hexdigest()
     h = hashlib.sha256()
     with fs.open(inner, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
