@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         read_table,
     )
     from ._jsonable import load_json, native, plain, strict
+    from ._modes import current_umask, dir_mode, file_mode
     from ._sql import (
         CHUNK_ROWS,
         SqlConnectionError,
