@@ -135,6 +135,7 @@ def publish_release(request: PublishRequest) -> Published:
     now = _dt.datetime.now(_dt.UTC)
     cand = Candidate(request, receipt_file, receipt, digest,
                       release_time(request.run_after or now), now)
+    _refuse_inputs(cand)
     fs, inner = where(destination)
     if _is_local(fs):  # one publisher at a time per destination (flock)
         from astrid_airflow.io import file_lock
@@ -177,7 +178,13 @@ class Candidate:
     def decide(self, current: Mapping[str, Any] | None) -> Any:
         from astrid_airflow.release import decide_release
 
-        archived = self.archived
+        archived, dest = self.archived, self.request.destination
+        if current is None and not self.request.force and dest.exists() and \
+                sha256_of(dest) != self.digest:
+            raise ReleaseError(
+                f"Refusing to publish the first release to {dest}: a file that is not an "
+                "ASTRID release is already there (no release manifest beside it). Move it, "
+                "or pass force (--force) to replace it.")
         return decide_release(
             current, release_id=self.request.release_id, sha256=self.digest,
             run_after=self.run_after,
@@ -189,8 +196,54 @@ class Candidate:
                      self.run_after, write_archive, self.now)
 
 
+def _refuse_inputs(cand: Candidate) -> None:
+    """A release never replaces what it was made from (issue 29): the surrogate, its
+    receipt, the original, the artefact or its store."""
+    from astrid_airflow._errors import StoreError
+    from astrid_airflow.io import refuse_overwriting_inputs
+
+    req, receipt = cand.request, cand.receipt
+    inputs = [req.surrogate, cand.receipt_file, req.original, receipt.get("original"),
+              receipt.get("artefact_path"), receipt.get("store")]
+    if req.artefact:
+        from astrid_airflow.release import parse_artefact_ref
+
+        loc = parse_artefact_ref(req.artefact)
+        inputs += [loc.root, loc.path]
+    outputs = [_text(req.destination), _text(cand.manifest_path)]
+    try:
+        refuse_overwriting_inputs(outputs, [_text(p) for p in inputs if p])
+    except StoreError as exc:
+        raise ReleaseError(f"Refusing to publish to {req.destination}: {exc}") from None
+    for src in (_text(p) for p in inputs if p):  # nor writes into an input directory
+        if os.path.isdir(src) and os.path.realpath(outputs[0]).startswith(
+                os.path.realpath(src).rstrip(os.sep) + os.sep):
+            raise ReleaseError(f"Refusing to publish to {req.destination}: it is inside the "
+                               f"input directory {src!r} (the artefact store or another "
+                               "input); choose another destination.")
+
+
+def _text(path: Any) -> str:
+    """A path object as the local path or URL the io layer takes."""
+    fs, inner = where(path)
+    return inner if _is_local(fs) else str(path)
+
+
+def _refuse_links(cand: Candidate) -> None:
+    """The archive is never written through a symbolic link (issue 29): ``releases/``
+    or ``releases/<id>`` pointing elsewhere would put the release outside its place."""
+    releases = cand.archived.parent.parent
+    for p in (releases, cand.archived.parent, cand.archived):
+        if os.path.islink(_text(p)):
+            raise ReleaseError(f"Refusing to publish release {cand.request.release_id!r}: "
+                               f"{p} is a symbolic link; archives are written only into "
+                               "real directories beside the published file.")
+
+
 def _promote(cand: Candidate, outcome: dict[str, Any]) -> Published:
     """Decide and write, alone on the destination: archive, current file, manifest."""
+    if _is_local(where(cand.request.destination)[0]):
+        _refuse_links(cand)
     current = read_manifest(cand.manifest_path)
     decision = cand.decide(current)
     if not decision.publish:
