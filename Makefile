@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml constraints/py311.txt
 
 install: $(STAMP)
 
+# ruff, then the import contracts of pyproject.toml's [tool.importlinter] (the layers)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 test: lint
 	$(PY) -m pytest

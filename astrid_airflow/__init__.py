@@ -7,15 +7,9 @@ imports Airflow, scikit-learn or Great Expectations until a name that needs them
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from astrid_airflow._lazy import lazy_exports
-
-try:
-    __version__ = version("astrid-airflow")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
@@ -32,11 +26,13 @@ if TYPE_CHECKING:
         SchemaMismatchError,
         StoreError,
     )
+    from ._version import __version__
     from .engine import (
         AdaptiveConfig,
         AstridResult,
         Grouping,
         GroupingTestResult,
+        SearchSettings,
         astrid,
         goldeneye_indices,
         goldeneye_permute,
@@ -63,6 +59,19 @@ if TYPE_CHECKING:
         read_table,
         sql_to_parquet,
     )
+    from .pipeline import (
+        Learned,
+        ReleasePlan,
+        StagedSurrogate,
+        choice_reserve,
+        choose_release,
+        fit_recipe,
+        gate_receipt,
+        learn_or_reuse,
+        release_plan,
+        save_learned,
+        stage_surrogate,
+    )
     from .privacy import (
         PAIR_SAMPLE_ROWS,
         AttackRisk,
@@ -84,34 +93,24 @@ if TYPE_CHECKING:
     from .release import (
         ArtefactStore,
         GroupingArtefact,
-        Learned,
         ProtectsNothingWarning,
         ReleaseDecision,
-        ReleasePlan,
         ReleaseRecipe,
-        StagedSurrogate,
         SurrogateMetrics,
         apply_recipe,
         check_receipt,
         check_release_id,
-        choose_release,
         decide_release,
         expected_intact_row_proportion,
         fingerprint_table,
-        fit_recipe,
-        gate_receipt,
         intact_row_proportion,
         largest_group_unique_share,
-        learn_or_reuse,
         load_artefact,
         make_surrogate,
         parse_artefact_ref,
-        release_plan,
         release_time,
-        save_learned,
         shuffle_file,
         split_artefact_ref,
-        stage_surrogate,
         surrogate_metrics,
         surrogate_utility,
     )
@@ -132,4 +131,4 @@ if TYPE_CHECKING:
         test_grouping_on_dask,
     )
 
-__getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__, "__version__")
+__getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -36,6 +36,27 @@ def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
+#: Most attacks an attack-based measure may ask for (per attack and side). The search
+#: for singling-out predicates tries up to 100 per attack, so this bounds its memory
+#: and time (anonymeter's default is 2,000; the gate uses 500).
+MAX_ATTACKS = 100_000
+
+
+def check_attack_count(value: object, name: str = "n_attacks") -> int:
+    """Return ``value`` as an int in ``[1, MAX_ATTACKS]``, or raise ``ParameterError``.
+
+    >>> check_attack_count(100_000_000)
+    Traceback (most recent call last):
+    ...
+    astrid_airflow._errors.ParameterError: Invalid n_attacks: 100000000. At most 100,000.
+    """
+    n = check_positive_int(value, name)
+    if n > MAX_ATTACKS:
+        # a 95 % interval is already about +-0.01 wide at 10,000 attacks
+        raise ParameterError(f"Invalid {name}: {n}. At most {MAX_ATTACKS:,}.")
+    return n
+
+
 def check_fraction(value: object, name: str, *, zero: bool = False) -> float:
     """Return ``value`` as a float in (0, 1) (``[0, 1)`` with ``zero=True``).
 

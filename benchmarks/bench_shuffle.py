@@ -125,7 +125,7 @@ def phase_floor(src: str, out: str) -> dict:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from astrid_airflow.engine import SHUFFLE_CHUNK_ROWS as CHUNK_ROWS
+    from astrid_airflow.release import CHUNK_ROWS
 
     threads = pa.cpu_count()
     names = columns()

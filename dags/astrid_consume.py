@@ -40,7 +40,11 @@ with DAG(
 
         import pandas as pd
         from airflow.sdk import ObjectStoragePath
-        from airflow.sdk.exceptions import AirflowFailException
+
+        try:  # Airflow after 3.1
+            from airflow.sdk.exceptions import AirflowFailException
+        except ImportError:  # Airflow 3.1
+            from airflow.exceptions import AirflowFailException
 
         from astrid_airflow.io import load_json
 

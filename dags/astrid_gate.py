@@ -47,6 +47,9 @@ with DAG(
         "max_accuracy_drop": Param(None, type=["null", "number"], minimum=0, maximum=1),
         "max_largest_group_unique_share": Param(None, type=["null", "number"], minimum=0,
                                                 maximum=1),
+        # a threshold looser than the default policy's is refused unless this is true
+        # (and then recorded in the receipt and the release record; docs/gate.md)
+        "allow_weaker_policy": Param(False, type="boolean"),
     },
     tags=["astrid", "example"],
     doc_md=__doc__,
@@ -62,6 +65,7 @@ with DAG(
             "max_accuracy_drop": "{{ params.max_accuracy_drop }}",
             "max_largest_group_unique_share": "{{ params.max_largest_group_unique_share }}",
         },
+        allow_weaker_policy="{{ params.allow_weaker_policy }}",
     )
     publish = PublishSurrogateOperator(
         task_id="publish",

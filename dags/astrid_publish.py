@@ -75,6 +75,9 @@ with DAG(
         "max_largest_group_unique_share": Param(None, type=["null", "number"], minimum=0,
                                                 maximum=1),
         "max_share_below_k": Param(None, type=["null", "number"], minimum=0, maximum=1),
+        # a threshold looser than the default policy's is refused unless this is true
+        # (and then recorded in the receipt and the release record; docs/gate.md)
+        "allow_weaker_policy": Param(False, type="boolean"),
     },
     tags=["astrid", "example"],
     doc_md=__doc__,
@@ -113,6 +116,7 @@ with DAG(
             "max_largest_group_unique_share": "{{ params.max_largest_group_unique_share }}",
             "max_share_below_k": "{{ params.max_share_below_k }}",
         },
+        allow_weaker_policy="{{ params.allow_weaker_policy }}",
         random_state="{{ params.seed }}",
     )
     publish = PublishSurrogateOperator(

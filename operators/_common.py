@@ -21,15 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import ObjectStoragePath
-from airflow.sdk.exceptions import AirflowFailException
 
 from astrid_airflow import AstridError
+
+from ._compat import AirflowFailException
 
 __all__ = [
     "as_path",
     "atomic_copy",
     "atomic_write_text",
+    "default_deferrable",
     "derive_seed",
+    "jobs_within_slots",
     "json_small",
     "local_input",
     "local_output",
@@ -37,7 +40,10 @@ __all__ = [
     "resolve_seed",
     "sha256_of",
     "store_filesystem",
+    "store_from_connection",
+    "store_location",
     "store_url",
+    "timeout_seconds",
     "translate_errors",
     "to_bool",
     "to_float",
@@ -169,17 +175,96 @@ def policy_overrides(policy: object) -> dict[str, Any]:
     return out
 
 
-def as_path(value: object, name: str) -> ObjectStoragePath:
-    """An ``ObjectStoragePath`` from a path, URL or ``ObjectStoragePath``."""
-    if isinstance(value, ObjectStoragePath):
+def default_deferrable() -> bool:
+    """``[operators] default_deferrable`` (False when unset): the deferrable default."""
+    from ._compat import airflow_conf
+
+    return airflow_conf().getboolean("operators", "default_deferrable", fallback=False)
+
+
+def jobs_within_slots(n_jobs: int, task: Any) -> int:
+    """``n_jobs`` clamped to the pool slots the running task holds, saying so.
+
+    A pool counts cores through ``pool_slots``. A task running holds its slots; asking
+    joblib for more workers (``n_jobs=-1``, a templated ``n_jobs``, an explicit smaller
+    ``pool_slots``) would take cores the pool gave other tasks, so the workers are cut
+    to the slots with a warning in the task log (joblib's negative values count from
+    the cores: -1 all, -2 all but one).
+    """
+    cores = os.cpu_count() or 1
+    wanted = n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
+    slots = max(1, int(getattr(task, "pool_slots", 1) or 1))
+    if wanted <= slots:
+        return n_jobs
+    task.log.warning("n_jobs=%d asks for %d workers but this task holds %d slot(s) of pool "
+                     "%r: using %d. To use more, raise pool_slots (and the pool's size: a "
+                     "task asking for more slots than its pool has is never scheduled).",
+                     n_jobs, wanted, slots, getattr(task, "pool", None), slots)
+    return slots
+
+
+def timeout_seconds(task: Any) -> float | None:
+    """The task's ``execution_timeout`` in seconds (None when it has none)."""
+    timeout = getattr(task, "execution_timeout", None)
+    return None if timeout is None else timeout.total_seconds()
+
+
+def as_path(value: object, name: str, conn_id: str | None = None) -> ObjectStoragePath:
+    """An ``ObjectStoragePath`` from a path, URL or ``ObjectStoragePath``.
+
+    ``conn_id`` is the Airflow connection that opens the URL (as
+    ``ObjectStoragePath(url, conn_id=...)``); the legacy ``s3://CONN_ID@bucket/...``
+    form carries it in the URL instead.
+    """
+    if isinstance(value, ObjectStoragePath) and not conn_id:
         return value
     if isinstance(value, (str, os.PathLike)) and os.fspath(value).strip():
         text = os.fspath(value).strip()
         # plain local paths are made absolute so the tasks do not depend on the cwd
         if "://" not in text:
             text = "file://" + os.path.abspath(text)
-        return ObjectStoragePath(text)
+        return ObjectStoragePath(text, conn_id=conn_id) if conn_id else ObjectStoragePath(text)
     raise AirflowFailException(f"Invalid {name}: {value!r}. Must be a path or URL.")
+
+
+def store_from_connection(connection: Any) -> ObjectStoragePath:
+    """An ``astrid`` connection's store: its host URL, opened with ``storage_conn_id``."""
+    root = (connection.host or "").strip()
+    if not root:
+        raise AirflowFailException(f"Connection {connection.conn_id!r} (astrid) names no "
+                                   "store: set its Store URL (host).")
+    extra = connection.extra_dejson or {}
+    # the form's field; older UIs store it with the provider's prefix
+    storage = extra.get("storage_conn_id") or extra.get("extra__astrid__storage_conn_id")
+    return as_path(root, f"store of connection {connection.conn_id!r}", storage or None)
+
+
+def store_location(store: object, store_conn_id: str | None) -> ObjectStoragePath:
+    """The artefact store of an operator: ``store`` opened through ``store_conn_id``.
+
+    ``store_conn_id`` names an ``astrid`` connection (the store is the connection's;
+    ``store`` must then be empty) or any object-storage connection (``aws_default``...)
+    that opens the ``store`` URL. Without it, ``store`` alone (the legacy form, a
+    connection id possibly inside the URL).
+    """
+    if not store_conn_id:
+        return as_path(store, "store")
+    from airflow.sdk import BaseHook
+
+    from ._compat import AirflowNotFoundException
+
+    try:
+        connection = BaseHook.get_connection(store_conn_id)
+    except AirflowNotFoundException:
+        raise AirflowFailException(f"Airflow connection {store_conn_id!r} (store_conn_id) "
+                                   "is not defined.") from None
+    if connection.conn_type == "astrid":
+        if store not in (None, ""):
+            raise AirflowFailException(
+                f"store={store!r} and store_conn_id={store_conn_id!r} (an astrid "
+                "connection, which names its own store): give one of them.")
+        return store_from_connection(connection)
+    return as_path(store, "store", store_conn_id)
 
 
 def is_local(path: ObjectStoragePath) -> bool:

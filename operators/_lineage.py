@@ -25,6 +25,15 @@ On the gate's surrogate input:
 
 The shuffle's staged surrogate carries ``astrid_metrics`` with the shuffle's own
 measurements (intact-row proportion and its expectation, accuracies).
+
+A published release (:func:`published`) carries on each output the ``version`` facet
+(the release id) and ``astrid_release`` (custom facet: ``releaseId``, ``sha256`` of
+the published bytes, ``artefact``, and the gate's verdict: ``gateSuccess``,
+``gateFailed``, ``gateExpectations``); its input, the staged surrogate, carries the
+gate's ``dataQualityAssertions`` from the receipt.
+
+Every operator records its inputs when ``execute`` starts, so a failed run's event
+(the provider calls ``get_openlineage_facets_on_failure``) names what it read.
 """
 
 from __future__ import annotations
@@ -37,8 +46,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["RecordsLineage", "metric_name", "metrics_facet_class", "numeric",
-           "operator_lineage"]
+__all__ = ["RecordsLineage", "gate_verdict", "metric_name", "metrics_facet_class",
+           "numeric", "operator_lineage", "published", "release_facet_class"]
 
 _PREFIX = "expect_surrogate_"
 
@@ -47,6 +56,10 @@ class RecordsLineage:
     """Mixin: the OpenLineage datasets of what ``execute`` recorded in ``self._lineage``."""
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        return operator_lineage(getattr(self, "_lineage", None))
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """What the task recorded before it failed: at least its inputs."""
         return operator_lineage(getattr(self, "_lineage", None))
 
 
@@ -67,6 +80,45 @@ def metrics_facet_class() -> type:
             return "urn:astrid-airflow:openlineage:AstridMetricsDatasetFacet:1"
 
     return AstridMetricsDatasetFacet
+
+
+@functools.cache
+def release_facet_class() -> type:
+    """``AstridReleaseDatasetFacet`` (defined on first use: it needs OpenLineage)."""
+    import attr
+    from openlineage.client.generated.base import DatasetFacet
+
+    @attr.define
+    class AstridReleaseDatasetFacet(DatasetFacet):
+        """A published release: its id, the sha256 of its bytes, the gate's verdict."""
+
+        releaseId: str  # OpenLineage facets name their fields in camelCase
+        sha256: str
+        artefact: str | None = None
+        gateSuccess: bool | None = None
+        gateFailed: list[str] = attr.field(factory=list)
+        gateExpectations: int | None = None
+
+        @staticmethod
+        def _get_schema() -> str:
+            return "urn:astrid-airflow:openlineage:AstridReleaseDatasetFacet:1"
+
+    return AstridReleaseDatasetFacet
+
+
+def gate_verdict(receipt: Mapping[str, Any]) -> dict[str, Any]:
+    """The gate's verdict in a receipt: passed, the failed expectations, how many."""
+    return {"gateSuccess": bool(receipt.get("success")),
+            "gateFailed": [str(f) for f in receipt.get("failed") or []],
+            "gateExpectations": len(receipt.get("expectations") or [])}
+
+
+def published(location: Any, *, release_id: str, sha256: str,
+              receipt: Mapping[str, Any], rows: int | None = None) -> dict[str, Any]:
+    """The lineage record of a published release at ``location``."""
+    return {"location": str(location), "version": release_id, "rows": rows,
+            "release": {"releaseId": release_id, "sha256": sha256,
+                        "artefact": receipt.get("artefact"), **gate_verdict(receipt)}}
 
 
 def metric_name(expectation: str) -> str:
@@ -137,6 +189,8 @@ def _facets(spec: Mapping[str, Any], *, output: bool) -> tuple[dict, dict]:
         facets["version"] = DatasetVersionDatasetFacet(datasetVersion=str(spec["version"]))
     if spec.get("metrics"):
         facets["astrid_metrics"] = metrics_facet_class()(metrics=dict(spec["metrics"]))
+    if spec.get("release"):
+        facets["astrid_release"] = release_facet_class()(**dict(spec["release"]))
     if spec.get("assertions"):
         io_facets["dataQualityAssertions"] = _assertions(spec["assertions"])
     rows = spec.get("rows")

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator, ObjectStoragePath
-from airflow.sdk.exceptions import AirflowFailException
 
 from ._common import (
     as_path,
@@ -31,10 +30,12 @@ from ._common import (
     resolve_seed,
     sha256_of,
     store_filesystem,
+    store_location,
     store_url,
     to_bool,
     translate_errors,
 )
+from ._compat import AirflowFailException
 from ._lineage import RecordsLineage, metric_name, numeric
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links, resolve_link
 from .shuffle import artefact_dataset, metrics_path, resolve_artefact
@@ -95,10 +96,20 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
     original : str or ObjectStoragePath
         The table the surrogate was made from: a file, or a database table
         ``conn://CONN_ID/SCHEMA.TABLE`` (templated).
+    original_conn_id : str, optional
+        The Airflow connection of ``original``: a common.sql database connection, in which
+        ``original`` is a table (``[SCHEMA.]TABLE``) or a ``SELECT`` query, or the
+        object-storage connection that opens a ``original`` URL. Without it, ``original`` is a
+        file, a URL or the legacy ``conn://CONN_ID/SCHEMA.TABLE`` (templated).
     surrogate : str or ObjectStoragePath
         The staged surrogate (templated).
-    store : str or ObjectStoragePath
+    store : str or ObjectStoragePath, optional
         Root of the artefact store (templated).
+    store_conn_id : str, optional
+        The Airflow connection of the store: an ``astrid`` connection (the store is the
+        connection's Store URL; leave ``store`` empty) or the object-storage connection
+        that opens the ``store`` URL (``aws_default``...). Without it ``store`` alone
+        (legacy: ``s3://CONN_ID@bucket/...``) (templated).
     artefact : str
         ``NAME@VERSION``, ``NAME`` or ``latest`` with ``name`` (templated).
     name : str, optional
@@ -114,6 +125,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
     remedies : bool, default True
         The staged surrogate is the artefact's remedied release (as the shuffle
         operator stages by default); ``False`` judges a raw release (templated).
+    allow_weaker_policy : bool, default False
+        Accept ``policy`` overrides that loosen a privacy threshold of the default
+        policy (refused otherwise); recorded in the receipt and the release record
+        (templated; docs/gate.md).
     link_base_url : dict or str, optional
         Storage prefix → public base URL for the extra links ("Data Docs", "Release
         report", "Artefact"); default the ``[astrid] link_base_url`` option, else the
@@ -128,23 +143,27 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
     """
 
     template_fields: Sequence[str] = (
+        "original_conn_id", "store_conn_id",
         "original", "surrogate", "store", "artefact", "name", "policy", "out_dir",
-        "random_state", "remedies",
+        "random_state", "remedies", "allow_weaker_policy",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"policy": "json"}
     ui_color = "#d4edda"
     operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
 
-    def __init__(self, *, original: Any, surrogate: Any, store: Any, artefact: str,
+    def __init__(self, *, original: Any, surrogate: Any, store: Any = None, artefact: str,
+                 original_conn_id: str | None = None, store_conn_id: str | None = None,
                  name: str | None = None, policy: dict[str, Any] | str | None = None,
                  out_dir: Any = None, random_state: int | str | None = None,
                  remedies: bool | str = True, link_base_url: Any = None,
-                 **kwargs: Any) -> None:
+                 allow_weaker_policy: bool | str = False, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.original = original
         self.surrogate = surrogate
         self.store = store
+        self.original_conn_id = original_conn_id
+        self.store_conn_id = store_conn_id
         self.artefact = artefact
         self.name = name
         self.policy = policy
@@ -152,14 +171,18 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         self.random_state = random_state
         self.remedies = remedies
         self.link_base_url = link_base_url
+        self.allow_weaker_policy = allow_weaker_policy
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import gate_receipt, validate_surrogate
 
-        original = as_table(self.original, "original")
+        original = as_table(self.original, "original", self.original_conn_id)
         surrogate = as_path(self.surrogate, "surrogate")
+        # a failed run's lineage names what it read (replaced by the full record below)
+        self._lineage = {"inputs": [{"location": str(original)},
+                                    {"location": str(surrogate)}]}
         out_dir = as_path(self.out_dir, "out_dir") if self.out_dir else surrogate.parent
-        store_path = as_path(self.store, "store")
+        store_path = store_location(self.store, self.store_conn_id)
         root, fs = store_url(store_path), store_filesystem(store_path)
         seed = resolve_seed(self.random_state, context)
         overrides = policy_overrides(self.policy)
@@ -178,7 +201,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                     _local_dir(out_dir) as outputs:
                 result = validate_surrogate(orig, surr, ref, policy=overrides,
                                             out_dir=outputs, random_state=seed, fs=fs,
-                                            remedies=to_bool(self.remedies, "remedies"))
+                                            remedies=to_bool(self.remedies, "remedies"),
+                                            allow_weaker_policy=to_bool(
+                                                self.allow_weaker_policy,
+                                                "allow_weaker_policy"))
                 # a database original exists only as this temporary dump
                 release_report = self._write_report(
                     ref, fs, orig if isinstance(original, TableRef) else original, surrogate,

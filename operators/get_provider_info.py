@@ -2,6 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+STORE_CONN_TYPE = "astrid"
+
+
+def store_conn_fields() -> dict[str, Any]:
+    """The ``astrid`` connection form (an artefact store): Airflow after 3.1 reads it from
+    the provider info (``conn-fields``, ``ui-field-behaviour``), 3.1 from the hook's
+    ``get_ui_field_behaviour`` (without its extra field: 3.1 builds that from WTForms,
+    which only the FAB provider installs; the extra JSON carries it there)."""
+    return {
+        "conn-fields": {"storage_conn_id": {
+            "label": "Object storage connection",
+            "schema": {"type": ["string", "null"]},
+            "description": "The connection that opens the store URL (aws_default, "
+                           "google_cloud_default...); empty for a local directory."}},
+        "ui-field-behaviour": {
+            "hidden-fields": ["schema", "login", "password", "port"],
+            "relabeling": {"host": "Store URL"},
+            "placeholders": {"host": "s3://bucket/astrid or /srv/astrid/artefacts",
+                             "extra": '{"storage_conn_id": "aws_default"}'},
+        },
+    }
+
 
 def get_provider_info() -> dict:
     from astrid_airflow import __version__  # cheap: the package exports lazily
@@ -20,10 +44,18 @@ def get_provider_info() -> dict:
         "versions": [__version__],
         "integrations": [{"integration-name": "ASTRID", "tags": ["software"]}],
         "operators": [{"integration-name": "ASTRID", "python-modules": modules}],
-        # the typed/atomic PostgreSQL path; it uses the postgres connection type, so no
-        # connection type of its own
+        # the store hook (the astrid connection type) and the typed/atomic PostgreSQL path
+        # (on the postgres connection type)
         "hooks": [{"integration-name": "ASTRID",
                    "python-modules": ["astrid_airflow.operators.hooks"]}],
+        # the artefact store as a connection (form + "Test"); databases use their own
+        # common.sql connection types (postgres, sqlite...)
+        "connection-types": [{
+            "connection-type": STORE_CONN_TYPE,
+            "hook-class-name": "astrid_airflow.operators.hooks.AstridStoreHook",
+            "hook-name": "ASTRID artefact store",
+            **store_conn_fields(),
+        }],
         "triggers": [{"integration-name": "ASTRID",
                       "python-modules": ["astrid_airflow.operators.triggers"]}],
         "extra-links": [

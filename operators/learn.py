@@ -8,27 +8,31 @@ compared with the latest version's, and only a difference (or ``force``) learns 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
 
 from ._common import (
-    as_path,
+    default_deferrable,
+    jobs_within_slots,
     json_small,
     policy_overrides,
     resolve_seed,
     run_timestamp,
     store_filesystem,
+    store_location,
     store_url,
+    timeout_seconds,
     to_bool,
     to_float,
     to_int,
     translate_errors,
 )
+from ._compat import AirflowFailException
 from ._lineage import RecordsLineage
 from .assets import emit_alias_events
 from .links import ArtefactLink, push_links
@@ -52,8 +56,18 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         The reference table: CSV, Parquet or ARFF, local path or URL, or a database
         table ``conn://CONN_ID/SCHEMA.TABLE`` (see ``astrid_airflow.operators.sql``)
         (templated).
-    store : str or ObjectStoragePath
+    reference_conn_id : str, optional
+        The Airflow connection of ``reference``: a common.sql database connection, in which
+        ``reference`` is a table (``[SCHEMA.]TABLE``) or a ``SELECT`` query, or the
+        object-storage connection that opens a ``reference`` URL. Without it, ``reference`` is a
+        file, a URL or the legacy ``conn://CONN_ID/SCHEMA.TABLE`` (templated).
+    store : str or ObjectStoragePath, optional
         Root of the artefact store (templated).
+    store_conn_id : str, optional
+        The Airflow connection of the store: an ``astrid`` connection (the store is the
+        connection's Store URL; leave ``store`` empty) or the object-storage connection
+        that opens the ``store`` URL (``aws_default``...). Without it ``store`` alone
+        (legacy: ``s3://CONN_ID@bucket/...``) (templated).
     name : str
         Artefact name in the store (templated).
     target : str, default "class"
@@ -72,7 +86,9 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Parallel fits (-1: all cores) (templated). A literal ``n_jobs >= 1`` is also the
         default ``pool_slots``, so a pool counts the cores the task uses; with ``-1``, a
         template or a Dask ``scheduler`` the default stays 1 slot (the scheduler assigns
-        slots before templates render): pass ``pool_slots`` then.
+        slots before templates render): pass ``pool_slots`` then. At task start,
+        ``n_jobs`` above the slots the task holds is cut to them, with a warning in the
+        task log (no worker beyond the cores the pool gave it).
     scheduler : str, optional
         Address of a Dask scheduler (``tcp://host:8786``): the fits run on that cluster
         instead of in the worker, with the same result as a local run (templated).
@@ -86,11 +102,15 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         the same decisions as the exact tests up to a reported risk (templated; see
         docs/performance.md). The artefact records the stopping record.
     max_seconds : float or None, default 14400 (4 hours)
-        Budget of the search: a few fits are timed first and, when the estimated run
-        exceeds it, the task fails before the search with a message saying what would fit
-        (rows to sample, the ``hgb`` preset, ``adaptive``); ``None`` or ``""``: no
-        budget (templated). 4 hours: a daily schedule can retry twice and still publish
-        the same day, and learning only reruns when the reference table changed.
+        Budget of the whole learn, the release choice included: a few fits are timed
+        first and, when the estimated run exceeds it, the task fails before the search
+        with a message saying what would fit (rows to sample, the ``hgb`` preset,
+        ``adaptive``); a run that still reaches it stops there, saving nothing. The
+        task's ``execution_timeout`` (less the time already spent) bounds it too: an
+        estimate above the timeout fails before fitting, naming both, and is not
+        retried (a retry would repeat the same doomed work). ``None`` or ``""``: no
+        budget but the timeout (templated). 4 hours: a daily schedule can retry twice and
+        still publish the same day, and learning only reruns when the reference table changed.
     sample : int, "auto" or None, default "auto"
         Learn on a stratified sample of the reference table: N rows, ``"auto"`` (tables
         above 20,000 rows: the size where the classifier's accuracy stops improving, see
@@ -101,12 +121,17 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Default thresholds of the release gate (``GatePolicy`` fields); the suite built
         from them is saved as ``suite.json`` in the new version, and the release
         (grouping + remedies) is chosen to pass them (templated).
+    allow_weaker_policy : bool, default False
+        Accept a ``gate_policy`` that loosens a privacy threshold of the default policy
+        (refused otherwise); recorded in the artefact's release (templated;
+        docs/gate.md).
     remedies : bool, default True
         Choose and record the release of least utility loss within the policy
         (:func:`~astrid_airflow.choose_release`, as ``astrid learn --store``);
         ``False`` records the learned grouping without a recipe (templated).
-    deferrable : bool, default False
-        With a Dask ``scheduler``: start the whole search on the cluster and defer to
+    deferrable : bool, optional
+        Default ``[operators] default_deferrable`` (False when unset). With a Dask
+        ``scheduler``: start the whole search on the cluster and defer to
         ``DaskRunTrigger`` (the triggerer polls it every ``poll_interval`` seconds), so
         the task holds no worker slot meanwhile; on resume the table is read again and
         must be unchanged (templated).
@@ -134,15 +159,17 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
     """
 
     template_fields: Sequence[str] = (
+        "reference_conn_id", "store_conn_id",
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
-        "remedies",
+        "remedies", "allow_weaker_policy",
         "n_jobs", "max_seconds", "sample", "deferrable",
     )
     ui_color = "#e8d8f0"
     operator_extra_links = (ArtefactLink(),)
 
-    def __init__(self, *, reference: Any, store: Any, name: str, target: str = "class",
+    def __init__(self, *, reference: Any, store: Any = None, name: str, target: str = "class",
+                 reference_conn_id: str | None = None, store_conn_id: str | None = None,
                  classifier: str = "svm", n_search: int | str = 100, n_test: int | str = 250,
                  alpha: float | str = 0.05, random_state: int | str | None = None,
                  n_jobs: int | str = 1, clean: bool | str = False, force: bool | str = False,
@@ -150,8 +177,9 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                  adaptive: bool | str = False, remedies: bool | str = True,
                  link_base_url: Any = None,
                  max_seconds: float | str | None = 4 * 3600,
-                 sample: int | str | None = "auto", deferrable: bool | str = False,
-                 poll_interval: float = 10.0, **kwargs: Any) -> None:
+                 sample: int | str | None = "auto", deferrable: bool | str | None = None,
+                 poll_interval: float = 10.0, allow_weaker_policy: bool | str = False,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         # our defaults yield to explicit arguments and to the DAG's default_args
         defaults = {"execution_timeout": LEARN_EXECUTION_TIMEOUT}
@@ -164,6 +192,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         super().__init__(**kwargs)
         self.reference = reference
         self.store = store
+        self.reference_conn_id = reference_conn_id
+        self.store_conn_id = store_conn_id
         self.name = name
         self.target = target
         self.classifier = classifier
@@ -181,8 +211,9 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.link_base_url = link_base_url
         self.max_seconds = max_seconds
         self.sample = sample
-        self.deferrable = deferrable
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.poll_interval = poll_interval
+        self.allow_weaker_policy = allow_weaker_policy
 
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import (
@@ -194,16 +225,25 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             learn_or_reuse,
             read_table,
         )
+        from astrid_airflow.gate import check_weaker_policy
 
-        reference = as_table(self.reference, "reference")
-        store_path = as_path(self.store, "store")
+        reference = as_table(self.reference, "reference", self.reference_conn_id)
+        store_path = store_location(self.store, self.store_conn_id)
         root, fs = store_url(store_path), store_filesystem(store_path)
         name = str(self.name)
         target = str(self.target)
         seed = resolve_seed(self.random_state, context)
         started = time.perf_counter()
+        self._lineage = {"inputs": [{"location": str(reference)}]}  # a failure names it
+        scheduler = str(self.scheduler) if self.scheduler else None
+        n_jobs = to_int(self.n_jobs, "n_jobs")
+        if not scheduler:  # local fits: no more workers than the slots held
+            n_jobs = jobs_within_slots(n_jobs, self)
         with translate_errors(f"Cannot learn {name!r} from {reference}"), \
                 sql_errors(f"Cannot read {reference}"):
+            policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
+            allow_weaker = to_bool(self.allow_weaker_policy, "allow_weaker_policy")
+            check_weaker_policy(policy, allow_weaker)  # before reading or learning
             with local_table(reference) as local:
                 table = read_table(local)
             if to_bool(self.clean, "clean"):
@@ -216,19 +256,21 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                             n_test=to_int(self.n_test, "n_test", minimum=1),
                             alpha=to_float(self.alpha, "alpha"), random_state=seed,
                             adaptive=to_bool(self.adaptive, "adaptive"),
-                            max_seconds=_budget(self.max_seconds), sample=self.sample,
+                            sample=self.sample,
                             # progress lines (estimate, fits, time left) in the task log
                             progress=None)
-            scheduler = str(self.scheduler) if self.scheduler else None
-            learned = learn_or_reuse(
-                table, store, name, settings, force=to_bool(self.force, "force"),
-                scheduler=scheduler, n_jobs=to_int(self.n_jobs, "n_jobs"),
-                policy=GatePolicy.from_dict(policy_overrides(self.gate_policy)),
-                created_at=run_timestamp(context),
-                remedies=to_bool(self.remedies, "remedies"), random_state=seed,
-                # the Dask search may defer (worker slot freed) and resume here
-                run=(lambda t, s: self._on_dask(t, fingerprint_table(t), s))
-                if scheduler else None)
+            settings["max_seconds"], timeout = _budget_within_timeout(
+                _budget(self.max_seconds), timeout_seconds(self), started)
+            with _timeout_is_final(timeout):
+                learned = learn_or_reuse(
+                    table, store, name, settings, force=to_bool(self.force, "force"),
+                    scheduler=scheduler, n_jobs=n_jobs,
+                    policy=policy, allow_weaker_policy=allow_weaker,
+                    created_at=run_timestamp(context),
+                    remedies=to_bool(self.remedies, "remedies"), random_state=seed,
+                    # the Dask search may defer (worker slot freed) and resume here
+                    run=(lambda t, s: self._on_dask(t, fingerprint_table(t), s))
+                    if scheduler else None)
         version, artefact = learned.version, learned.artefact
         if not learned.learned:
             self.log.info("Reference table unchanged (%s rows, sha256 %s…): keeping %s@%s, "
@@ -306,6 +348,35 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             "seed": seed,
             "seconds": round(time.perf_counter() - started, 3),
         })
+
+
+def _budget_within_timeout(budget: float | None, timeout: float | None, started: float
+                           ) -> tuple[float | None, float | None]:
+    """The learn's budget: ``max_seconds`` or what ``execution_timeout`` leaves, the
+    smaller; with the timeout when it is the bound (else None)."""
+    if timeout is None:
+        return budget, None
+    left = max(1e-3, timeout - (time.perf_counter() - started))
+    if budget is not None and budget <= left:
+        return budget, None
+    return left, timeout
+
+
+@contextlib.contextmanager
+def _timeout_is_final(timeout: float | None) -> Iterator[None]:
+    """A learn over the budget the ``execution_timeout`` sets fails for good, naming it:
+    every retry would repeat the same doomed work."""
+    from astrid_airflow import BudgetError
+
+    try:
+        yield
+    except BudgetError as exc:
+        if timeout is None:
+            raise
+        raise AirflowFailException(
+            f"The task's execution_timeout ({timeout:g} s) is below what this learn needs "
+            f"(its own cost estimate, or its run so far), so it fails now and is not "
+            f"retried: {exc}") from exc
 
 
 def _budget(value: Any) -> float | None:

@@ -93,9 +93,9 @@ def public_url(location: str, bases: Mapping[str, str] | None = None) -> str:
 
 
 def _configured() -> Any:
-    from airflow.sdk import conf
+    from ._compat import airflow_conf
 
-    return conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback=None)
+    return airflow_conf().get(CONFIG_SECTION, CONFIG_OPTION, fallback=None)
 
 
 def resolve_link(operator: Any, location: str | None) -> str:

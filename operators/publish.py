@@ -37,7 +37,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from airflow.sdk import Asset, BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from ._common import (
     as_path,
@@ -50,7 +49,8 @@ from ._common import (
     to_float,
     translate_errors,
 )
-from ._lineage import RecordsLineage
+from ._compat import AirflowFailException, AirflowSkipException
+from ._lineage import RecordsLineage, published
 from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
 from .sql import TableRef, as_table, publish_to_table, sql_errors
@@ -103,6 +103,12 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         suffix should match the surrogate's. Or a database table
         ``conn://CONN_ID/SCHEMA.TABLE``, created with the original's column types and
         swapped in atomically (templated).
+    destination_conn_id : str, optional
+        The Airflow connection of ``destination``: a common.sql database connection, in
+        which ``destination`` is a table name (``[SCHEMA.]TABLE``), or the object-storage
+        connection that opens a ``destination`` URL (``aws_default``...). Without it,
+        ``destination`` is a path, a URL or the legacy ``conn://CONN_ID/SCHEMA.TABLE``
+        (templated).
     receipt : str or ObjectStoragePath, optional
         The gate receipt; default ``<surrogate stem>.gate.json`` beside the surrogate
         (templated).
@@ -137,12 +143,14 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     Asset event is emitted (Airflow emits outlet events only on success).
     """
 
-    template_fields: Sequence[str] = ("surrogate", "destination", "receipt", "release_id",
+    template_fields: Sequence[str] = ("destination_conn_id",
+                                      "surrogate", "destination", "receipt", "release_id",
                                       "lock_timeout", "force")
     ui_color = "#cfe2ff"
     operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
 
     def __init__(self, *, surrogate: Any, destination: Any, receipt: Any = None,
+                 destination_conn_id: str | None = None,
                  release_id: str | None = None, lock_timeout: float | str = 30.0,
                  force: bool | str = False, link_base_url: Any = None,
                  **kwargs: Any) -> None:
@@ -150,6 +158,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         super().__init__(**kwargs)
         self.surrogate = surrogate
         self.destination = destination
+        self.destination_conn_id = destination_conn_id
         self.receipt = receipt
         self.release_id = release_id
         self.lock_timeout = lock_timeout
@@ -160,12 +169,12 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         from astrid_airflow import check_release_id
 
         surrogate = as_path(self.surrogate, "surrogate")
-        destination = as_table(self.destination, "destination")
+        self._lineage = {"inputs": [{"location": str(surrogate)}]}  # a failure names it
+        destination = as_table(self.destination, "destination", self.destination_conn_id)
         release_id = str(self.release_id) if self.release_id else \
             release_id_from_run(context.get("run_id"))
         with _refused():
             check_release_id(release_id)
-        self._lineage = {"inputs": [{"location": str(surrogate)}]}  # outputs once written
         if isinstance(destination, TableRef):
             receipt = self._checked_receipt(context, surrogate)
             return self._publish_table(context, surrogate, destination, receipt,
@@ -187,6 +196,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
                           where=str(receipt_path))
         push_links(self, context, data_docs=receipt.get("data_docs"),
                    report=receipt.get("report"), artefact=receipt.get("artefact_path"))
+        self._lineage["inputs"][0]["assertions"] = receipt.get("expectations")
         return receipt
 
     def _publish_file(self, context: Any, surrogate: Any, destination: Any,
@@ -200,6 +210,8 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
                 surrogate_name=str(surrogate), run_after=run_timestamp(context),
                 run_id=context.get("run_id"), force=to_bool(self.force, "force")))
         receipt = done.receipt
+        # the gate's verdict on what is published; outputs once written
+        self._lineage["inputs"][0]["assertions"] = receipt.get("expectations")
         if done.action == "failed":
             raise AirflowFailException(done.reason)
         # what the gate judged; a publication replaces these with the archived copies
@@ -213,8 +225,9 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         manifest, extra = done.manifest or {}, done.extra
         push_links(self, context, data_docs=manifest["data_docs"], report=manifest["report"],
                    artefact=receipt.get("artefact_path"))
-        self._lineage["outputs"] = [{"location": str(destination), "version": release_id},
-                                    {"location": extra["archived"], "version": release_id}]
+        self._lineage["outputs"] = [published(where, release_id=release_id,
+                                              sha256=done.sha256, receipt=receipt)
+                                    for where in (destination, extra["archived"])]
         events = context.get("outlet_events")
         for outlet in self.outlets or []:
             if isinstance(outlet, Asset) and events is not None:
@@ -271,8 +284,9 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             "published_at": published_at,
         }
         atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
-        self._lineage["outputs"] = [{"location": str(destination), "version": release_id,
-                                     "rows": info["rows"]}]
+        self._lineage["outputs"] = [published(destination, release_id=release_id,
+                                              sha256=digest, receipt=receipt,
+                                              rows=info["rows"])]
         extra = {"release_id": release_id, "published": str(destination),
                  "archived": str(surrogate), "sha256": digest,
                  "artefact": receipt.get("artefact"), "table": info["table"],

@@ -22,6 +22,7 @@ from ._common import (
     local_output,
     resolve_seed,
     store_filesystem,
+    store_location,
     store_url,
     to_bool,
     translate_errors,
@@ -90,8 +91,18 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         The table to shuffle: the reference table or a new batch with its schema;
         ``.parquet`` or ``.csv``, or a database table ``conn://CONN_ID/SCHEMA.TABLE``
         (streamed into a temporary Parquet file first) (templated).
-    store : str or ObjectStoragePath
+    table_conn_id : str, optional
+        The Airflow connection of ``table``: a common.sql database connection, in which
+        ``table`` is a table (``[SCHEMA.]TABLE``) or a ``SELECT`` query, or the
+        object-storage connection that opens a ``table`` URL. Without it, ``table`` is a
+        file, a URL or the legacy ``conn://CONN_ID/SCHEMA.TABLE`` (templated).
+    store : str or ObjectStoragePath, optional
         Root of the artefact store (templated).
+    store_conn_id : str, optional
+        The Airflow connection of the store: an ``astrid`` connection (the store is the
+        connection's Store URL; leave ``store`` empty) or the object-storage connection
+        that opens the ``store`` URL (``aws_default``...). Without it ``store`` alone
+        (legacy: ``s3://CONN_ID@bucket/...``) (templated).
     artefact : str
         ``NAME@VERSION`` (``VERSION`` like ``v0003``), ``NAME`` or ``NAME@latest``; or
         ``latest`` together with ``name`` (templated).
@@ -126,12 +137,14 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
     """
 
     template_fields: Sequence[str] = (
+        "table_conn_id", "store_conn_id",
         "table", "store", "artefact", "out", "name", "random_state", "utility", "engine",
         "spark_conf", "remedies",
     )
     ui_color = "#f3e3c3"
 
-    def __init__(self, *, table: Any, store: Any, artefact: str, out: Any,
+    def __init__(self, *, table: Any, store: Any = None, artefact: str, out: Any,
+                 table_conn_id: str | None = None, store_conn_id: str | None = None,
                  name: str | None = None, random_state: int | str | None = None,
                  utility: bool | str = True, engine: str = "local",
                  spark_conf: dict[str, Any] | None = None, remedies: bool | str = True,
@@ -140,6 +153,8 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         super().__init__(**kwargs)
         self.table = table
         self.store = store
+        self.table_conn_id = table_conn_id
+        self.store_conn_id = store_conn_id
         self.artefact = artefact
         self.out = out
         self.name = name
@@ -152,16 +167,19 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import ParameterError, stage_surrogate
 
-        table = as_table(self.table, "table")
+        table = as_table(self.table, "table", self.table_conn_id)
         out = as_path(self.out, "out")
-        store_path = as_path(self.store, "store")
+        store_path = store_location(self.store, self.store_conn_id)
         root, fs = store_url(store_path), store_filesystem(store_path)
         seed = resolve_seed(self.random_state, context)
         utility = to_bool(self.utility, "utility")
         remedies = to_bool(self.remedies, "remedies")
         started = time.perf_counter()
+        # a failed run's lineage names what it read (replaced by the full record below)
+        self._lineage = {"inputs": [{"location": str(table)}]}
         with translate_errors(f"Cannot shuffle {table}"), sql_errors(f"Cannot read {table}"):
             store, name, version = resolve_artefact(root, fs, self.artefact, self.name)
+            self._lineage["inputs"].append(artefact_dataset(root, f"{name}@{version}"))
             artefact = store.load(name, version)
             engine = str(self.engine)
             if engine not in {"local", "spark"}:

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
-
 from ._common import as_path, local_input
+from ._compat import AirflowException, AirflowFailException
 
 __all__ = [
     "CONN_SCHEME",
@@ -119,11 +118,27 @@ def _parse(text: str, name: str) -> TableRef:
     return TableRef(text=text, conn_id=conn_id, table=table, query=query)
 
 
-def as_table(value: object, name: str) -> Any:
-    """A :class:`TableRef` for a database reference, else an ``ObjectStoragePath``."""
+_QUERY = re.compile(r"^\s*(select|with)\s", re.IGNORECASE)
+
+
+def as_table(value: object, name: str, conn_id: str | None = None) -> Any:
+    """A :class:`TableRef` for a database reference, else an ``ObjectStoragePath``.
+
+    With ``conn_id`` (the operators' ``<argument>_conn_id``): a URL is a file opened
+    through that object-storage connection; anything else is a table name
+    (``[SCHEMA.]TABLE``) or a ``SELECT``/``WITH`` query in that database connection,
+    the same reference as the legacy ``conn://CONN_ID/TABLE`` string.
+    """
+    if conn_id and isinstance(value, str) and "://" not in value:
+        text = value.strip()
+        if not text:
+            raise AirflowFailException(f"Invalid {name}: empty (a table name or query in "
+                                       f"connection {conn_id!r}).")
+        ref = sql_query(conn_id, text) if _QUERY.match(text) else sql_table(conn_id, text)
+        return _parse(ref, name)
     if is_table_ref(value):
         return _parse(str(value).strip(), name)
-    return as_path(value, name)
+    return as_path(value, name, conn_id)
 
 
 # conn_type -> the library's dialect name, where the two differ
@@ -133,7 +148,8 @@ _DIALECTS = {"postgres": "postgresql", "gcpbigquery": "bigquery", "google_cloud_
 
 def _connection(ref: TableRef) -> Any:
     from airflow.sdk import BaseHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from ._compat import AirflowNotFoundException
 
     try:
         return BaseHook.get_connection(ref.conn_id)

@@ -297,7 +297,7 @@ def _op(kind, **kw):
 
 
 def _fail():
-    from airflow.sdk.exceptions import AirflowFailException
+    from astrid_airflow.operators._compat import AirflowFailException
 
     return AirflowFailException
 
@@ -1163,7 +1163,121 @@ def _rest_cases() -> list[Case]:
     return c
 
 
-CASES = _cases() + _gate_integrity_cases() + _rest_cases()
+def _recipe_artefact(work) -> str:
+    """``recipe.json``: the work artefact with a recipe suppressing a6 (for generalise)."""
+    import dataclasses
+
+    if not (work["root"] / "recipe.json").exists():
+        recipe = {"version": 1, "k": 5, "target": TARGET, "notes": [], "steps": [
+            {"method": "suppress", "column": "a6", "keep": [], "published_type": "category"}]}
+        art = dataclasses.replace(work["artefact"],
+                                  release={"status": "given", "recipe": recipe})
+        (work["root"] / "recipe.json").write_text(art.to_json())
+    return "recipe.json"
+
+
+def _risk(control, *extra):
+    return ["risk", "--original", "ref.csv", "--surrogate", "surr.parquet", "--artefact",
+            "store/m", "--control", control, "--seed", "0", "--n-attacks", "20", *extra]
+
+
+def _hardening_cases() -> list[Case]:
+    """Issue 29: bounded inputs, weakened policies, outputs over inputs, --control."""
+    c: list[Case] = []
+    add = c.append
+    weak = json.dumps({"max_share_below_k": 1.0, "max_class_disclosure_share": 1.0})
+    # bounded inputs: regular files only, small files small, attack counts capped
+    add(Case("cli-policy-fifo", "cli", "`learn --policy fifo.json` (a named pipe)",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "p", "--policy",
+                              _fifo(w, "fifo.json")), "exit 2",
+             r"Invalid --policy 'fifo\.json': not a regular file"))
+    add(Case("cli-policy-dev-zero", "cli", "`learn --policy /dev/zero` (read for ever)",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "p", "--policy",
+                              "/dev/zero"), "exit 2",
+             r"Invalid --policy '/dev/zero': not a regular file"))
+    add(Case("cli-policy-oversized", "cli", "`learn --policy big.json` (100 KB of JSON)",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "p", "--policy",
+                              _write(w, "big.json", "[" + "0," * 50_000 + "0]")), "exit 2",
+             r"Invalid --policy 'big\.json': larger than 64 KiB"))
+    add(Case("cli-policy-deep", "cli", "`learn --policy` nested 20 levels deep",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "p", "--policy",
+                              _write(w, "deep.json", _deep(20))), "exit 2",
+             r"nested deeper than 8 levels"))
+    add(Case("cli-policy-not-object", "cli", "`learn --policy` holding a JSON list",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "p", "--policy",
+                              _write(w, "list.json", "[1, 2]")), "exit 2",
+             r"expected a JSON object of GatePolicy fields"))
+    add(Case("cli-report-metrics-fifo", "cli", "`report --surrogate-metrics fifo.json`",
+             lambda w: ["report", "store/m", "--surrogate-metrics", _fifo(w, "fifo.json"),
+                        "--out", "rep"], "exit 2",
+             r"Invalid surrogate metrics 'fifo\.json': not a regular file"))
+    add(Case("cli-validate-metrics-dev-zero", "cli", "`validate --metrics /dev/zero`",
+             lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--metrics",
+                        "/dev/zero"], "exit 2", r"Invalid --metrics '/dev/zero': not a regular"))
+    add(Case("cli-risk-n-attacks-huge", "cli", "`risk --n-attacks 100000000`",
+             lambda w: ["risk", "--original", "ref.csv", "--surrogate", "surr.parquet",
+                        "--artefact", "store/m", "--n-attacks", "100000000"], "exit 2",
+             r"Invalid --n-attacks: 100000000\. At most 100,000"))
+    add(Case("lib-policy-attack-n-huge", "library", "`GatePolicy(attack_n=100_000_000)`",
+             lambda w: (lambda: __import__("astrid_airflow").GatePolicy(attack_n=10**8)),
+             ParameterError, r"Invalid attack_n: 100000000\. At most 100,000"))
+    # weakened policies need the explicit flag; k = 1 is no k-anonymity check
+    add(Case("cli-policy-weaker-no-flag", "cli",
+             "`learn --policy` weaker than the default, without --allow-weaker-policy",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "p", "--policy",
+                              _write(w, "weak.json", weak)), "exit 2",
+             r"weaker than the default policy: max_share_below_k 1 \(default 0\.05\), "
+             r"max_class_disclosure_share 1 \(default 0\.05\); pass --allow-weaker-policy"))
+    add(Case("cli-validate-weaker-no-flag", "cli",
+             "`validate --max-intact 1` without --allow-weaker-policy",
+             lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--max-intact", "1"],
+             "exit 2", r"weaker than the default policy: max_intact 1 \(default 0\.01\)"))
+    add(Case("cli-validate-disclosure-k-1", "cli", "`validate --disclosure-k 1`",
+             lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--disclosure-k",
+                        "1", "--allow-weaker-policy"], "exit 2",
+             r"Invalid disclosure_k: 1\. Must be an integer >= 2"))
+    add(Case("lib-policy-disclosure-k-1", "library", "`GatePolicy(disclosure_k=1)`",
+             lambda w: (lambda: __import__("astrid_airflow").GatePolicy(disclosure_k=1)),
+             ParameterError, r"Invalid disclosure_k: 1\. Must be an integer >= 2"))
+    add(Case("lib-validate-weaker-no-flag", "library",
+             "`validate_surrogate(..., policy={'max_inference_risk': 0.9}, "
+             "allow_weaker_policy=False)`",
+             lambda w: (lambda: __import__("astrid_airflow").validate_surrogate(
+                 "ref.parquet", "surr.parquet", "store/m", random_state=0,
+                 policy={"max_inference_risk": 0.9}, allow_weaker_policy=False)),
+             ParameterError, r"max_inference_risk 0\.9 \(default 0\.5\)"))
+    add(Case("op-gate-weaker-no-flag", "operator",
+             "Gate: `policy={'max_intact': '1'}` without allow_weaker_policy",
+             lambda w: _op("gate", surrogate="surr.parquet", policy={"max_intact": "1"}),
+             "fail", r"weaker than the default policy: max_intact 1 .*"
+             r"allow_weaker_policy=True"))
+    add(Case("op-learn-weaker-no-flag", "operator",
+             "Learn: `gate_policy={'max_linkability_risk': 0.5}` without allow_weaker_policy",
+             lambda w: _op("learn", reference="ref.csv", name="opw",
+                           gate_policy={"max_linkability_risk": 0.5}), "fail",
+             r"max_linkability_risk 0\.5 \(default 0\.1\)"))
+    # an output never replaces an input; control rows are not original rows
+    add(Case("cli-generalise-out-is-input", "cli", "`generalise ref.csv --out ref.csv "
+             "--overwrite`", lambda w: ["generalise", "ref.csv", "--artefact",
+                                        _recipe_artefact(w), "--out", "ref.csv",
+                                        "--overwrite"], "exit 2",
+             r"Refusing to write 'ref\.csv': it is the input 'ref\.csv'"))
+    add(Case("cli-generalise-out-hardlink-input", "cli",
+             "`generalise ref.csv --out hard.csv --overwrite`, hard.csv a hard link to it",
+             lambda w: ["generalise", "ref.csv", "--artefact", _recipe_artefact(w), "--out",
+                        _link(w, "hard.csv", hard=True), "--overwrite"], "exit 2",
+             r"it is the input 'ref\.csv'"))
+    add(Case("cli-risk-control-is-original", "cli", "`risk --control ref.csv` (the original "
+             "itself: every risk understated)", lambda w: _risk("ref.csv"), "exit 2",
+             r"--control shares 60 of its 60 rows with the original"))
+    add(Case("cli-risk-control-half-original", "cli", "`risk --control` holding 20 original "
+             "rows among 40", lambda w: _risk(_csv(w, "half.csv", pd.concat(
+                 [_t(w).iloc[:20], _t(w).iloc[30:50].assign(a1=lambda d: d["a1"] + 1000)]))),
+             "exit 2", r"--control shares 20 of its 40 rows with the original"))
+    return c
+
+
+CASES = _cases() + _gate_integrity_cases() + _rest_cases() + _hardening_cases()
 
 
 # ------------------------------------------------------------------------- running

@@ -15,7 +15,6 @@ distributed = pytest.importorskip("distributed", reason="needs the 'dask' extra"
 
 from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
-import astrid_airflow  # noqa: E402
 from astrid_airflow._errors import ParameterError  # noqa: E402
 from astrid_airflow.engine._search import astrid  # noqa: E402
 from astrid_airflow.engine._synthetic import make_synthetic  # noqa: E402
@@ -116,7 +115,7 @@ def test_engine_arguments_are_set_by_the_cluster(cluster, table):
 
 
 def test_worker_version_mismatch_is_reported(cluster, monkeypatch):
-    monkeypatch.setattr(astrid_airflow, "__version__", "0.0.0-client")
+    monkeypatch.setattr("astrid_airflow._version.__version__", "0.0.0-client")
     with pytest.raises(ParameterError, match=r"need astrid_airflow 0\.0\.0-client"):
         with dask_parallel(cluster.scheduler_address):
             pass

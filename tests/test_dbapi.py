@@ -15,7 +15,7 @@ import sqlite3
 
 import pandas as pd
 import pytest
-from airflow.sdk.exceptions import AirflowFailException
+from astrid_airflow.operators._compat import AirflowFailException
 from astrid_airflow.operators.demo import bundled_table
 from astrid_airflow.operators.sql import (
     as_table,

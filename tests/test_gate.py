@@ -29,7 +29,6 @@ from astrid_airflow._errors import (
 )
 from astrid_airflow.engine._grouping import Grouping
 from astrid_airflow.gate._checks import (
-    EXPECTATIONS,
     class_changes,
     multiset_differences,
     schema_differences,
@@ -42,6 +41,7 @@ from astrid_airflow.gate._gate import (
     result_paths,
 )
 from astrid_airflow.gate._kit import import_gx
+from astrid_airflow.gate._registry import EXPECTATIONS
 
 INTACT = "expect_surrogate_intact_row_proportion_to_be_at_most"
 UTILITY = "expect_surrogate_accuracy_drop_to_be_at_most"

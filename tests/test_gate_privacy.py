@@ -22,12 +22,12 @@ from astrid_airflow import (
 )
 from astrid_airflow.engine._grouping import Grouping
 from astrid_airflow.gate._checks import (
-    EXPECTATIONS,
     judge_group_disclosure,
     judge_linkage,
     linkage_values,
 )
 from astrid_airflow.gate._gate import build_suite
+from astrid_airflow.gate._registry import EXPECTATIONS
 
 BELOW_K = "expect_surrogate_group_share_below_k_to_be_at_most"
 CLASS_DISC = "expect_surrogate_group_class_disclosure_share_to_be_at_most"

@@ -25,7 +25,7 @@ from astrid_airflow import (
     validate_surrogate,
     write_report,
 )
-from astrid_airflow.report._html import safe_href
+from astrid_airflow._html import safe_href
 
 COLUMN, LABEL = "zzcolumnzz", "zzlabelzz"
 HOSTILE = [

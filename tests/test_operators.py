@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from airflow.sdk import Asset, AssetAlias
-from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk.execution_time.context import OutletEventAccessors
 from astrid_airflow.operators import _common
+from astrid_airflow.operators._compat import AirflowFailException
 from astrid_airflow.operators.assets import artefact_alias, artefact_asset
 from astrid_airflow.operators.demo import bundled_table
 from astrid_airflow.operators.gate import SurrogateGateOperator, failure_message
@@ -56,7 +56,8 @@ def learned(tmp_path_factory):
                                           # and the attack checks' views of raw values
                                           "max_singling_out_risk": 1,
                                           "max_inference_risk": "1.0",
-                                          "max_class_from_one_column_risk": 1})
+                                          "max_class_from_one_column_risk": 1},
+                             allow_weaker_policy=True)  # a raw release on purpose
     out = op.execute(ctx(task_id="learn"))
     return types.SimpleNamespace(root=root, store=store, xcom=out, op=op)
 
@@ -463,7 +464,7 @@ class TestReleaseProtocol:
         """One publish attempt as the task of run ``run_id``; (xcom or None, events)."""
         import datetime as dt
 
-        from airflow.sdk.exceptions import AirflowSkipException
+        from astrid_airflow.operators._compat import AirflowSkipException
 
         events = OutletEventAccessors()
         asset = Asset(name="rel", uri="file://" + str(destination))

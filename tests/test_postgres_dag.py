@@ -19,7 +19,7 @@ import time
 import types
 
 import pytest
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from astrid_airflow.operators._compat import AirflowException, AirflowFailException
 from conftest import REPO
 from test_sql import postgres_url
 
@@ -328,9 +328,9 @@ def test_publishing_a_table_is_monotonic_and_idempotent(conn_env, tmp_path):
 
     import pandas as pd
     from airflow.sdk import Asset
-    from airflow.sdk.exceptions import AirflowSkipException
     from airflow.sdk.execution_time.context import OutletEventAccessors
     from astrid_airflow.operators import _common
+    from astrid_airflow.operators._compat import AirflowSkipException
     from astrid_airflow.operators.publish import PublishSurrogateOperator
 
     table = f"t_{int(time.time() * 1000) % 10**9}"

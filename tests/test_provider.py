@@ -76,11 +76,10 @@ def test_extra_links_are_registered_and_cover_every_operators_links():
 def test_airflow_providers_get_lists_everything_registered(tmp_path):
     """``airflow providers get astrid-airflow --full``: what Airflow registered from us.
 
-    Every key of ``get_provider_info()`` comes back unchanged, plus the
-    ``documentation-url`` Airflow 3.3 takes from ``[project.urls] Documentation``.
+    Every key of ``get_provider_info()`` comes back unchanged, and no placeholder
+    ``documentation-url`` (Airflow takes it from ``[project.urls] Documentation``; the
+    project has no public site, so it declares none).
     """
-    from importlib.metadata import distribution
-
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
     bin_dir = Path(sys.executable).parent
@@ -95,9 +94,43 @@ def test_airflow_providers_get_lists_everything_registered(tmp_path):
             assert got[key].rstrip(".") == value.rstrip(".")
         else:
             assert got[key] == value, key
-    urls = dict(u.split(", ", 1) for u in
-                distribution("astrid-airflow").metadata.get_all("Project-URL"))
-    assert got["documentation-url"] == urls["Documentation"]
-    assert got["documentation-url"].endswith("/docs/airflow.md")
+    assert ".invalid" not in str(got.get("documentation-url") or "")
     for key in ("operators", "extra-links", "config"):
         assert got[key], key
+
+
+def test_package_metadata_ships_a_license_and_no_placeholder_url():
+    """The wheel's metadata: MIT with its license file, no URL on a placeholder host,
+    Airflow from 3.1 to before 4, and scikit-learn-intelex only behind the onedal extra."""
+    from importlib.metadata import distribution
+
+    from packaging.requirements import Requirement
+
+    meta = distribution("astrid-airflow").metadata
+    assert meta["License-Expression"] == "MIT"
+    assert meta.get_all("License-File") == ["LICENSE"]
+    assert not [u for u in meta.get_all("Project-URL") or [] if ".invalid" in u]
+    reqs = [Requirement(r) for r in meta.get_all("Requires-Dist")]
+    (airflow,) = [r for r in reqs if r.name == "apache-airflow"]
+    assert str(airflow.specifier) in ("<4,>=3.1", ">=3.1,<4")
+    intelex = [r for r in reqs if r.name == "scikit-learn-intelex"]
+    assert intelex and all(r.marker is not None and 'extra == "onedal"' in str(r.marker)
+                           for r in intelex)
+
+
+def test_the_astrid_connection_type_is_registered_with_its_form(tmp_path):
+    """``airflow providers hooks``: the ``astrid`` connection type and its hook."""
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    bin_dir = Path(sys.executable).parent
+    out = subprocess.run([str(bin_dir / "airflow"), "providers", "hooks", "--output", "json"],
+                         env=env, capture_output=True, text=True, timeout=180, check=True)
+    rows = json.loads(out.stdout[out.stdout.index("["):])
+    ours = [r for r in rows if r.get("connection_type") == "astrid"]
+    assert ours and ours[0]["class"] == "astrid_airflow.operators.hooks.AstridStoreHook"
+    assert ours[0]["package_name"] == "astrid-airflow"
+    assert ours[0]["hook_name"] == "ASTRID artefact store"
+    from astrid_airflow.operators.hooks import AstridStoreHook
+
+    (conn_type,) = get_provider_info()["connection-types"]
+    assert conn_type["connection-type"] == AstridStoreHook.conn_type
+    assert "storage_conn_id" in conn_type["conn-fields"]

@@ -3,12 +3,11 @@
 Operators, DAGs, benchmarks and scripts use what ``astrid_airflow`` (and its public
 subpackages ``astrid_airflow.io``, ``astrid_airflow.engine``, ...,
 ``astrid_airflow.operators.*``) export; inside the library no module imports another
-module's ``_``-prefixed name, and nothing outside a subpackage imports its private
-modules (``astrid_airflow.gate`` may use ``astrid_airflow.privacy``'s public names, never
-``astrid_airflow.privacy._disclosure``). Like the Airflow-free guard in
-``test_core_imports.py``, this reads the source (AST and subprocess code strings), so it
-fails the moment such an import is written. Tests may import private modules
-(white-box checks).
+module's ``_``-prefixed name. That no module imports another subpackage's private
+modules is import-linter's ``private-modules`` contract (``make lint``,
+``tests/test_architecture.py``); these tests cover what no contract expresses: private
+*names*, code strings run in subprocesses, documentation examples and the lazy export
+lists. Tests may import private modules (white-box checks).
 """
 
 from __future__ import annotations
@@ -129,61 +128,6 @@ EXPORTING = sorted(p.parent.name for p in LIBRARY.glob("*/__init__.py")
 def _dotted(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _subpackage_violations(path: Path, module: str) -> list[str]:
-    """Imports of another subpackage's private modules by ``module`` (file ``path``).
-
-    ``astrid_airflow.<sub>._x`` (or ``from astrid_airflow.<sub> import _x``) is private
-    to ``astrid_airflow.<sub>``; the top level's own modules (``astrid_airflow._errors``,
-    ``_validation``, ``_lazy``) are shared by every subpackage.
-    """
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(up + ([node.module] if node.module else []))
-            targets = [f"{base}.{a.name}" if _private(a.name) else base for a in node.names]
-        else:
-            continue
-        for target in targets:
-            parts = target.split(".")
-            if parts[0] != "astrid_airflow" or len(parts) < 3 or _private(parts[1]):
-                continue
-            owner = ".".join(parts[:2])
-            if any(_private(p) for p in parts[2:]) and not (
-                    module == owner or module.startswith(owner + ".")):
-                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-                out.append(f"{where}:{node.lineno}: {target}")
-    return out
-
-
-def test_no_module_imports_private_modules_of_another_subpackage():
-    bad = [v for f in sorted(LIBRARY.rglob("*.py"))
-           for v in _subpackage_violations(f, _dotted(f))]
-    assert not bad, "private modules of another subpackage imported:\n" + "\n".join(bad)
-
-
-def test_the_subpackage_guard_sees_a_private_import(tmp_path):
-    probe = tmp_path / "probe.py"
-    probe.write_text("from astrid_airflow.privacy._disclosure import disclosure_risk\n"
-                     "from astrid_airflow.privacy import _risk, measure_risk\n"
-                     "from ..release._store import ArtefactStore\n"
-                     "import astrid_airflow.io._jsonable\n"
-                     # allowed: public names, the top level's modules, its own package
-                     "from astrid_airflow.privacy import disclosure_risk\n"
-                     "from astrid_airflow._errors import DataError\n"
-                     "from ._gate import GatePolicy\n"
-                     "from astrid_airflow.gate._datadocs import render_validation_html\n")
-    found = _subpackage_violations(probe, "astrid_airflow.gate.probe")
-    assert [v.rsplit(": ", 1)[1] for v in found] == [
-        "astrid_airflow.privacy._disclosure", "astrid_airflow.privacy._risk",
-        "astrid_airflow.release._store", "astrid_airflow.io._jsonable"]
 
 
 @pytest.mark.parametrize("sub", EXPORTING)

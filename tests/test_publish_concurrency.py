@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from astrid_airflow.io import atomic_path, fs_write_bytes, load_json, plain, split_url
-from astrid_airflow.pipeline import PublishRequest, publish_release
-from astrid_airflow.release import check_receipt, decide_release, release_plan
+from astrid_airflow.pipeline import PublishRequest, publish_release, release_plan
+from astrid_airflow.release import check_receipt, decide_release
 
 # imported here, once: the forked publishers start warm
 _WARM = (atomic_path, fs_write_bytes, load_json, plain, split_url, check_receipt,

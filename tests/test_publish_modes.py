@@ -28,7 +28,7 @@ def gate_here(original, surrogate, artefact):
 
     from astrid_airflow import GatePolicy, gate_receipt, validate_surrogate
     from astrid_airflow.io import atomic_write_text, plain
-    from astrid_airflow.release import receipt_path
+    from astrid_airflow.pipeline import receipt_path
 
     result = validate_surrogate(str(original), str(surrogate), str(artefact),
                                 policy=GatePolicy.raw_release_demo(),

@@ -423,7 +423,7 @@ def test_cli_risk_puts_the_original_into_the_release_domain(tmp_path, capsys):
 
 def test_a_failing_group_is_split_along_the_per_k_table_first():
     from astrid_airflow import Grouping
-    from astrid_airflow.release._choice import _split_along_table
+    from astrid_airflow.pipeline._choice import _split_along_table
 
     g = Grouping([["a", "b", "c", "d"], ["e", "f"]])
     finer = [g, Grouping([["a", "b"], ["c", "d"], ["e", "f"]]),
@@ -439,7 +439,7 @@ def test_a_failing_group_is_split_along_the_per_k_table_first():
 
 def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
     from astrid_airflow import GatePolicy
-    from astrid_airflow.release._choice import _refusal
+    from astrid_airflow.pipeline._choice import _refusal
 
     policy = GatePolicy()
     cols = [f"c{i}" for i in range(6)]
@@ -521,7 +521,7 @@ def test_class_aware_bins_are_k_anonymous_2_diverse_and_detailed_where_classes_m
 def test_choice_allows_for_the_gates_own_draw_of_the_attacks(monkeypatch):
     import astrid_airflow.privacy as privacy
     from astrid_airflow import GatePolicy
-    from astrid_airflow.release._choice import _attack_checks
+    from astrid_airflow.pipeline._choice import _attack_checks
 
     def fake(sd):
         def shadow_attacks(*a, **kw):
@@ -556,7 +556,7 @@ def test_choice_allows_for_the_gates_own_draw_of_the_attacks(monkeypatch):
 @pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
 def test_a_release_only_the_attacks_refuse_is_retried_with_fewer_bins(monkeypatch):
     from astrid_airflow import GatePolicy, choose_release
-    from astrid_airflow.release import _choice
+    from astrid_airflow.pipeline import _choice
 
     rng = np.random.default_rng(0)
     n = 1200

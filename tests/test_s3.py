@@ -22,8 +22,7 @@ from upath import UPath
 from astrid_airflow import ArtefactStore, fit_recipe, make_surrogate
 from astrid_airflow.gate import validate_surrogate
 from astrid_airflow.io import s3_put
-from astrid_airflow.pipeline import PublishRequest, publish_release
-from astrid_airflow.release import stage_surrogate
+from astrid_airflow.pipeline import PublishRequest, publish_release, stage_surrogate
 
 try:  # tests/ may or may not be a package
     from tests.conftest import s3_options

@@ -271,7 +271,7 @@ def per_class_multisets_match(pg: Pg, a: str, b: str, columns: list[str]) -> boo
 
 
 def test_types_round_trip_through_shuffle_and_publish(typed):
-    from astrid_airflow.io._sql import shuffle_table
+    from astrid_airflow.release import shuffle_table
 
     attrs = [c for c, _ in typed.column_types("typed") if c != "class"]
     groups = [attrs[:3], attrs[3:9], attrs[9:]]

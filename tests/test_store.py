@@ -493,8 +493,8 @@ def test_list_reports_a_deep_json_version_and_goes_on(tmp_path, capsys):
 
 
 def test_writes_into_a_store_are_refused_except_through_it(tmp_path):
+    from astrid_airflow.io import check_outside_store
     from astrid_airflow.io._atomic import atomic_write_bytes
-    from astrid_airflow.release._store import check_outside_store
 
     store = ArtefactStore(tmp_path / "s")
     store.save("n", make_artefact())
@@ -515,8 +515,8 @@ def test_writes_into_a_store_are_refused_except_through_it(tmp_path):
 def test_writes_into_a_store_on_an_object_store_are_refused_except_through_it():
     import uuid
 
+    from astrid_airflow.io import check_outside_store
     from astrid_airflow.io._atomic import atomic_write_bytes
-    from astrid_airflow.release._store import check_outside_store
 
     url = f"memory://outside-{uuid.uuid4().hex[:8]}/s"
     store = ArtefactStore(url)

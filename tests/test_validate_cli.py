@@ -71,9 +71,11 @@ def test_thresholds_are_overridden_on_the_command_line(files, capsys, tmp_path):
     # raising the privacy threshold lets the original through; a zero tolerance on
     # accuracy (with a drop of at least one held-out row) does not
     assert run(files, files["leaky"], "--max-intact", "1", "--max-linkage-excess", "1",
-               "--json", "--out-dir", str(tmp_path)) == 0
+               "--json", "--out-dir", str(tmp_path), "--allow-weaker-policy") == 0
     out = json.loads(capsys.readouterr().out)
     assert out["policy"]["max_intact"] == 1.0 and out["expectations"][0]["threshold"] == 1.0
+    assert out["allow_weaker_policy"] is True and out["policy_note"].startswith(
+        "weaker than the default policy: max_intact 1 (default 0.01), max_linkage_excess 1")
     assert (tmp_path / "leaky.validation.json").is_file()
     metrics = tmp_path / "shuffle.json"
     metrics.write_text(json.dumps({"accuracy_original": 0.9, "accuracy_surrogate": 0.89,

@@ -58,8 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for field, spec in _ADAPTIVE_KNOBS.items():
         p.add_argument(f"--adaptive-{field.replace('_', '-')}", **spec)
     p.add_argument("--max-seconds", type=float, default=None, metavar="SECONDS",
-                   help="budget: time a few fits first, estimate the run and refuse to start "
-                   "(one line saying what would fit) if the estimate exceeds SECONDS "
+                   help="budget of the whole learn, the release choice after the search "
+                   "included: time a few fits first, estimate the run and refuse to start "
+                   "(one line saying what would fit) if the estimate exceeds SECONDS; a "
+                   "run that still reaches SECONDS stops there, saving nothing "
                    "(default: no budget; the estimate is logged either way)")
     p.add_argument("--over-budget", choices=["refuse", "sample"], default="refuse",
                    help="over --max-seconds: refuse (default), or learn on a stratified "
@@ -84,6 +86,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", metavar="FILE", default=None,
                    help="gate policy JSON (GatePolicy fields) the release must pass "
                    "(with --store; default: the default gate policy)")
+    options.add_allow_weaker_policy_flag(p)
     p.add_argument("--no-remedies", action="store_true",
                    help="with --store: record no release recipe (the raw GoldenEye "
                    "release of the learned grouping)")
@@ -94,6 +97,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from astrid_airflow._errors import ParameterError
     from astrid_airflow.engine import astrid
+    from astrid_airflow.gate import weaker_note
     from astrid_airflow.io import drop_missing_and_constant, read_table
     from astrid_airflow.scale import astrid_on_dask
 
@@ -104,17 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if args.policy and not args.store:
         raise ParameterError("--policy needs --store and --name (it governs the recorded "
                              "release).")
-    policy = None
-    if args.policy:
-        from pathlib import Path
-
-        from astrid_airflow.gate import GatePolicy
-
-        try:
-            text = Path(args.policy).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ParameterError(f"Unreadable --policy {args.policy!r}: {exc}") from None
-        policy = GatePolicy.from_json(text)
+    policy = options.read_policy(args) if args.policy else None
     if args.name is not None:  # refuse a bad name before the (long) learning run
         from astrid_airflow.release import check_artefact_name
 
@@ -140,24 +134,34 @@ def run(args: argparse.Namespace) -> int:
                   sample=args.sample,
                   screen={"auto": "auto", "on": True, "off": False}[args.screen],
                   progress=None if not args.quiet else False)
+    if args.store and args.max_seconds is not None:  # the budget covers the choice too
+        from astrid_airflow.release import choice_reserve
+
+        kwargs["reserve_fits"] = choice_reserve(table, policy, not args.no_remedies)
     result = run_here_or_on_dask(args, astrid, astrid_on_dask, table, **kwargs)
     payload = result.to_dict()
     if args.store:
-        from astrid_airflow.release import ArtefactStore, save_learned
+        from astrid_airflow.pipeline import save_learned
+        from astrid_airflow.release import ArtefactStore
 
         # the release (grouping + remedies) of least utility loss within the policy;
         # the gate suite is stored with the version, so reviewers see the rules
         version, artefact = save_learned(result, table, ArtefactStore(args.store), args.name,
                                          policy=policy, remedies=not args.no_remedies,
-                                         random_state=args.seed)
+                                         random_state=args.seed,
+                                         allow_weaker_policy=args.allow_weaker_policy)
         payload["artefact"] = {"store": args.store, "name": args.name, "version": version}
         payload["release"] = _release_summary(artefact)
+        payload["policy_note"] = None if policy is None else weaker_note(policy)
     if args.json:
         print_json(payload)
     else:
         print(result.format_table())
         if args.store:
             print(f"saved artefact {args.name}@{payload['artefact']['version']} in {args.store}")
+    if policy is not None and (note := weaker_note(policy)):
+        payload_note = f"the release was chosen with a gate policy {note}"
+        warn_loudly("learn", payload_note + " (--allow-weaker-policy; recorded)")
     release = payload.get("release")
     if release and release["status"] == "refused":
         warn_loudly("learn", f"no release within the policy: {release['reason']}. "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 #: The one description of an artefact reference on the command line.
 ARTEFACT_REF_HELP = "artefact.json path, version directory, or ROOT/NAME[@VERSION]"
@@ -136,3 +137,28 @@ def seed_or_fresh(seed: int | None) -> int:
 
     seed = checked_seed(seed)
     return fresh_seed() if seed is None else seed
+
+
+def add_allow_weaker_policy_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-weaker-policy", action="store_true",
+                        help="accept a gate policy weaker than the default on any privacy "
+                        "threshold (refused otherwise, exit 2); recorded with the result "
+                        "(docs/gate.md)")
+
+
+def read_policy(args: argparse.Namespace) -> Any:
+    """The ``GatePolicy`` of ``--policy FILE`` (a regular file of at most 64 KiB, JSON
+    nested at most 8 deep), refused if weaker than the default without
+    ``--allow-weaker-policy``."""
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.gate import GatePolicy, check_weaker_policy
+    from astrid_airflow.io import MAX_POLICY_BYTES, load_json_file
+
+    data = load_json_file(args.policy, "--policy", limit=MAX_POLICY_BYTES,
+                          error=ParameterError, max_depth=8)
+    if not isinstance(data, dict):
+        raise ParameterError(f"Invalid --policy {args.policy!r}: expected a JSON object of "
+                             "GatePolicy fields.")
+    policy = GatePolicy.from_dict(data)
+    check_weaker_policy(policy, bool(args.allow_weaker_policy))
+    return policy

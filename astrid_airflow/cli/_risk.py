@@ -36,14 +36,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from astrid_airflow._errors import AstridError, DataError
+    from astrid_airflow._validation import check_attack_count
     from astrid_airflow.io import csv_floats_like, read_table
-    from astrid_airflow.privacy import measure_risk
+    from astrid_airflow.privacy import check_control, measure_risk
     from astrid_airflow.release import load_artefact
 
     from ._common import print_json
 
     options.checked_seed(args.seed)  # measure_risk draws one when not given, and reports it
-    options.require_at_least("--n-attacks", args.n_attacks, 1)
+    check_attack_count(args.n_attacks, "--n-attacks")  # before any table is read
     artefact = load_artefact(args.artefact).artefact
     original = read_table(args.original)
     surrogate = read_table(args.surrogate)
@@ -60,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(f"--surrogate has {len(surrogate)} rows but --original has "
                         f"{len(original)}: it is not a surrogate of that table.")
     target = artefact.target
+    # control rows that are original rows understate every risk: refused (on the rows
+    # as given, before the recipe coarsens them; docs/privacy.md)
+    overlap = None if control is None else check_control(original, control, columns)
     counts = (original[target].astype(str).value_counts(),
               surrogate[target].astype(str).value_counts())
     if not counts[0].sort_index().equals(counts[1].sort_index()):
@@ -70,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     # The attacker knows the published recipe: their knowledge (the original's rows)
     # and the control rows are put into the release's domain with it.
     recipe = release_recipe(artefact, not args.no_remedies)
-    original = remedied(original[columns], recipe, target)
-    control = None if control is None else remedied(control[columns], recipe, target)
+    original = remedied(original[columns], recipe, target, artefact.grouping)
+    control = None if control is None else remedied(control[columns], recipe, target,
+                                                    artefact.grouping)
     surrogate = csv_floats_like(surrogate, args.surrogate, original)
     report = measure_risk(
         original[columns], surrogate[columns], target=target, grouping=artefact.grouping,
@@ -79,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         random_state=args.seed)
     out = report.to_dict()
     out["remedies"] = None if recipe is None else recipe.to_dict()
+    out["control_overlap"] = overlap
     if args.json:
         print_json(out)
         return 0

@@ -7,7 +7,8 @@ metrics are computed on the complete temporary outputs *before* they are publish
 a failure (exit 2) leaves no output behind. ``--json`` prints one object whose keys
 ``intact_row_proportion``, ``expected_intact_row_proportion``,
 ``largest_group_unique_share``, ``accuracy_original``, ``accuracy_surrogate``, ``rows``
-and ``out`` are a contract.
+and ``out`` are a contract; ``suppression`` says what local suppression removed, per
+group (``suppressed_rows``, ``suppressed_share``; null for a raw release).
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
-    from astrid_airflow.release import load_artefact, stage_surrogate
+    from astrid_airflow.pipeline import stage_surrogate
+    from astrid_airflow.release import load_artefact
 
     from ._common import print_json, warn_loudly
 
@@ -125,6 +127,11 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
           f"expected: {out['expected_intact_row_proportion']:.4f}")
     print(f"largest group {out['largest_group']}: unique share "
           f"{out['largest_group_unique_share']:.4f}")
+    sup = out.get("suppression")
+    if sup:
+        worst = max(sup["groups"], key=lambda g: g["suppressed_share"])
+        print(f"locally suppressed (k={sup['k']}): at most {worst['suppressed_share']:.4f} "
+              f"of rows per group ({worst['suppressed_rows']} in {worst['columns']})")
     if out["accuracy_original"] is not None:
         print(f"accuracy, trained on original: {out['accuracy_original']:.4f}   on surrogate: "
               f"{out['accuracy_surrogate']:.4f}   (same held-out original rows)")

@@ -32,10 +32,13 @@ _POLICY_OVERRIDES: tuple[tuple[str, type, str | None, str], ...] = (
     ("disclosure_k", int, "K",
      "k of the per-group k-anonymity check (stored policy, default 5)"),
     ("max_share_below_k", float, "S",
-     "largest share of rows, in any group, in equivalence classes smaller than k (stored "
-     "policy, default 0.05)"),
+     "largest share of rows, in any group, whose published values are in equivalence "
+     "classes smaller than k (stored policy, default 0: local suppression removes them)"),
     ("max_class_disclosure_share", float, "S",
-     "largest share of rows, in any group, whose values occur in one class only (stored "
+     "largest share of rows, in any group, whose published values occur in one class only "
+     "(stored policy, default 0: local suppression removes them)"),
+    ("max_suppressed_share", float, "S",
+     "largest share of rows, in any group, whose values a release may suppress (stored "
      "policy, default 0.05)"),
     ("max_linkage_excess", float, "E",
      "how far any pair of groups may stay linked above its expectation (or 6 sd if larger; "
@@ -66,6 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for field, kind, metavar, help_text in _POLICY_OVERRIDES:
         p.add_argument(f"--{field.replace('_', '-')}", type=kind, default=None,
                        metavar=metavar, help=help_text)
+    options.add_allow_weaker_policy_flag(p)
     p.add_argument("--metrics", default=None, metavar="JSON",
                    help="use the accuracies in this JSON (from `astrid shuffle --json`) "
                         "instead of refitting")
@@ -83,18 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read_metrics(path: str) -> dict:
-    import fsspec
-
     from astrid_airflow._errors import ParameterError
-    from astrid_airflow.io import check_regular_file, load_json
+    from astrid_airflow.io import load_json_file
 
-    check_regular_file(path, "Invalid --metrics")
-    try:
-        with fsspec.open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise ParameterError(f"Invalid --metrics: no such file {path!r}.") from None
-    data = load_json(raw, f"--metrics {path!r}", error=ParameterError)
+    data = load_json_file(path, "--metrics", error=ParameterError)
     if not isinstance(data, dict):
         raise ParameterError(f"Invalid --metrics {path!r}: expected a JSON object.")
     return data
@@ -115,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         policy={k: v for k, v in overrides.items() if v is not None},
         out_dir=args.out_dir, random_state=args.seed,
         metrics=_read_metrics(args.metrics) if args.metrics else None,
-        verbose=args.verbose, remedies=not args.no_remedies)
+        verbose=args.verbose, remedies=not args.no_remedies,
+        allow_weaker_policy=bool(args.allow_weaker_policy))
     if args.json:
         print_json(result.to_dict())
     else:
@@ -129,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
                     print(f"      {named}")
         verdict = "PASSED" if result.success else f"FAILED ({len(result.failed)} failed)"
         print(f"gate {verdict}")
+        if result.to_dict()["policy_note"]:
+            print(f"WARNING: the policy is {result.to_dict()['policy_note']}")
         if result.validation_json:
             print(f"result:    {result.validation_json}")
             print(f"data docs: {result.data_docs}")

@@ -11,9 +11,8 @@ from astrid_airflow._lazy import lazy_exports
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
-    from astrid_airflow.release import CHUNK_ROWS as SHUFFLE_CHUNK_ROWS
-
     from ._adaptive import AdaptiveConfig
+    from ._budget import Deadline
     from ._classifiers import make_classifier
     from ._encoding import is_numeric_column
     from ._fits import FitData, Task, prepare_fit_data, run_one
@@ -33,9 +32,11 @@ if TYPE_CHECKING:
         shuffle_frame,
         small_codes,
     )
+    from ._progress import RunProgress, format_seconds
     from ._result import AstridResult, GroupingTestResult
     from ._sample import large_table_defaults
     from ._search import astrid
+    from ._settings import SearchSettings
     from ._split import prepare, stratified_split
     from ._synthetic import make_planted, make_synthetic
     from ._test import test_grouping

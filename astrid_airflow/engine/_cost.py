@@ -178,6 +178,10 @@ def calibrate_run(data: FitData, seed: np.random.SeedSequence, n_attributes: int
             wall = time.perf_counter() - t0
             done += count
             spent = time.perf_counter() - start
+            # the first call also pays one-off costs (the oneDAL import: 0.6 s, doubling
+            # an rf estimate); a slow first call is timed again without them
+            if wall >= 0.5 and done == count and spent < max_seconds:
+                continue
             if wall >= 0.5 or spent >= max_seconds or done + 4 * count > 4096:
                 break
             count = int(count * min(8.0, 0.5 / max(wall, 1e-3))) + 1

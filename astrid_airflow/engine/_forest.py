@@ -72,6 +72,24 @@ def default_backend() -> str:
     return "onedal" if onedal_available() else "lean"
 
 
+@functools.cache
+def quiet_onedal_logging() -> None:
+    """Keep scikit-learn-intelex's per-call INFO lines out of the logs (once a process).
+
+    sklearnex logs "running accelerated version on CPU" at INFO for every ``fit`` and
+    ``predict_proba`` (on its own stderr handler and again through the root logger):
+    thousands of lines per learn in a task log whose root is at INFO. Its logger is set
+    to WARNING unless the user chose a level (``SKLEARNEX_VERBOSE`` or the logger's own
+    level), so warnings and errors still show. Called in each process that fits.
+    """
+    import logging
+    import os
+
+    logger = logging.getLogger("sklearnex")
+    if "SKLEARNEX_VERBOSE" not in os.environ and logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
+
+
 def grow_tree(X: np.ndarray, y2: np.ndarray, weight: np.ndarray, n_classes: np.ndarray,
               mtry: int, random_state: np.random.RandomState):
     """One fully grown Gini tree, exactly as ``DecisionTreeClassifier._fit`` grows it.
@@ -146,6 +164,7 @@ class RandomForest(ClassifierMixin, BaseEstimator):
                 raise ParameterError(
                     "The 'onedal' random forest backend needs scikit-learn-intelex "
                     "(pip install scikit-learn-intelex).") from None
+            quiet_onedal_logging()
             return DalForest(max_bins=max(256, shape[0]), min_bin_size=1, **common)
         from sklearn.ensemble import RandomForestClassifier
 

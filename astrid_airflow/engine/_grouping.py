@@ -82,6 +82,10 @@ class Grouping:
     def to_list(self) -> list[list[str]]:
         return [list(g) for g in self._groups]
 
+    def to_jsonable(self) -> list[list[str]]:
+        """How :func:`astrid_airflow.io.strict` stores it: the list of lists."""
+        return self.to_list()
+
     def __str__(self) -> str:
         return ";".join(",".join(g) for g in self._groups)
 

@@ -14,6 +14,7 @@ import logging
 import sys
 import threading
 import time
+from typing import Any
 
 log = logging.getLogger("astrid_airflow")
 
@@ -49,12 +50,22 @@ class RunProgress:
         Fits running at once.
     enabled : bool
         Start the heartbeat thread (off on a terminal, where bars are drawn).
+    unit : str, default "fits"
+        What is counted (the release choice counts ``"steps"``).
+    after : tuple (str, float), optional
+        Work that follows this one and the seconds it is expected to take (the release
+        choice after the search): added to the time left, and named.
+    deadline : Deadline, optional
+        The learn's budget (:mod:`._budget`): checked after every update; past it the
+        update raises ``BudgetError``, which stops the run.
     """
 
     def __init__(self, planned: int, *, kind: str = "planned",
                  seconds_per_fit: float | None = None, workers: int = 1,
-                 enabled: bool = True, interval: float | None = None):
-        self.planned, self.kind = int(planned), kind
+                 enabled: bool = True, interval: float | None = None, unit: str = "fits",
+                 after: tuple[str, float] | None = None, deadline: Any = None):
+        self.planned, self.kind, self.unit = int(planned), kind, unit
+        self.after, self.deadline = after, deadline
         self.seconds_per_fit, self.workers = seconds_per_fit, max(1, int(workers))
         self.done, self.phase = 0, "starting"
         self.interval = INTERVAL if interval is None else float(interval)
@@ -86,6 +97,10 @@ class RunProgress:
         self.done += n
         if phase is not None:
             self.phase = phase
+        if self.deadline is not None and n:
+            self.deadline.check(f"the search ({self.phase})",
+                                detail=f"{self.done:,} of {self.planned:,} {self.unit} "
+                                f"{self.kind} were done")
 
     def seconds_left(self) -> float | None:
         """Observed seconds per fit once fits have run, the calibration before."""
@@ -100,10 +115,14 @@ class RunProgress:
         elapsed = time.perf_counter() - self._start
         left = self.seconds_left()
         pct = 100.0 * self.done / self.planned if self.planned else 100.0
+        if self.after is not None and left is not None:
+            left += self.after[1]
         eta = "unknown" if left is None else format_seconds(left)
-        if self.kind != "planned":
+        if self.kind == "worst case":
             eta = f"at most {eta}"
-        return (f"astrid progress: {self.phase}, fits {self.done:,}/{self.planned:,} "
+        if self.after is not None and left is not None:
+            eta += f" (of which about {format_seconds(self.after[1])} for {self.after[0]})"
+        return (f"astrid progress: {self.phase}, {self.unit} {self.done:,}/{self.planned:,} "
                 f"{self.kind} ({pct:.0f} %), elapsed {format_seconds(elapsed)}, "
                 f"time left {eta}")
 

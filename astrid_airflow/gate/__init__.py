@@ -21,5 +21,6 @@ if TYPE_CHECKING:
         validate_surrogate,
     )
     from ._presets import raw_release_demo_policy
+    from ._weaker import check_weaker_policy, weaker_fields, weaker_note, weaker_record
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

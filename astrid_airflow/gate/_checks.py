@@ -22,23 +22,15 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from astrid_airflow._lazy import lazy_exports
 from astrid_airflow.io import native
-
-if TYPE_CHECKING:
-    from astrid_airflow.gate._registry import EXPECTATIONS  # noqa: F401 - served lazily
 
 EPS = 1e-9  # floating-point slack of the "at most" comparisons
 MAX_DETAILS = 20  # differences listed in a result; the count is always complete
-
-# The catalogue of checks is built by the registry from the expectation classes (which
-# import this module): it is lent here, lazily, to whoever reads it from this module.
-__getattr__ = lazy_exports(__name__)[0]  # from the TYPE_CHECKING import above
 
 
 # ------------------------------------------------------------------ bound references
@@ -274,15 +266,19 @@ def _present_groups(grouping: Sequence[Sequence[str]], *tables: pd.DataFrame
 
 def group_disclosure_values(surrogate: pd.DataFrame, target: str,
                             grouping: Sequence[Sequence[str]], k: int) -> list[dict] | None:
-    """``GroupDisclosure.to_dict()`` of every group of ``surrogate``, or None when it
-    cannot be measured (no class column, no rows, none of the grouping's columns)."""
-    from astrid_airflow.privacy import group_disclosure
+    """The per-group disclosure of ``surrogate``'s *published* tuples, or None when it
+    cannot be measured (no class column, no rows, none of the grouping's columns).
+
+    A row whose group values are all missing (locally suppressed) publishes nothing of
+    that group: it is not counted in ``share_below_k`` / ``class_disclosure_share`` but
+    in ``suppressed_rows`` / ``suppressed_share`` beside them
+    (:func:`~astrid_airflow.release._suppression.published_exposure`)."""
+    from astrid_airflow.release import published_exposure
 
     groups = _present_groups(grouping, surrogate)
     if target not in surrogate.columns or len(surrogate) == 0 or not groups:
         return None
-    return [d.to_dict() for d in group_disclosure(surrogate, target=target,
-                                                  grouping=groups, k=int(k))]
+    return published_exposure(surrogate, groups, target, int(k))
 
 
 def linkage_values(original: pd.DataFrame, surrogate: pd.DataFrame, target: str,
@@ -314,6 +310,7 @@ def judge_group_disclosure(groups: list[dict] | None, measure: str, threshold: f
     details = {"group": worst["columns"], "k": worst["k"], "k_min": worst["k_min"],
                "share_below_k": worst["share_below_k"],
                "class_disclosure_share": worst["class_disclosure_share"],
+               "suppressed_share": max(g.get("suppressed_share", 0.0) for g in groups),
                "failing_groups": [g["columns"] for g in failing][:MAX_DETAILS],
                "n_failing_groups": len(failing), "groups": groups}
     return not failing, float(worst[measure]), details

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from astrid_airflow.report import text
+from astrid_airflow._html import text
 
 _SPACING = {"0": "0", "1": ".25rem", "2": ".5rem", "3": "1rem", "4": "1.5rem", "5": "3rem"}
 _SIDES = {"": ("",), "t": ("-top",), "b": ("-bottom",), "l": ("-left",), "r": ("-right",),
@@ -274,12 +274,25 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
         '<div class="card astrid-gate ge-section">'
         '<div class="card-header"><h4>astrid release gate</h4></div><div class="card-body">'
         f'<div class="alert {"alert-success" if ok else "alert-danger"} verdict">'
-        f"{esc(verdict)}</div>"
+        f"{esc(verdict)}</div>" + _weaker_html(gate) +
         '<table class="table table-sm"><thead><tr><th>Status</th><th>Category</th>'
         "<th>Expectation</th><th>Observed</th><th>Threshold</th></tr></thead><tbody>"
         + "".join(rows) + "</tbody></table>"
         f'<table class="table table-sm">{fact_rows}</table>'
         + _disclosure_html(gate) + "</div></div>")
+
+
+def _weaker_html(gate: Mapping[str, Any]) -> str:
+    """A warning naming every privacy threshold looser than the default (docs/gate.md)."""
+    note = gate.get("policy_note")
+    if not note:
+        return ""
+    flag = {True: "accepted with --allow-weaker-policy / allow_weaker_policy=True",
+            False: "", None: "not asked for (a library call)"}.get(
+                gate.get("allow_weaker_policy"), "")
+    return (f'<div class="alert alert-warning weaker-policy"><strong>'
+            f'{text(str(note))}</strong>{"; " + text(flag) if flag else ""}. A release that '
+            "passes this gate is not protected to the default policy's level.</div>")
 
 
 _BELOW_K = "expect_surrogate_group_share_below_k_to_be_at_most"

@@ -30,9 +30,17 @@ import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import AstridError, DataError, GateError, ParameterError, StoreError
-from astrid_airflow._validation import check_positive_int, dataclass_from_dict, fresh_seed
+from astrid_airflow._validation import (
+    check_attack_count,
+    check_positive_int,
+    dataclass_from_dict,
+    fresh_seed,
+)
 from astrid_airflow.io import load_json
 from astrid_airflow.io import plain as _plain
+from astrid_airflow.release import MAX_SUPPRESSED_SHARE
+
+from ._weaker import check_weaker_policy, weaker_record
 
 SUITE_FILE = "suite.json"
 SUITE_NAME = "astrid_gate"
@@ -45,7 +53,7 @@ UTILITY_MAX_REPEATS = 20  # splits of a small table's utility check (GatePolicy.
 _THRESHOLDS = ("max_intact", "max_largest_group_unique_share", "max_accuracy_drop",
                "max_share_below_k", "max_class_disclosure_share", "max_linkage_excess",
                "max_singling_out_risk", "max_linkability_risk", "max_inference_risk",
-               "max_class_from_one_column_risk")
+               "max_class_from_one_column_risk", "max_suppressed_share")
 _COUNTS = ("disclosure_k", "attack_n")  # integer suite parameters
 
 
@@ -82,12 +90,20 @@ class GatePolicy:
     disclosure_k : int, default 5
         The k of the per-group k-anonymity check: a (group values, class) combination
         shared by fewer than k rows singles those rows out.
-    max_share_below_k : float, default 0.05
+    max_share_below_k : float, default 0.0
         Largest allowed share of rows, in *any* group (singletons included), whose
-        group values and class are shared by fewer than ``disclosure_k`` rows.
-    max_class_disclosure_share : float, default 0.05
-        Largest allowed share of rows, in any group, whose group values occur in one
-        class only (anyone knowing them learns the class: distinct l-diversity, l = 2).
+        *published* group values (not missing in every column of the group) and class
+        are shared by fewer than ``disclosure_k`` rows. 0: local suppression
+        (``release/_suppression.py``) publishes such rows' group values as missing, so
+        a release of the pipeline has none.
+    max_class_disclosure_share : float, default 0.0
+        Largest allowed share of rows, in any group, whose published group values occur
+        in one class only (anyone knowing them learns the class: distinct l-diversity,
+        l = 2). 0, as above.
+    max_suppressed_share : float, default 0.05
+        The suppression budget: the largest share of a batch's rows, per group, whose
+        group values a release may publish as missing. ``astrid shuffle`` refuses a
+        batch that needs more; the per-group checks show the share beside their count.
     max_linkage_excess : float, default 0.03
         For every pair of groups, how far the share of rows still linked as in the
         original may exceed its expectation under independent within-class shuffles
@@ -152,14 +168,15 @@ class GatePolicy:
     utility_repeats: int = 1
     utility_test_rows: int = 2000
     disclosure_k: int = 5
-    max_share_below_k: float = 0.05
-    max_class_disclosure_share: float = 0.05
+    max_share_below_k: float = 0.0
+    max_class_disclosure_share: float = 0.0
     max_linkage_excess: float = 0.03
     attack_n: int = 500
     max_singling_out_risk: float = 0.2
     max_linkability_risk: float = 0.1
     max_inference_risk: float = 0.5
     max_class_from_one_column_risk: float = 0.2
+    max_suppressed_share: float = MAX_SUPPRESSED_SHARE
 
     def __post_init__(self) -> None:
         for name in _THRESHOLDS:
@@ -167,6 +184,9 @@ class GatePolicy:
         for name in ("utility_repeats", "utility_test_rows", *_COUNTS):
             object.__setattr__(self, name, check_positive_int(_integral(getattr(self, name)),
                                                               name))
+        # k = 1 makes every class "at least k": it switched the k-anonymity check off
+        check_positive_int(self.disclosure_k, "disclosure_k", minimum=2)
+        check_attack_count(self.attack_n, "attack_n")
         c = self.classifier
         if c is not None and not (isinstance(c, str) and c) and not isinstance(c, dict):
             raise ParameterError(f"Invalid classifier: {c!r}. Must be a preset name, a "
@@ -401,15 +421,16 @@ def save_suite(location: Any, suite: Mapping[str, Any]) -> str:
 
 def _read_suite(path: str | os.PathLike) -> tuple[dict[str, Any], bytes, str]:
     """``(suite, raw bytes, shown path)`` of a ``suite.json`` (file or its directory)."""
-    from astrid_airflow.io import url_to_fs
+    from astrid_airflow.io import MAX_JSON_BYTES, check_regular_file, url_to_fs
 
     text = os.fspath(path)
     try:
         fs, inner = url_to_fs(text)
         if fs.isdir(inner):
             text, inner = _join(text, SUITE_FILE), _join(inner, SUITE_FILE)
+        check_regular_file(text, "Invalid gate suite")  # a FIFO would block for ever
         with fs.open(inner, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_JSON_BYTES + 1)  # load_json refuses a larger one
     except FileNotFoundError:
         raise StoreError(f"No gate suite at {text!r}.") from None
     except OSError as exc:  # permission, symlink loop, I/O error: never "no suite yet"
@@ -596,6 +617,12 @@ class GateResult:
     surrogate_sha256 : str or None
         SHA-256 of the surrogate file's bytes that were judged (the same before and
         after the run); None for a DataFrame or a database table.
+    allow_weaker_policy : bool or None
+        Whether the caller passed the explicit flag for a policy weaker than the default
+        (``--allow-weaker-policy``; None: a library call, which does not check).
+        ``to_dict()`` also records ``weaker_than_default`` (each loosened privacy
+        threshold with its default) and ``policy_note`` ("weaker than the default
+        policy: ...", or None): see :mod:`._weaker`.
     """
 
     success: bool
@@ -608,8 +635,17 @@ class GateResult:
     data_docs: str | None = None
     suite: dict = field(default_factory=dict)
     surrogate_sha256: str | None = None
+    allow_weaker_policy: bool | None = None
 
     __hash__ = None
+
+    @property
+    def weaker_than_default(self) -> dict[str, dict[str, Any]]:
+        """The privacy thresholds this run's policy loosens, with the defaults
+        (``{}`` for a policy at least as strict as the default; docs/gate.md)."""
+        from ._weaker import weaker_fields
+
+        return weaker_fields(self.policy)
 
     @property
     def thresholds(self) -> dict[str, Any]:
@@ -653,6 +689,7 @@ class GateResult:
             "thresholds": self.thresholds,
             "suite": self.suite,
             "surrogate_sha256": self.surrogate_sha256,
+            **weaker_record(self.policy, self.allow_weaker_policy),
         }
 
 
@@ -694,6 +731,7 @@ def validate_surrogate(
     verbose: bool = False,
     remedies: bool = True,
     fs: Any = None,
+    allow_weaker_policy: bool | None = None,
 ) -> GateResult:
     """Run the release gate on ``surrogate`` against ``original``.
 
@@ -737,6 +775,12 @@ def validate_surrogate(
         An authenticated filesystem (Airflow's ``ObjectStoragePath.fs``) for the URLs of
         its protocol: the artefact reference, its suite and ``out_dir``. Default:
         fsspec's own credential chain.
+    allow_weaker_policy : bool, optional
+        False refuses (``ParameterError``) a ``policy`` that loosens any privacy
+        threshold of the default policy; True accepts it; either is recorded in the
+        result. None (the default, a library call) does not check; the result still
+        names every loosened threshold (``policy_note``). Only the ``policy`` given is
+        checked: a weaker stored policy was accepted when it was saved.
 
     Returns
     -------
@@ -764,20 +808,22 @@ def validate_surrogate(
     integrity expectation on group multisets.
     """
     if fs is not None:  # every store URL of fs's protocol opens with it (see ._fs)
+        # every other argument is forwarded as given (locals() holds only them here):
+        # naming them one by one once dropped ``remedies`` on remote stores (issue 30)
+        arguments = {name: value for name, value in locals().items() if name != "fs"}
         from astrid_airflow.io import using
 
         with using(fs):
-            return validate_surrogate(original, surrogate, artefact, policy=policy,
-                                      out_dir=out_dir, classifier=classifier,
-                                      random_state=random_state, metrics=metrics,
-                                      verbose=verbose, remedies=remedies)
-    from astrid_airflow.io import csv_floats_like, read_table
+            return validate_surrogate(**arguments)
+    from astrid_airflow.io import csv_floats_like, read_table, suppressed_like
 
     from ._file_shape import check_publishable
 
     artefact, location = _resolve_artefact(artefact)
     if isinstance(policy, Mapping):  # reject bad overrides before touching the store
         GatePolicy().with_overrides(**dict(policy))
+    if isinstance(policy, (GatePolicy, Mapping)):
+        check_weaker_policy(policy, allow_weaker_policy)
     # The gate judges what will be published: a file (or database table) carrying more
     # than the artefact's columns is refused before anything is read or written
     # (``_file_shape``); the digest is of the bytes then judged.
@@ -819,8 +865,9 @@ def validate_surrogate(
     recipe = release_recipe(artefact, remedies)
     # The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
     # and what an attacker who knows the published recipe compares against.
-    judged_original = remedied(original_df, recipe, artefact.target)
-    surrogate_df = csv_floats_like(surrogate_df, surrogate, judged_original)
+    judged_original = remedied(original_df, recipe, artefact.target, artefact.grouping)
+    surrogate_df = suppressed_like(csv_floats_like(surrogate_df, surrogate, judged_original),
+                                   judged_original)  # a suppressed column has no type
     _keep_default_suite(artefact, location, suite_info)  # every input is checked by now
 
     gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target, effective,
@@ -836,7 +883,7 @@ def validate_surrogate(
         success=all(o.success for o in outcomes), expectations=tuple(outcomes),
         policy=effective, random_state=seed, utility_source=source, artefact=summary,
         validation_json=paths[0] if paths else None, data_docs=paths[1] if paths else None,
-        suite=suite_info, surrogate_sha256=digest)
+        suite=suite_info, surrogate_sha256=digest, allow_weaker_policy=allow_weaker_policy)
     if digest is not None and _file_digest(surrogate) != digest:
         raise GateError(f"{os.fspath(surrogate)!r} changed while the gate judged it; "
                         "nothing was decided.")

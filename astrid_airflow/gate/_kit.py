@@ -96,7 +96,7 @@ def gx_kit() -> SimpleNamespace:
                                    runtime_configuration=None):
             if configuration is None and result is not None:
                 configuration = result.expectation_config
-            from astrid_airflow.report import text
+            from astrid_airflow._html import text
 
             kwargs = dict(configuration.kwargs) if configuration is not None else {}
             # GX substitutes params into the page unescaped: a column named

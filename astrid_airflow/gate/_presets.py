@@ -18,6 +18,8 @@ RAW_RELEASE_RELAXED: dict[str, float] = {
     "max_singling_out_risk": 1.0, "max_linkability_risk": 1.0, "max_inference_risk": 1.0,
     # a raw column publishes every (value, class) pair: the class from one value
     "max_class_from_one_column_risk": 1.0,
+    # nothing is suppressed in a raw release; the budget does not apply
+    "max_suppressed_share": 1.0,
 }
 
 

@@ -10,6 +10,8 @@ from types import ModuleType
 
 from astrid_airflow.gate._kit import gx_kit, import_gx
 from astrid_airflow.gate.expectations import (
+    GateExpectation,
+    define,
     expect_surrogate_accuracy_drop_to_be_at_most,
     expect_surrogate_class_column_to_be_unchanged,
     expect_surrogate_class_from_one_column_risk_to_be_at_most,
@@ -26,7 +28,6 @@ from astrid_airflow.gate.expectations import (
     expect_surrogate_schema_to_match_original,
     expect_surrogate_singling_out_risk_to_be_at_most,
 )
-from astrid_airflow.gate.expectations._families import GateExpectation, define
 from astrid_airflow.gate.metrics import (
     attack_risks,
     class_changes,

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         split_url,
         staged_dir,
     )
+    from ._bounded import MAX_POLICY_BYTES, load_json_file, read_bounded
     from ._cas import LOCK_TIMEOUT, file_lock, is_s3, s3_etag, s3_put
     from ._dbapi import publish_dbapi, read_dbapi_to_parquet
     from ._fs import url_to_fs, using
@@ -37,13 +38,15 @@ if TYPE_CHECKING:
         read_arrow,
         read_schema,
         read_table,
+        suppressed_like,
     )
-    from ._jsonable import load_json, native, plain, strict
+    from ._jsonable import MAX_JSON_BYTES, load_json, native, plain, strict
     from ._modes import current_umask, dir_mode, file_mode
     from ._sql import (
         CHUNK_ROWS,
         SqlConnectionError,
         SqlPublishError,
+        SqlSource,
         connect,
         is_sql_url,
         publish_table,
@@ -53,5 +56,14 @@ if TYPE_CHECKING:
         sql_source,
         sql_to_parquet,
     )
+    from ._store_layout import (
+        ARTEFACT_FILE,
+        STORE_CLAIM,
+        STORE_NAME,
+        STORE_VERSION_DIR,
+        check_outside_store,
+        refuse_inside_store,
+    )
+    from ._tablefile import TableFile, arrow_writer, csv_schema, file_format
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -178,7 +178,7 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False,
     """
     fs, dest, local = split_url(path)
     if not into_store:
-        from astrid_airflow.release import check_outside_store
+        from ._store_layout import check_outside_store
 
         check_outside_store(path)
     if local:

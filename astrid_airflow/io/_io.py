@@ -15,6 +15,7 @@ from astrid_airflow._errors import DataError, os_error_message, short_list
 
 from ._jsonable import native
 from ._sql import is_sql_url
+from ._tablefile import TableFile
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".arff": "arff"}
 
@@ -31,7 +32,7 @@ def input_format(path: str | os.PathLike) -> str:
     return kind
 
 
-def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, *,
+def read_arrow(source: str | os.PathLike | TableFile, columns: Sequence[str] | None = None, *,
                kind: str | None = None) -> Any:
     """Read a CSV, Parquet or ARFF file (local or fsspec URL) as a pyarrow Table.
 
@@ -55,6 +56,8 @@ def read_arrow(source: str | os.PathLike, columns: Sequence[str] | None = None, 
     carries the exact text of its input, time zone included). Empty string fields are
     missing. Duplicated column names and infinite numbers are refused (``DataError``).
     """
+    if isinstance(source, TableFile):  # a temporary file: its format is given
+        source, kind = source.path, kind or source.kind
     text = os.fspath(source)
     kind = kind or input_format(text)
     cols = None if columns is None else list(columns)
@@ -270,6 +273,31 @@ def csv_floats_like(frame: pd.DataFrame, source: object, reference: pd.DataFrame
             if c in reference.columns and pd.api.types.is_integer_dtype(frame[c].dtype)
             and pd.api.types.is_float_dtype(reference[c].dtype)}
     return frame.astype(cast) if cast else frame
+
+
+def suppressed_like(frame: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each column that is all missing in it *and* in ``reference``
+    typed as ``reference``'s.
+
+    A recipe that suppresses a whole column (a unique e-mail, a date stored as text)
+    publishes a column with no value, and no file format keeps the type of a column
+    with no value: a CSV reads it back as Arrow's null type, a Parquet dictionary as a
+    categorical without categories. Both hold exactly the values of the reference's
+    all-missing column (none), so giving them its type loses nothing and lets the
+    schema and per-class checks compare like with like. A column with any value in
+    either table is left for those checks to judge.
+    """
+    cast = [c for c in frame.columns if c in reference.columns
+            and len(frame)
+            and bool(frame[c].isna().all()) and bool(reference[c].isna().all())
+            and frame[c].dtype != reference[c].dtype]
+    if not cast:
+        return frame
+    out = frame.copy(deep=False)
+    for c in cast:
+        out[c] = pd.Series(reference[c].array[:0].take([-1] * len(frame), allow_fill=True),
+                           index=frame.index, name=c)
+    return out
 
 
 def _sql_shown(url: str) -> str:

@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 
 from astrid_airflow._errors import AstridError, DataError
-from astrid_airflow.engine import Grouping
 
 #: Deepest nesting accepted in JSON read from disk (artefacts and suites need < 10).
 MAX_JSON_DEPTH = 64
+#: Largest JSON text accepted (metrics, receipts, artefacts, suites, policies): a few
+#: KB to a few MB in practice; larger is not one of ours (docs/reliability.md).
+MAX_JSON_BYTES = 16 << 20
 
 
 def native(value: Any) -> Any:
@@ -49,16 +51,16 @@ def plain(obj: Any) -> Any:
 def strict(obj: Any, error: type[AstridError] = DataError) -> Any:
     """Like :func:`plain`, but only JSON values come out; anything else raises ``error``.
 
-    A :class:`~astrid_airflow.Grouping` becomes its list of lists; other objects with
-    ``to_dict()`` are converted through it.
+    An object with ``to_jsonable()`` (a :class:`~astrid_airflow.Grouping`: its list of
+    lists) or ``to_dict()`` is converted through it; io knows no higher layer's types.
     """
     if isinstance(obj, Mapping):
         return {str(k): strict(v, error) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, np.ndarray)):
         return [strict(v, error) for v in (obj.tolist() if isinstance(obj, np.ndarray)
                                           else obj)]
-    if isinstance(obj, Grouping):
-        return strict(obj.to_list(), error)
+    if hasattr(obj, "to_jsonable"):
+        return strict(obj.to_jsonable(), error)
     obj = plain(obj)
     if obj is None or isinstance(obj, (str, bool, int, float)):
         return obj
@@ -72,7 +74,7 @@ def _reject_constant(name: str) -> None:
 
 
 def load_json(data: str | bytes, what: str, *, error: type[AstridError] = DataError,
-              max_depth: int = MAX_JSON_DEPTH) -> Any:
+              max_depth: int = MAX_JSON_DEPTH, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """Parse JSON read from a file; every defect becomes one ``error`` line.
 
     Parameters
@@ -88,12 +90,16 @@ def load_json(data: str | bytes, what: str, *, error: type[AstridError] = DataEr
         a file nested 100k levels deep raises ``RecursionError`` inside the decoder,
         which becomes this error too, as does a shallower value deeper than the limit
         (checked without recursion), so later code never recurses out of bounds.
+    max_bytes : int
+        Largest text accepted (its UTF-8 bytes), checked before parsing.
 
     Returns
     -------
     Any
         The parsed value. ``NaN``/``Infinity`` literals are refused (not JSON).
     """
+    if _size_over(data, max_bytes):
+        raise error(f"Corrupt {what}: larger than {max_bytes:,} bytes.")
     if isinstance(data, (bytes, bytearray, memoryview)):
         try:
             data = bytes(data).decode("utf-8")
@@ -118,6 +124,17 @@ def load_json(data: str | bytes, what: str, *, error: type[AstridError] = DataEr
     if _nesting_depth(value) > max_depth:
         raise error(f"Corrupt {what}: nested deeper than {max_depth} levels.")
     return value
+
+
+def _size_over(data: Any, limit: int) -> bool:
+    """Whether ``data`` (bytes, or text as UTF-8) is longer than ``limit`` bytes."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return len(data) > limit
+    if not isinstance(data, str):
+        return False
+    # n characters are n to 4n bytes: encode only when that decides
+    return len(data) > limit or (4 * len(data) > limit
+                                 and len(data.encode("utf-8", "surrogatepass")) > limit)
 
 
 def _nesting_depth(value: Any) -> int:

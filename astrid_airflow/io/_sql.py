@@ -508,7 +508,8 @@ def _surrogate_batches(surrogate: Any, chunk_rows: int) -> tuple[Any, Iterator[A
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from astrid_airflow.release import TableFile, file_format, read_arrow
+    from ._io import read_arrow
+    from ._tablefile import TableFile, file_format
 
     if isinstance(surrogate, pd.DataFrame):
         surrogate = pa.Table.from_pandas(surrogate, preserve_index=False)
@@ -827,37 +828,3 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
         "swap_seconds": round(swap_seconds, 4),
         "seconds": round(time.perf_counter() - started, 3),
     }
-
-
-# ------------------------------------------------------------------- shuffle into a table
-
-def shuffle_table(source: Any, artefact: Any, destination: Any, *,
-                  target: str | None = None, random_state: object = None,
-                  comment: str | Mapping[str, Any] | None = None,
-                  before_publish: Callable[[str, Any], None] | None = None,
-                  chunk_rows: int = CHUNK_ROWS, lock_timeout: float = 30.0) -> dict[str, Any]:
-    """A GoldenEye surrogate of a table (a PostgreSQL URL or a file), published as a table.
-
-    The source is staged to a temporary Parquet file (streamed), shuffled with
-    :func:`~astrid_airflow.release._surrogate.shuffle_file` and published with
-    :func:`publish_table` with the source's column types. ``before_publish(original,
-    surrogate)`` gets the two temporary Parquet paths (e.g. to compute metrics or run a
-    gate); if it raises, nothing is published.
-    """
-    import tempfile
-
-    from astrid_airflow.release import file_format, shuffle_file
-
-    with tempfile.TemporaryDirectory(prefix="astrid_sql_") as tmp:
-        if isinstance(source, SqlSource) or is_sql_url(source):
-            original = os.path.join(tmp, "original.parquet")
-            sql_to_parquet(source, original, chunk_rows=chunk_rows)
-        else:
-            original = os.fspath(source)
-            file_format(original)
-        out = os.path.join(tmp, "surrogate.parquet")
-        shuffle_file(original, artefact, out, target=target, random_state=random_state)
-        if before_publish is not None:
-            before_publish(original, out)
-        return publish_table(out, destination, comment=comment, chunk_rows=chunk_rows,
-                             lock_timeout=lock_timeout)

@@ -1,9 +1,10 @@
-"""The stages as library functions, each written once for the CLI and the operators.
+"""The pipeline: the stages that orchestrate every layer below, one library function each.
 
-The layer above every other part of the library: a stage orchestrates io, release,
-privacy and gate. ``publish_release`` is the publish stage: read (or write) the gate
-receipt, decide, archive, promote, with the release protocol's guarantees under
-concurrent publishers.
+Learning (the search, the recipe's fitting and the privacy-aware choice of a release),
+staging a surrogate, and the receipt and plan of a publication. The CLI commands and the
+Airflow operators are thin adapters over these functions. ``publish_release`` is the
+publish stage: read (or write) the gate receipt, decide, archive, promote, with the
+release protocol's guarantees under concurrent publishers.
 """
 
 from __future__ import annotations
@@ -14,6 +15,21 @@ from astrid_airflow._lazy import lazy_exports
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
+    from ._choice import choose_release
+    from ._choice_budget import release_choice_fits
+    from ._fit_recipe import column_class_risk, fit_recipe, group_risk
+    from ._pipeline import (
+        Learned,
+        ReleasePlan,
+        StagedSurrogate,
+        choice_reserve,
+        gate_receipt,
+        learn_or_reuse,
+        receipt_path,
+        release_plan,
+        save_learned,
+        stage_surrogate,
+    )
     from ._publish import Published, PublishRequest, publish_release, read_receipt
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -280,7 +280,7 @@ def repair_current(destination: Any, manifest: Mapping[str, Any] | None) -> bool
 def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any],
           digest: str, run_after: str | None, write_archive: bool,
           now: _dt.datetime) -> Any:
-    from astrid_airflow.release import release_plan
+    from ._pipeline import release_plan
 
     report = type(request.surrogate)(receipt["report"]) if receipt.get("report") else None
     report_files = sorted(p for p in report.parent.iterdir() if p.is_file()) \
@@ -294,7 +294,7 @@ def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any]
 
 def _receipt(request: PublishRequest, digest: str) -> tuple[Any, Any]:
     """The receipt's path and parsed content: gated here, or read."""
-    from astrid_airflow.release import receipt_path
+    from ._pipeline import receipt_path
 
     if request.original is not None and request.artefact:
         return _gate_here(request, digest)
@@ -321,7 +321,9 @@ def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any
     """Run the gate on the staged file and write its receipt beside it."""
     from astrid_airflow._errors import GateError
     from astrid_airflow.gate import validate_surrogate
-    from astrid_airflow.release import gate_receipt, parse_artefact_ref, receipt_path
+    from astrid_airflow.release import parse_artefact_ref
+
+    from ._pipeline import gate_receipt, receipt_path
 
     surrogate = request.surrogate
     result = validate_surrogate(request.original, str(surrogate), request.artefact,

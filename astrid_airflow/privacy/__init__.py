@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         linkability_split,
         singling_out_risk,
     )
+    from ._control import check_control, control_overlap
     from ._disclosure import (
         LINKAGE_Z,
         PAIR_SAMPLE_ROWS,

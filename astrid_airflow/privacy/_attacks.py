@@ -49,7 +49,11 @@ import pandas as pd
 from scipy.spatial.distance import cdist
 
 from astrid_airflow._errors import DataError, ParameterError
-from astrid_airflow._validation import check_positive_int, check_seed_sequence
+from astrid_airflow._validation import (
+    check_attack_count,
+    check_positive_int,
+    check_seed_sequence,
+)
 from astrid_airflow.engine import Grouping, is_numeric_column
 
 #: Confidence level of every interval (the paper's 95 %).
@@ -408,7 +412,7 @@ def linkability_risk(original: pd.DataFrame, released: pd.DataFrame,
     -------
     AttackRisk
     """
-    n_attacks = check_positive_int(n_attacks, "n_attacks")
+    n_attacks = check_attack_count(n_attacks)
     t = AttackTables.encode(original, released, control)
     return linkability_attack(t, aux_columns, n_attacks, check_seed_sequence(random_state), None)
 
@@ -473,7 +477,7 @@ def inference_risk(original: pd.DataFrame, released: pd.DataFrame, control: pd.D
     -------
     AttackRisk
     """
-    n_attacks = check_positive_int(n_attacks, "n_attacks")
+    n_attacks = check_attack_count(n_attacks)
     if not (isinstance(tolerance, (int, float)) and 0 <= tolerance < 1):
         raise ParameterError(f"Invalid tolerance: {tolerance!r}. Must be in [0, 1).")
     t = AttackTables.encode(original, released, control)
@@ -666,7 +670,7 @@ def singling_out_risk(original: pd.DataFrame, released: pd.DataFrame,
     -------
     AttackRisk
     """
-    n_attacks = check_positive_int(n_attacks, "n_attacks")
+    n_attacks = check_attack_count(n_attacks)
     n_cols = check_positive_int(n_cols, "n_cols")
     t = AttackTables.encode(original, released, control)
     return singling_out_attack(t, mode, n_attacks, check_seed_sequence(random_state), n_cols,

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import DataError, ParameterError
-from astrid_airflow._validation import check_positive_int, fresh_seed
+from astrid_airflow._validation import check_attack_count, check_positive_int, fresh_seed
 from astrid_airflow.engine import Grouping, run_threaded
 
 from ._attacks import (
@@ -354,7 +354,7 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     from ._disclosure import disclosure_risk
 
     grouping, target, _ = resolve_grouping(grouping, target)
-    n_attacks = check_positive_int(n_attacks, "n_attacks")
+    n_attacks = check_attack_count(n_attacks)
     shadow_max_rows = check_positive_int(shadow_max_rows, "shadow_max_rows")
     seed = _seed(random_state)
     _check_tables(grouping, target, original=original, released=released, control=control)
@@ -387,7 +387,7 @@ def shadow_attacks(original: pd.DataFrame, *, target: str,
     from astrid_airflow.release import resolve_grouping
 
     grouping, target, _ = resolve_grouping(grouping, target)
-    n_attacks = check_positive_int(n_attacks, "n_attacks")
+    n_attacks = check_attack_count(n_attacks)
     seed = _seed(random_state)
     _check_tables(grouping, target, original=original)
     out, mode, info = _run_attacks(original, None, None, target, grouping, n_attacks, seed,

@@ -1,6 +1,8 @@
-"""The release: artefacts and their store, GoldenEye surrogates with their
-metrics, remedies, the privacy-aware choice, the release protocol and the
-pipeline steps the CLI and the operators share.
+"""The release: artefacts and their store, GoldenEye surrogates with their metrics,
+the remedies' recipe (what it does to a batch) and the release protocol's decisions.
+
+Fitting a recipe, the privacy-aware choice and the steps the CLI and the operators
+share orchestrate the layers above this one: they live in :mod:`astrid_airflow.pipeline`.
 """
 
 from __future__ import annotations
@@ -11,18 +13,22 @@ from astrid_airflow._lazy import lazy_exports
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
+    from astrid_airflow.io import TableFile, check_outside_store, file_format, read_arrow
+
     from ._artefact import (
         GroupingArtefact,
         SchemaCheck,
         column_kind,
         compatible_kind,
+        dtype_kind,
         fingerprint_table,
         unique_values,
     )
-    from ._choice import choose_release
+    from ._intact import IntactSwaps, break_intact_rows, intact_budget
     from ._metrics import (
         SurrogateMetrics,
         TableSource,
+        classifier_preset,
         expected_intact_row_proportion,
         intact_row_proportion,
         largest_group_unique_share,
@@ -33,17 +39,6 @@ if TYPE_CHECKING:
         surrogate_utility,
         table_source,
     )
-    from ._pipeline import (
-        Learned,
-        ReleasePlan,
-        StagedSurrogate,
-        gate_receipt,
-        learn_or_reuse,
-        receipt_path,
-        release_plan,
-        save_learned,
-        stage_surrogate,
-    )
     from ._release import (
         ReleaseDecision,
         check_receipt,
@@ -51,27 +46,43 @@ if TYPE_CHECKING:
         decide_release,
         release_time,
     )
-    from ._remedies import ReleaseRecipe, apply_recipe, fit_recipe, generalise_file
+    from ._remedies import (
+        BIN_LADDER,
+        ReleaseRecipe,
+        apply_recipe,
+        as_float,
+        generalise_file,
+        mdav_clusters,
+        published_type,
+    )
+    from ._sql_shuffle import shuffle_table
     from ._store import (
         ArtefactStore,
         LoadedArtefact,
         check_artefact_name,
-        check_outside_store,
         load_artefact,
         parse_artefact_ref,
         split_artefact_ref,
     )
+    from ._suppression import (
+        MAX_SUPPRESSED_SHARE,
+        Suppression,
+        published_exposure,
+        suppress_counted,
+        suppress_table,
+        suppressed_share,
+        suppression_budget,
+    )
     from ._surrogate import (
         CHUNK_ROWS,
         ProtectsNothingWarning,
-        TableFile,
-        file_format,
         make_surrogate,
-        read_arrow,
+        release_domain,
         release_recipe,
         remedied,
         resolve_grouping,
         shuffle_file,
+        surrogate_paths,
         warn_if_one_group,
     )
 

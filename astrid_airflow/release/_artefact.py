@@ -396,7 +396,7 @@ class GroupingArtefact:
         created_at : str or datetime, optional
             Creation time (UTC); default now.
         """
-        from astrid_airflow import __version__
+        from astrid_airflow._version import __version__
 
         d = result.to_dict() if hasattr(result, "to_dict") else result
         if not isinstance(d, Mapping):

@@ -31,13 +31,12 @@ import pandas as pd
 from astrid_airflow._errors import DataError, ParameterError, short_list
 from astrid_airflow._validation import check_positive_int, check_seed_sequence
 from astrid_airflow.engine import Grouping, as_grouping, pandas_class_codes
+from astrid_airflow.io import TableFile, read_arrow
 
 from ._surrogate import (
     ProtectsNothingWarning,
-    TableFile,
     is_arrow_table,
     make_surrogate,
-    read_arrow,
     release_recipe,
     remedied,
     resolve_grouping,
@@ -1298,7 +1297,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
             raise DataError(f"Cannot split the table for the utility check: {exc}") from None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            surrogate = make_surrogate(remedied(train, recipe, target), grouping,
+            surrogate = make_surrogate(remedied(train, recipe, target, grouping), grouping,
                                        target=target, random_state=shuffle_seed)
         seed = int(model_seed.generate_state(1)[0] >> 1)
         y_test = test[target].to_numpy()
@@ -1394,7 +1393,7 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
     recipe = release_recipe(artefact, remedies)
     published = src if recipe is None else table_source(
         remedied(_as_frame(src) if src.path is None else read_arrow(src.path), recipe,
-                  target_name), "original")
+                  target_name, grouping), "original")
     intact, expected, unique_share = _privacy_metrics(published, surrogate, grouping,
                                                       target_name)
     acc_o = acc_s = diff = None

@@ -262,7 +262,7 @@ class ReleaseRecipe:
 
 # ------------------------------------------------------------------------------ apply
 
-def _published_type(series: pd.Series) -> str:
+def published_type(series: pd.Series) -> str:
     """``category``, or the column's kind by its dtype alone if it is a number or a
     boolean, else ``string`` (an object column is published as strings)."""
     if isinstance(series.dtype, pd.CategoricalDtype):
@@ -271,7 +271,7 @@ def _published_type(series: pd.Series) -> str:
     return kind if kind in ("boolean", "integer", "float") else "string"
 
 
-def _as_float(series: pd.Series) -> np.ndarray:
+def as_float(series: pd.Series) -> np.ndarray:
     return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
@@ -287,7 +287,7 @@ def _typed(values: np.ndarray, like: pd.Series) -> pd.Series:
 
 
 def _apply_bins(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
-    x = _as_float(series)
+    x = as_float(series)
     reps = np.asarray(s["values"], dtype=float)
     # right=False: bin i is [edges[i-1], edges[i]); outside values go to the end bins
     idx = np.searchsorted(np.asarray(s["edges"], dtype=float), x, side="right")
@@ -296,7 +296,7 @@ def _apply_bins(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
 
 
 def _apply_round(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
-    x = _as_float(series)
+    x = as_float(series)
     if s["low"] is not None:
         x = np.where(x < s["low"], s["low"], x)
     if s["high"] is not None:
@@ -354,8 +354,8 @@ def _mdav_features(frame: pd.DataFrame) -> np.ndarray:
     parts = []
     for c in frame.columns:
         col = frame[c]
-        if _published_type(col) in ("integer", "float"):
-            v = _as_float(col)
+        if published_type(col) in ("integer", "float"):
+            v = as_float(col)
             sd = np.nanstd(v)
             v = (v - np.nanmean(v)) / (sd if sd > 0 else 1.0) if v.size else v
             parts.append(np.nan_to_num(v, nan=0.0)[:, None])
@@ -380,10 +380,10 @@ def _apply_mdav(table: pd.DataFrame, s: Mapping[str, Any], target: str) -> dict[
             members = rows[labels == lab]
             for c in cols:
                 col = sub[c]
-                if _published_type(col) in ("integer", "float"):
-                    v = _as_float(col.iloc[members])
+                if published_type(col) in ("integer", "float"):
+                    v = as_float(col.iloc[members])
                     m = np.nanmean(v) if np.isfinite(v).any() else np.nan
-                    if _published_type(col) == "integer" and np.isfinite(m):
+                    if published_type(col) == "integer" and np.isfinite(m):
                         m = float(np.floor(m + 0.5))  # rounded mean keeps the type
                     out[c].iloc[members] = m
                 else:
@@ -391,8 +391,8 @@ def _apply_mdav(table: pd.DataFrame, s: Mapping[str, Any], target: str) -> dict[
                     out[c].iloc[members] = mode.iloc[0] if len(mode) else None
     index = table.index
     return {c: pd.Series(out[c].to_numpy(), index=index, name=c).astype(table[c].dtype)
-            if _published_type(table[c]) != "integer" else
-            _typed(_as_float(out[c]), table[c]) for c in cols}
+            if published_type(table[c]) != "integer" else
+            _typed(as_float(out[c]), table[c]) for c in cols}
 
 
 def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
@@ -455,9 +455,10 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
         return out
     out = table.copy(deep=False)
     for c, series in new.items():
-        out[c] = series.to_numpy() if not isinstance(series.dtype, pd.CategoricalDtype) \
-            else series
-        if out[c].dtype != table[c].dtype and _published_type(table[c]) != "integer":
+        # the values by position, in their own dtype (a tz-aware datetime's numpy form
+        # is naive, and an all-missing one cannot be cast back to its zone)
+        out[c] = series.array
+        if out[c].dtype != table[c].dtype and published_type(table[c]) != "integer":
             out[c] = out[c].astype(table[c].dtype)
     return out
 
@@ -472,14 +473,21 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     import contextlib
     import os
 
-    from astrid_airflow.io import atomic_path
+    from astrid_airflow.io import (
+        arrow_writer,
+        atomic_path,
+        file_format,
+        read_arrow,
+        refuse_overwriting_inputs,
+    )
 
-    from ._surrogate import arrow_writer, file_format, read_arrow, release_recipe
+    from ._surrogate import release_recipe
 
     recipe = release_recipe(artefact, True)
     if recipe is None:
         raise RecipeError("The artefact records no release recipe: nothing to apply.")
     src, out = os.fspath(src), os.fspath(out)
+    refuse_overwriting_inputs([out], [src])  # --overwrite never replaces the input
     kind = file_format(out)
     table = read_arrow(src)
     artefact.check_table(table.schema)
@@ -487,7 +495,7 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     with atomic_path(out, overwrite=overwrite) as tmp, \
             contextlib.closing(arrow_writer(kind, tmp, table.schema)) as writer:
         if kind == "csv":
-            from ._surrogate import csv_schema
+            from astrid_airflow.io import csv_schema
 
             table = table.cast(csv_schema(table.schema))
         writer.write_table(table)
@@ -495,342 +503,3 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
 
 
 # -------------------------------------------------------------------------------- fit
-
-def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, int]:
-    """``(share_below_k, class_disclosure_share, k_min)`` of ``frame``'s tuples + class.
-
-    The per-group measures of :mod:`._disclosure` on one group's (remedied) columns:
-    equivalence classes are rows sharing the tuple and the class (missing = a value).
-    """
-    n = len(frame)
-    if n == 0:
-        return 0.0, 0.0, 0
-    codes = [pd.factorize(frame[c].astype(object), use_na_sentinel=False)[0]
-             for c in frame.columns]
-    tup = pd.factorize(pd.MultiIndex.from_arrays(codes) if len(codes) > 1 else codes[0])[0] \
-        if codes else np.zeros(n, dtype=np.int64)
-    y = pd.factorize(pd.Series(labels), sort=False)[0]
-    key = tup.astype(np.int64) * (int(y.max()) + 1) + y
-    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-    size = counts[inv]
-    # classes per tuple value
-    pairs = np.unique(key)
-    n_classes = np.bincount(pairs // (int(y.max()) + 1), minlength=int(tup.max()) + 1)
-    one_class = n_classes[tup] == 1
-    return float(np.mean(size < k)), float(np.mean(one_class)), int(size.min())
-
-
-def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
-              labels: Any) -> dict[str, Any] | None:
-    """At most ``n_bins`` class-aware bins of ``values`` (:func:`_class_edges`; ``None``:
-    a single bin)."""
-    finite = np.isfinite(values)
-    order = np.argsort(values[finite], kind="stable")
-    v = values[finite][order]
-    if v.size == 0:
-        return None
-    y = pd.factorize(pd.Series(np.asarray(labels)[finite][order]))[0]
-    edges = _class_edges(v, y, n_bins, k)
-    if not edges:
-        return None
-    bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
-    # lower median of each bin: a value the data has, inside the bin
-    reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
-    fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
-    names = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
-             (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
-             for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
-    return {"method": "bins", "column": column, "edges": edges, "values": reps,
-            "labels": names, "published_type": ptype}
-
-
-#: Cut points a class-aware binning chooses from (quantiles of the column).
-CANDIDATE_CUTS = 1024
-
-
-def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[float]:
-    """Cuts of sorted ``v`` (class codes ``y``) into at most ``n_bins`` class-aware bins.
-
-    Top-down, as a decision tree on one column (Fayyad and Irani, IJCAI 1993): the bin
-    whose best cut gains the most class information is cut next, among the column's
-    quantiles (``CANDIDATE_CUTS``). A cut is allowed only when both sides keep at least
-    two classes and, of every class they hold, at least ``k`` rows: so every bin is
-    k-anonymous with its class and distinct 2-diverse (Machanavajjhala et al., ACM TKDD
-    1(1), 2007) by construction, and the detail goes where it tells the classes apart.
-    A class with fewer than ``k`` rows in all is below k wherever it goes (the per-group
-    budget counts it) and does not stop a cut. A cut must pass Fayyad and Irani's
-    minimum-description-length test: one whose gain the sample's noise explains would
-    fit the bins to the released rows' own labels, and the boundaries would then tell
-    members from non-members; a bin with no such cut is cut at its median when allowed,
-    the largest such bin first, after every informative cut.
-    """
-    import heapq
-
-    n, n_classes = v.size, int(y.max()) + 1
-    q = np.quantile(v, np.linspace(0, 1, CANDIDATE_CUTS + 1)[1:-1], method="lower")
-    pos = np.unique(np.searchsorted(v, np.unique(q[q > v[0]]), side="left"))
-    pos = np.concatenate([[0], pos[(pos > 0) & (pos < n)], [n]])
-    # class counts before each candidate position
-    cum = np.zeros((pos.size, n_classes), dtype=np.int64)
-    for c in range(n_classes):
-        cum[:, c] = np.concatenate([[0], np.cumsum(y == c)])[pos]
-
-    def entropy(counts: np.ndarray) -> np.ndarray:
-        tot = counts.sum(axis=-1, keepdims=True)
-        p = np.divide(counts, tot, out=np.zeros(counts.shape), where=tot > 0)
-        return -(p * np.log(p, out=np.zeros(p.shape), where=p > 0)).sum(axis=-1)
-
-    rare = cum[-1] < k  # classes below k in the whole column
-
-    def ok(counts: np.ndarray) -> np.ndarray:
-        return (((counts == 0) | (counts >= k) | rare).all(axis=-1)
-                & ((counts > 0).sum(axis=-1) >= 2))
-
-    def best(a: int, b: int) -> tuple[tuple[int, float], int] | None:
-        if b - a < 2:
-            return None
-        whole = cum[b] - cum[a]
-        left = cum[a + 1:b] - cum[a]
-        right = whole - left
-        allowed = ok(left) & ok(right)
-        if not allowed.any():
-            return None
-        nl, nr = left.sum(axis=1), right.sum(axis=1)
-        n_ab = whole.sum()
-        gain = entropy(whole) - (nl * entropy(left) + nr * entropy(right)) / n_ab
-        gain = np.where(allowed, gain, -np.inf)
-        j = int(np.argmax(gain))
-        if not mdl_accepts(whole, left[j], right[j], gain[j]):
-            # no cut tells the classes apart better than the sample's own noise: the
-            # median, which fits nothing to the labels (a cut fitted to noise would
-            # tell who is in the release)
-            mid = (pos[a] + pos[b]) / 2
-            j = int(np.argmin(np.where(allowed, np.abs(pos[a + 1:b] - mid), np.inf)))
-            return (0, float(n_ab)), a + 1 + j  # after every informative cut, largest first
-        return (1, float(gain[j]) * n_ab), a + 1 + j
-
-    def mdl_accepts(whole: np.ndarray, left: np.ndarray, right: np.ndarray,
-                    gain: float) -> bool:
-        """Fayyad and Irani's minimum-description-length test of a cut (in nats)."""
-        n_ab = whole.sum()
-        c, c1, c2 = ((x > 0).sum() for x in (whole, left, right))
-        delta = np.log(3.0 ** c - 2) - (c * entropy(whole) - c1 * entropy(left)
-                                         - c2 * entropy(right))
-        return gain > (np.log(n_ab - 1) + delta) / n_ab
-
-    if not ok(cum[-1] - cum[0])[()]:
-        return []
-    heap: list = []
-    cuts: list[int] = []
-    first = best(0, pos.size - 1)
-    if first is not None:
-        heapq.heappush(heap, (-first[0][0], -first[0][1], 0, pos.size - 1, first[1]))
-    while heap and len(cuts) + 1 < n_bins:
-        *_, a, b, j = heapq.heappop(heap)
-        cuts.append(j)
-        for lo, hi in ((a, j), (j, b)):
-            nxt = best(lo, hi)
-            if nxt is not None:
-                heapq.heappush(heap, (-nxt[0][0], -nxt[0][1], lo, hi, nxt[1]))
-    return [float(v[pos[j]]) for j in sorted(cuts)]
-
-
-def _single_bin(values: np.ndarray, column: str, ptype: str) -> dict[str, Any]:
-    # No split keeps k rows per bin: one bin, everything published as the lower median
-    # (full suppression of the column's information, stated as such in the recipe).
-    v = np.sort(values[np.isfinite(values)])
-    rep = float(v[(v.size - 1) // 2]) if v.size else 0.0
-    return {"method": "bins", "column": column, "edges": [], "values": [rep],
-            "labels": ["all values"], "published_type": ptype}
-
-
-def column_class_risk(series: pd.Series, labels: Any) -> float:
-    """Upper 95 % bound of the exact risk of inferring the class from ``series`` alone
-    (:func:`~astrid_airflow.privacy.class_from_column_risks`, the gate's measure)."""
-    from astrid_airflow.privacy import class_from_column_risks
-
-    frame = pd.DataFrame({"x": series.to_numpy(), "__y": np.asarray(labels)})
-    return class_from_column_risks(frame, target="__y", columns=["x"])[0].ci[1]
-
-
-def _suppress_step(series: pd.Series, labels: Any, k: int, column: str, ptype: str,
-                   max_below: float, max_disclosure: float, max_column_risk: float = math.inf
-                   ) -> dict[str, Any] | None:
-    counts = series.value_counts(dropna=True)
-    keep = [v for v, c in counts.items() if c >= k]
-    while True:
-        remedied = series.where(series.isin(keep) | series.isna())
-        below, disclosure, _ = group_risk(remedied.to_frame(), labels, k)
-        if not keep:
-            break
-        if below <= max_below and disclosure <= max_disclosure:
-            if max_column_risk == math.inf or \
-                    column_class_risk(remedied, labels) <= max_column_risk:
-                break
-            # the class from this column alone: suppress the smallest kept category
-            keep = [v for v in keep if v != min(keep, key=lambda v: (counts[v], keep.index(v)))]
-            continue
-        # drop the kept category that fails worst: one naming a single class first
-        # (smallest), else the one with the smallest (category, class) cell
-        by = pd.crosstab(remedied, pd.Series(np.asarray(labels), index=series.index))
-        present = (by > 0).sum(axis=1)
-        single = by[present == 1]
-        worst = single.sum(axis=1).idxmin() if len(single) else \
-            by.where(by > 0).min(axis=1).idxmin()
-        keep = [v for v in keep if v != worst]
-    if len(keep) == len(counts):
-        return None
-    return {"method": "suppress", "column": column,
-            "keep": [v.item() if hasattr(v, "item") else v for v in keep],
-            "published_type": ptype}
-
-
-@dataclass(frozen=True)
-class _GroupFit:
-    steps: tuple
-    passed: bool
-    share_below_k: float
-    class_disclosure_share: float
-    detail: str
-    class_from_one_column_risk: float | None = None
-
-
-def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
-               max_below: float, max_disclosure: float, method: str,
-               max_column_risk: float = math.inf, max_bins: int | None = None) -> _GroupFit:
-    numeric = [c for c in cols if _published_type(table[c]) in ("integer", "float")]
-    other = [c for c in cols if c not in numeric]
-    column_risk: list[float | None] = [None]  # of the last judged remedy
-
-    def judge(steps: list) -> tuple[bool, float, float]:
-        frame = table[list(cols)]
-        if steps:
-            frame = apply_recipe(frame.assign(**{"__y": np.asarray(labels)}),
-                                 ReleaseRecipe(k=k, steps=tuple(steps), target="__y"),
-                                 target="__y")[list(cols)]
-        below, disc, _ = group_risk(frame, labels, k)
-        ok = below <= max_below and disc <= max_disclosure
-        column_risk[0] = None
-        if ok and max_column_risk != math.inf:
-            # the class from any one column of the group, as the gate measures it
-            column_risk[0] = max(column_class_risk(frame[c], labels) for c in cols)
-            ok = column_risk[0] <= max_column_risk
-        return ok, below, disc
-
-    ok, below, disc = judge([])
-    if ok and (max_bins is None or all(table[c].nunique() <= max_bins for c in numeric)):
-        return _GroupFit((), True, below, disc, "unchanged", column_risk[0])
-    if method == "mdav" and len(cols) > 1:
-        step = {"method": "mdav", "columns": list(cols), "k": k,
-                "published_types": [_published_type(table[c]) for c in cols]}
-        ok, below, disc = judge([step])
-        return _GroupFit((step,), ok, below, disc, f"mdav k={k}", column_risk[0])
-    cat_steps = []
-    for c in other:
-        s = _suppress_step(table[c], labels, k, c, _published_type(table[c]),
-                           max_below, max_disclosure, max_column_risk)
-        if s is not None:
-            cat_steps.append(s)
-    last = (False, below, disc, list(cat_steps))
-    for n_bins in [b for b in BIN_LADDER if max_bins is None or b <= max_bins]:
-        steps = list(cat_steps)
-        for c in numeric:
-            vals = _as_float(table[c])
-            s = _bin_step(vals, n_bins, k, c, _published_type(table[c]), labels)
-            steps.append(s if s is not None else _single_bin(vals, c,
-                                                             _published_type(table[c])))
-        ok, below, disc = judge(steps)
-        last = (ok, below, disc, steps)
-        if ok:
-            return _GroupFit(tuple(steps), True, below, disc, f"at most {n_bins} class-aware bins",
-                            column_risk[0])
-    if numeric and len(cols) == 1:
-        steps = [_single_bin(_as_float(table[c]), c, _published_type(table[c]))
-                 for c in numeric]
-        ok, below, disc = judge(cat_steps + steps)
-        return _GroupFit(tuple(cat_steps + steps), ok, below, disc, "one bin (suppressed)",
-                        column_risk[0])
-    ok, below, disc, steps = last
-    return _GroupFit(tuple(steps), ok, below, disc, "at most 2 class-aware bins (not enough)",
-                     column_risk[0])
-
-
-def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
-               max_share_below_k: float = 0.05, max_class_disclosure_share: float = 0.05,
-               margin: float = 0.5, method: str = "bins",
-               max_class_from_one_column_risk: float | None = None,
-               max_bins: int | None = None) -> tuple[ReleaseRecipe, list[dict]]:
-    """Fit the least generalisation that makes every group's projection safe.
-
-    For each group of ``grouping``, the most detailed remedy of the ladder whose
-    per-group ``share_below_k`` and ``class_disclosure_share`` (on the reference
-    ``table``) stay within ``margin`` times the thresholds (the slack absorbs a new
-    batch), and, with ``max_class_from_one_column_risk``, whose every column's exact
-    class-from-one-column risk (upper 95 % bound, the gate's measure) stays within
-    ``margin`` times that threshold: unchanged; else rare categories suppressed (and,
-    for that risk, the smallest kept categories next) and numeric columns cut into at
-    most 64, 32, 20, 12, ... 2 class-aware bins, each with at least two classes and at
-    least ``k`` rows of every class it holds (all of a group's numeric columns with the
-    same count: fewer, larger bins for a column the risk names);
-    ``method="mdav"`` microaggregates multi-column groups within class instead
-    (Domingo-Ferrer & Mateo-Sanz 2002). ``max_bins`` starts the ladder lower (at most
-    that many bins per numeric column): the choice's coarser retry of a release the
-    attacks refuse.
-
-    Returns
-    -------
-    (ReleaseRecipe, list of dict)
-        The recipe and, per group, ``{"columns", "passed", "share_below_k",
-        "class_disclosure_share", "class_from_one_column_risk", "remedy"}`` (the risk is
-        the worst column's upper bound, ``None`` when not asked for or not reached; a
-        group that did not pass needs a split; see
-        :func:`~astrid_airflow.choose_release`).
-
-    References
-    ----------
-    Hundepool et al., *Statistical Disclosure Control*, Wiley 2012 (global recoding,
-    top/bottom coding, local suppression, microaggregation).
-    """
-    from ._surrogate import resolve_grouping
-
-    grouping, target, _ = resolve_grouping(grouping, target)
-    if method not in ("bins", "mdav"):
-        raise RecipeError(f"Invalid remedy method {method!r}; known: ['bins', 'mdav'].")
-    if target not in table.columns:
-        raise RecipeError(f"The table has no class column {target!r}.")
-    labels = table[target].to_numpy()
-    steps: list[dict] = []
-    report: list[dict] = []
-    # a threshold of 1 is "report only" (GatePolicy.raw_release_demo): nothing to remedy
-    below = math.inf if max_share_below_k >= 1 else max_share_below_k * margin
-    disclosure = math.inf if max_class_disclosure_share >= 1 else \
-        max_class_disclosure_share * margin
-    column_risk = max_class_from_one_column_risk
-    if column_risk is not None and not (isinstance(column_risk, (int, float))
-                                        and not isinstance(column_risk, bool)
-                                        and 0 <= column_risk <= 1):
-        raise RecipeError(f"Invalid max_class_from_one_column_risk: {column_risk!r}. Must "
-                          "be a number in [0, 1] or None.")
-    column_risk = math.inf if column_risk is None or column_risk >= 1 else \
-        column_risk * margin
-    if max_bins is not None and not (isinstance(max_bins, int) and not isinstance(
-            max_bins, bool) and max_bins >= min(BIN_LADDER)):
-        raise RecipeError(f"Invalid max_bins: {max_bins!r}. Must be an integer >= "
-                          f"{min(BIN_LADDER)} or None.")
-    for cols in grouping.groups:
-        fit = _fit_group(table, list(cols), labels, k, below, disclosure, method,
-                         column_risk, max_bins)
-        steps.extend(fit.steps)
-        report.append({"columns": list(cols), "passed": fit.passed,
-                       "share_below_k": fit.share_below_k,
-                       "class_disclosure_share": fit.class_disclosure_share,
-                       "class_from_one_column_risk": fit.class_from_one_column_risk,
-                       "remedy": fit.detail})
-    notes = ["bins: values published as the bin's representative (lower median of the "
-             "reference values in the bin, so integers stay integers); values outside the "
-             "reference range go to the first/last bin (top/bottom coding)",
-             "suppress: categories not kept are published as missing"]
-    if any(s["method"] == "mdav" for s in steps):
-        notes.append("mdav: applied within each batch (classes separately) with the "
-                     "recorded k; a new batch is aggregated among its own rows")
-    return ReleaseRecipe(k=k, steps=tuple(steps), target=target, notes=tuple(notes)), report

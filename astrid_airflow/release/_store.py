@@ -30,17 +30,22 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from astrid_airflow._errors import ArtefactError, AstridError, ParameterError, StoreError
-from astrid_airflow.io import fs_write_bytes, fsync_dir, staged_dir
+from astrid_airflow.io import (
+    ARTEFACT_FILE,
+    STORE_CLAIM,
+    STORE_NAME,
+    STORE_VERSION_DIR,
+    fs_write_bytes,
+    fsync_dir,
+    refuse_inside_store,
+    staged_dir,
+)
 
 from ._artefact import GroupingArtefact
 
-ARTEFACT_FILE = "artefact.json"
-# Always used with fullmatch: ``$`` would also match before a trailing newline, and
-# ``\d`` (without re.ASCII) would accept non-ASCII digits such as U+0660.
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}", re.ASCII)
-_VERSION_DIR = re.compile(r"v([0-9]{4,})", re.ASCII)
+# The layout's names (and the guard that keeps other writers out) live in io.
+_NAME, _VERSION_DIR, _CLAIM = STORE_NAME, STORE_VERSION_DIR, STORE_CLAIM
 _VERSION_REF = re.compile(r"v([0-9]+)|([0-9]+)|latest", re.ASCII)
-_CLAIM = ".claim-"
 _MAX_ATTEMPTS = 200
 
 
@@ -361,7 +366,7 @@ class ArtefactStore:
         check_artefact_name(name)
         # a store nested inside another store's version is a write there
         target = self._join(self._root, name)
-        _refuse_inside_store(self._fs, target, self._local, self._url(target))
+        refuse_inside_store(self._fs, target, self._local, self._url(target))
         if not isinstance(artefact, GroupingArtefact):
             raise ParameterError(f"Expected a GroupingArtefact, got {type(artefact).__name__}.")
         files: dict[str, bytes] = {}
@@ -503,83 +508,6 @@ def _read_artefact(fs: Any, inner: str, shown: str) -> GroupingArtefact:
         return GroupingArtefact.from_json(data)
     except ArtefactError as exc:
         raise type(exc)(f"{shown}: {exc}") from None
-
-
-def _store_directory_kind(directory: str) -> str | None:
-    """``"version"``/``"name"`` if local ``directory`` is one of a store's, else None."""
-    base = os.path.basename(directory)
-    parent = os.path.basename(os.path.dirname(directory))
-    try:  # scandir + any(): stops at the first hit, even in a huge directory
-        if _VERSION_DIR.fullmatch(base) and _NAME.fullmatch(parent) and (
-                os.path.lexists(os.path.join(directory, ARTEFACT_FILE))
-                or any(e.name.startswith(_CLAIM) for e in os.scandir(directory))):
-            return "version"
-        if _NAME.fullmatch(base) and any(
-                _VERSION_DIR.fullmatch(e.name)
-                and os.path.lexists(os.path.join(e.path, ARTEFACT_FILE))
-                for e in os.scandir(directory)):
-            return "name"
-    except OSError:  # unreadable or vanished: not provably a store directory
-        return None
-    return None
-
-
-def check_outside_store(path: str | os.PathLike) -> None:
-    """Raise ``StoreError`` if writing ``path`` would put a file inside an artefact
-    store's name or version directory.
-
-    Versions are immutable: nothing but :class:`ArtefactStore` itself writes there.
-    Every atomic write (:func:`~astrid_airflow.io._atomic.atomic_path`, hence every
-    command's outputs) calls this. Links are resolved, so a directory linking into a
-    store is caught. Object-store URLs (``s3://``, ``gs://``, ``memory://``...) are
-    checked the same way through their fsspec filesystem, one prefix at a time up to
-    the bucket (a listing and an existence check per prefix).
-    """
-    from astrid_airflow.io import split_url
-
-    fs, dest, local = split_url(path)
-    _refuse_inside_store(fs, dest, local, os.fspath(path))
-
-
-def _refuse_inside_store(fs: Any, dest: str, local: bool, shown_path: str) -> None:
-    """:func:`check_outside_store` on a path ``dest`` inside filesystem ``fs``."""
-    if local:
-        directory, kind_of, parent_of = (os.path.realpath(os.path.dirname(dest)),
-                                         _store_directory_kind, os.path.dirname)
-    else:
-        directory = dest.rstrip("/").rpartition("/")[0]
-        kind_of = (lambda d: _remote_store_directory_kind(fs, d))  # noqa: E731
-        parent_of = (lambda d: d.rstrip("/").rpartition("/")[0])  # noqa: E731
-    while directory and directory.strip("/"):
-        kind = kind_of(directory)
-        if kind is not None:
-            shown = directory if local else fs.unstrip_protocol(directory)
-            raise StoreError(f"Refusing to write {shown_path!r}: it is inside the "
-                             f"artefact store {kind} directory {shown!r}; store "
-                             "versions are immutable, write outputs elsewhere.")
-        parent = parent_of(directory)
-        if parent == directory:
-            return
-        directory = parent
-
-
-def _remote_store_directory_kind(fs: Any, directory: str) -> str | None:
-    """:func:`_store_directory_kind` for a prefix of an fsspec filesystem."""
-    base = directory.rstrip("/").rpartition("/")[2]
-    parent = directory.rstrip("/").rpartition("/")[0].rpartition("/")[2]
-    try:
-        if _VERSION_DIR.fullmatch(base) and _NAME.fullmatch(parent) and fs.exists(
-                f"{directory}/{ARTEFACT_FILE}"):
-            return "version"
-        if _NAME.fullmatch(base) and fs.isdir(directory):
-            for entry in fs.ls(directory, detail=False):
-                child = entry.rstrip("/").rpartition("/")[2]
-                if _VERSION_DIR.fullmatch(child) and fs.exists(
-                        f"{entry.rstrip('/')}/{ARTEFACT_FILE}"):
-                    return "name"
-    except Exception:
-        return None     # provably a store directory
-    return None
 
 
 def split_artefact_ref(ref: str) -> tuple[str, str | None]:

@@ -32,8 +32,6 @@ import contextlib
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,6 +41,7 @@ from astrid_airflow import engine  # the permutation building blocks, by their p
 from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_positive_int
 from astrid_airflow.engine import Grouping, as_grouping
+from astrid_airflow.io import TableFile, arrow_writer, csv_schema, file_format, read_arrow
 
 #: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
 CHUNK_ROWS = 1 << 20
@@ -51,8 +50,6 @@ CHUNK_ROWS = 1 << 20
 #: input, so a mistyped ``--n-copies`` must not fill a disk (in memory,
 #: :func:`make_surrogate` has no such bound).
 MAX_FILE_COPIES = 100
-
-_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 
 class ProtectsNothingWarning(UserWarning):
@@ -100,12 +97,27 @@ def release_recipe(artefact: Any, remedies: object = True) -> Any:
     return getattr(artefact, "recipe", None)
 
 
-def remedied(table: Any, recipe: Any, target: str) -> Any:
+def remedied(table: Any, recipe: Any, target: str, grouping: Any = None) -> Any:
+    """``table`` in the release's domain: the recipe applied and, given the grouping,
+    every group locally suppressed (:mod:`._suppression`)."""
+    return release_domain(table, recipe, target, grouping)[0]
+
+
+def release_domain(table: Any, recipe: Any, target: str, grouping: Any = None
+                   ) -> tuple[Any, Any]:
+    """``(table, Suppression or None)``: the recipe's values, then local suppression of
+    every group of ``grouping`` with the recipe's k on this batch's own counts. No
+    recipe (the raw release) or no grouping: nothing is suppressed."""
     if recipe is None:
-        return table
+        return table, None
     from ._remedies import apply_recipe
 
-    return apply_recipe(table, recipe, target=target)
+    table = apply_recipe(table, recipe, target=target)
+    if grouping is None:
+        return table, None
+    from ._suppression import suppress_table
+
+    return suppress_table(table, as_grouping(grouping).groups, target, recipe.k)
 
 
 def warn_if_one_group(grouping: Grouping) -> None:
@@ -244,28 +256,21 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     columns = table.column_names if is_arrow else list(table.columns)
     _check_columns(columns, grouping, target)
     warn_if_one_group(grouping)
-    table = remedied(table, recipe, target)
+    table = remedied(table, recipe, target, grouping)
     codes = arrow_class_codes(table.column(target), target) if is_arrow else \
         engine.pandas_class_codes(table[target], target)
     out = []
     for seed in engine.seed_of_copies(random_state, n_copies):
         rows, perms = engine.release_permutations(codes, grouping.k, seed)
+        if recipe is not None:
+            (rows, perms), _ = _within_intact_budget(table, grouping, target,
+                                                     (rows, perms), artefact, seed)
         out.append(_shuffle_arrow(table, grouping, perms, target, rows) if is_arrow else
                    engine.shuffle_frame(table, grouping, perms, target, rows))
     return out[0] if n_copies == 1 else out
 
 
 # ------------------------------------------------------------------------------- files
-
-def file_format(path: str | os.PathLike) -> str:
-    """``"parquet"`` or ``"csv"`` from the suffix of ``path`` (DataError otherwise)."""
-    suffix = Path(os.fspath(path).split("?")[0]).suffix.lower()
-    kind = _FORMATS.get(suffix)
-    if kind is None:
-        raise DataError(f"Unsupported file {os.fspath(path)!r}: expected a .parquet, .pq or "
-                        ".csv file.")
-    return kind
-
 
 def surrogate_paths(out: str | os.PathLike, n_copies: int) -> list[str]:
     """Output paths of :func:`shuffle_file`: ``out`` itself, or ``stem-1.ext`` ... for copies.
@@ -285,53 +290,11 @@ def surrogate_paths(out: str | os.PathLike, n_copies: int) -> list[str]:
             f"{stem}-{i:0{width}d}{ext}" for i in range(1, n_copies + 1)]
 
 
-@dataclass(frozen=True)
-class TableFile:
-    """A Parquet or CSV file whose format is given rather than read from its suffix.
-
-    :func:`shuffle_file` hands these to ``before_publish`` for its temporary outputs.
-    """
-
-    path: str
-    kind: str
-
-
-def read_arrow(path: str | os.PathLike | TableFile, columns: Sequence[str] | None = None
-               ) -> Any:
-    """Read a CSV, Parquet or ARFF file (local or fsspec URL) as a pyarrow Table.
-
-    The one reader of :func:`~astrid_airflow.io._io.read_arrow` (same types as every other
-    command); a :class:`TableFile` gives its format instead of its suffix.
-    """
-    from astrid_airflow.io import read_arrow as _read
-
-    if isinstance(path, TableFile):
-        return _read(path.path, columns, kind=path.kind)
-    return _read(path, columns)
-
-
 def read_arrow_schema(path: str | os.PathLike) -> Any:
     """The Arrow schema of an input file (a Parquet file's footer only)."""
     from astrid_airflow.io import read_schema
 
     return read_schema(path)
-
-
-def arrow_writer(kind: str, path: str, schema: Any) -> Any:
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
-
-    if kind == "parquet":
-        return pq.ParquetWriter(path, schema)
-    return pcsv.CSVWriter(path, csv_schema(schema))
-
-
-def csv_schema(schema: Any) -> Any:
-    import pyarrow as pa
-
-    # The CSV writer has no dictionary type: categoricals are written as their values.
-    return pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type)
-                               else f.type) for f in schema])
 
 
 def _write_shuffled(table: Any, grouping: Grouping, released: tuple[np.ndarray, np.ndarray],
@@ -408,11 +371,23 @@ def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
     return table, released
 
 
+def _within_intact_budget(table: Any, grouping: Grouping, target: str,
+                          released: tuple[np.ndarray, np.ndarray], artefact: Any,
+                          seed: np.random.SeedSequence) -> tuple[Any, Any]:
+    """A remedied release's permutations with intact rows over the artefact's policy's
+    ``max_intact`` broken by within-class swaps (:mod:`._intact`)."""
+    from ._intact import break_intact_rows, intact_budget
+
+    return break_intact_rows(table, grouping.groups, target, released,
+                             intact_budget(None, artefact), seed)
+
+
 def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
                  target: str | None = None, random_state: object = None, n_copies: int = 1,
                  overwrite: bool = False,
                  before_publish: Callable[[list[TableFile]], None] | None = None,
-                 remedies: bool = True) -> str | list[str]:
+                 remedies: bool = True, max_suppressed_share: float | None = None,
+                 record: dict | None = None) -> str | list[str]:
     """Write GoldenEye surrogate(s) of a Parquet, CSV or ARFF file, atomically.
 
     Parameters
@@ -443,6 +418,15 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     remedies : bool, default True
         Apply the artefact's release recipe before the shuffle (as
         :func:`make_surrogate`; the same bytes for a seed); ``False``: raw release.
+        The recipe includes local suppression of this batch (:mod:`._suppression`).
+    max_suppressed_share : float, optional
+        The policy's suppression budget per group (default: that of the policy the
+        artefact's release was chosen for, else
+        :data:`~._suppression.MAX_SUPPRESSED_SHARE`, 0.05): a batch needing more is
+        refused (``RecipeError`` with the figure) before anything is written.
+    record : dict, optional
+        Filled with ``"suppression"`` (:meth:`Suppression.to_dict`, or None for a raw
+        release).
 
     Returns
     -------
@@ -464,6 +448,9 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
                              "copies are written in one call (each is as large as the "
                              "input).")
     recipe = release_recipe(art, remedies)
+    from ._suppression import suppression_budget
+
+    budget = suppression_budget(max_suppressed_share, art)
     src = os.fspath(src)
     src_kind = input_format(src)  # what `astrid learn` reads: CSV, Parquet, ARFF
     outs = surrogate_paths(out, n_copies)
@@ -484,10 +471,20 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         seeds = engine.seed_of_copies(random_state, n_copies)
         # The first copy's permutations are drawn while Arrow reads the table.
         table, released = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
-        table = remedied(table, recipe, target)
+        table, suppression = release_domain(table, recipe, target, grouping)
+        if suppression is not None:
+            suppression.check_budget(budget)
+        swaps: list[dict] = []
+        if record is not None:
+            record["suppression"] = None if suppression is None else suppression.to_dict()
+            record["intact_swaps"] = swaps  # one entry per copy, filled below
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
             if i:
                 released = engine.release_permutations(codes, grouping.k, seed)
+            if recipe is not None:
+                released, done = _within_intact_budget(table, grouping, target, released,
+                                                       art, seed)
+                swaps.append(done.to_dict())
             _write_shuffled(table, grouping, released, target, kind, tmp)
             del released
         del table, codes

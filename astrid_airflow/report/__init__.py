@@ -9,7 +9,8 @@ from astrid_airflow._lazy import lazy_exports
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
-    from ._html import safe_href, text
+    from astrid_airflow._html import safe_href, text
+
     from ._report import load_metrics, report_dir_for, write_report
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -38,11 +38,10 @@ import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import ArtefactError, DataError, ParameterError, StoreError, short_list
+from astrid_airflow._html import safe_href, text
 from astrid_airflow.engine import group_letter
 from astrid_airflow.io import native
 from astrid_airflow.io import plain as _plain
-
-from ._html import safe_href, text
 
 REPORT_VERSION = 1
 INDEX = "index.html"
@@ -217,20 +216,13 @@ def load_metrics(metrics: Any, k: int) -> dict[str, Any] | None:
     if metrics is None:
         return None
     if isinstance(metrics, (str, os.PathLike)):
+        from astrid_airflow.io import load_json, read_bounded
+
         path = os.fspath(metrics)
+        # a regular file of bounded size: a FIFO or /dev/zero is refused, not read
+        data = read_bounded(path, "surrogate metrics")
         try:
-            import fsspec
-
-            with fsspec.open(path, "r", encoding="utf-8") as fh:
-                text = fh.read()
-        except FileNotFoundError:
-            raise DataError(f"Unreadable surrogate metrics {path!r}: no such file.") from None
-        except OSError as exc:
-            raise DataError(f"Unreadable surrogate metrics {path!r}: {exc}") from None
-        from astrid_airflow.io import load_json
-
-        try:
-            metrics = load_json(text, "JSON")
+            metrics = load_json(data, "JSON")
         except DataError as exc:
             raise DataError(f"Surrogate metrics {path!r} are not JSON: {exc}") from None
     elif hasattr(metrics, "to_dict"):
@@ -541,7 +533,7 @@ def _verdict(check: ClassCheck) -> str:
 
 def _page(result: Any, artefact: Any, ref: str | None, figures: dict[str, str],
           release: str, title: str, data_docs: str | None, generated: str) -> str:
-    from astrid_airflow import __version__
+    from astrid_airflow._version import __version__
 
     link = ""
     if data_docs:
@@ -651,8 +643,7 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
 
 
 def _publish(out_dir: str | os.PathLike, files: dict[str, bytes], overwrite: bool) -> str:
-    from astrid_airflow.io import atomic_write_bytes, split_url
-    from astrid_airflow.release import check_outside_store
+    from astrid_airflow.io import atomic_write_bytes, check_outside_store, split_url
 
     _fs, dest, local = split_url(out_dir)
     check_outside_store(dest)  # versions are immutable: no report inside a store

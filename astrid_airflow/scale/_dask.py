@@ -149,9 +149,9 @@ def _register_sizeof() -> None:
 
 
 def _worker_version() -> str:
-    import astrid_airflow
+    from astrid_airflow._version import __version__  # read at call time (tests patch it)
 
-    return str(astrid_airflow.__version__)
+    return str(__version__)
 
 
 @dataclass
@@ -207,7 +207,7 @@ def dask_parallel(scheduler: Any, *, timeout: float = 30.0,
     distributed = _import_distributed()
     from joblib import parallel_config
 
-    import astrid_airflow
+    from astrid_airflow._version import __version__
 
     own = not isinstance(scheduler, distributed.Client)
     if own:
@@ -225,7 +225,7 @@ def dask_parallel(scheduler: Any, *, timeout: float = 30.0,
     try:
         _wait_for_workers(client, scheduler, timeout)
         if check_workers:
-            _check_workers(client, astrid_airflow.__version__)
+            _check_workers(client, __version__)
         _register_sizeof()
         backend = _backend_class()(client=_ReplicatingClient(client),
                                    wait_for_workers_timeout=timeout)

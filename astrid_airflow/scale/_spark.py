@@ -58,7 +58,12 @@ import numpy as np
 from astrid_airflow._errors import DataError, ParameterError, StoreError
 from astrid_airflow._validation import check_seed_sequence
 from astrid_airflow.engine import Grouping
-from astrid_airflow.release import release_recipe, resolve_grouping, warn_if_one_group
+from astrid_airflow.release import (
+    release_recipe,
+    resolve_grouping,
+    suppression_budget,
+    warn_if_one_group,
+)
 
 _SLOT_ERROR = ("GoldenEye slot without exactly one part per group: the input changed "
                "between jobs (persist or checkpoint it)")
@@ -141,7 +146,9 @@ def _bucket_bits(sizes: dict[Any, int], parallelism: int) -> int:
 
 
 def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = None,
-                    random_state: object = None, remedies: bool = True) -> Any:
+                    random_state: object = None, remedies: bool = True,
+                    max_suppressed_share: float | None = None,
+                    record: dict | None = None) -> Any:
     """Return a GoldenEye surrogate of a Spark DataFrame (lazy, except two small jobs).
 
     Parameters
@@ -159,7 +166,14 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
         (:func:`~astrid_airflow.apply_recipe` on every partition: its row-wise steps
         give the same values whatever the partitioning); ``False``: the raw release.
         A recipe with an MDAV step needs the whole batch and is refused here
-        (``RecipeError``): use the local path for it.
+        (``RecipeError``): use the local path for it. The recipe includes local
+        suppression of the batch, with the local path's code
+        (:mod:`astrid_airflow.release._suppression`), counted with windows.
+    max_suppressed_share : float, optional
+        The suppression budget per group (default 0.05): a batch needing more is
+        refused (``RecipeError`` with the figure).
+    record : dict, optional
+        Filled with ``"suppression"`` (what was suppressed, per group).
 
     Returns
     -------
@@ -181,7 +195,11 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     columns = _check_spark_table(df, grouping, target, artefact)
     warn_if_one_group(grouping)
     if recipe is not None:
-        df = _spark_remedied(df, recipe, target)
+        df = _spark_remedied(df, recipe, target, grouping,
+                             budget=suppression_budget(max_suppressed_share, artefact),
+                             record=record)
+    elif record is not None:
+        record["suppression"] = None
     spark = df.sparkSession
     k = grouping.k
     seeds = _group_seeds(random_state, k)
@@ -236,8 +254,10 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     return out.where(F.col(_GROUP) == 0).select(*columns)
 
 
-def _spark_remedied(df: Any, recipe: Any, target: str) -> Any:
-    """``df`` with the recipe applied partition by partition (the local code, in pandas)."""
+def _spark_remedied(df: Any, recipe: Any, target: str, grouping: Grouping | None = None,
+                    budget: float | None = None, record: dict | None = None) -> Any:
+    """``df`` with the recipe applied partition by partition (the local code, in pandas),
+    then, given the grouping, locally suppressed (:func:`_spark_suppressed`)."""
     from astrid_airflow._errors import RecipeError
     from astrid_airflow.release import apply_recipe
 
@@ -251,7 +271,59 @@ def _spark_remedied(df: Any, recipe: Any, target: str) -> Any:
         for frame in frames:
             yield apply_recipe(frame, recipe, target=target)
 
-    return df.mapInPandas(apply, schema=schema)
+    out = df.mapInPandas(apply, schema=schema)
+    if grouping is None:
+        return out
+    return _spark_suppressed(out, grouping, target, recipe.k, budget, record)
+
+
+def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
+                      budget: float | None, record: dict | None) -> Any:
+    """Local suppression of ``df``: the counts of every row's (group tuple, class) and of
+    its tuple's classes of ``k`` rows or more come from windows over the whole
+    DataFrame (nulls compare equal, as in the local codes); the rule and the nulling
+    are the local path's (:func:`~astrid_airflow.release._suppression.suppress_counted`),
+    on Arrow batches. With ``budget`` or ``record`` one more job counts what is
+    suppressed (the same function), and a batch over the budget is refused."""
+    import pyarrow as pa
+
+    from astrid_airflow.release import Suppression, suppress_counted
+
+    _, Window, F = _pyspark()
+    groups = [list(cols) for cols in grouping.groups]
+    counts = [(f"__astrid_size{g}", f"__astrid_big{g}") for g in range(len(groups))]
+    counted = df
+    for cols, (size_c, big_c) in zip(groups, counts):
+        counted = counted.withColumn(
+            size_c, F.count(F.lit(1)).over(Window.partitionBy(*cols, target)))
+        counted = counted.withColumn(big_c, F.size(F.collect_set(
+            F.when(F.col(size_c) >= k, F.col(target))).over(Window.partitionBy(*cols))))
+
+    def suppressed(batches: Any) -> Any:
+        for b in batches:
+            yield suppress_counted(b, groups, k, counts)[0]
+
+    def tally(batches: Any) -> Any:
+        for b in batches:
+            yield pa.record_batch({"g": pa.array(range(len(groups)), pa.int32()),
+                                   "n": pa.array(suppress_counted(b, groups, k, counts)[1],
+                                                 pa.int64()),
+                                   "rows": pa.array([b.num_rows] * len(groups), pa.int64())})
+
+    if budget is not None or record is not None:
+        sums = {r["g"]: (int(r["n"]), int(r["rows"])) for r in counted.mapInArrow(
+            tally, "g int, n long, rows long").groupBy("g").agg(
+            F.sum("n").alias("n"), F.sum("rows").alias("rows")).collect()}
+        rows = max((r for _, r in sums.values()), default=0)
+        report = Suppression(k=int(k), rows=rows, groups=tuple(
+            {"columns": cols, "suppressed_rows": sums.get(g, (0, 0))[0],
+             "suppressed_share": sums.get(g, (0, 0))[0] / rows if rows else 0.0}
+            for g, cols in enumerate(groups)))
+        if record is not None:
+            record["suppression"] = report.to_dict()
+        if budget is not None:
+            report.check_budget(budget)
+    return counted.mapInArrow(suppressed, schema=df.schema)
 
 
 def _slots(grouping: Grouping, types: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
@@ -338,6 +410,9 @@ class SparkShuffleResult:
     intact_row_proportion: float | None
     seed: int | None
     seconds: float
+    #: What local suppression removed, per group (``Suppression.to_dict()``; None for
+    #: a raw release).
+    suppression: dict | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -383,7 +458,8 @@ def _sibling(path: str, tag: str) -> str:
 def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
                           target: str | None = None, random_state: object = None,
                           spark: Any = None, overwrite: bool = False, metrics: bool = True,
-                          remedies: bool = True) -> SparkShuffleResult:
+                          remedies: bool = True, max_suppressed_share: float | None = None
+                          ) -> SparkShuffleResult:
     """Write a GoldenEye surrogate of a Parquet dataset with Spark, atomically.
 
     Parameters
@@ -409,6 +485,8 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
         (against the source in the release's domain when a recipe is applied).
     remedies : bool, default True
         Apply the artefact's release recipe first (see :func:`spark_surrogate`).
+    max_suppressed_share : float, optional
+        The suppression budget per group (default 0.05; see :func:`spark_surrogate`).
 
     Returns
     -------
@@ -442,8 +520,10 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
         raise DataError(f"Unreadable Parquet dataset {src!r}: {type(exc).__name__}: "
                         f"{str(exc).splitlines()[0]}") from None
     seed_root = check_seed_sequence(random_state)
+    record: dict = {}
     surrogate = spark_surrogate(df, art if art is not None else grouping, target=target,
-                                random_state=seed_root, remedies=remedies)
+                                random_state=seed_root, remedies=remedies,
+                                max_suppressed_share=max_suppressed_share, record=record)
     tmp = _sibling(dest, "tmp")
     try:
         try:
@@ -460,7 +540,7 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
                             f"source's {expected}: the source was not deterministic "
                             "(persist or checkpoint it) or changed while being read.")
         recipe = release_recipe(art, remedies)
-        published = df if recipe is None else _spark_remedied(df, recipe, target)
+        published = df if recipe is None else _spark_remedied(df, recipe, target, grouping)
         p_anon = spark_intact_row_proportion(published, written) if metrics else None
         _publish(fs, tmp, dest, overwrite)
     except BaseException:
@@ -471,7 +551,7 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
         intact_row_proportion=p_anon,
         seed=random_state if isinstance(random_state, int) else
         seed_root.entropy if random_state is None else None,
-        seconds=time.perf_counter() - start)
+        seconds=time.perf_counter() - start, suppression=record.get("suppression"))
 
 
 def _publish(fs: _HadoopFS, tmp: str, dest: str, overwrite: bool) -> None:

@@ -29,3 +29,15 @@ whose ``define(kit, cls)`` builds the GX ``BatchExpectation``.
 (type -> category, metric, parameter) from the classes; :mod:`astrid_airflow.gate._checks`
 holds what they compute and judge.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from astrid_airflow._lazy import lazy_exports
+
+# ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
+if TYPE_CHECKING:
+    from ._families import GateExpectation, define
+
+__getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

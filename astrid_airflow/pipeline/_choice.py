@@ -29,16 +29,14 @@ import pandas as pd
 from astrid_airflow._errors import ParameterError
 from astrid_airflow.engine import Grouping
 
-#: Largest table on which the MDAV alternative is also tried (O(n^2 / k) per class).
-MDAV_MAX_ROWS = 5_000
+# MDAV_MAX_ROWS, CHOICE_MAX_ROWS: with the choice's cost model, which sizes them too
+from ._choice_budget import CHOICE_MAX_ROWS, MDAV_MAX_ROWS, candidate_fits, with_choice_steps
+
 #: Bins per numeric column of the coarser retries of releases only the attacks refuse.
 COARSER_BINS = (20, 8, 4, 2)
 #: How many of those releases (most accurate first) are retried coarser.
 COARSER_RETRIES = 3
 _ATTACKS = ("singling_out", "linkability", "inference")
-#: Rows the candidates' utility and attacks are measured on (a stratified subsample of
-#: larger tables, as the gate's utility check).
-CHOICE_MAX_ROWS = 20_000
 
 
 def _candidates(result: Mapping[str, Any], attrs: list[str]) -> list[tuple[str, Grouping]]:
@@ -85,18 +83,25 @@ def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
     return Grouping(groups) if changed else None
 
 
-def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any
-                  ) -> tuple[dict[str, Any], list[str]]:
-    from astrid_airflow.privacy import class_from_column_risks, group_disclosure
+def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
+                  suppression: Any = None) -> tuple[dict[str, Any], list[str]]:
+    from astrid_airflow.privacy import class_from_column_risks
+    from astrid_airflow.release import (
+        expected_intact_row_proportion,
+        largest_group_unique_share,
+        published_exposure,
+    )
 
-    from ._metrics import expected_intact_row_proportion, largest_group_unique_share
-
-    groups = group_disclosure(remedied, target=target, grouping=grouping,
-                              k=policy.disclosure_k)
-    worst_below = max(groups, key=lambda d: d.share_below_k)
-    worst_disc = max(groups, key=lambda d: d.class_disclosure_share)
-    below = worst_below.share_below_k
-    disc = worst_disc.class_disclosure_share
+    # ``remedied`` is locally suppressed (as the shuffle publishes it): the per-group
+    # checks count the published tuples, beside the share the suppression removed
+    groups = published_exposure(remedied, grouping.groups, target, policy.disclosure_k)
+    worst_below = max(groups, key=lambda d: d["share_below_k"])
+    worst_disc = max(groups, key=lambda d: d["class_disclosure_share"])
+    # the budget bounds what local suppression removed (not the recipe's merges)
+    worst_supp = (suppression.worst if suppression is not None else None) or \
+        {"columns": [], "suppressed_share": 0.0}
+    below = worst_below["share_below_k"]
+    disc = worst_disc["class_disclosure_share"]
     unique = largest_group_unique_share(remedied, grouping)
     intact = expected_intact_row_proportion(remedied, grouping, target)
     # the class from each single column, exact (a shuffle keeps every (value, class)
@@ -108,9 +113,11 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     risks = {"share_below_k": below, "class_disclosure_share": disc,
              "largest_group_unique_share": unique,
              "expected_intact_row_proportion": intact,
-             "worst_share_below_k_group": {"columns": list(worst_below.columns),
-                                           "k_min": worst_below.k_min},
-             "worst_class_disclosure_group": {"columns": list(worst_disc.columns)},
+             "worst_share_below_k_group": {"columns": list(worst_below["columns"]),
+                                           "k_min": worst_below["k_min"]},
+             "worst_class_disclosure_group": {"columns": list(worst_disc["columns"])},
+             "suppressed_share": worst_supp["suppressed_share"],
+             "worst_suppressed_group": {"columns": list(worst_supp["columns"])},
              "class_from_one_column_upper": column.ci[1],
              "worst_class_from_one_column": {"column": column.aux_columns[0],
                                              "risk": column.risk}}
@@ -119,6 +126,8 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
         failed.append("share_below_k")
     if disc > policy.max_class_disclosure_share:
         failed.append("class_disclosure")
+    if worst_supp["suppressed_share"] > policy.max_suppressed_share:
+        failed.append("suppression")
     if unique > policy.max_largest_group_unique_share:
         failed.append("largest_group_unique_share")
     if intact > policy.max_intact:
@@ -169,9 +178,12 @@ def _then(label: str, step: str) -> str:
     return f"{m.group(1)}, {step} ×{int(m.group(2) or 1) + 1}"
 
 
+@with_choice_steps  # progress lines and the budget's deadline (._choice_budget)
 def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                    remedies: bool = True, random_state: object = None,
-                   classifier: Any = None, created_at: Any = None) -> Any:
+                   classifier: Any = None, created_at: Any = None,
+                   max_seconds: float | None = None, progress: bool | None = None,
+                   _steps: Any = None) -> Any:
     """Learned result -> artefact with the release of least utility loss within policy.
 
     Parameters
@@ -190,6 +202,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     classifier : str or dict, optional
         Classifier of the utility measure (default: the policy's, else the result's).
     created_at : str or datetime, optional
+    max_seconds : float or None
+        What the choice may spend (the learn's budget left after the search, see
+        :func:`~astrid_airflow.save_learned`): a step that would end past it raises
+        ``BudgetError``. None: no bound.
+    progress : bool or None
+        False: no progress lines; otherwise an estimate, then a line at least every
+        30 s with the steps done and the time left, on the ``astrid_airflow`` logger.
 
     Returns
     -------
@@ -222,11 +241,15 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     from astrid_airflow._validation import check_seed_sequence
     from astrid_airflow.engine import pandas_class_codes
     from astrid_airflow.gate import GatePolicy
+    from astrid_airflow.release import (
+        GroupingArtefact,
+        ProtectsNothingWarning,
+        release_domain,
+        stratified_subsample,
+        surrogate_utility,
+    )
 
-    from ._artefact import GroupingArtefact
-    from ._metrics import stratified_subsample, surrogate_utility
-    from ._remedies import apply_recipe, fit_recipe
-    from ._surrogate import ProtectsNothingWarning
+    from ._fit_recipe import fit_recipe
 
     d = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     if not isinstance(remedies, bool):
@@ -251,7 +274,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         codes = pandas_class_codes(table[target], target)
         work = table.iloc[stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)]
         work = work.reset_index(drop=True)
-    from ._metrics import classifier_preset
+    from astrid_airflow.release import classifier_preset
 
     # as the gate: the policy's classifier, else the preset the grouping was learned with
     classifier = classifier if classifier is not None else policy.classifier
@@ -260,6 +283,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                                                             d.get("classifier")})())
 
     util_seed = int(s_util.generate_state(1)[0] >> 1)
+    # what the fit may leave exposed on the reference table: local suppression removes
+    # it from every batch, within the policy's budget (a threshold of 1: report only)
+    budget = max(policy.max_suppressed_share, policy.max_share_below_k,
+                 policy.max_class_disclosure_share)
     repeats = policy.utility_repeats_for(len(work))  # as the gate will judge it
 
     def evaluate(label: str, grouping: Grouping, method: str,
@@ -268,13 +295,12 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         (the same utility splits for all: comparable figures)."""
         recipe, report = fit_recipe(table, target=target, grouping=grouping,
                                     k=policy.disclosure_k,
-                                    max_share_below_k=policy.max_share_below_k,
-                                    max_class_disclosure_share=policy.
-                                    max_class_disclosure_share, method=method,
+                                    max_share_below_k=budget,
+                                    max_class_disclosure_share=budget, method=method,
                                     max_class_from_one_column_risk=policy.
                                     max_class_from_one_column_risk, max_bins=max_bins)
-        remedied = apply_recipe(work, recipe, target=target)
-        risks, failed = _cheap_checks(remedied, grouping, target, policy)
+        remedied, suppression = release_domain(work, recipe, target, grouping)
+        risks, failed = _cheap_checks(remedied, grouping, target, policy, suppression)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
             u = surrogate_utility(work, grouping, target=target, classifier=classifier,
@@ -295,6 +321,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     finer = sorted({Grouping(r["grouping"]) for r in d.get("table") or []
                     if r.get("grouping")}, key=lambda g: (g.k, g.to_list()))
     mdav_ok = len(table) <= MDAV_MAX_ROWS
+    spf = (d.get("estimate") or {}).get("seconds_per_fit")
+    _steps.plan(len(queue) * (2 if mdav_ok else 1), None if spf is None else
+                candidate_fits(len(table), policy) * spf)
     done: set = set()
     i = 0
     while i < len(queue):
@@ -307,7 +336,8 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         if method == "bins" and mdav_ok and any(len(g) > 1 for g in grouping.groups):
             # microaggregation within class of the same grouping's multi-column groups
             queue.append((f"{label}, MDAV", grouping))
-        c = evaluate(label, grouping, method)
+        with _steps.step(f"measuring {label}", queued=len(queue) - i):
+            c = evaluate(label, grouping, method)
         failing = [tuple(g["columns"]) for g in c["remedies"] if not g["passed"]
                    and len(g["columns"]) > 1]
         if failing and method == "bins":
@@ -325,8 +355,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         for c in sorted(batch, key=lambda c: -c["accuracy_surrogate"]):
             if c["failed"]:
                 continue
-            risks, failed = _attack_checks(c["remedied"], Grouping(c["grouping"]), target,
-                                           policy, attack_seed)
+            with _steps.step(f"attacking {c['label']}"):
+                risks, failed = _attack_checks(c["remedied"], Grouping(c["grouping"]),
+                                               target, policy, attack_seed)
             c["risks"].update(risks)
             c["failed"] = failed
             if not failed:
@@ -343,8 +374,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     for cap in COARSER_BINS if chosen is None else ():
         batch = []
         for c in bases:
-            retry = evaluate(_then(c["label"], f"at most {cap} bins"),
-                             Grouping(c["grouping"]), "bins", cap)
+            with _steps.step(f"measuring {c['label']} with at most {cap} bins"):
+                retry = evaluate(_then(c["label"], f"at most {cap} bins"),
+                                 Grouping(c["grouping"]), "bins", cap)
             if retry["recipe"].to_json() not in tried:  # fewer bins than before
                 tried.add(retry["recipe"].to_json())
                 batch.append(retry)
@@ -366,9 +398,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                        reason=_refusal(cands, policy))
         artefact_dict = d
     else:
-        raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
-                                classifier=classifier, random_state=util_seed,
-                                n_repeats=repeats, remedies=False)
+        with _steps.step("utility of the raw release"):
+            raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
+                                    classifier=classifier, random_state=util_seed,
+                                    n_repeats=repeats, remedies=False)
         release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
                        chosen=cands.index(chosen), reason=None, utility={
                            "accuracy_original": chosen["accuracy_original"],
@@ -398,6 +431,10 @@ def _why(c: dict[str, Any], policy: Any) -> str:
             out.append(f"{r['share_below_k']:.3f} of rows in classes below k="
                        f"{policy.disclosure_k} > {policy.max_share_below_k} (k_min "
                        f"{w.get('k_min')} in group {_cols(w.get('columns', []))})")
+        elif f == "suppression":
+            w = r.get("worst_suppressed_group") or {}
+            out.append(f"{r['suppressed_share']:.3f} of rows suppressed > "
+                       f"{policy.max_suppressed_share} in group {_cols(w.get('columns', []))}")
         elif f == "class_disclosure":
             w = r.get("worst_class_disclosure_group") or {}
             out.append(f"class disclosure {r['class_disclosure_share']:.3f} > "

@@ -15,8 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._metrics import intact_row_proportion, surrogate_metrics
-from ._surrogate import ProtectsNothingWarning, shuffle_file, surrogate_paths
+from astrid_airflow.release import (
+    ProtectsNothingWarning,
+    intact_row_proportion,
+    shuffle_file,
+    surrogate_metrics,
+    surrogate_paths,
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ def stage_surrogate(src: str | os.PathLike, artefact: Any, dest: str | os.PathLi
     src = os.fspath(src)
     report: dict[str, Any] = {}
     copies: list[float] = []
+    record: dict[str, Any] = {}
 
     def measure(tmps: list) -> None:
         # Runs on the complete temporary outputs; raising here publishes nothing.
@@ -88,7 +94,12 @@ def stage_surrogate(src: str | os.PathLike, artefact: Any, dest: str | os.PathLi
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ProtectsNothingWarning)
         shuffle_file(src, artefact, dest, random_state=random_state, n_copies=n_copies,
-                     overwrite=overwrite, before_publish=measure, remedies=remedies)
+                     overwrite=overwrite, before_publish=measure, remedies=remedies,
+                     record=record)
+    # what local suppression removed, per group (JSON key "suppression")
+    report["suppression"] = record.get("suppression")
+    # per copy: within-class swaps that kept the intact rows within max_intact
+    report["intact_swaps"] = record.get("intact_swaps") or None
     warned = any(issubclass(w.category, ProtectsNothingWarning) for w in caught)
     return StagedSurrogate(paths=surrogate_paths(dest, n_copies), metrics=report,
                            copies=copies or None,
@@ -123,7 +134,8 @@ class Learned:
 
 def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any = None,
                  created_at: Any = None, remedies: bool | None = None,
-                 random_state: object = None) -> tuple[str, Any]:
+                 random_state: object = None, allow_weaker_policy: bool | None = None
+                 ) -> tuple[str, Any]:
     """Record ``result`` as a new version of ``name``, with its gate suite beside it.
 
     Returns ``(version, artefact)``. ``policy`` (a :class:`~astrid_airflow.GatePolicy`,
@@ -131,29 +143,59 @@ def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any 
     ``remedies`` True/False: the artefact records the release of least utility loss
     within ``policy`` (:func:`~astrid_airflow.choose_release`, seeded by
     ``random_state``; False: groupings only, no remedies); None: the learned grouping
-    as it is, no release chosen.
+    as it is, no release chosen. A ``policy`` weaker than the default is refused when
+    ``allow_weaker_policy`` is False, and recorded in the release (``policy_note``,
+    ``weaker_than_default``, ``allow_weaker_policy``) otherwise (docs/gate.md).
     """
-    from astrid_airflow.gate import gate_extra_files
+    from astrid_airflow.gate import (
+        check_weaker_policy,
+        gate_extra_files,
+        weaker_fields,
+        weaker_record,
+    )
+    from astrid_airflow.release import GroupingArtefact
 
-    from ._artefact import GroupingArtefact
+    check_weaker_policy(policy or {}, allow_weaker_policy)  # before the long choice
 
     if remedies is None:
         artefact = GroupingArtefact.from_result(result, table, created_at=created_at)
     else:
         from ._choice import choose_release
+        from ._choice_budget import budget_left
 
+        # the learn's budget bounds the choice too: what the search left of it
         artefact = choose_release(table, result, policy=policy, remedies=remedies,
-                                  random_state=random_state, created_at=created_at)
+                                  random_state=random_state, created_at=created_at,
+                                  max_seconds=budget_left(result))
+    if artefact.release is not None and weaker_fields(policy or {}):
+        import dataclasses
+
+        artefact = dataclasses.replace(artefact, release={
+            **artefact.release, **weaker_record(policy, allow_weaker_policy)})
     return store.save(name, artefact,
                       extra_files=gate_extra_files(artefact, policy)), artefact
+
+
+def choice_reserve(table: Any, policy: Any = None, remedies: bool | None = True) -> float:
+    """``astrid(reserve_fits=)`` for a learn that chooses a release afterwards: the
+    choice's expected cost (:func:`~astrid_airflow.release_choice_fits`), 0 without one."""
+    if not remedies:
+        return 0.0
+    from astrid_airflow.gate import GatePolicy
+
+    from ._choice_budget import release_choice_fits
+
+    policy = GatePolicy() if policy is None else policy
+    if isinstance(policy, Mapping):
+        policy = GatePolicy.from_dict(policy)
+    return release_choice_fits(len(table), len(table.columns) - 1, policy)
 
 
 def reusable_version(store: Any, name: str, table: Any) -> tuple[str, Any] | None:
     """``(version, artefact)`` of the latest version of ``name`` if it was learned from a
     table with ``table``'s fingerprint, else None (also when there is none yet)."""
     from astrid_airflow._errors import StoreError
-
-    from ._artefact import fingerprint_table
+    from astrid_airflow.release import fingerprint_table
 
     try:
         latest = store.latest(name)
@@ -169,7 +211,8 @@ def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any
                    force: bool = False, scheduler: str | None = None, n_jobs: int = 1,
                    policy: Any = None, created_at: Any = None,
                    remedies: bool | None = None, random_state: object = None,
-                   run: Callable[[Any, dict[str, Any]], Any] | None = None) -> Learned:
+                   run: Callable[[Any, dict[str, Any]], Any] | None = None,
+                   allow_weaker_policy: bool | None = None) -> Learned:
     """Learn a grouping of ``table`` into ``store`` as ``name``, unless already learned.
 
     Without ``force``, when the latest version of ``name`` was learned from a table with
@@ -177,10 +220,14 @@ def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any
     runs. Otherwise ``astrid`` runs with ``settings`` (locally with ``n_jobs``, or on the
     Dask cluster at ``scheduler``) and a new version is saved with its gate suite.
     ``run(table, settings)``, if given, replaces both (the operator's deferrable Dask
-    path); ``remedies``/``random_state`` go to :func:`save_learned` (the release choice).
+    path); ``remedies``/``random_state``/``allow_weaker_policy`` go to
+    :func:`save_learned` (the release choice).
     """
     if not force and (found := reusable_version(store, name, table)) is not None:
         return Learned(name=name, version=found[0], artefact=found[1], learned=False)
+    settings = dict(settings)
+    if settings.get("max_seconds") is not None:  # the budget covers the choice too
+        settings.setdefault("reserve_fits", choice_reserve(table, policy, remedies))
     if run is not None:
         result = run(table, dict(settings))
     elif scheduler:
@@ -193,7 +240,8 @@ def learn_or_reuse(table: Any, store: Any, name: str, settings: Mapping[str, Any
         result = astrid(table, n_jobs=n_jobs, **settings)
     version, artefact = save_learned(result, table, store, name, policy=policy,
                                      created_at=created_at, remedies=remedies,
-                                     random_state=random_state)
+                                     random_state=random_state,
+                                     allow_weaker_policy=allow_weaker_policy)
     return Learned(name=name, version=version, artefact=artefact, learned=True,
                    result=result)
 
@@ -250,6 +298,8 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
                                              "observed_value", "threshold")}
                          for e in d["expectations"]],
         "policy": d["policy"],
+        "policy_note": d.get("policy_note"),
+        "allow_weaker_policy": d.get("allow_weaker_policy"),
         "random_state": result.random_state,
         "report": report,
         "run_id": run_id,
@@ -258,6 +308,16 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
 
 
 # ---------------------------------------------------------------------------- promote
+
+def _weaker_of(receipt: Mapping[str, Any]) -> dict[str, Any]:
+    """``weaker_than_default``, ``policy_note`` and ``allow_weaker_policy`` of a release
+    record, from the policy the receipt says the gate applied (docs/gate.md)."""
+    from astrid_airflow.gate import weaker_record
+
+    policy = receipt.get("policy")
+    return weaker_record(policy if isinstance(policy, Mapping) else {},
+                         receipt.get("allow_weaker_policy"))
+
 
 @dataclass(frozen=True)
 class ReleasePlan:
@@ -320,6 +380,8 @@ def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
         "data_docs": named.get("data_docs"),
         "report": str(report_dir / "index.html") if report_dir else None,
         "expectations": receipt.get("expectations"),
+        # named from the receipt's policy itself, so a weakened policy always shows
+        **_weaker_of(receipt),
         "run_id": run_id,
         "run_after": run_after,
         "published_at": published_at or

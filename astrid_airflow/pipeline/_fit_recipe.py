@@ -1,0 +1,493 @@
+"""Fitting a release recipe: the remedies each group needs, chosen on a reference table.
+
+The recipe itself (:class:`~astrid_airflow.release.ReleaseRecipe`, what it does to a
+batch) lives in the release layer; fitting it measures disclosure risks (privacy
+layer), so it sits here, in the pipeline that orchestrates both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from astrid_airflow._errors import RecipeError
+from astrid_airflow.release import (
+    BIN_LADDER,
+    ReleaseRecipe,
+    apply_recipe,
+    as_float,
+    dtype_kind,
+    published_type,
+)
+
+
+def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, int]:
+    """``(share_below_k, class_disclosure_share, k_min)`` of ``frame``'s tuples + class.
+
+    The per-group measures of :mod:`._disclosure` on one group's (remedied) columns:
+    equivalence classes are rows sharing the tuple and the class (missing = a value).
+    """
+    n = len(frame)
+    if n == 0:
+        return 0.0, 0.0, 0
+    codes = [pd.factorize(frame[c].astype(object), use_na_sentinel=False)[0]
+             for c in frame.columns]
+    tup = pd.factorize(pd.MultiIndex.from_arrays(codes) if len(codes) > 1 else codes[0])[0] \
+        if codes else np.zeros(n, dtype=np.int64)
+    y = pd.factorize(pd.Series(labels), sort=False)[0]
+    key = tup.astype(np.int64) * (int(y.max()) + 1) + y
+    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    size = counts[inv]
+    # classes per tuple value
+    pairs = np.unique(key)
+    n_classes = np.bincount(pairs // (int(y.max()) + 1), minlength=int(tup.max()) + 1)
+    one_class = n_classes[tup] == 1
+    return float(np.mean(size < k)), float(np.mean(one_class)), int(size.min())
+
+
+def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
+              labels: Any) -> dict[str, Any] | None:
+    """At most ``n_bins`` class-aware bins of ``values`` (:func:`_class_edges`; ``None``:
+    a single bin)."""
+    finite = np.isfinite(values)
+    order = np.argsort(values[finite], kind="stable")
+    v = values[finite][order]
+    if v.size == 0:
+        return None
+    y = pd.factorize(pd.Series(np.asarray(labels)[finite][order]))[0]
+    edges = _class_edges(v, y, n_bins, k)
+    if not edges:
+        return None
+    bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
+    # Edges and representatives are published (file, recipe, validation JSON): never one
+    # person's value. An edge is the roundest number between the values it separates
+    # (the same cut); a representative the roundest number among the middle half of
+    # its bin's values, or the median when k rows share it (issue 29).
+    uniq, counts = np.unique(v, return_counts=True)
+    rare = frozenset(uniq[counts < k].tolist())
+    edges = [_roundest(float(v[a - 1]), float(v[a]), True, rare) for a in bounds[1:-1]]
+    reps = [_representative(v[a:b], k, ptype == "integer", rare)
+            for a, b in itertools.pairwise(bounds)]
+    if any(b <= a for a, b in itertools.pairwise(reps)):  # ties at rounding: medians
+        reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
+    fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
+    names = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
+             (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
+             for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
+    return {"method": "bins", "column": column, "edges": edges, "values": reps,
+            "labels": names, "published_type": ptype}
+
+
+def _roundest(lo: float, hi: float, low_open: bool = False,
+              avoid: frozenset = frozenset()) -> float:
+    """The number with the fewest significant digits in ``[lo, hi]`` (``(lo, hi]`` with
+    ``low_open``), nearest the middle among those and not in ``avoid`` (the values fewer
+    than k rows have); ``hi`` when the interval is a point.
+
+    >>> _roundest(1234.0, 1317.0), _roundest(3.0, 97.0), _roundest(0.5, 0.5)
+    (1300.0, 50.0, 0.5)
+    """
+    if not hi > lo:
+        return float(hi)
+    mid = (lo + hi) / 2
+    step = 10.0 ** math.ceil(math.log10(hi - lo))
+    for _ in range(40):
+        for mult in (1.0, 0.5, 0.2):
+            s = step * mult
+            m = round(mid / s) * s
+            m = float(round(m, 12))
+            inside = (lo < m if low_open else lo <= m) and m <= hi
+            if inside and m not in avoid:
+                return m
+        step /= 10
+    return float(hi)
+
+
+def _representative(values: np.ndarray, k: int, integer: bool = False,
+                    rare: frozenset = frozenset()) -> float:
+    """A bin's published value: its lower median when ``k`` rows share it, else the
+    roundest number among the middle half of the bin's (sorted) values (an integer for
+    an integer column)."""
+    med = float(values[(values.size - 1) // 2])
+    if np.count_nonzero(values == med) >= k:
+        return med
+    q1 = float(values[values.size // 4])
+    q3 = float(values[max(values.size // 4, (3 * values.size) // 4 - 1)])
+    if integer:  # whole numbers only: the roundest integer of the middle half not rare
+        pool = [x for x in range(math.ceil(q1), math.floor(q3) + 1) if float(x) not in rare]
+        if pool:
+            mid = (q1 + q3) / 2
+            return float(min(pool, key=lambda x: (_digits(x), abs(x - mid))))
+        return med
+    return _roundest(q1, q3, avoid=rare)
+
+
+def _digits(x: int) -> int:
+    """Significant digits of an integer (0 has none): roundness of a representative."""
+    x = abs(x)
+    if x == 0:
+        return 0
+    while x % 10 == 0:
+        x //= 10
+    return len(str(x))
+
+
+#: Cut points a class-aware binning chooses from (quantiles of the column).
+CANDIDATE_CUTS = 1024
+
+
+def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[float]:
+    """Cuts of sorted ``v`` (class codes ``y``) into at most ``n_bins`` class-aware bins.
+
+    Top-down, as a decision tree on one column (Fayyad and Irani, IJCAI 1993): the bin
+    whose best cut gains the most class information is cut next, among the column's
+    quantiles (``CANDIDATE_CUTS``). A cut is allowed only when both sides keep at least
+    two classes and, of every class they hold, at least ``k`` rows: so every bin is
+    k-anonymous with its class and distinct 2-diverse (Machanavajjhala et al., ACM TKDD
+    1(1), 2007) by construction, and the detail goes where it tells the classes apart.
+    A class with fewer than ``k`` rows in all is below k wherever it goes (the per-group
+    budget counts it) and does not stop a cut. A cut must pass Fayyad and Irani's
+    minimum-description-length test: one whose gain the sample's noise explains would
+    fit the bins to the released rows' own labels, and the boundaries would then tell
+    members from non-members; a bin with no such cut is cut at its median when allowed,
+    the largest such bin first, after every informative cut.
+    """
+    import heapq
+
+    n, n_classes = v.size, int(y.max()) + 1
+    q = np.quantile(v, np.linspace(0, 1, CANDIDATE_CUTS + 1)[1:-1], method="lower")
+    pos = np.unique(np.searchsorted(v, np.unique(q[q > v[0]]), side="left"))
+    pos = np.concatenate([[0], pos[(pos > 0) & (pos < n)], [n]])
+    # class counts before each candidate position
+    cum = np.zeros((pos.size, n_classes), dtype=np.int64)
+    for c in range(n_classes):
+        cum[:, c] = np.concatenate([[0], np.cumsum(y == c)])[pos]
+
+    def entropy(counts: np.ndarray) -> np.ndarray:
+        tot = counts.sum(axis=-1, keepdims=True)
+        p = np.divide(counts, tot, out=np.zeros(counts.shape), where=tot > 0)
+        return -(p * np.log(p, out=np.zeros(p.shape), where=p > 0)).sum(axis=-1)
+
+    rare = cum[-1] < k  # classes below k in the whole column
+
+    def ok(counts: np.ndarray) -> np.ndarray:
+        return (((counts == 0) | (counts >= k) | rare).all(axis=-1)
+                & ((counts > 0).sum(axis=-1) >= 2))
+
+    def best(a: int, b: int) -> tuple[tuple[int, float], int] | None:
+        if b - a < 2:
+            return None
+        whole = cum[b] - cum[a]
+        left = cum[a + 1:b] - cum[a]
+        right = whole - left
+        allowed = ok(left) & ok(right)
+        if not allowed.any():
+            return None
+        nl, nr = left.sum(axis=1), right.sum(axis=1)
+        n_ab = whole.sum()
+        gain = entropy(whole) - (nl * entropy(left) + nr * entropy(right)) / n_ab
+        gain = np.where(allowed, gain, -np.inf)
+        j = int(np.argmax(gain))
+        if not mdl_accepts(whole, left[j], right[j], gain[j]):
+            # no cut tells the classes apart better than the sample's own noise: the
+            # median, which fits nothing to the labels (a cut fitted to noise would
+            # tell who is in the release)
+            mid = (pos[a] + pos[b]) / 2
+            j = int(np.argmin(np.where(allowed, np.abs(pos[a + 1:b] - mid), np.inf)))
+            return (0, float(n_ab)), a + 1 + j  # after every informative cut, largest first
+        return (1, float(gain[j]) * n_ab), a + 1 + j
+
+    def mdl_accepts(whole: np.ndarray, left: np.ndarray, right: np.ndarray,
+                    gain: float) -> bool:
+        """Fayyad and Irani's minimum-description-length test of a cut (in nats)."""
+        n_ab = whole.sum()
+        c, c1, c2 = ((x > 0).sum() for x in (whole, left, right))
+        delta = np.log(3.0 ** c - 2) - (c * entropy(whole) - c1 * entropy(left)
+                                         - c2 * entropy(right))
+        return gain > (np.log(n_ab - 1) + delta) / n_ab
+
+    if not ok(cum[-1] - cum[0])[()]:
+        return []
+    heap: list = []
+    cuts: list[int] = []
+    first = best(0, pos.size - 1)
+    if first is not None:
+        heapq.heappush(heap, (-first[0][0], -first[0][1], 0, pos.size - 1, first[1]))
+    while heap and len(cuts) + 1 < n_bins:
+        *_, a, b, j = heapq.heappop(heap)
+        cuts.append(j)
+        for lo, hi in ((a, j), (j, b)):
+            nxt = best(lo, hi)
+            if nxt is not None:
+                heapq.heappush(heap, (-nxt[0][0], -nxt[0][1], lo, hi, nxt[1]))
+    return [float(v[pos[j]]) for j in sorted(cuts)]
+
+
+def _single_bin(values: np.ndarray, column: str, ptype: str) -> dict[str, Any]:
+    # No split keeps k rows per bin: one bin, everything published as the lower median
+    # (full suppression of the column's information, stated as such in the recipe).
+    v = np.sort(values[np.isfinite(values)])
+    rep = float(v[(v.size - 1) // 2]) if v.size else 0.0
+    return {"method": "bins", "column": column, "edges": [], "values": [rep],
+            "labels": ["all values"], "published_type": ptype}
+
+
+def column_class_risk(series: pd.Series, labels: Any) -> float:
+    """Upper 95 % bound of the exact risk of inferring the class from ``series`` alone
+    (:func:`~astrid_airflow.privacy.class_from_column_risks`, the gate's measure)."""
+    from astrid_airflow.privacy import class_from_column_risks
+
+    frame = pd.DataFrame({"x": series.to_numpy(), "__y": np.asarray(labels)})
+    return class_from_column_risks(frame, target="__y", columns=["x"])[0].ci[1]
+
+
+def _suppress_step(series: pd.Series, labels: Any, k: int, column: str, ptype: str,
+                   max_below: float, max_disclosure: float, max_column_risk: float = math.inf
+                   ) -> dict[str, Any] | None:
+    counts = series.value_counts(dropna=True)
+    keep = [v for v, c in counts.items() if c >= k]
+    while True:
+        remedied = series.where(series.isin(keep) | series.isna())
+        below, disclosure, _ = group_risk(remedied.to_frame(), labels, k)
+        if not keep:
+            break
+        from astrid_airflow.release import suppressed_share
+
+        if below <= max_below and disclosure <= max_disclosure and suppressed_share(
+                remedied.to_frame(), labels, k) <= min(max_below, max_disclosure):
+            if max_column_risk == math.inf or \
+                    column_class_risk(remedied, labels) <= max_column_risk:
+                break
+            # the class from this column alone: suppress the smallest kept category
+            keep = [v for v in keep if v != min(keep, key=lambda v: (counts[v], keep.index(v)))]
+            continue
+        # drop the kept category that fails worst: one naming a single class first
+        # (smallest), else the one with the smallest (category, class) cell
+        by = pd.crosstab(remedied, pd.Series(np.asarray(labels), index=series.index))
+        present = (by > 0).sum(axis=1)
+        big = (by >= k).sum(axis=1)  # fewer than two classes of k rows: all suppressed
+        single = by[(present == 1) | (big < 2)]
+        worst = single.sum(axis=1).idxmin() if len(single) else \
+            by.where(by > 0).min(axis=1).idxmin()
+        keep = [v for v in keep if v != worst]
+    if len(keep) == len(counts):
+        return None
+    return {"method": "suppress", "column": column,
+            "keep": [v.item() if hasattr(v, "item") else v for v in keep],
+            "published_type": ptype}
+
+
+@dataclass(frozen=True)
+class _GroupFit:
+    steps: tuple
+    passed: bool
+    share_below_k: float
+    class_disclosure_share: float
+    detail: str
+    class_from_one_column_risk: float | None = None
+
+
+def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
+               max_below: float, max_disclosure: float, method: str,
+               max_column_risk: float = math.inf, max_bins: int | None = None) -> _GroupFit:
+    numeric = [c for c in cols if published_type(table[c]) in ("integer", "float")]
+    other = [c for c in cols if c not in numeric]
+    column_risk: list[float | None] = [None]  # of the last judged remedy
+
+    def judge(steps: list) -> tuple[bool, float, float]:
+        frame = table[list(cols)]
+        if steps:
+            frame = apply_recipe(frame.assign(**{"__y": np.asarray(labels)}),
+                                 ReleaseRecipe(k=k, steps=tuple(steps), target="__y"),
+                                 target="__y")[list(cols)]
+        below, disc, _ = group_risk(frame, labels, k)
+        # local suppression removes every exposed row, the closure included (a tuple
+        # left with one class of k rows): that share is what the budget bounds
+        from astrid_airflow.release import suppressed_share
+
+        ok = below <= max_below and disc <= max_disclosure and \
+            suppressed_share(frame, labels, k) <= min(max_below, max_disclosure)
+        column_risk[0] = None
+        if ok and max_column_risk != math.inf:
+            # the class from any one column of the group, as the gate measures it
+            column_risk[0] = max(column_class_risk(frame[c], labels) for c in cols)
+            ok = column_risk[0] <= max_column_risk
+        return ok, below, disc
+
+    ok, below, disc = judge([])
+    if ok and (max_bins is None or all(table[c].nunique() <= max_bins for c in numeric)):
+        return _GroupFit((), True, below, disc, "unchanged", column_risk[0])
+    if method == "mdav" and len(cols) > 1:
+        step = {"method": "mdav", "columns": list(cols), "k": k,
+                "published_types": [published_type(table[c]) for c in cols]}
+        ok, below, disc = judge([step])
+        return _GroupFit((step,), ok, below, disc, f"mdav k={k}", column_risk[0])
+    cat_steps = []
+    for c in other:
+        s = _suppress_step(table[c], labels, k, c, published_type(table[c]),
+                           max_below, max_disclosure, max_column_risk)
+        if s is not None:
+            cat_steps.append(s)
+    last = (False, below, disc, list(cat_steps))
+    for n_bins in [b for b in BIN_LADDER if max_bins is None or b <= max_bins]:
+        steps = list(cat_steps)
+        for c in numeric:
+            vals = as_float(table[c])
+            s = _bin_step(vals, n_bins, k, c, published_type(table[c]), labels)
+            steps.append(s if s is not None else _single_bin(vals, c,
+                                                             published_type(table[c])))
+        ok, below, disc = judge(steps)
+        last = (ok, below, disc, steps)
+        if ok:
+            return _GroupFit(tuple(steps), True, below, disc, f"at most {n_bins} class-aware bins",
+                            column_risk[0])
+    if numeric and len(cols) == 1:
+        steps = [_single_bin(as_float(table[c]), c, published_type(table[c]))
+                 for c in numeric]
+        ok, below, disc = judge(cat_steps + steps)
+        return _GroupFit(tuple(cat_steps + steps), ok, below, disc, "one bin (suppressed)",
+                        column_risk[0])
+    ok, below, disc, steps = last
+    return _GroupFit(tuple(steps), ok, below, disc, "at most 2 class-aware bins (not enough)",
+                     column_risk[0])
+
+
+#: The fit asks this many times k rows of every published (tuple, class) cell of the
+#: reference, so that a batch of the same size rarely falls below k (issue 28).
+BATCH_FACTOR = 2
+
+#: A non-numeric column with at least this share of distinct values is an identifier.
+IDENTIFIER_DISTINCT_SHARE = 0.95
+
+
+def identifier_columns(table: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """The columns that identify rows: text, categories or timestamps with at least
+    ``IDENTIFIER_DISTINCT_SHARE`` distinct values per row (e-mail, name, timestamp),
+    and integers unique per row (an ID). Floats are measurements: binned, not dropped.
+
+    >>> t = pd.DataFrame({"id": range(40), "x": [0.5 * i for i in range(40)],
+    ...                   "mail": [f"p{i}@x.org" for i in range(40)], "c": ["a"] * 40})
+    >>> identifier_columns(t, ["id", "x", "mail", "c"])
+    ['id', 'mail']
+    """
+    out = []
+    n = len(table)
+    for c in columns:
+        s = table[c]
+        kind = dtype_kind(s.dtype, s)
+        present = int(s.notna().sum())
+        if n < 20 or present == 0 or kind in ("float", "boolean"):
+            continue
+        distinct = int(s.nunique(dropna=True))
+        if (kind == "integer" and distinct == present and present >= 0.95 * n) or \
+                (kind != "integer" and distinct >= IDENTIFIER_DISTINCT_SHARE * n):
+            out.append(c)
+    return out
+
+
+def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
+               max_share_below_k: float = 0.05, max_class_disclosure_share: float = 0.05,
+               margin: float = 0.5, method: str = "bins",
+               max_class_from_one_column_risk: float | None = None,
+               max_bins: int | None = None) -> tuple[ReleaseRecipe, list[dict]]:
+    """Fit the least generalisation that makes every group's projection safe.
+
+    For each group of ``grouping``, the most detailed remedy of the ladder whose
+    per-group ``share_below_k`` and ``class_disclosure_share`` (on the reference
+    ``table``) stay within ``margin`` times the thresholds (the slack absorbs a new
+    batch), and, with ``max_class_from_one_column_risk``, whose every column's exact
+    class-from-one-column risk (upper 95 % bound, the gate's measure) stays within
+    ``margin`` times that threshold: unchanged; else rare categories suppressed (and,
+    for that risk, the smallest kept categories next) and numeric columns cut into at
+    most 64, 32, 20, 12, ... 2 class-aware bins, each with at least two classes and at
+    least ``k`` rows of every class it holds (all of a group's numeric columns with the
+    same count: fewer, larger bins for a column the risk names);
+    ``method="mdav"`` microaggregates multi-column groups within class instead
+    (Domingo-Ferrer & Mateo-Sanz 2002). ``max_bins`` starts the ladder lower (at most
+    that many bins per numeric column): the choice's coarser retry of a release the
+    attacks refuse.
+
+    Returns
+    -------
+    (ReleaseRecipe, list of dict)
+        The recipe and, per group, ``{"columns", "passed", "share_below_k",
+        "class_disclosure_share", "class_from_one_column_risk", "remedy"}`` (the risk is
+        the worst column's upper bound, ``None`` when not asked for or not reached; a
+        group that did not pass needs a split; see
+        :func:`~astrid_airflow.choose_release`).
+
+    References
+    ----------
+    Hundepool et al., *Statistical Disclosure Control*, Wiley 2012 (global recoding,
+    top/bottom coding, local suppression, microaggregation).
+    """
+    from astrid_airflow.release import resolve_grouping
+
+    grouping, target, _ = resolve_grouping(grouping, target)
+    if method not in ("bins", "mdav"):
+        raise RecipeError(f"Invalid remedy method {method!r}; known: ['bins', 'mdav'].")
+    if target not in table.columns:
+        raise RecipeError(f"The table has no class column {target!r}.")
+    labels = table[target].to_numpy()
+    steps: list[dict] = []
+    report: list[dict] = []
+    # a threshold of 1 is "report only" (GatePolicy.raw_release_demo): nothing to remedy
+    below = math.inf if max_share_below_k >= 1 else max_share_below_k * margin
+    disclosure = math.inf if max_class_disclosure_share >= 1 else \
+        max_class_disclosure_share * margin
+    column_risk = max_class_from_one_column_risk
+    if column_risk is not None and not (isinstance(column_risk, (int, float))
+                                        and not isinstance(column_risk, bool)
+                                        and 0 <= column_risk <= 1):
+        raise RecipeError(f"Invalid max_class_from_one_column_risk: {column_risk!r}. Must "
+                          "be a number in [0, 1] or None.")
+    column_risk = math.inf if column_risk is None or column_risk >= 1 else \
+        column_risk * margin
+    if max_bins is not None and not (isinstance(max_bins, int) and not isinstance(
+            max_bins, bool) and max_bins >= min(BIN_LADDER)):
+        raise RecipeError(f"Invalid max_bins: {max_bins!r}. Must be an integer >= "
+                          f"{min(BIN_LADDER)} or None.")
+    ids = identifier_columns(table, list(grouping.columns))
+    # Fitted for BATCH_FACTOR * k rows per published cell on the reference: a new
+    # batch's counts vary around the reference's, and its local suppression (at k)
+    # must stay within the budget (benchmarks/bench_honest_release.py)
+    k_fit = BATCH_FACTOR * k
+    for cols in grouping.groups:
+        rest = [c for c in cols if c not in ids]
+        # an identifier is published fully suppressed (all missing), never binned
+        steps.extend({"method": "suppress", "column": c, "keep": [],
+                      "published_type": published_type(table[c])} for c in cols if c in ids)
+        fit = _fit_group(table, rest, labels, k_fit, below, disclosure, method,
+                         column_risk, max_bins) if rest else _GroupFit((), True, 0.0, 0.0, "")
+        if len(rest) < len(cols):
+            fit = dataclasses.replace(fit, detail="; ".join(filter(None, [
+                f"identifier(s) {[c for c in cols if c in ids]} fully suppressed",
+                fit.detail])))
+        steps.extend(fit.steps)
+        report.append({"columns": list(cols), "passed": fit.passed,
+                       "share_below_k": fit.share_below_k,
+                       "class_disclosure_share": fit.class_disclosure_share,
+                       "class_from_one_column_risk": fit.class_from_one_column_risk,
+                       "remedy": fit.detail})
+    notes = ["bins: values published as the bin's representative (lower median of the "
+             "reference values in the bin, so integers stay integers); values outside the "
+             "reference range go to the first/last bin (top/bottom coding)",
+             "suppress: categories not kept are published as missing"]
+    if ids:
+        notes.append(f"identifiers: {ids} are unique or nearly unique per row (an ID, an "
+                     "e-mail address, a timestamp) and are published fully suppressed")
+        logging.getLogger(__name__).warning(
+            "Column(s) %s look like identifiers (unique or nearly unique per row): the "
+            "release publishes them fully suppressed (missing).", ids)
+    if any(s["method"] == "mdav" for s in steps):
+        notes.append("mdav: applied within each batch (classes separately) with the "
+                     "recorded k; a new batch is aggregated among its own rows")
+    return ReleaseRecipe(k=k, steps=tuple(steps), target=target, notes=tuple(notes)), report

@@ -1,0 +1,294 @@
+"""Local suppression: every published group tuple is k-anonymous with its class and
+distinct 2-diverse, on every batch, by construction.
+
+The release recipe's bins and category merges are fitted on the reference table; a new
+batch can still hold a rare combination of two columns inside one group (one person's
+marital status next to their relationship), or a value shared by fewer than ``k`` rows
+of a class. GoldenEye publishes every group's tuple next to its true class, so such a
+row would give its class away. Local suppression (Hundepool et al., *Statistical
+Disclosure Control*, 2012, Sec. 3.4; sdcMicro's ``localSuppression``, ARX's suppression
+limit) publishes that group's values of that row as missing instead.
+
+The rule, applied per group of the grouping after the recipe, on the batch's own counts
+(like MDAV, it depends on the batch): a row's group tuple is *kept* when
+
+* its (tuple, class) equivalence class holds at least ``k`` rows, and
+* the tuple has at least two classes holding ``k`` rows or more;
+
+every other row has the group's values published as missing. One pass suffices: the
+kept rows of a tuple are exactly the classes of ``>= k`` rows, of which there are two or
+more, so after suppression every published tuple satisfies both conditions (no second
+round). A row whose tuple is already missing in every column publishes nothing of that
+group and is not counted as suppressed.
+
+:func:`keep_rows` is the one statement of the rule and :func:`null_rows` the one way a
+row's values are removed; the local shuffle counts with NumPy (:func:`suppress_table`),
+the Spark path with window counts (``scale/_spark.py``), and both call these two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from astrid_airflow._errors import ParameterError, RecipeError
+
+#: The policy's default suppression budget: the share of a batch's rows whose group
+#: values may be published as missing, per group (``GatePolicy.max_suppressed_share``).
+MAX_SUPPRESSED_SHARE = 0.05
+
+
+def suppression_budget(value: float | None, artefact: Any = None) -> float:
+    """The per-group suppression budget: ``value``; for None, the one of the policy the
+    artefact's release was chosen for (``artefact.release["policy"]``), else the
+    default."""
+    if value is None:
+        policy = (getattr(artefact, "release", None) or {}).get("policy") or {}
+        value = policy.get("max_suppressed_share", MAX_SUPPRESSED_SHARE)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0.0 <= float(value) <= 1.0:
+        raise ParameterError(f"Invalid max_suppressed_share: {value!r}. Must be a number "
+                             "in [0, 1].")
+    return float(value)
+
+
+def keep_rows(size: np.ndarray, n_big: np.ndarray, k: int) -> np.ndarray:
+    """Rows whose group tuple is published: ``size`` rows share the row's (tuple, class)
+    and ``n_big`` classes of its tuple hold at least ``k`` rows each.
+
+    >>> keep_rows(np.array([5, 2, 5, 9]), np.array([2, 2, 1, 2]), 5).tolist()
+    [True, False, False, True]
+    """
+    return (np.asarray(size) >= k) & (np.asarray(n_big) >= 2)
+
+
+def tuple_counts(tuples: np.ndarray, classes: np.ndarray, k: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, ``(size, n_big)`` of :func:`keep_rows` from integer tuple and class codes."""
+    n_cls = int(classes.max()) + 1 if classes.size else 1
+    key = tuples.astype(np.int64) * n_cls + classes.astype(np.int64)
+    uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    size = counts[inv]
+    big_tuple = uniq[counts >= k] // n_cls
+    n_tuples = int(tuples.max()) + 1 if tuples.size else 1
+    n_big = np.bincount(big_tuple, minlength=n_tuples)[tuples]
+    return size, n_big
+
+
+# ------------------------------------------------------------------ codes of a group
+
+def _combine(codes: list[np.ndarray], n: int) -> np.ndarray:
+    """One integer code per distinct tuple of per-column codes (missing = a value)."""
+    out = np.zeros(n, dtype=np.int64)
+    for c in codes:
+        width = int(c.max()) + 1 if c.size else 1
+        out = pd.factorize(out * width + c.astype(np.int64))[0].astype(np.int64)
+    return out
+
+
+def _arrow_codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, missing) of an Arrow column; NaN is missing, as every reader reads it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    missing = column.is_null(nan_is_null=True) if pa.types.is_floating(column.type) \
+        else column.is_null()
+    missing = missing.to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(column.type):  # every NaN is the one missing value
+        column = pc.if_else(pa.array(missing), pa.scalar(None, column.type), column)
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), missing
+
+
+def _pandas_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    missing = series.isna().to_numpy()
+    values = series.astype(object).where(~missing, None)
+    return pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64), missing
+
+
+def group_codes(table: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(tuple codes, all missing)`` of a group's columns of a pandas or Arrow table."""
+    is_arrow = not isinstance(table, pd.DataFrame)
+    n = table.num_rows if is_arrow else len(table)
+    parts = [_arrow_codes(table.column(c)) if is_arrow else _pandas_codes(table[c])
+             for c in columns]
+    all_missing = np.logical_and.reduce([m for _, m in parts]) if parts else \
+        np.ones(n, dtype=bool)
+    return _combine([c for c, _ in parts], n), all_missing
+
+
+def class_codes(table: Any, target: str) -> np.ndarray:
+    values = table[target] if isinstance(table, pd.DataFrame) else \
+        table.column(target).to_pandas()
+    return pd.factorize(values.astype(object), use_na_sentinel=False)[0].astype(np.int64)
+
+
+# ------------------------------------------------------------------------ the nulling
+
+def null_rows(table: Any, columns: Sequence[str], keep: np.ndarray) -> Any:
+    """``table`` with ``columns`` missing on the rows where ``keep`` is False.
+
+    Arrow tables and record batches keep their types (a dictionary column its
+    dictionary); a pandas column becomes what an Arrow column with nulls reads as
+    (integers as floats, booleans as objects), so a suppressed table and the file written
+    from it read back alike.
+    """
+    if bool(np.all(keep)):
+        return table
+    if isinstance(table, pd.DataFrame):
+        out = table.copy(deep=False)
+        for c in columns:
+            s = out[c]
+            if pd.api.types.is_integer_dtype(s.dtype) and not isinstance(
+                    s.dtype, pd.api.extensions.ExtensionDtype):
+                s = s.astype(float)
+            elif pd.api.types.is_bool_dtype(s.dtype):
+                s = s.astype(object)
+            out[c] = s.where(keep, None) if s.dtype == object else s.where(keep)
+        return out
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mask = pa.array(np.asarray(keep, dtype=bool))
+    for c in columns:
+        i = table.schema.get_field_index(c)
+        col = table.column(i)
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        if pa.types.is_dictionary(col.type):
+            idx = pc.if_else(mask, col.indices, pa.scalar(None, col.indices.type))
+            new = pa.DictionaryArray.from_arrays(idx, col.dictionary, ordered=col.type.ordered)
+        else:
+            new = pc.if_else(mask, col, pa.scalar(None, col.type))
+        table = table.set_column(i, table.schema.field(i), new)
+    return table
+
+
+# ----------------------------------------------------------------------- the report
+
+@dataclass(frozen=True)
+class Suppression:
+    """What local suppression removed from one batch, per group.
+
+    ``groups`` lists ``{"columns", "suppressed_rows", "suppressed_share"}`` in the
+    grouping's order; ``rows`` is the batch's row count and ``k`` the recipe's k.
+    """
+
+    k: int
+    rows: int
+    groups: tuple = ()
+
+    @property
+    def suppressed_rows(self) -> int:
+        """Rows with at least one group suppressed."""
+        return int(max((g["suppressed_rows"] for g in self.groups), default=0))
+
+    @property
+    def worst(self) -> dict[str, Any] | None:
+        return max(self.groups, key=lambda g: g["suppressed_share"], default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        worst = self.worst
+        return {"k": self.k, "rows": self.rows,
+                "max_suppressed_share": 0.0 if worst is None else worst["suppressed_share"],
+                "groups": [dict(g) for g in self.groups]}
+
+    def check_budget(self, max_share: float) -> None:
+        """Refuse a batch that needs more suppression than ``max_share`` in any group."""
+        over = [g for g in self.groups if g["suppressed_share"] > max_share + 1e-12]
+        if over:
+            g = max(over, key=lambda g: g["suppressed_share"])
+            raise RecipeError(
+                f"This batch needs {g['suppressed_share']:.4f} of its rows suppressed in "
+                f"group {g['columns']} ({g['suppressed_rows']} of {self.rows}), more than "
+                f"the policy's max_suppressed_share {max_share}: rows of that group are too "
+                f"rare in this batch for k={self.k}. Nothing is published; coarsen the "
+                "recipe (learn again on more data) or raise the budget knowingly.")
+
+
+def suppress_counted(batch: Any, groups: Sequence[Sequence[str]], k: int,
+                     counts: Sequence[tuple[str, str]]) -> tuple[Any, list[int]]:
+    """Local suppression of an Arrow batch whose per-row counts were computed elsewhere.
+
+    ``counts[g]`` names the batch's columns holding group ``g``'s ``size`` and ``n_big``
+    (the Spark path counts with windows over the whole DataFrame). Returns the batch
+    without those columns, suppressed by :func:`keep_rows` / :func:`null_rows`, and the
+    rows suppressed per group.
+    """
+    dropped = []
+    for cols, (size_col, big_col) in zip(groups, counts):
+        _, all_missing = group_codes(batch, cols)
+        keep = keep_rows(batch.column(size_col).to_numpy(zero_copy_only=False),
+                         batch.column(big_col).to_numpy(zero_copy_only=False), k) | all_missing
+        dropped.append(int(keep.size - np.count_nonzero(keep)))
+        batch = null_rows(batch, cols, keep)
+    helper = {c for pair in counts for c in pair}
+    return batch.select([c for c in batch.schema.names if c not in helper]), dropped
+
+
+def suppress_table(table: Any, groups: Sequence[Sequence[str]], target: str, k: int
+                   ) -> tuple[Any, Suppression]:
+    """Apply local suppression to a remedied batch (pandas or Arrow); return the table
+    and what was suppressed. Without anything to suppress, ``table`` itself."""
+    y = class_codes(table, target)
+    n = int(y.shape[0])
+    report = []
+    for cols in groups:
+        tuples, all_missing = group_codes(table, cols)
+        keep = keep_rows(*tuple_counts(tuples, y, k), k) | all_missing
+        dropped = int(n - np.count_nonzero(keep))
+        table = null_rows(table, cols, keep)
+        report.append({"columns": list(cols), "suppressed_rows": dropped,
+                       "suppressed_share": dropped / n if n else 0.0})
+    return table, Suppression(k=int(k), rows=n, groups=tuple(report))
+
+
+def suppressed_share(frame: pd.DataFrame, labels: Any, k: int) -> float:
+    """Share of ``frame``'s rows (one group's columns) that local suppression would
+    remove, with class ``labels``: what the recipe's fit keeps within the budget."""
+    if len(frame) == 0:
+        return 0.0
+    tuples, all_missing = group_codes(frame, list(frame.columns))
+    y = pd.factorize(pd.Series(np.asarray(labels), dtype=object), use_na_sentinel=False)[0]
+    keep = keep_rows(*tuple_counts(tuples, y.astype(np.int64), k), k) | all_missing
+    return float(1.0 - keep.mean())
+
+
+def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str, k: int
+                       ) -> list[dict[str, Any]]:
+    """Per group, the rows a release exposes among its published tuples.
+
+    ``share_below_k`` and ``class_disclosure_share`` count rows whose group tuple is
+    published (not missing in every column) and sits in a (tuple, class) class below
+    ``k`` or in a tuple of one class, over all rows; ``exposed_rows`` those failing
+    :func:`keep_rows`; ``suppressed_rows``/``suppressed_share`` the rows published
+    without the group's values; ``k_min`` the smallest published equivalence class.
+    """
+    y = class_codes(table, target)
+    n = int(y.shape[0])
+    out = []
+    for cols in groups:
+        tuples, all_missing = group_codes(table, cols)
+        size, n_big = tuple_counts(tuples, y, k)
+        shown = ~all_missing
+        _, n_cls = tuple_counts(tuples, y, 1)  # classes of the tuple, any size
+        below = shown & (size < k)
+        one_class = shown & (n_cls < 2)
+        exposed = shown & ~keep_rows(size, n_big, k)
+        out.append({"columns": list(cols), "k": int(k),
+                    "k_min": int(size[shown].min()) if shown.any() else 0,
+                    "share_below_k": float(below.sum() / n) if n else 0.0,
+                    "class_disclosure_share": float(one_class.sum() / n) if n else 0.0,
+                    "exposed_rows": int(exposed.sum()),
+                    "suppressed_rows": int(all_missing.sum()),
+                    "suppressed_share": float(all_missing.sum() / n) if n else 0.0,
+                    "n_rows": n})
+    return out
