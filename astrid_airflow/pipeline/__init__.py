@@ -2,7 +2,9 @@
 
 Learning (the search, the recipe's fitting and the privacy-aware choice of a release),
 staging a surrogate, and the receipt and plan of a publication. The CLI commands and the
-Airflow operators are thin adapters over these functions.
+Airflow operators are thin adapters over these functions. ``publish_release`` is the
+publish stage: read (or write) the gate receipt, decide, archive, promote, with the
+release protocol's guarantees under concurrent publishers.
 """
 
 from __future__ import annotations
@@ -28,5 +30,6 @@ if TYPE_CHECKING:
         save_learned,
         stage_surrogate,
     )
+    from ._publish import Published, PublishRequest, publish_release, read_receipt
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)
