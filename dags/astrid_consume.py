@@ -48,8 +48,16 @@ with DAG(
 
         from astrid_airflow.io import load_json
 
-        extras = [dict(e.extra or {}) for e in
-                  (triggering_asset_events or {}).get(RELEASE, [])]
+        accessor = triggering_asset_events or {}
+        try:
+            events = list(accessor.get(RELEASE, []))
+        except TypeError:  # Airflow 3.1's accessor fails to hash the Asset: match by name
+            try:
+                events = [e for key, found in accessor.items()
+                          if getattr(key, "name", None) == RELEASE.name for e in found]
+            except TypeError:  # then the manifest below names the current release
+                events = []
+        extras = [dict(e.extra or {}) for e in events]
         if not extras:  # a manual run: the current release, from its manifest
             published = ObjectStoragePath(RELEASE.uri)
             manifest = published.parent / f"{published.stem}.release.json"

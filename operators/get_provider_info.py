@@ -58,6 +58,10 @@ def get_provider_info() -> dict:
         }],
         "triggers": [{"integration-name": "ASTRID",
                       "python-modules": ["astrid_airflow.operators.triggers"]}],
+        # No "plugins" key: Airflow loads a provider's plugins only with [core]
+        # lazy_load_providers = False, and then a second copy beside the entry point's
+        # ("already registered" import error). The plugin (the extra links' pages) is the
+        # `airflow.plugins` entry point in pyproject.toml, loaded everywhere.
         "extra-links": [
             "astrid_airflow.operators.links.DataDocsLink",
             "astrid_airflow.operators.links.ReleaseReportLink",

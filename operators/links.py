@@ -9,11 +9,14 @@ therefore resolved where the task ran, with that worker's settings. A task that 
 before recording anything gets empty links (and no XCom look-up, which would log a
 not-found error).
 
-Where the files are served from is configurable: a mapping from a storage prefix to a
-public base URL (a static site, a bucket's HTTPS endpoint). It comes from the operator
-argument ``link_base_url``, else the Airflow option ``[astrid] link_base_url`` (env
-``AIRFLOW__ASTRID__LINK_BASE_URL``). A location under no configured prefix links to
-itself: ``file:///…`` for local files, the object-storage URL otherwise.
+By default a link opens the provider's plugin (``astrid_airflow.operators.plugin``),
+which Airflow's API server serves behind its own authentication:
+``/astrid/runs/{dag_id}/{run_id}/{task_id}/data-docs`` (or ``report/``, ``artefact``),
+absolute under ``[api] base_url`` when that is set, else a path on the UI's origin. An
+override maps a storage prefix to a public base URL (a static site, a bucket's HTTPS
+endpoint): the operator argument ``link_base_url``, else the Airflow option
+``[astrid] link_base_url`` (env ``AIRFLOW__ASTRID__LINK_BASE_URL``). Without a task
+instance key (a bare operator) a location links to itself: ``file:///…`` or its URL.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ __all__ = [
     "DataDocsLink",
     "ReleaseReportLink",
     "link_base_urls",
+    "mapped_url",
+    "plugin_link",
     "public_url",
     "push_links",
     "resolve_link",
@@ -74,6 +79,16 @@ def link_base_urls(value: Any) -> dict[str, str]:
     return {str(k).strip(): str(v).strip() for k, v in value.items()}
 
 
+def mapped_url(location: str, bases: Mapping[str, str] | None) -> str | None:
+    """``location`` under the longest configured prefix's public base URL, else None."""
+    url = _normalise(location)
+    for prefix in sorted(bases or {}, key=len, reverse=True):
+        root = _normalise(prefix).rstrip("/")
+        if url == root or url.startswith(root + "/"):
+            return str(bases[prefix]).rstrip("/") + quote(url[len(root):])
+    return None
+
+
 def public_url(location: str, bases: Mapping[str, str] | None = None) -> str:
     """Where a reviewer opens ``location``: under the longest configured prefix, else itself.
 
@@ -83,27 +98,43 @@ def public_url(location: str, bases: Mapping[str, str] | None = None) -> str:
     >>> public_url("/tmp/a b.html")
     'file:///tmp/a%20b.html'
     """
-    url = _normalise(location)
-    for prefix in sorted(bases or {}, key=len, reverse=True):
-        root = _normalise(prefix).rstrip("/")
-        if url == root or url.startswith(root + "/"):
-            return str(bases[prefix]).rstrip("/") + quote(url[len(root):])
-    scheme, _, rest = url.partition("://")
+    found = mapped_url(location, bases)
+    if found is not None:
+        return found
+    scheme, _, rest = _normalise(location).partition("://")
     return f"{scheme}://{quote(rest)}"
 
 
-def _configured() -> Any:
+def _configured(section: str = CONFIG_SECTION, option: str = CONFIG_OPTION) -> Any:
     from ._compat import airflow_conf
 
-    return airflow_conf().get(CONFIG_SECTION, CONFIG_OPTION, fallback=None)
+    return airflow_conf().get(section, option, fallback=None)
+
+
+def _bases(operator: Any) -> dict[str, str]:
+    setting = getattr(operator, "link_base_url", None)
+    return link_base_urls(setting if setting else _configured())
 
 
 def resolve_link(operator: Any, location: str | None) -> str:
     """The public URL of ``location`` with the operator's or the configured base URLs."""
     if not location:
         return ""
-    setting = getattr(operator, "link_base_url", None)
-    return public_url(location, link_base_urls(setting if setting else _configured()))
+    return public_url(location, _bases(operator))
+
+
+def plugin_link(ti_key: Any, key: str) -> str:
+    """The provider plugin's page of the task instance's recorded ``key`` location.
+
+    Absolute under ``[api] base_url`` when the workers know it, else a path on the UI's
+    own origin (what a browser opening it from the UI resolves against).
+    """
+    from .plugin_paths import plugin_path
+
+    path = plugin_path(ti_key.dag_id, ti_key.run_id, ti_key.task_id, key,
+                       getattr(ti_key, "map_index", -1))
+    base = _configured("api", "base_url")
+    return (str(base).rstrip("/") + path) if base else path
 
 
 def push_links(task: Any, context: Mapping[str, Any], **locations: Any) -> dict[str, str]:
@@ -122,8 +153,16 @@ class _AstridLink(BaseOperatorLink):
     location_key: ClassVar[str] = ""
 
     def get_link(self, operator: Any, *, ti_key: Any) -> str:
-        locations = getattr(operator, "_astrid_links", None) or {}
-        return resolve_link(operator, locations.get(self.location_key))
+        """The configured public URL (``link_base_url``), else the provider plugin's page."""
+        location = (getattr(operator, "_astrid_links", None) or {}).get(self.location_key)
+        if not location:
+            return ""
+        found = mapped_url(location, _bases(operator))
+        if found is not None:
+            return found
+        if ti_key is None or not getattr(ti_key, "run_id", None):
+            return public_url(location)
+        return plugin_link(ti_key, self.location_key)
 
 
 class DataDocsLink(_AstridLink):

@@ -231,21 +231,36 @@ def test_extra_links_resolve_for_a_run_as_the_ui_reads_them(demo, first_run, fai
         return {name: link.get_link(task, ti_key=ti.key)
                 for name, link in task.operator_extra_link_dict.items()}
 
-    def local(url):
-        assert url.startswith("file://"), url
-        return Path(url.removeprefix("file://"))
+    def recorded(dr, task_id):
+        """The files behind the links: what the task recorded (XCom ``astrid_links``)."""
+        return {key: Path(value.removeprefix("file://")) for key, value in
+                xcoms(dr)[(task_id, "astrid_links")].items()}
+
+    def plugin(dr, task_id, *keys):  # the provider plugin's pages, on the UI's origin
+        from astrid_airflow.operators.plugin_paths import plugin_path
+
+        return [plugin_path(PUBLISH, dr.run_id, task_id, key) for key in keys]
 
     gate = links(first_run.dr, "gate")
     assert set(gate) == {"Data Docs", "Release report", "Artefact"}
-    assert local(gate["Data Docs"]).name == "surrogate.validation.html"
+    assert [gate["Data Docs"], gate["Release report"], gate["Artefact"]] == plugin(
+        first_run.dr, "gate", "data_docs", "report", "artefact")
+    assert recorded(first_run.dr, "gate")["data_docs"].name == "surrogate.validation.html"
     publish = links(first_run.dr, "publish")
-    for name in ("Data Docs", "Release report"):  # the immutable archive's copies
-        assert "/releases/" in publish[name] and local(publish[name]).is_file()
+    assert [publish["Data Docs"], publish["Release report"]] == plugin(
+        first_run.dr, "publish", "data_docs", "report")
+    for key in ("data_docs", "report"):  # the immutable archive's copies
+        where = recorded(first_run.dr, "publish")[key]
+        assert "/releases/" in str(where) and where.is_file()
     artefact = links(first_run.dr, "learn_if_changed")["Artefact"]
-    assert local(artefact) == demo.root / "artefacts" / "diabetes" / "v0001" / "artefact.json"
-    assert local(artefact).is_file() and local(gate["Artefact"]) == local(artefact)
+    assert [artefact] == plugin(first_run.dr, "learn_if_changed", "artefact")
+    learned = recorded(first_run.dr, "learn_if_changed")["artefact"]
+    assert learned == demo.root / "artefacts" / "diabetes" / "v0001" / "artefact.json"
+    assert learned.is_file() and recorded(first_run.dr, "gate")["artefact"] == learned
     failed = links(failed_run.dr, "gate")  # a failed gate links its pages too
-    assert local(failed["Data Docs"]).is_file() and local(failed["Release report"]).is_file()
+    assert [failed["Data Docs"], failed["Release report"]] == plugin(
+        failed_run.dr, "gate", "data_docs", "report")
+    assert all(recorded(failed_run.dr, "gate")[key].is_file() for key in ("data_docs", "report"))
 
 
 def release_events() -> int:

@@ -606,7 +606,7 @@ class TestLinks:
         assert "Data Docs: file://" in text and "surrogate.validation.html" in text
         assert "release report: file://" in text and "surrogate.report/index.html" in text
 
-    def test_links_resolve_to_files_or_the_configured_base_url(self, staged, tmp_path,
+    def test_links_open_the_plugin_or_the_configured_base_url(self, staged, tmp_path,
                                                                monkeypatch):
         from astrid_airflow.operators.links import (
             ArtefactLink,
@@ -626,9 +626,17 @@ class TestLinks:
         urls = {link.name: link.get_link(op, ti_key=context["ti"])
                 for link in op.operator_extra_links}
         archive = tmp_path / "pub" / "releases" / "manual__1"
-        assert urls["Data Docs"] == f"file://{archive}/surrogate.validation.html"
-        assert urls["Release report"] == f"file://{archive}/surrogate.report/index.html"
-        assert urls["Artefact"].endswith("/syn/v0001/artefact.json")
+        # by default: the provider plugin's pages, on the UI's own origin
+        page = "/astrid/runs/d/manual__1/publish/"
+        assert urls == {"Data Docs": page + "data-docs", "Release report": page + "report/",
+                        "Artefact": page + "artefact"}
+        monkeypatch.setenv("AIRFLOW__API__BASE_URL", "https://airflow.example.com/")
+        assert ArtefactLink().get_link(op, ti_key=context["ti"]) == \
+            "https://airflow.example.com" + page + "artefact"
+        # without a task instance (a bare operator): the file itself
+        assert DataDocsLink().get_link(op, ti_key=None) == \
+            f"file://{archive}/surrogate.validation.html"
+        assert pushed["astrid_links"]["artefact"].endswith("/syn/v0001/artefact.json")
         # a static site serving the release directory
         monkeypatch.setenv("AIRFLOW__ASTRID__LINK_BASE_URL",
                            f"{tmp_path}/pub=https://files.example.com/pub")

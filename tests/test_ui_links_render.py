@@ -1,18 +1,17 @@
-"""A finished run's task page in Airflow's own UI shows the ASTRID extra links.
+"""A finished run's task page in Airflow's own UI shows the ASTRID extra links, and they open.
 
 One publishing run with ``dag.test()`` (its XComs, links included, land in the test
 session's SQLite metadata DB), then a real ``airflow api-server`` on that DB, and headless
 Chromium on the gate task's Details tab of the React UI: the rendered DOM must carry the three
-link buttons ("Data Docs", "Release report", "Artefact") and the screenshot is saved
-under ``test-artifacts/`` for a reviewer.
+link buttons ("Data Docs", "Release report", "Artefact"), pointing at the provider's
+plugin on that API server, with no link setting at all (only ``[api] base_url``, which a
+deployment sets anyway). Chromium then opens the Data Docs button's URL: the plugin
+serves the gate's validation page from the store. The screenshots are saved under
+``test-artifacts/`` (and the plugin page's under ``docs/images/`` for the docs).
 
-The UI renders a link only if it is http(s), mailto or on the UI's own origin: the
-``file://`` locations a local deployment links to by default are dropped (the REST
-answer still has them). So the run is made with ``[astrid] link_base_url`` mapping the
-demo root to an https base, as a deployment serving the files would (links resolve when
-the task ends, so the setting belongs to the workers, not to the API server). The simple auth
-manager runs with ``all_admins`` so the browser needs no login (local API server, test
-DB only).
+The simple auth manager runs with ``all_admins`` so the browser needs no login (local API
+server, test DB only); that the plugin's pages refuse a request without Airflow
+credentials is tested in ``tests/test_plugin.py``.
 
 Under CI (``CI=true``) a missing Chromium fails the test instead of skipping it.
 """
@@ -42,7 +41,7 @@ CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "goog
 ARTIFACTS = REPO / "test-artifacts"
 PUBLISH = "astrid_publish_diabetes"
 LINKS = ("Data Docs", "Release report", "Artefact")
-FILES = "https://files.example.invalid/astrid"  # never fetched: the links are only rendered
+DOCS_PNG = REPO / "docs" / "images" / "plugin_data_docs.png"
 
 pytestmark = pytest.mark.airflow
 
@@ -63,16 +62,23 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def finished_run(airflow_db, tmp_path_factory):
+def base_url() -> str:
+    """The API server's URL, known to the run's workers as ``[api] base_url``."""
+    return f"http://127.0.0.1:{_free_port()}"
+
+
+@pytest.fixture(scope="module")
+def finished_run(airflow_db, tmp_path_factory, base_url):
     """A successful publishing run recorded in the session's metadata DB."""
-    from airflow.dag_processing.dagbag import DagBag
+    from airflow_compat import dagbag_class
 
     root = tmp_path_factory.mktemp("astrid_demo")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASTRID_DEMO_ROOT", str(root))
-        # links resolve when the task ends, in the worker: the setting belongs there
-        mp.setenv("AIRFLOW__ASTRID__LINK_BASE_URL", f"{root}={FILES}")
-        bag = DagBag(dag_folder=str(REPO / "dags"))
+        mp.delenv("AIRFLOW__ASTRID__LINK_BASE_URL", raising=False)
+        # links resolve when the task ends, in the worker: it builds them on base_url
+        mp.setenv("AIRFLOW__API__BASE_URL", base_url)
+        bag = dagbag_class()(dag_folder=str(REPO / "dags"))
         assert bag.import_errors == {}
         dr = bag.dags[PUBLISH].test(run_conf={"seed": 1})
     assert str(dr.state) == "success"
@@ -80,10 +86,10 @@ def finished_run(airflow_db, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def api_server(finished_run, tmp_path_factory):
+def api_server(finished_run, tmp_path_factory, base_url):
     """``airflow api-server`` on the test DB; stopped (its process group) afterwards."""
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
+    base = base_url
+    port = int(base.rsplit(":", 1)[1])
     log = tmp_path_factory.mktemp("api") / "api-server.log"
     from airflow import settings
 
@@ -157,17 +163,35 @@ def test_task_page_shows_the_extra_links(chromium, api_server, finished_run):
     (ARTIFACTS / "ui_gate_task_links.json").write_text(json.dumps(served, indent=2))
     links = served.get("extra_links", {})
     assert set(links) == set(LINKS), served
-    assert all(links[name].startswith(FILES + "/") for name in LINKS), served
+    page = f"{api_server}/astrid/runs/{PUBLISH}/{run_id}/gate/"
+    assert links == {"Data Docs": page + "data-docs", "Release report": page + "report/",
+                     "Artefact": page + "artefact"}, served
     dom = _chromium(chromium, url, "--dump-dom")
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "ui_gate_task_links.html").write_text(dom)
-    anchors = dict((text, href) for href, text in
+    anchors = dict((text, href.replace("&amp;", "&")) for href, text in
                    re.findall(r'<a\b[^>]*\bhref="([^"]+)"[^>]*>([^<]+)</a>', dom))
     missing = [name for name in LINKS if name not in anchors]
     assert not missing, (missing, anchors)
-    assert all(anchors[name].startswith(FILES + "/") for name in LINKS), anchors
-    assert anchors["Data Docs"].endswith("/surrogate.validation.html"), anchors
+    assert {name: anchors[name] for name in LINKS} == links, anchors
     png = ARTIFACTS / "ui_gate_task_links.png"
     png.unlink(missing_ok=True)
     _chromium(chromium, url, f"--screenshot={png}")
     assert png.is_file() and png.stat().st_size > 10_000  # a rendered page, not a blank
+
+    # the buttons open: the plugin serves the gate's pages from the store
+    recorded = Path(finished_run.root)
+    docs_dom = _chromium(chromium, anchors["Data Docs"], "--dump-dom")
+    (ARTIFACTS / "plugin_data_docs.html").write_text(docs_dom)
+    validation = next(p for p in recorded.rglob("surrogate.validation.html")
+                      if "staging" in p.parts).read_text()
+    title = re.search(r"<title>(.*?)</title>", validation, re.S).group(1).strip()
+    assert title and title in docs_dom, title
+    assert "expect_" in docs_dom  # the expectations the gate ran
+    DOCS_PNG.parent.mkdir(exist_ok=True)
+    DOCS_PNG.unlink(missing_ok=True)
+    _chromium(chromium, anchors["Data Docs"], f"--screenshot={DOCS_PNG}")
+    assert DOCS_PNG.is_file() and DOCS_PNG.stat().st_size > 10_000
+    for name in ("Release report", "Artefact"):
+        with urllib.request.urlopen(anchors[name], timeout=30) as answer:
+            assert answer.status == 200 and b"<html" in answer.read(2000).lower(), name
