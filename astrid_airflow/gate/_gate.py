@@ -831,6 +831,7 @@ def validate_surrogate(
     # and what an attacker who knows the published recipe compares against.
     judged_original = remedied(original_df, recipe, artefact.target, artefact.grouping)
     surrogate_df = csv_floats_like(surrogate_df, surrogate, judged_original)
+    surrogate_df = _empty_like(surrogate_df, judged_original)
     _keep_default_suite(artefact, location, suite_info)  # every input is checked by now
 
     gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target, effective,
@@ -853,6 +854,22 @@ def validate_surrogate(
     if paths:
         _write_outputs(result, gx_result, paths)
     return result
+
+
+def _empty_like(surrogate: pd.DataFrame, original: pd.DataFrame) -> pd.DataFrame:
+    """A column missing on every row of both tables (an identifier the recipe suppresses
+    fully) is the same data whatever type its reader gave it: a CSV holds no type for an
+    empty column. It is typed as the original's, so the pipeline's own release passes
+    the integrity checks; any value in it still fails them."""
+    same = [c for c in surrogate.columns if c in original.columns
+            and surrogate[c].isna().all() and original[c].isna().all()
+            and surrogate[c].dtype != original[c].dtype]
+    if not same:
+        return surrogate
+    out = surrogate.copy(deep=False)
+    for c in same:
+        out[c] = original[c].iloc[:0].reindex(range(len(out))).set_axis(out.index)
+    return out
 
 
 def _file_digest(source: Any) -> str | None:

@@ -164,8 +164,10 @@ def null_rows(table: Any, columns: Sequence[str], keep: np.ndarray) -> Any:
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
         if pa.types.is_dictionary(col.type):
-            idx = pc.if_else(mask, col.indices, pa.scalar(None, col.indices.type))
-            new = pa.DictionaryArray.from_arrays(idx, col.dictionary, ordered=col.type.ordered)
+            # rebuilt from the values left (as apply_recipe does): a dictionary entry no
+            # row uses would reach the file (and its statistics)
+            plain = col.cast(col.type.value_type)
+            new = pc.if_else(mask, plain, pa.scalar(None, plain.type)).cast(col.type)
         else:
             new = pc.if_else(mask, col, pa.scalar(None, col.type))
         table = table.set_column(i, table.schema.field(i), new)
