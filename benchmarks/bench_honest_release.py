@@ -67,7 +67,7 @@ def run_table(name: str, seeds: int, gate_seeds: int) -> dict:
     from astrid_airflow import validate_surrogate as validate
     from astrid_airflow._errors import RecipeError
     from astrid_airflow.release import remedied
-    from astrid_airflow.release._suppression import published_exposure
+    from astrid_airflow.release import published_exposure
 
     _, target, ref, batch = bench_release._split(name)
     started = time.perf_counter()

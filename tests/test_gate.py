@@ -497,7 +497,7 @@ def test_thresholds_applied_are_the_policy_and_are_reported(tmp_path, data, lear
     r = validate_surrogate(data, path, f"{store.root}/synth", random_state=0,
                            policy={"max_accuracy_drop": 0.125})
     assert r.thresholds == {"max_intact": 0.25, "max_largest_group_unique_share": 0.05,
-                            "max_share_below_k": 0.05, "max_class_disclosure_share": 0.05,
+                            "max_share_below_k": 0.0, "max_class_disclosure_share": 0.0,
                             "max_linkage_excess": 0.03, "max_accuracy_drop": 0.125,
                             "disclosure_k": 5, "max_singling_out_risk": 0.2,
                             "max_linkability_risk": 0.1, "max_inference_risk": 0.5,

@@ -178,8 +178,8 @@ def test_raw_surrogate_fails_the_default_gate_and_passes_the_demo_policy(synthet
 def test_policy_fields_defaults_and_validation():
     p = GatePolicy()
     assert (p.disclosure_k, p.max_share_below_k, p.max_class_disclosure_share,
-            p.max_linkage_excess, p.max_largest_group_unique_share) == (5, 0.05, 0.05,
-                                                                        0.03, 0.05)
+            p.max_linkage_excess, p.max_largest_group_unique_share,
+            p.max_suppressed_share) == (5, 0.0, 0.0, 0.03, 0.05, 0.05)
     assert GatePolicy.from_json(p.to_json()) == p
     assert GatePolicy(disclosure_k=3.0).disclosure_k == 3  # templated params are floats
     with pytest.raises(ParameterError, match="disclosure_k"):

@@ -455,8 +455,8 @@ def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
     why = _refusal([private, leaky], policy)
     assert "(all singletons) loses 0.170 accuracy" in why and "max_accuracy_drop 0.02" in why
     assert "k_min 1 in group {c0, c1, c2, +3 more}" in why
-    assert "class disclosure 1.000 > 0.05 in group {a, b}" in why
-    assert "expected intact rows 0.080 > 0.01" in why
+    assert "class disclosure 1.000 > 0.0 in group {a, b}" in why  # published tuples: 0
+    assert "intact rows 0.080 after swaps (expected 0.080) > 0.01" in why
     # nothing passes privacy: the closest candidate and its failures are named
     attacked = {**leaky, "failed": ["linkability"],
                 "risks": {"linkability_upper": 0.31, "linkability_gate_bound": 0.334}}
@@ -469,7 +469,7 @@ def test_fit_coarsens_a_column_that_discloses_the_class_on_its_own():
     from astrid_airflow.privacy import class_from_column_risks
 
     rng = np.random.default_rng(3)
-    n = 600
+    n = 2400  # 20 rows of each class per category: kept at 2k (the fit's batch margin)
     t = pd.DataFrame({"x": rng.normal(size=n), "c": rng.choice([f"v{i}" for i in range(60)],
                                                                 size=n),
                       "class": rng.choice(["a", "b"], size=n)})
@@ -616,4 +616,5 @@ def test_bins_fit_nothing_to_labels_that_carry_no_signal():
     y = np.where(x > 0.8, "a", np.random.default_rng(3).choice(["a", "b"], n))
     recipe, _ = fit_recipe(pd.DataFrame({"x": x, "class": y}), target="class",
                            grouping=[["x"]], k=5, max_bins=8)
-    assert any(abs(e - 0.8) < 0.02 for e in recipe.steps[0]["edges"])
+    # (within the 2k rows of the minority class a bin must keep: issue 28's batch margin)
+    assert any(abs(e - 0.8) < 0.04 for e in recipe.steps[0]["edges"])

@@ -324,3 +324,36 @@ def test_remedied_surrogate_spark_and_local_give_identical_class_multisets(spark
     raw = spark_surrogate(spark.createDataFrame(table), art, random_state=4,
                           remedies=False).toPandas()
     assert sorted(raw["a"]) == sorted(table["a"])
+
+
+def test_local_suppression_is_the_same_on_spark_and_locally(spark):
+    """Issue 28: one rule, two counters: the Spark path suppresses exactly the rows the
+    local path does (a rare (a, b) pair and a rare (d, e) pair planted), and records it."""
+    import dataclasses
+
+    from astrid_airflow import GroupingArtefact, ReleaseRecipe, make_surrogate
+    from astrid_airflow.release._surrogate import release_domain
+
+    table = categorical_table(400, 5)
+    table.loc[3, ["a", "b"]] = [7, 0]
+    table.loc[9, ["d", "e"]] = [5.0, None]
+    recipe = ReleaseRecipe(k=5, steps=(), target="y")
+    result = {"grouping": GROUPS, "k": 3, "table": [], "target": "y", "classifier": "nb",
+              "scoring": "accuracy", "alpha": 0.05, "n_search": 20, "n_test": 40,
+              "random_state": 0}
+    art = dataclasses.replace(
+        GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z"),
+        release={"status": "given", "recipe": recipe.to_dict(),
+                 "policy": {"max_suppressed_share": 0.5}})
+    _, local_report = release_domain(table, recipe, "y", art.grouping)
+    assert local_report.groups[0]["suppressed_rows"] >= 1
+    record: dict = {}
+    remote = spark_surrogate(spark.createDataFrame(table), art, random_state=4,
+                             record=record).toPandas()
+    assert record["suppression"] == local_report.to_dict()
+    local = make_surrogate(table, art, random_state=4)
+    for label in table["y"].unique():
+        lo, re = local[local["y"] == label], remote[remote["y"] == label]
+        for cols in GROUPS:
+            assert rows_of(lo, cols) == rows_of(re, cols), (label, cols)
+    assert not (remote["a"] == 7).any()

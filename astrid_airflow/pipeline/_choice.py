@@ -103,7 +103,11 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     below = worst_below["share_below_k"]
     disc = worst_disc["class_disclosure_share"]
     unique = largest_group_unique_share(remedied, grouping)
-    intact = expected_intact_row_proportion(remedied, grouping, target)
+    expected = expected_intact_row_proportion(remedied, grouping, target)
+    # the shuffle breaks intact rows over max_intact by within-class swaps (._intact):
+    # what one release of the reference keeps after them is what is judged
+    intact = expected if expected <= policy.max_intact else \
+        _intact_after_swaps(remedied, grouping, target, policy.max_intact)
     # the class from each single column, exact (a shuffle keeps every (value, class)
     # pair, so the remedied table gives the release's figure)
     column = max(class_from_column_risks(remedied, target=target,
@@ -112,7 +116,8 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     # the worst group of each per-group check: the refusal names it
     risks = {"share_below_k": below, "class_disclosure_share": disc,
              "largest_group_unique_share": unique,
-             "expected_intact_row_proportion": intact,
+             "expected_intact_row_proportion": expected,
+             "intact_row_proportion_after_swaps": intact,
              "worst_share_below_k_group": {"columns": list(worst_below["columns"]),
                                            "k_min": worst_below["k_min"]},
              "worst_class_disclosure_group": {"columns": list(worst_disc["columns"])},
@@ -135,6 +140,42 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     if column.ci[1] > policy.max_class_from_one_column_risk:
         failed.append("class_from_one_column")
     return risks, failed
+
+
+#: Bootstrap batches the choice checks a candidate's suppression budget on.
+BATCH_RESAMPLES = 3
+
+
+def _resamples(table: pd.DataFrame, target: str) -> list[pd.DataFrame]:
+    """Batches like a new one: bootstrap resamples of the reference, its size, drawn
+    within class (fixed seeds): their counts vary as a new batch's would."""
+    import numpy as np
+
+    out = []
+    for seed in range(BATCH_RESAMPLES):
+        rng = np.random.default_rng(seed)
+        rows = np.concatenate([rng.choice(idx, idx.size) for idx in
+                               table.groupby(target, observed=True).indices.values()])
+        out.append(table.iloc[np.sort(rows)].reset_index(drop=True))
+    return out
+
+
+def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,
+                        max_intact: float) -> float:
+    """Intact-row proportion of one release of ``remedied`` (a fixed seed) after the
+    shuffle's within-class swaps."""
+    import numpy as np
+
+    from astrid_airflow.engine import pandas_class_codes, release_permutations
+
+    from ._intact import break_intact_rows
+
+    seed = np.random.SeedSequence(0)
+    codes = pandas_class_codes(remedied[target], target)
+    _, done = break_intact_rows(remedied, grouping.groups, target,
+                                release_permutations(codes, grouping.k, seed), max_intact,
+                                seed)
+    return done.intact_rows / max(done.distinct_rows, 1)
 
 
 def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
@@ -283,6 +324,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                                                             d.get("classifier")})())
 
     util_seed = int(s_util.generate_state(1)[0] >> 1)
+    halves = _resamples(work, target)
     # what the fit may leave exposed on the reference table: local suppression removes
     # it from every batch, within the policy's budget (a threshold of 1: report only)
     budget = max(policy.max_suppressed_share, policy.max_share_below_k,
@@ -301,6 +343,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                                     max_class_from_one_column_risk, max_bins=max_bins)
         remedied, suppression = release_domain(work, recipe, target, grouping)
         risks, failed = _cheap_checks(remedied, grouping, target, policy, suppression)
+        # a new batch has its own counts: the recipe must keep the suppression of
+        # batches like it (bootstrap resamples) within the budget too (issue 28)
+        batch = max(release_domain(h, recipe, target, grouping)[1].to_dict()[
+            "max_suppressed_share"] for h in halves)
+        risks["batch_suppressed_share"] = batch
+        if batch > policy.max_suppressed_share and "suppression" not in failed:
+            failed = [*failed, "suppression"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
             u = surrogate_utility(work, grouping, target=target, classifier=classifier,
@@ -433,7 +482,8 @@ def _why(c: dict[str, Any], policy: Any) -> str:
                        f"{w.get('k_min')} in group {_cols(w.get('columns', []))})")
         elif f == "suppression":
             w = r.get("worst_suppressed_group") or {}
-            out.append(f"{r['suppressed_share']:.3f} of rows suppressed > "
+            out.append(f"{r['suppressed_share']:.3f} of rows suppressed (a resampled "
+                       f"batch: {r.get('batch_suppressed_share', 0.0):.3f}) > "
                        f"{policy.max_suppressed_share} in group {_cols(w.get('columns', []))}")
         elif f == "class_disclosure":
             w = r.get("worst_class_disclosure_group") or {}
@@ -444,7 +494,10 @@ def _why(c: dict[str, Any], policy: Any) -> str:
             out.append(f"largest group's unique share {r[f]:.3f} > "
                        f"{policy.max_largest_group_unique_share}")
         elif f == "intact_rows":
-            out.append(f"expected intact rows {r['expected_intact_row_proportion']:.3f} > "
+            kept = r.get("intact_row_proportion_after_swaps",
+                         r["expected_intact_row_proportion"])
+            out.append(f"intact rows {kept:.3f} after swaps (expected "
+                       f"{r['expected_intact_row_proportion']:.3f}) > "
                        f"{policy.max_intact}")
         elif f == "class_from_one_column":
             w = r.get("worst_class_from_one_column") or {}

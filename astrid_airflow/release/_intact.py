@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._suppression import _combine, class_codes, group_codes
+from ._suppression import combine_codes, class_codes, group_codes
 
 #: Rounds of swaps tried before giving up (the gate still judges what is left).
 MAX_ROUNDS = 20
@@ -79,7 +79,7 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     perms = drawn.copy()
     n = int(rows.shape[0])
     codes = [class_codes(table, target)] + [group_codes(table, cols)[0] for cols in groups]
-    original = _combine(codes, n)
+    original = combine_codes(codes, n)
     distinct = int(np.unique(original).size)
     allowed = math.floor(max_intact * distinct + 1e-9)
     rng = np.random.default_rng(_swap_seed(seed))
@@ -120,6 +120,6 @@ def _intact(codes: list[np.ndarray], original: np.ndarray, rows: np.ndarray,
     """Codes of the output rows in the original's numbering, and which are intact."""
     n = original.shape[0]
     gathered = [codes[0][rows]] + [c[perms[g]] for g, c in enumerate(codes[1:])]
-    both = _combine([np.concatenate([c, o]) for c, o in zip(codes, gathered)], 2 * n)
+    both = combine_codes([np.concatenate([c, o]) for c, o in zip(codes, gathered)], 2 * n)
     key_o, key_s = both[:n], both[n:]
     return key_s, np.isin(key_s, key_o)

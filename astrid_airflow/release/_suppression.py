@@ -81,7 +81,7 @@ def tuple_counts(tuples: np.ndarray, classes: np.ndarray, k: int
 
 # ------------------------------------------------------------------ codes of a group
 
-def _combine(codes: list[np.ndarray], n: int) -> np.ndarray:
+def combine_codes(codes: list[np.ndarray], n: int) -> np.ndarray:
     """One integer code per distinct tuple of per-column codes (missing = a value)."""
     out = np.zeros(n, dtype=np.int64)
     for c in codes:
@@ -122,7 +122,7 @@ def group_codes(table: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.ndar
              for c in columns]
     all_missing = np.logical_and.reduce([m for _, m in parts]) if parts else \
         np.ones(n, dtype=bool)
-    return _combine([c for c, _ in parts], n), all_missing
+    return combine_codes([c for c, _ in parts], n), all_missing
 
 
 def class_codes(table: Any, target: str) -> np.ndarray:
@@ -164,8 +164,10 @@ def null_rows(table: Any, columns: Sequence[str], keep: np.ndarray) -> Any:
         if isinstance(col, pa.ChunkedArray):
             col = col.combine_chunks()
         if pa.types.is_dictionary(col.type):
-            idx = pc.if_else(mask, col.indices, pa.scalar(None, col.indices.type))
-            new = pa.DictionaryArray.from_arrays(idx, col.dictionary, ordered=col.type.ordered)
+            # rebuilt from the values left (as apply_recipe does): a dictionary entry no
+            # row uses would reach the file (and its statistics)
+            plain = col.cast(col.type.value_type)
+            new = pc.if_else(mask, plain, pa.scalar(None, plain.type)).cast(col.type)
         else:
             new = pc.if_else(mask, col, pa.scalar(None, col.type))
         table = table.set_column(i, table.schema.field(i), new)
