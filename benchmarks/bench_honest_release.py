@@ -63,11 +63,9 @@ def _artefact(ref, target: str, groupings: tuple[str, str]):
 def run_table(name: str, seeds: int, gate_seeds: int) -> dict:
     import pandas as pd
 
-    from astrid_airflow import GatePolicy, intact_row_proportion, shuffle_file
+    from astrid_airflow import GatePolicy, RecipeError, intact_row_proportion, shuffle_file
     from astrid_airflow import validate_surrogate as validate
-    from astrid_airflow._errors import RecipeError
-    from astrid_airflow.release import remedied
-    from astrid_airflow.release import published_exposure
+    from astrid_airflow.release import published_exposure, remedied
 
     _, target, ref, batch = bench_release._split(name)
     started = time.perf_counter()

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._suppression import combine_codes, class_codes, group_codes
+from ._suppression import class_codes, combine_codes, group_codes
 
 #: Rounds of swaps tried before giving up (the gate still judges what is left).
 MAX_ROUNDS = 20
