@@ -167,8 +167,7 @@ def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,
     import numpy as np
 
     from astrid_airflow.engine import pandas_class_codes, release_permutations
-
-    from ._intact import break_intact_rows
+    from astrid_airflow.release import break_intact_rows
 
     seed = np.random.SeedSequence(0)
     codes = pandas_class_codes(remedied[target], target)
