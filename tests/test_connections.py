@@ -126,7 +126,8 @@ def test_the_whole_release_through_connections(conns):
     learn = AstridLearnOperator(task_id="learn", reference="reference",
                                 reference_conn_id="astrid_lite", store_conn_id="astrid_store",
                                 name="syn", n_search=20, n_test=50, random_state=0,
-                                gate_policy=PERMISSIVE)
+                                gate_policy=PERMISSIVE, allow_weaker_policy=True,
+                                remedies=False)  # a raw release on purpose
     learned = learn.execute(ctx("learn"))
     assert learned["learned"] and (conns.store / "syn").is_dir()
     out = conns.tmp / "staging" / "surrogate.parquet"

@@ -57,7 +57,8 @@ def learned(tmp_path_factory):
                                           "max_singling_out_risk": 1,
                                           "max_inference_risk": "1.0",
                                           "max_class_from_one_column_risk": 1},
-                             allow_weaker_policy=True)  # a raw release on purpose
+                             allow_weaker_policy=True,  # a raw release on purpose
+                             remedies=False)
     out = op.execute(ctx(task_id="learn"))
     return types.SimpleNamespace(root=root, store=store, xcom=out, op=op)
 

@@ -325,9 +325,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     util_seed = int(s_util.generate_state(1)[0] >> 1)
     halves = _resamples(work, target)
     # what the fit may leave exposed on the reference table: local suppression removes
-    # it from every batch, within the policy's budget (a threshold of 1: report only)
-    budget = max(policy.max_suppressed_share, policy.max_share_below_k,
-                 policy.max_class_disclosure_share)
+    # it from every batch, and the shuffle refuses a batch over max_suppressed_share
+    # whatever the per-group thresholds say (they count published rows: 0 by
+    # construction), so that budget, and only it, bounds the fit
+    budget = policy.max_suppressed_share
     repeats = policy.utility_repeats_for(len(work))  # as the gate will judge it
 
     def evaluate(label: str, grouping: Grouping, method: str,
