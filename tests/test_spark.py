@@ -324,3 +324,35 @@ def test_remedied_surrogate_spark_and_local_give_identical_class_multisets(spark
     raw = spark_surrogate(spark.createDataFrame(table), art, random_state=4,
                           remedies=False).toPandas()
     assert sorted(raw["a"]) == sorted(table["a"])
+
+
+def test_partitioned_groups_spark_and_local_give_identical_multisets(spark):
+    """Issue 32: the partition's tree of cuts routes rows the same on both paths."""
+    import dataclasses
+
+    from astrid_airflow import GroupingArtefact, ReleaseRecipe, make_surrogate
+    from astrid_airflow.pipeline._fit_partition import fit_partition
+
+    rng = np.random.default_rng(5)
+    table = categorical_table(400, 5).assign(
+        a=rng.normal(size=400).round(3), b=rng.integers(0, 1000, 400))
+    recipe = ReleaseRecipe(k=5, target="y", steps=(
+        fit_partition(table[["a", "b"]], table["y"].to_numpy(), 5),
+        fit_partition(table[["d", "e"]], table["y"].to_numpy(), 5)))
+    result = {"grouping": GROUPS, "k": 3, "table": [], "target": "y", "classifier": "nb",
+              "scoring": "accuracy", "alpha": 0.05, "n_search": 20, "n_test": 40,
+              "random_state": 0}
+    art = dataclasses.replace(
+        GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z"),
+        release={"status": "given", "recipe": recipe.to_dict()})
+    local = make_surrogate(table, art, random_state=4)
+    remote = spark_surrogate(spark.createDataFrame(table).repartition(3), art,
+                             random_state=4).toPandas()
+    for label in table["y"].unique():
+        lo, re = local[local["y"] == label], remote[remote["y"] == label]
+        for cols in GROUPS:
+            assert rows_of(lo, cols) == rows_of(re, cols), (label, cols)
+    cells = {tuple("<NA>" if v is None else v for v in c) for s in recipe.steps
+             for c in s["cells"]}
+    assert set(rows_of(remote, ["a", "b"])) <= cells
+    assert set(rows_of(remote, ["d", "e"])) <= cells
