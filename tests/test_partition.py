@@ -260,3 +260,33 @@ def test_bad_fit_arguments_are_refused():
         fit_partition(t[["a", "b"]], t["y"], 5, 3)
     with pytest.raises(RecipeError, match="two columns"):
         fit_partition(t[["a"]], t["y"], 5)
+
+
+# ---------------------------------------------------------------------- the choice
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow.ProtectsNothingWarning")
+def test_the_choice_partitions_an_unsafe_group_before_splitting_it():
+    from astrid_airflow import GatePolicy, choose_release
+
+    t = _table(600, 7)
+    t.insert(4, "e", np.random.default_rng(1).integers(0, 3, len(t)))
+    groups = [[["a", "b", "c", "d"], ["e"]], [["a"], ["b"], ["c"], ["d"], ["e"]]]
+    result = {"grouping": groups[0], "k": 2, "table": [{"k": len(g), "grouping": g}
+                                                        for g in groups],
+              "target": "y", "classifier": {"preset": "nb"}, "scoring": "accuracy",
+              "alpha": 0.05, "n_search": 20, "n_test": 40, "random_state": 0}
+    art = choose_release(t, result, policy=GatePolicy(max_accuracy_drop=0.5, attack_n=100),
+                         random_state=1)
+    cands = art.release["candidates"]
+    labels = [c["label"] for c in cands]
+    part = cands[labels.index("learned (k=2), unsafe group(s) partitioned")]
+    # tried before the split (here: all singletons, the per-k table's k=5), whose
+    # accuracy is recorded beside it
+    assert part["method"] == "partition"
+    split = part["without_partition"]
+    assert split["label"] == "per-k table, k=5"
+    assert split["accuracy_surrogate"] == cands[labels.index(split["label"])][
+        "accuracy_surrogate"]
+    g = next(r for r in part["remedies"] if r["columns"] == ["a", "b", "c", "d"])
+    assert g["passed"] and g["remedy"].startswith("partition")
+    assert not {"share_below_k", "class_disclosure"} & set(part["failed"])

@@ -161,16 +161,15 @@ def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, poli
     return risks, failed
 
 
-def _partition_costs(cands: list[dict[str, Any]]) -> None:
+def _partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping]) -> None:
     """Each partitioned candidate records what the partition costs or saves: its
     accuracy beside the same grouping's with the unsafe groups split instead
     (``without_partition``: that candidate's label and accuracy)."""
-    by_label = {c["label"]: c for c in cands}
     for c in cands:
         if c["method"] != "partition":
             continue
-        base = c["label"].removesuffix(f", {_PARTITION}")
-        split = by_label.get(_then(base, "unsafe group(s) split"))
+        split = next((o for o in cands if o["method"] == "bins" and o["max_bins"] is None
+                      and o["grouping"] == split_for[c["label"]].to_list()), None)
         c["without_partition"] = None if split is None else {
             "label": split["label"], "accuracy_surrogate": split["accuracy_surrogate"],
             "accuracy_drop": split["accuracy_drop"], "failed": list(split["failed"])}
@@ -323,6 +322,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                     if r.get("grouping")}, key=lambda g: (g.k, g.to_list()))
     mdav_ok = len(table) <= MDAV_MAX_ROWS
     done: set = set()
+    split_for: dict[str, Grouping] = {}  # a partitioned candidate's split alternative
     i = 0
     while i < len(queue):
         label, grouping = queue[i]
@@ -342,6 +342,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
             # the unsafe groups generalised together first, then split (the interactions
             # ASTRID found survive only the former)
             queue.append((_then(label, _PARTITION), grouping))
+            split_for[_then(label, _PARTITION)] = _split(grouping, failing)
             along = _split_along_table(grouping, failing, finer)
             if along is not None:
                 queue.append((_then(label, "unsafe group(s) split along the per-k table"),
@@ -383,7 +384,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         chosen = attack_in_order(batch)
         if chosen is not None:
             break
-    _partition_costs(cands)
+    _partition_costs(cands, split_for)
     for c in cands:
         c["passed"] = c is chosen
         c["attacked"] = "singling_out_upper" in c["risks"]
