@@ -169,7 +169,7 @@ def _partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping]
         if c["method"] != "partition":
             continue
         split = next((o for o in cands if o["method"] == "bins" and o["max_bins"] is None
-                      and o["grouping"] == split_for[c["label"]].to_list()), None)
+                      and Grouping(o["grouping"]) == split_for[c["label"]]), None)
         c["without_partition"] = None if split is None else {
             "label": split["label"], "accuracy_surrogate": split["accuracy_surrogate"],
             "accuracy_drop": split["accuracy_drop"], "failed": list(split["failed"])}
