@@ -69,6 +69,25 @@ def _published_accuracy(rel: dict, part, ctl, target: str) -> dict:
     return out
 
 
+def _split_alternative(cands: list[dict], c: dict) -> dict | None:
+    """``without_partition`` of a partitioned candidate, from the record (a record written
+    before the choice matched split groupings regardless of group order lacks it)."""
+    from astrid_airflow import Grouping
+    from astrid_airflow.pipeline._choice import _split
+
+    if c.get("without_partition"):
+        return c["without_partition"]
+    plain = [o for o in cands if o["method"] == "bins" and o["max_bins"] is None]
+    base = next(o for o in plain if Grouping(o["grouping"]) == Grouping(c["grouping"]))
+    failing = [tuple(g["columns"]) for g in base["remedies"]
+               if not g["passed"] and len(g["columns"]) > 1]
+    split = _split(Grouping(c["grouping"]), failing)
+    o = next((o for o in plain if Grouping(o["grouping"]) == split), None)
+    return None if o is None else {"label": o["label"], "accuracy_drop": o["accuracy_drop"],
+                                   "accuracy_surrogate": o["accuracy_surrogate"],
+                                   "failed": o["failed"]}
+
+
 def run_table(name: str, release_dir: Path | None) -> dict:
     _, target, part, ctl = bench_release._split(name)
     rel, seconds = _release(name, part, release_dir)
@@ -80,7 +99,7 @@ def run_table(name: str, release_dir: Path | None) -> dict:
         {"label": c["label"], "accuracy_drop": c["accuracy_drop"], "failed": c["failed"],
          "remedies": [g["remedy"] for g in c["remedies"] if g["remedy"].startswith(
              "partition") or not g["passed"]],
-         "without_partition": c.get("without_partition")}
+         "without_partition": _split_alternative(cands, c)}
         for c in cands if c.get("method") == "partition"]
     if rel["status"] == "chosen":
         c = cands[rel["chosen"]]
