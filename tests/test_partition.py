@@ -290,3 +290,19 @@ def test_the_choice_partitions_an_unsafe_group_before_splitting_it():
     g = next(r for r in part["remedies"] if r["columns"] == ["a", "b", "c", "d"])
     assert g["passed"] and g["remedy"].startswith("partition")
     assert not {"share_below_k", "class_disclosure"} & set(part["failed"])
+
+
+def test_the_report_shows_what_the_partition_costs():
+    from astrid_airflow.report._report import _tradeoff_html
+
+    release = {"status": "refused", "reason": "r <x>", "chosen": None, "candidates": [
+        {"label": "k=6, unsafe group(s) partitioned", "grouping": [["a", "b"]],
+         "remedies": [], "risks": {}, "accuracy_surrogate": 0.6, "accuracy_drop": 0.14,
+         "failed": ["utility"], "without_partition": {"label": "k=18 <s>",
+                                                      "accuracy_surrogate": 0.5}}]}
+    html = _tradeoff_html(release, "")
+    from astrid_airflow.report._report import _f
+
+    assert "partitioned (Mondrian" in html
+    assert f"accuracy {_f(0.6)} partitioned, {_f(0.5)} split" in html
+    assert "<x>" not in html and "&lt;x&gt;" in html
