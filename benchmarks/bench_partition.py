@@ -73,7 +73,6 @@ def _split_alternative(cands: list[dict], c: dict) -> dict | None:
     """``without_partition`` of a partitioned candidate, from the record (a record written
     before the choice matched split groupings regardless of group order lacks it)."""
     from astrid_airflow import Grouping
-    from astrid_airflow.pipeline._choice import _split
 
     if c.get("without_partition"):
         return c["without_partition"]
@@ -81,7 +80,9 @@ def _split_alternative(cands: list[dict], c: dict) -> dict | None:
     base = next(o for o in plain if Grouping(o["grouping"]) == Grouping(c["grouping"]))
     failing = [tuple(g["columns"]) for g in base["remedies"]
                if not g["passed"] and len(g["columns"]) > 1]
-    split = _split(Grouping(c["grouping"]), failing)
+    # the choice's split: each unsafe multi-column group into singletons
+    split = Grouping([part for g in c["grouping"] for part in
+                      ([[col] for col in g] if tuple(g) in failing else [g])])
     o = next((o for o in plain if Grouping(o["grouping"]) == split), None)
     return None if o is None else {"label": o["label"], "accuracy_drop": o["accuracy_drop"],
                                    "accuracy_surrogate": o["accuracy_surrogate"],

@@ -192,7 +192,7 @@ def partition_cells(frame: pd.DataFrame, s: Mapping[str, Any]) -> np.ndarray:
 
 def apply_partition(table: pd.DataFrame, s: Mapping[str, Any]) -> dict[str, pd.Series]:
     """Each row's group tuple replaced by its cell's representative tuple."""
-    from ._remedies import _typed
+    from ._remedies import typed_like
 
     cols = list(s["columns"])
     cell = partition_cells(table[cols], s)
@@ -202,7 +202,7 @@ def apply_partition(table: pd.DataFrame, s: Mapping[str, Any]) -> dict[str, pd.S
         like = table[c]
         if kind in _NUMBER_TYPES:
             col = np.array([np.nan if r[j] is None else float(r[j]) for r in reps])
-            out[c] = _typed(col[cell], like)
+            out[c] = typed_like(col[cell], like)
             continue
         col_obj = np.empty(len(reps), dtype=object)
         col_obj[:] = [r[j] for r in reps]

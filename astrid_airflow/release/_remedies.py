@@ -286,7 +286,7 @@ def as_float(series: pd.Series) -> np.ndarray:
     return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
-def _typed(values: np.ndarray, like: pd.Series) -> pd.Series:
+def typed_like(values: np.ndarray, like: pd.Series) -> pd.Series:
     """``values`` (float, NaN = missing) in ``like``'s dtype (integers stay integers)."""
     if pd.api.types.is_integer_dtype(like.dtype) and not np.isnan(values).any():
         return pd.Series(values.astype(like.dtype), index=like.index, name=like.name)
@@ -295,6 +295,9 @@ def _typed(values: np.ndarray, like: pd.Series) -> pd.Series:
                          name=like.name)
     return pd.Series(values.astype(like.dtype if pd.api.types.is_float_dtype(like.dtype)
                                    else float), index=like.index, name=like.name)
+
+
+_typed = typed_like
 
 
 def _apply_bins(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
