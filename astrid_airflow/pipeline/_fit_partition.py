@@ -7,8 +7,8 @@ categories are ordered by their text, missing last), at the allowed cut nearest 
 median; when the widest dimension has no allowed cut the next widest is tried, and a
 cell no dimension can cut is a leaf. A cut is allowed when both sides keep
 
-* at least two classes (distinct 2-diversity, Machanavajjhala et al., ACM TKDD 1(1),
-  2007: no published group tuple names its class), and
+* at least ``k`` rows and at least two classes (distinct 2-diversity, Machanavajjhala
+  et al., ACM TKDD 1(1), 2007: no published group tuple names its class), and
 * of every class they hold, at least ``min_class_rows`` (>= ``k``) rows: every
   (published tuple, class) combination is k-anonymous, which is what the shuffle
   publishes and the gate checks (a class with fewer than ``k`` rows in the whole table
@@ -79,12 +79,14 @@ class _Fitter:
         total = np.bincount(self.y)
         # per class, the rows a cell holding it needs (0: a class below k in all)
         self.need = np.where(total >= k, np.minimum(min_class_rows, total), 0)
+        self.k = k
         self.nodes: list[dict[str, Any]] = []
         self.cells: list[list[Any]] = []
 
     def ok(self, counts: np.ndarray) -> np.ndarray:
+        # rare classes aside, a cell of fewer than k rows would be below k
         return (((counts == 0) | (counts >= self.need)).all(axis=-1)
-                & ((counts > 0).sum(axis=-1) >= 2))
+                & ((counts > 0).sum(axis=-1) >= 2) & (counts.sum(axis=-1) >= self.k))
 
     def cut(self, rows: np.ndarray) -> tuple[int, int, np.ndarray] | None:
         """``(column, position, rows in that column's order)`` of the cut, or ``None``."""

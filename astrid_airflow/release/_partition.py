@@ -6,7 +6,8 @@ continuous columns is unique row by row however each column is binned. The
 (LeFevre, DeWitt and Ramakrishnan, "Mondrian multidimensional k-anonymity", ICDE 2006)
 of the group's tuples, fitted on the reference table
 (:mod:`astrid_airflow.pipeline._fit_partition`), with every cell holding at least two
-classes and, of every class it holds, at least ``min_class_rows`` (>= ``k``) rows:
+classes, at least ``k`` rows and, of every class it holds, at least ``min_class_rows``
+(>= ``k``) rows:
 distinct 2-diversity (Machanavajjhala et al., ACM TKDD 1(1), 2007) that also keeps every
 (published tuple, class) combination k-anonymous, the measure the gate checks. Each
 cell is published as its *representative tuple*: per column, the lower median of the
