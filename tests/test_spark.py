@@ -298,17 +298,13 @@ def test_shuffle_operator_targets_spark(spark, tmp_path):
         intact_row_proportion(table, surr))
 
 
-def test_remedied_surrogate_spark_and_local_give_identical_class_multisets(spark, tmp_path):
-    """Issue 17: the recipe is applied identically on the Spark and the local path."""
+def _assert_same_multisets(spark, table, recipe, df):
+    """The artefact of ``GROUPS`` with ``recipe``; its local and Spark surrogates (seed 4)
+    hold the same multiset of each group's tuples within each class."""
     import dataclasses
 
-    from astrid_airflow import GroupingArtefact, fit_recipe, make_surrogate
+    from astrid_airflow import GroupingArtefact, make_surrogate
 
-    rng = np.random.default_rng(3)
-    table = categorical_table(400, 3).assign(
-        a=rng.integers(0, 1000, 400), d=rng.normal(size=400).round(3))
-    recipe, _ = fit_recipe(table, target="y", grouping=GROUPING, k=5)
-    assert {s["method"] for s in recipe.steps} >= {"bins"}
     result = {"grouping": GROUPS, "k": 3, "table": [], "target": "y", "classifier": "nb",
               "scoring": "accuracy", "alpha": 0.05, "n_search": 20, "n_test": 40,
               "random_state": 0}
@@ -316,11 +312,24 @@ def test_remedied_surrogate_spark_and_local_give_identical_class_multisets(spark
         GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z"),
         release={"status": "given", "recipe": recipe.to_dict()})
     local = make_surrogate(table, art, random_state=4)
-    remote = spark_surrogate(spark.createDataFrame(table), art, random_state=4).toPandas()
+    remote = spark_surrogate(df, art, random_state=4).toPandas()
     for label in table["y"].unique():
         lo, re = local[local["y"] == label], remote[remote["y"] == label]
         for cols in GROUPS:
             assert rows_of(lo, cols) == rows_of(re, cols), (label, cols)
+    return art, remote
+
+
+def test_remedied_surrogate_spark_and_local_give_identical_class_multisets(spark, tmp_path):
+    """Issue 17: the recipe is applied identically on the Spark and the local path."""
+    from astrid_airflow import fit_recipe
+
+    rng = np.random.default_rng(3)
+    table = categorical_table(400, 3).assign(
+        a=rng.integers(0, 1000, 400), d=rng.normal(size=400).round(3))
+    recipe, _ = fit_recipe(table, target="y", grouping=GROUPING, k=5)
+    assert {s["method"] for s in recipe.steps} >= {"bins"}
+    art = _assert_same_multisets(spark, table, recipe, spark.createDataFrame(table))[0]
     raw = spark_surrogate(spark.createDataFrame(table), art, random_state=4,
                           remedies=False).toPandas()
     assert sorted(raw["a"]) == sorted(table["a"])
@@ -357,3 +366,22 @@ def test_local_suppression_is_the_same_on_spark_and_locally(spark):
         for cols in GROUPS:
             assert rows_of(lo, cols) == rows_of(re, cols), (label, cols)
     assert not (remote["a"] == 7).any()
+
+
+def test_partitioned_groups_spark_and_local_give_identical_multisets(spark):
+    """Issue 32: the partition's tree of cuts routes rows the same on both paths."""
+    from astrid_airflow import ReleaseRecipe
+    from astrid_airflow.pipeline._fit_partition import fit_partition
+
+    rng = np.random.default_rng(5)
+    table = categorical_table(400, 5).assign(
+        a=rng.normal(size=400).round(3), b=rng.integers(0, 1000, 400))
+    recipe = ReleaseRecipe(k=5, target="y", steps=(
+        fit_partition(table[["a", "b"]], table["y"].to_numpy(), 5),
+        fit_partition(table[["d", "e"]], table["y"].to_numpy(), 5)))
+    remote = _assert_same_multisets(spark, table, recipe,
+                                    spark.createDataFrame(table).repartition(3))[1]
+    cells = {tuple("<NA>" if v is None else v for v in c) for s in recipe.steps
+             for c in s["cells"]}
+    assert set(rows_of(remote, ["a", "b"])) <= cells
+    assert set(rows_of(remote, ["d", "e"])) <= cells

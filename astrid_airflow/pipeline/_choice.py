@@ -37,6 +37,8 @@ COARSER_BINS = (20, 8, 4, 2)
 #: How many of those releases (most accurate first) are retried coarser.
 COARSER_RETRIES = 3
 _ATTACKS = ("singling_out", "linkability", "inference")
+#: The label suffix of a candidate whose unsafe multi-column groups are partitioned.
+_PARTITION = "unsafe group(s) partitioned"
 
 
 def _candidates(result: Mapping[str, Any], attrs: list[str]) -> list[tuple[str, Grouping]]:
@@ -206,6 +208,20 @@ def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, poli
     return risks, failed
 
 
+def _partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping]) -> None:
+    """Each partitioned candidate records what the partition costs or saves: its
+    accuracy beside the same grouping's with the unsafe groups split instead
+    (``without_partition``: that candidate's label and accuracy)."""
+    for c in cands:
+        if c["method"] != "partition":
+            continue
+        split = next((o for o in cands if o["method"] == "bins" and o["max_bins"] is None
+                      and Grouping(o["grouping"]) == split_for[c["label"]]), None)
+        c["without_partition"] = None if split is None else {
+            "label": split["label"], "accuracy_surrogate": split["accuracy_surrogate"],
+            "accuracy_drop": split["accuracy_drop"], "failed": list(split["failed"])}
+
+
 def _then(label: str, step: str) -> str:
     """``label, step``; a step repeated in a row is counted (``step ×3``), not restated.
 
@@ -274,9 +290,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     shadow releases, ``policy.attack_n`` attacks) until one passes everything: that is
     the release; later candidates are recorded as not attacked. An attack passes when
     the upper bound the gate may find with its own seed stays within the limit (this
-    draw's bound plus a one-sided 95 % margin for a second draw). When only the attacks
-    refuse, the ``COARSER_RETRIES`` most accurate of those candidates are retried with at
-    most ``COARSER_BINS`` bins per numeric column, in turn.
+    draw's bound plus a one-sided 95 % margin for a second draw). A candidate with
+    multi-column groups the bins cannot make safe is tried with those groups
+    partitioned (a Mondrian partition across classes, :mod:`._fit_partition`) before
+    it is tried with them split; ``without_partition`` records the split's accuracy.
+    When only the attacks refuse, the ``COARSER_RETRIES`` most accurate of those
+    candidates are retried with at most ``COARSER_BINS`` bins per numeric column, in
+    turn.
     """
     from astrid_airflow._validation import check_seed_sequence
     from astrid_airflow.engine import pandas_class_codes
@@ -374,11 +394,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     _steps.plan(len(queue) * (2 if mdav_ok else 1), None if spf is None else
                 candidate_fits(len(table), policy) * spf)
     done: set = set()
+    split_for: dict[str, Grouping] = {}  # a partitioned candidate's split alternative
     i = 0
     while i < len(queue):
         label, grouping = queue[i]
         i += 1
-        method = "mdav" if label.endswith("MDAV") else "bins"
+        method = "mdav" if label.endswith("MDAV") else "partition" \
+            if label.endswith(_PARTITION) else "bins"
         if (grouping, method) in done:
             continue
         done.add((grouping, method))
@@ -390,6 +412,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         failing = [tuple(g["columns"]) for g in c["remedies"] if not g["passed"]
                    and len(g["columns"]) > 1]
         if failing and method == "bins":
+            # the unsafe groups generalised together first, then split (the interactions
+            # ASTRID found survive only the former)
+            queue.append((_then(label, _PARTITION), grouping))
+            split_for[_then(label, _PARTITION)] = _split(grouping, failing)
             along = _split_along_table(grouping, failing, finer)
             if along is not None:
                 queue.append((_then(label, "unsafe group(s) split along the per-k table"),
@@ -433,6 +459,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         chosen = attack_in_order(batch)
         if chosen is not None:
             break
+    _partition_costs(cands, split_for)
     for c in cands:
         c["passed"] = c is chosen
         c["attacked"] = "singling_out_upper" in c["risks"]

@@ -349,6 +349,17 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         if ok:
             return _GroupFit(tuple(steps), True, below, disc, f"at most {n_bins} class-aware bins",
                             column_risk[0])
+    if method == "partition" and len(cols) > 1:
+        # the group generalised together before it is split (._fit_partition)
+        from ._fit_partition import partition_ladder
+
+        for step in partition_ladder(table[list(cols)], labels, k):
+            ok, below, disc = judge([step])
+            if ok:
+                return _GroupFit((step,), True, below, disc,
+                                 f"partition: {len(step['cells'])} cells, >= 2 classes "
+                                 f"and >= {step['min_class_rows']} rows of each",
+                                 column_risk[0])
     if numeric and len(cols) == 1:
         steps = [_single_bin(as_float(table[c]), c, published_type(table[c]))
                  for c in numeric]
@@ -411,7 +422,10 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     least ``k`` rows of every class it holds (all of a group's numeric columns with the
     same count: fewer, larger bins for a column the risk names);
     ``method="mdav"`` microaggregates multi-column groups within class instead
-    (Domingo-Ferrer & Mateo-Sanz 2002). ``max_bins`` starts the ladder lower (at most
+    (Domingo-Ferrer & Mateo-Sanz 2002); ``method="partition"`` gives a multi-column
+    group the bins cannot make safe a Mondrian partition across classes (every cell with
+    two classes and at least ``k``, then 2k, 4k, 8k rows of each: the first that passes;
+    :mod:`._fit_partition`). ``max_bins`` starts the ladder lower (at most
     that many bins per numeric column): the choice's coarser retry of a release the
     attacks refuse.
 
@@ -432,8 +446,9 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     from astrid_airflow.release import resolve_grouping
 
     grouping, target, _ = resolve_grouping(grouping, target)
-    if method not in ("bins", "mdav"):
-        raise RecipeError(f"Invalid remedy method {method!r}; known: ['bins', 'mdav'].")
+    if method not in ("bins", "mdav", "partition"):
+        raise RecipeError(f"Invalid remedy method {method!r}; known: ['bins', 'mdav', "
+                          "'partition'].")
     if target not in table.columns:
         raise RecipeError(f"The table has no class column {target!r}.")
     labels = table[target].to_numpy()
@@ -487,6 +502,10 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
         logging.getLogger(__name__).warning(
             "Column(s) %s look like identifiers (unique or nearly unique per row): the "
             "release publishes them fully suppressed (missing).", ids)
+    if any(s["method"] == "partition" for s in steps):
+        notes.append("partition: a group's tuple published as its cell's representative "
+                     "tuple; the tree of cuts routes any batch's rows (missing and unseen "
+                     "values go right)")
     if any(s["method"] == "mdav" for s in steps):
         notes.append("mdav: applied within each batch (classes separately) with the "
                      "recorded k; a new batch is aggregated among its own rows")

@@ -22,6 +22,10 @@ k-anonymous and class-diverse while keeping as much of the values as they can:
   rounded for integer columns) or mode (others) of at least ``k`` similar tuples of the
   same class. MDAV has no parameters to fit: on any batch it is applied *within that
   batch* with the recorded ``k`` (so a new batch is aggregated among its own rows).
+* ``partition``: a multi-column group generalised together, across classes: a Mondrian
+  tree of cuts fitted on the reference table, every cell with at least two classes and
+  at least ``k`` rows of each; a row is published as its cell's representative tuple
+  (row by row, on any batch: :mod:`._partition`).
 
 A :class:`ReleaseRecipe` records, per column, what was done with its parameters: bin
 edges and representatives, not "quantiles of whatever data", so it re-applies exactly to
@@ -46,9 +50,10 @@ from astrid_airflow._errors import RecipeError
 from astrid_airflow.engine import Grouping
 
 from ._artefact import dtype_kind
+from ._partition import PARTITION_KEYS, apply_partition, check_partition_step
 
 RECIPE_VERSION = 1
-_METHODS = ("bins", "round", "suppress", "mdav")
+_METHODS = ("bins", "round", "suppress", "mdav", "partition")
 _TYPES = ("integer", "float", "string", "category", "boolean")
 #: Bin counts tried per group, most detailed first (the first that passes is kept).
 BIN_LADDER = (64, 32, 20, 12, 8, 6, 5, 4, 3, 2)
@@ -75,13 +80,14 @@ def _check_step(i: int, s: Any, target: str | None) -> dict[str, Any]:
     allowed = {"bins": {"method", "column", "edges", "values", "labels", "published_type"},
                "round": {"method", "column", "step", "low", "high", "published_type"},
                "suppress": {"method", "column", "keep", "published_type"},
-               "mdav": {"method", "columns", "k", "published_types"}}[method]
+               "mdav": {"method", "columns", "k", "published_types"},
+               "partition": set(PARTITION_KEYS)}[method]
     unknown = sorted(set(s) - allowed)
     missing = sorted(allowed - set(s))
     if unknown or missing:
         raise RecipeError(f"Invalid {where} ({method}): unknown key(s) {unknown}, missing "
                           f"key(s) {missing}.")
-    cols = s["columns"] if method == "mdav" else [s["column"]]
+    cols = s["columns"] if method in ("mdav", "partition") else [s["column"]]
     if not isinstance(cols, list) or not cols or not all(isinstance(c, str) and c
                                                          for c in cols):
         raise RecipeError(f"Invalid {where} ({method}): column names must be non-empty "
@@ -115,6 +121,8 @@ def _check_step(i: int, s: Any, target: str | None) -> dict[str, Any]:
                                   f"number or null, got {s[key]!r}.")
         if s["low"] is not None and s["high"] is not None and s["low"] > s["high"]:
             raise RecipeError(f"Invalid {where} (round {cols[0]!r}): low > high.")
+    elif method == "partition":  # the tree of cuts (._partition)
+        check_partition_step(where, s)
     elif method == "suppress":
         if not isinstance(s["keep"], list) or not all(_scalar(x) and x is not None
                                                       for x in s["keep"]):
@@ -132,7 +140,7 @@ def _check_step(i: int, s: Any, target: str | None) -> dict[str, Any]:
                                                                    for t in pt):
             raise RecipeError(f"Invalid {where} (mdav): published_types must list one of "
                               f"{list(_TYPES)} per column.")
-    if method != "mdav" and s["published_type"] not in _TYPES:
+    if method not in ("mdav", "partition") and s["published_type"] not in _TYPES:
         raise RecipeError(f"Invalid {where}: published_type {s['published_type']!r}; "
                           f"known: {list(_TYPES)}.")
     return s
@@ -150,7 +158,7 @@ class ReleaseRecipe:
     steps : tuple of dict
         One entry per remedied column (or MDAV group), applied in order; columns not
         named are published unchanged. Each has ``method`` (``"bins"``, ``"round"``,
-        ``"suppress"``, ``"mdav"``), its parameters and the published type (see the
+        ``"suppress"``, ``"mdav"``, ``"partition"``), its parameters and the published type (see the
         module docstring and ``docs/privacy.md``).
     target : str or None
         The class column (never generalised).
@@ -210,7 +218,8 @@ class ReleaseRecipe:
 
     def check_columns(self, columns: Sequence[str], grouping: Grouping | None = None
                       ) -> None:
-        """Refuse a recipe naming unknown columns, or an MDAV step across groups."""
+        """Refuse a recipe naming unknown columns, or an MDAV/partition step across
+        groups."""
         missing = [c for c in self.columns if c not in set(columns)]
         if missing:
             raise RecipeError(f"The recipe names column(s) {missing} the table does not "
@@ -218,9 +227,11 @@ class ReleaseRecipe:
         if grouping is not None:
             group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
             for s in self.steps:
-                if s["method"] == "mdav" and len({group_of.get(c) for c in s["columns"]}) > 1:
-                    raise RecipeError(f"The recipe's MDAV step over {s['columns']} spans "
-                                      "several groups of the grouping.")
+                if s["method"] in ("mdav", "partition") and len(
+                        {group_of.get(c) for c in s["columns"]}) > 1:
+                    raise RecipeError(f"The recipe's {s['method']} step over "
+                                      f"{s['columns']} spans several groups of the "
+                                      "grouping.")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-native dict (``version``, ``k``, ``target``, ``steps``, ``notes``)."""
@@ -275,7 +286,7 @@ def as_float(series: pd.Series) -> np.ndarray:
     return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
-def _typed(values: np.ndarray, like: pd.Series) -> pd.Series:
+def typed_like(values: np.ndarray, like: pd.Series) -> pd.Series:
     """``values`` (float, NaN = missing) in ``like``'s dtype (integers stay integers)."""
     if pd.api.types.is_integer_dtype(like.dtype) and not np.isnan(values).any():
         return pd.Series(values.astype(like.dtype), index=like.index, name=like.name)
@@ -284,6 +295,9 @@ def _typed(values: np.ndarray, like: pd.Series) -> pd.Series:
                          name=like.name)
     return pd.Series(values.astype(like.dtype if pd.api.types.is_float_dtype(like.dtype)
                                    else float), index=like.index, name=like.name)
+
+
+_typed = typed_like
 
 
 def _apply_bins(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
@@ -415,8 +429,8 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
 
     Notes
     -----
-    ``bins``, ``round`` and ``suppress`` act row by row, so applying them to any
-    partition of a table gives the same rows (the Spark path relies on this). ``mdav``
+    ``bins``, ``round``, ``suppress`` and ``partition`` act row by row, so applying
+    them to any partition of a table gives the same rows (the Spark path relies on this). ``mdav``
     needs the whole batch.
     """
     if not isinstance(recipe, ReleaseRecipe):
@@ -437,6 +451,8 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
             if not target or target not in frame.columns:
                 raise RecipeError("An MDAV step needs the class column (target=...).")
             new.update(_apply_mdav(frame, s, target))
+        elif m == "partition":  # row by row, the tree of cuts (._partition)
+            new.update(apply_partition(frame, s))
         else:
             fn = {"bins": _apply_bins, "round": _apply_round, "suppress": _apply_suppress}[m]
             new[s["column"]] = fn(frame[s["column"]], s)

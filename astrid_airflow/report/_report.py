@@ -487,6 +487,12 @@ def _tradeoff_html(release: Mapping[str, Any], figure: str) -> str:
             f"<td>{_f(c.get('accuracy_surrogate'))}</td>"
             f"<td>{_f(c.get('accuracy_drop'))}</td>"
             f"<td>{_e(outcome)}</td></tr>")
+    costs = [f"{_e(c.get('label'))}: accuracy {_f(c.get('accuracy_surrogate'))} "
+             f"partitioned, {_f(w.get('accuracy_surrogate'))} split"
+             for c in release.get("candidates") or []
+             if (w := c.get("without_partition"))]
+    partition = ("<p>Unsafe multi-column groups partitioned (Mondrian, two classes per "
+                 "cell) rather than split: " + "; ".join(costs) + ".</p>") if costs else ""
     status = release.get("status")
     if status == "refused":
         verdict = (f'<p class="fail"><b>No release within the policy: nothing may be '
@@ -506,7 +512,7 @@ every privacy and utility expectation of the policy is the release. Risks: large
 per-group share below k and class-disclosure share; upper 95 % bounds of the attacks
 (shadow release; blank: not attacked, a more accurate candidate passed first or a
 cheaper check failed).</p>
-{verdict}
+{verdict}{partition}
 <table><thead><tr><th>#</th><th>candidate</th><th>groups</th><th>remedies</th>
 <th>share below k</th><th>class disclosure</th><th>singling-out</th><th>linkability</th>
 <th>inference</th><th>accuracy</th><th>drop</th><th>failed</th></tr></thead>

@@ -1,0 +1,190 @@
+"""Fitting a ``partition`` step: a Mondrian partition of a group's tuples, 2-diverse.
+
+Mondrian (LeFevre, DeWitt and Ramakrishnan, "Mondrian multidimensional k-anonymity",
+ICDE 2006), strict and top-down: a cell is cut on its widest *normalised* dimension
+(its range over the group's range on the reference table; a categorical column's
+categories are ordered by their text, missing last), at the allowed cut nearest its
+median; when the widest dimension has no allowed cut the next widest is tried, and a
+cell no dimension can cut is a leaf. A cut is allowed when both sides keep
+
+* at least ``k`` rows and at least two classes (distinct 2-diversity, Machanavajjhala
+  et al., ACM TKDD 1(1), 2007: no published group tuple names its class), and
+* of every class they hold, at least ``min_class_rows`` (>= ``k``) rows: every
+  (published tuple, class) combination is k-anonymous, which is what the shuffle
+  publishes and the gate checks (a class with fewer than ``k`` rows in the whole table
+  is below k wherever it goes and does not stop a cut; one with fewer than
+  ``min_class_rows`` stays whole).
+
+Distinct rather than entropy diversity: it is the condition the gate's class-disclosure
+check states, and the per-class ``k`` already keeps a minority class from being a
+single row. The cuts are median cuts, fitted to the values and never to the labels
+beyond the diversity constraint, so the boundaries do not tell the released rows from
+others. The step (:mod:`astrid_airflow.release._partition`) records the tree and each
+cell's representative tuple (per-column lower median, or most frequent value).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from astrid_airflow._errors import RecipeError
+from astrid_airflow.release import as_float, published_type
+
+#: ``min_class_rows`` tried, as multiples of ``k``, finest first (the first that passes
+#: the group's checks is kept).
+PARTITION_LADDER = (1, 2, 4, 8)
+_NUMBER_TYPES = ("integer", "float")
+
+
+def _sort_keys(frame: pd.DataFrame, types: list[str]) -> tuple[list[np.ndarray], list]:
+    """Per column a float key (numbers, or category ranks; missing = NaN, sorted last)
+    and the ordered categories (``None`` for a number column)."""
+    keys, cats = [], []
+    for c, t in zip(frame.columns, types):
+        if t in _NUMBER_TYPES:
+            keys.append(as_float(frame[c]))
+            cats.append(None)
+            continue
+        col = frame[c].astype(object)
+        values = sorted({v for v in col if not pd.isna(v)}, key=lambda v: (str(v), repr(v)))
+        rank = {v: float(i) for i, v in enumerate(values)}
+        keys.append(np.array([np.nan if pd.isna(v) else rank[v] for v in col], dtype=float))
+        cats.append(values)
+    return keys, cats
+
+
+def _span(x: np.ndarray) -> float:
+    f = x[np.isfinite(x)]
+    return float(f.max() - f.min()) if f.size else 0.0
+
+
+def _scalar(v: Any) -> Any:
+    v = v.item() if hasattr(v, "item") else v
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
+
+
+class _Fitter:
+    """The top-down cutting of one group's reference tuples (see the module doc)."""
+
+    def __init__(self, frame: pd.DataFrame, labels: Any, k: int, min_class_rows: int):
+        self.frame = frame.reset_index(drop=True)
+        self.cols = list(map(str, frame.columns))
+        self.types = [published_type(frame[c]) for c in frame.columns]
+        self.keys, self.cats = _sort_keys(self.frame, self.types)
+        self.spans = [_span(x) for x in self.keys]
+        self.y = pd.factorize(pd.Series(np.asarray(labels)), sort=True)[0]
+        total = np.bincount(self.y)
+        # per class, the rows a cell holding it needs (0: a class below k in all)
+        self.need = np.where(total >= k, np.minimum(min_class_rows, total), 0)
+        self.k = k
+        self.nodes: list[dict[str, Any]] = []
+        self.cells: list[list[Any]] = []
+
+    def ok(self, counts: np.ndarray) -> np.ndarray:
+        # rare classes aside, a cell of fewer than k rows would be below k
+        return (((counts == 0) | (counts >= self.need)).all(axis=-1)
+                & ((counts > 0).sum(axis=-1) >= 2) & (counts.sum(axis=-1) >= self.k))
+
+    def cut(self, rows: np.ndarray) -> tuple[int, int, np.ndarray] | None:
+        """``(column, position, rows in that column's order)`` of the cut, or ``None``."""
+        widths = [(_span(x[rows]) / s if s > 0 else 0.0) for x, s in
+                  zip(self.keys, self.spans)]
+        onehot = np.eye(len(self.need), dtype=np.int64)[self.y[rows]]
+        for d in sorted(range(len(widths)), key=lambda d: (-widths[d], d)):
+            if widths[d] <= 0:
+                break
+            order = np.argsort(self.keys[d][rows], kind="stable")  # NaN last
+            xs = self.keys[d][rows][order]
+            cum = np.cumsum(onehot[order], axis=0)
+            p = np.arange(1, rows.size)
+            valid = np.isfinite(xs[1:]) & (xs[1:] > xs[:-1])
+            left = cum[:-1]
+            allowed = valid & self.ok(left) & self.ok(cum[-1] - left)
+            if allowed.any():
+                j = int(np.argmin(np.where(allowed, np.abs(p - rows.size / 2), np.inf)))
+                return d, int(p[j]), rows[order]
+        return None
+
+    def leaf(self, rows: np.ndarray) -> dict[str, Any]:
+        rep = []
+        for d, t in enumerate(self.types):
+            if t in _NUMBER_TYPES:
+                xs = np.sort(self.keys[d][rows])  # NaN last: lower median of all rows
+                v = xs[(rows.size - 1) // 2]
+                rep.append(None if np.isnan(v) else
+                           (int(v) if t == "integer" else float(v)))
+            else:
+                counts = self.frame[self.cols[d]].iloc[rows].astype(object).value_counts(
+                    dropna=False, sort=False)
+                best = max(counts.items(), key=lambda kv: (kv[1], -self._rank(d, kv[0])))
+                rep.append(_scalar(best[0]))
+        self.cells.append(rep)
+        return {"cell": len(self.cells) - 1}
+
+    def _rank(self, d: int, v: Any) -> float:
+        return float(len(self.cats[d])) if pd.isna(v) else float(self.cats[d].index(v))
+
+    def fit(self) -> None:
+        self.nodes.append({})
+        stack = [(0, np.arange(len(self.frame)))]
+        while stack:
+            i, rows = stack.pop()
+            found = self.cut(rows) if self.ok(np.bincount(self.y[rows], minlength=len(
+                self.need)))[()] else None
+            if found is None:
+                self.nodes[i] = self.leaf(rows)
+                continue
+            d, p, ordered = found
+            xs = self.keys[d][ordered]
+            c = self.cols[d]
+            if self.cats[d] is None:
+                node = {"column": c, "cut": int(xs[p]) if self.types[d] == "integer"
+                        else float(xs[p])}
+            else:
+                node = {"column": c, "left_values": [
+                    _scalar(self.cats[d][int(r)]) for r in np.unique(xs[:p])]}
+            node.update(left=len(self.nodes), right=len(self.nodes) + 1)
+            self.nodes[i] = node
+            self.nodes.extend([{}, {}])
+            # the right child is popped last: cells are numbered left to right
+            stack.extend([(node["right"], ordered[p:]), (node["left"], ordered[:p])])
+
+
+def fit_partition(frame: pd.DataFrame, labels: Any, k: int,
+                  min_class_rows: int | None = None) -> dict[str, Any]:
+    """The ``partition`` recipe step of ``frame``'s columns (a group), fitted with the
+    class ``labels`` (see the module doc).
+
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"a": range(8), "b": [0, 1] * 4})
+    >>> s = fit_partition(f, [0, 1] * 4, k=2)
+    >>> s["nodes"][0]["column"], len(s["cells"])
+    ('a', 2)
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise RecipeError(f"Invalid k: {k!r}. Must be an integer >= 1.")
+    m = k if min_class_rows is None else min_class_rows
+    if isinstance(m, bool) or not isinstance(m, int) or m < k:
+        raise RecipeError(f"Invalid min_class_rows: {m!r}. Must be an integer >= k.")
+    if frame.shape[1] < 2 or len(frame) != len(labels):
+        raise RecipeError("A partition needs a group of at least two columns and one label "
+                          "per row.")
+    f = _Fitter(frame, labels, k, m)
+    f.fit()
+    return {"method": "partition", "columns": f.cols, "k": k, "min_class_rows": m,
+            "diversity": "distinct-2", "published_types": f.types, "nodes": f.nodes,
+            "cells": f.cells}
+
+
+def partition_ladder(frame: pd.DataFrame, labels: Any, k: int):
+    """The partition steps of ``frame`` with ``PARTITION_LADDER`` times ``k`` rows per
+    class, finest first (a repeated partition is skipped)."""
+    last = None
+    for mult in PARTITION_LADDER:
+        step = fit_partition(frame, labels, k, k * mult)
+        if last is None or step["nodes"] != last["nodes"]:
+            yield step
+        last = step
