@@ -51,7 +51,7 @@ def _saved(tmp_path, **kw) -> ArtefactStore:
 def test_a_loosened_suite_with_its_digest_rewritten_is_refused(tmp_path):
     store = _saved(tmp_path)
     _loosen(tmp_path / "store" / "diab" / "v0001")
-    with pytest.raises(StoreError, match="artefact.json does not match its digest"):
+    with pytest.raises(StoreError, match=r"artefact\.json does not match its digest"):
         store.load("diab")
     with pytest.raises(StoreError, match="does not match its digest"):
         load_artefact(tmp_path / "store" / "diab" / "v0001" / "artefact.json")
@@ -90,8 +90,8 @@ def test_a_hand_made_next_version_never_becomes_latest(tmp_path):
     shutil.copytree(base / "v0001", base / "v0002")
     os.remove(base / "v0002" / MANIFEST_FILE)
     assert store.latest("diab") == "v0001"
-    with pytest.raises(StoreError, match="v0002 .* no manifest.json: .*not written by "
-                                         "ArtefactStore.save"):
+    with pytest.raises(StoreError, match=r"v0002 .* no manifest\.json: .*not written by "
+                                         r"ArtefactStore\.save"):
         store.load("diab", "v0002")
     assert [r["version"] for r in store.list("diab")] == ["v0001"]
 
@@ -125,7 +125,7 @@ def test_a_deleted_file_and_a_deleted_manifest_are_refused(tmp_path):
     store = _saved(tmp_path)
     vdir = tmp_path / "store" / "diab" / "v0001"
     os.remove(vdir / "suite.json")
-    with pytest.raises(StoreError, match="suite.json is listed but missing"):
+    with pytest.raises(StoreError, match=r"suite\.json is listed but missing"):
         store.load("diab")
 
 

@@ -23,6 +23,13 @@ if TYPE_CHECKING:
         split_url,
         staged_dir,
     )
+    from ._canonical import (
+        canonical_bytes,
+        canonical_file_bytes,
+        canonical_table,
+        check_fixed_point,
+        is_canonical,
+    )
     from ._dbapi import publish_dbapi, read_dbapi_to_parquet
     from ._fs import url_to_fs, using
     from ._io import (
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
         read_table,
     )
     from ._jsonable import load_json, native, plain, strict
+    from ._signing import SIGNATURE, sign, signature_problem, signing, signing_key
     from ._sql import (
         CHUNK_ROWS,
         SqlConnectionError,

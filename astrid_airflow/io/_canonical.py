@@ -222,8 +222,8 @@ def check_fixed_point(data: bytes, kind: str, *, random_state: int,
         again = None
     if again != data:
         raise DataError(f"Cannot publish {shown!r} in the canonical {kind} form: some values "
-                        "do not read back as written (e.g. the text 'NA', which a CSV reader takes as missing); "
-                        "nothing was published.")
+                        "do not read back as written (e.g. the text 'NA', which a CSV "
+                        "reader takes as missing); nothing was published.")
 
 
 def _read_back(data: bytes, kind: str) -> Any:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         unique_values,
     )
     from ._choice import choose_release
+    from ._manifest import MANIFEST_FILE
     from ._metrics import (
         SurrogateMetrics,
         TableSource,
@@ -43,6 +44,14 @@ if TYPE_CHECKING:
         release_plan,
         save_learned,
         stage_surrogate,
+    )
+    from ._receipt import (
+        artefact_sha256,
+        checked_bytes,
+        gate_file_sources,
+        policy_sha256,
+        receipt_trusted,
+        seal_receipt,
     )
     from ._release import (
         ReleaseDecision,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from astrid_airflow._errors import StoreError
-from astrid_airflow.io._signing import SIGNATURE, sign, signature_problem
+from astrid_airflow.io import SIGNATURE, sign, signature_problem
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1

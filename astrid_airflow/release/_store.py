@@ -245,7 +245,7 @@ class ArtefactStore:
         return sorted(out)
 
     def _key(self) -> bytes | None:
-        from astrid_airflow.io._signing import signing_key
+        from astrid_airflow.io import signing_key
 
         return signing_key(self._signing_key)
 
