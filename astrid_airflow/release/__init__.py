@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         gate_file_sources,
         policy_sha256,
         receipt_trusted,
+        seal_gate_receipt,
         seal_receipt,
     )
     from ._release import (

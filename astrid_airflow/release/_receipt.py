@@ -133,3 +133,32 @@ def checked_bytes(data: bytes, digest: str, shown: str) -> bytes:
         raise ReleaseError(f"Refusing to publish: {shown} is not the file the gate wrote "
                            f"(sha256 {found[:12]}…, the receipt records {digest[:12]}…).")
     return data
+
+
+def seal_gate_receipt(receipt: Mapping[str, Any], result: Any, *, out_dir: Any, stem: str,
+                      report_files: Any = (), key: bytes | None = None) -> dict[str, Any]:
+    """:func:`seal_receipt` of a receipt just written by a gate run ``result``.
+
+    ``out_dir`` is where the gate wrote its files (a ``pathlib.Path`` or Airflow
+    ``ObjectStoragePath``; the receipt goes there too); ``report_files`` the names of
+    the files of ``<stem>.report/`` the release report wrote (``WrittenReport.files``),
+    the only ones of that directory a release archives. ``key``: the signing key in
+    force (:func:`astrid_airflow.io.signing_key`) unless given.
+    """
+    from astrid_airflow.io import signing_key
+
+    names = [f"{stem}.validation.json", f"{stem}.validation.html",
+             *(f"{stem}.report/{str(f).replace(chr(92), '/').rsplit('/', 1)[-1]}"
+               for f in report_files)]
+    files = {}
+    for rel in names:
+        path = out_dir
+        for part in rel.split("/"):
+            path = path / part
+        if path.exists():
+            files[rel] = path.read_bytes()
+    summary = getattr(result, "artefact", None) or {}
+    suite = getattr(result, "suite", None) or {}
+    return seal_receipt(receipt, stem=stem, artefact_sha256=summary.get("sha256"),
+                        suite_sha256=suite.get("sha256"), gate_files=files,
+                        key=signing_key(key))
