@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._canonical import (
         canonical_bytes,
         canonical_file_bytes,
+        canonical_release,
         canonical_table,
         check_fixed_point,
         is_canonical,

@@ -34,10 +34,11 @@ refused with the reason).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -119,20 +120,26 @@ def _seed(random_state: object) -> int:
     return int(random_state)
 
 
-def canonical_order(table: Any, random_state: int) -> Any:
-    """The rows of canonical ``table`` sorted by every column, then permuted uniformly
-    at random by ``random_state``: an order that depends on the rows, never on the
-    order they came in."""
+def canonical_sort(table: Any) -> Any:
+    """The rows of canonical ``table`` sorted by every column (missing last)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     keys = [(f.name, "ascending", "at_end") for f in table.schema
             if not pa.types.is_null(f.type)]
-    order = pc.sort_indices(table, sort_keys=keys) if keys \
-        else pa.array(np.arange(table.num_rows))
+    return table.take(pc.sort_indices(table, sort_keys=keys)) if keys else table
+
+
+def _permuted(ordered: Any, random_state: int) -> Any:
     rng = np.random.default_rng(np.random.SeedSequence(_seed(random_state)))
-    perm = rng.permutation(table.num_rows)
-    return table.take(order.to_numpy()[perm] if table.num_rows else order)
+    return ordered.take(rng.permutation(ordered.num_rows)) if ordered.num_rows else ordered
+
+
+def canonical_order(table: Any, random_state: int) -> Any:
+    """The rows of canonical ``table`` sorted by every column, then permuted uniformly
+    at random by ``random_state``: an order that depends on the rows, never on the
+    order they came in."""
+    return _permuted(canonical_sort(table), random_state)
 
 
 def _csv_cell_texts(name: str, array: Any) -> list[str]:
@@ -182,14 +189,39 @@ def _check_kind(kind: object) -> str:
     return str(kind)
 
 
+def _serialised(ordered: Any, kind: str) -> bytes:
+    return canonical_csv_bytes(ordered) if kind == "csv" else canonical_parquet_bytes(ordered)
+
+
 def canonical_bytes(table: Any, kind: str, *, random_state: int,
                     columns: Sequence[str] | None = None) -> bytes:
     """``table`` (pyarrow Table) in the canonical ``kind`` form and a seeded row order."""
     kind = _check_kind(kind)
-    ordered = canonical_order(canonical_table(table, columns=columns), random_state)
-    if kind == "csv":
-        return canonical_csv_bytes(ordered)
-    return canonical_parquet_bytes(ordered)
+    return _serialised(canonical_order(canonical_table(table, columns=columns),
+                                       random_state), kind)
+
+
+def canonical_release(source: str | os.PathLike, *, seed_of: Callable[[str], int],
+                      columns: Sequence[str] | None = None, kind: str | None = None
+                      ) -> tuple[bytes, int, str]:
+    """``(bytes, seed, content digest)`` to publish for the staged file ``source``.
+
+    ``content digest`` is the SHA-256 of the sorted canonical form: a function of the
+    values alone (any re-formatting of the file, any row order gives the same). The
+    row order's seed is ``seed_of(content digest)``, so a publication retried with the
+    same values gives the same bytes, and nothing of the staged bytes but their values
+    decides them. ``DataError`` if a value does not survive the format.
+    """
+    from ._io import input_format, read_arrow
+
+    text = os.fspath(source)
+    kind = _check_kind(kind or input_format(text))
+    ordered = canonical_sort(canonical_table(read_arrow(text, kind=kind), columns=columns))
+    content = hashlib.sha256(_serialised(ordered, kind)).hexdigest()
+    seed = _seed(seed_of(content))
+    data = _serialised(_permuted(ordered, seed), kind)
+    check_fixed_point(data, kind, random_state=seed, columns=columns, shown=text)
+    return data, seed, content
 
 
 def canonical_file_bytes(source: str | os.PathLike, *, random_state: int,
