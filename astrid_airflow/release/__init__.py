@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         receipt_path,
         release_plan,
         save_learned,
+        sealed_receipt_of,
         stage_surrogate,
     )
     from ._receipt import (

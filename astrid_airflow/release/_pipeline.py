@@ -257,6 +257,23 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
     }
 
 
+def sealed_receipt_of(result: Any, *, surrogate: Any, original: Any, artefact: str,
+                      out_dir: Any, run_id: str | None = None) -> dict[str, Any]:
+    """The sealed receipt (:func:`~astrid_airflow.release.seal_gate_receipt`) of a gate
+    run on the file ``surrogate`` whose outputs are in ``out_dir``: what ``validate``
+    and ``publish`` (gating itself) write as ``<out_dir>/<stem>.gate.json``."""
+    from ._receipt import seal_gate_receipt
+    from ._store import parse_artefact_ref
+
+    loc = parse_artefact_ref(artefact)
+    receipt = gate_receipt(
+        result, surrogate=surrogate, sha256=result.surrogate_sha256, original=original,
+        artefact=f"{loc.name}@{loc.version}" if loc.name else str(loc.path),
+        artefact_path=str(loc.path), store=str(loc.root) if loc.root else "",
+        out_dir=out_dir, run_id=run_id)
+    return seal_gate_receipt(receipt, result, out_dir=out_dir, stem=surrogate.stem)
+
+
 # ---------------------------------------------------------------------------- promote
 
 @dataclass(frozen=True)
