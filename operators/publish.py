@@ -41,7 +41,6 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from ._common import (
     as_path,
-    atomic_copy,
     atomic_write_text,
     json_small,
     local_input,
@@ -82,23 +81,6 @@ def _table_release(comment: str | None) -> dict[str, Any] | None:
         return None
     return {"release_id": recorded["astrid_release"], "sha256": recorded.get("sha256"),
             "run_after": recorded.get("run_after")}
-
-
-def _read_manifest(path: Any) -> dict[str, Any] | None:
-    """The current release's manifest, None before the first release."""
-    from astrid_airflow.io import load_json
-
-    if not path.exists():
-        return None
-    try:
-        manifest = load_json(path.read_bytes(), f"release manifest {path}")
-    except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
-        raise AirflowFailException(f"Refusing to publish: the current release's manifest "
-                                   f"{path} is corrupt ({exc}); repair or remove it.") from None
-    if not isinstance(manifest, dict):
-        raise AirflowFailException(f"Refusing to publish: the current release's manifest "
-                                   f"{path} is not a JSON object.")
-    return manifest
 
 
 def release_id_from_run(run_id: object) -> str:
@@ -174,97 +156,70 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         self.force = force
         self.link_base_url = link_base_url
 
-    def _read_receipt(self, surrogate: Any) -> tuple[Any, Any]:
-        path = as_path(self.receipt, "receipt") if self.receipt else \
-            gate_receipt_path(surrogate)
-        if not path.exists():
-            raise AirflowFailException(f"Refusing to publish {surrogate}: no gate receipt at "
-                                       f"{path} (was the surrogate gated?).")
-        try:
-            from astrid_airflow.io import load_json
-
-            receipt = load_json(path.read_bytes(), f"gate receipt {path}")
-        except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
-            raise AirflowFailException(f"Refusing to publish {surrogate}: the gate receipt "
-                                       f"{path} is corrupt ({exc}).") from None
-        return path, receipt
-
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow import check_receipt, check_release_id
+        from astrid_airflow import check_release_id
 
         surrogate = as_path(self.surrogate, "surrogate")
         destination = as_table(self.destination, "destination")
-        if not surrogate.exists():
-            raise AirflowFailException(f"Refusing to publish: no staged surrogate at "
-                                       f"{surrogate}.")
-        receipt_path, receipt = self._read_receipt(surrogate)
-        digest = sha256_of(surrogate)
         release_id = str(self.release_id) if self.release_id else \
             release_id_from_run(context.get("run_id"))
         with _refused():
-            check_receipt(receipt, surrogate=str(surrogate), sha256=digest,
-                          where=str(receipt_path))
             check_release_id(release_id)
-        # what the gate judged; a publication replaces these with the archived copies
-        push_links(self, context, data_docs=receipt.get("data_docs"), report=receipt.get("report"),
-                   artefact=receipt.get("artefact_path"))
         self._lineage = {"inputs": [{"location": str(surrogate)}]}  # outputs once written
         if isinstance(destination, TableRef):
-            return self._publish_table(context, surrogate, destination, receipt, digest,
-                                       release_id)
-        return self._publish_file(context, surrogate, destination, receipt_path, receipt,
-                                  digest, release_id)
+            receipt = self._checked_receipt(context, surrogate)
+            return self._publish_table(context, surrogate, destination, receipt,
+                                       receipt["sha256"], release_id)
+        return self._publish_file(context, surrogate, destination, release_id)
+
+    def _checked_receipt(self, context: Any, surrogate: Any) -> dict[str, Any]:
+        """The receipt of a table release, checked against the staged bytes."""
+        from astrid_airflow import ReleaseError, check_receipt
+        from astrid_airflow.pipeline import read_receipt
+
+        receipt_path = as_path(self.receipt, "receipt") if self.receipt else \
+            gate_receipt_path(surrogate)
+        with _refused():
+            if not surrogate.exists():
+                raise ReleaseError(f"Refusing to publish: no staged surrogate at {surrogate}.")
+            receipt = read_receipt(surrogate, receipt_path)
+            check_receipt(receipt, surrogate=str(surrogate), sha256=sha256_of(surrogate),
+                          where=str(receipt_path))
+        push_links(self, context, data_docs=receipt.get("data_docs"),
+                   report=receipt.get("report"), artefact=receipt.get("artefact_path"))
+        return receipt
 
     def _publish_file(self, context: Any, surrogate: Any, destination: Any,
-                      receipt_path: Any, receipt: dict[str, Any], digest: str,
                       release_id: str) -> dict[str, Any]:
-        from astrid_airflow import decide_release, release_plan, release_time
+        from astrid_airflow.pipeline import PublishRequest, publish_release
 
-        archive = destination.parent / "releases" / release_id
-        archived = archive / destination.name
-        manifest_path = destination.parent / f"{destination.stem}.release.json"
-        now = _dt.datetime.now(_dt.UTC)
-        # releases are ordered by when their run was due; a run-less call (a test, a
-        # script) counts as due now
-        run_after = release_time(run_timestamp(context) or now)
         with _refused():
-            decision = decide_release(
-                _read_manifest(manifest_path), release_id=release_id, sha256=digest,
-                run_after=run_after,
-                archived_sha256=sha256_of(archived) if archived.exists() else None,
-                force=to_bool(self.force, "force"))
-        if not decision.publish:
+            done = publish_release(PublishRequest(
+                surrogate=surrogate, destination=destination, release_id=release_id,
+                receipt=as_path(self.receipt, "receipt") if self.receipt else None,
+                surrogate_name=str(surrogate), run_after=run_timestamp(context),
+                run_id=context.get("run_id"), force=to_bool(self.force, "force")))
+        receipt = done.receipt
+        if done.action == "failed":
+            raise AirflowFailException(done.reason)
+        # what the gate judged; a publication replaces these with the archived copies
+        push_links(self, context, data_docs=receipt.get("data_docs"),
+                   report=receipt.get("report"), artefact=receipt.get("artefact_path"))
+        if not done.published:
             # a skipped task emits no Asset event, so consumers do not run again
-            self.log.warning("Not publishing: %s", decision.reason)
-            raise AirflowSkipException(f"Not publishing: {decision.reason}")
-        self.log.info("Publishing: %s", decision.reason)
-        if not decision.write_archive:
-            self.log.info("Archive %s already holds these bytes; kept as it is.", archive)
-        report = as_path(receipt["report"], "report") if receipt.get("report") else None
-        plan = release_plan(
-            surrogate, destination, receipt, receipt_path, release_id, sha256=digest,
-            run_after=run_after, run_id=context.get("run_id"),
-            report_files=[p for p in report.parent.iterdir() if p.is_file()]
-            if report is not None else None,
-            write_archive=decision.write_archive,
-            published_at=now.isoformat(timespec="seconds"))
-        # archive (file last: its presence marks a complete archive), current file, ...
-        for src, dst in plan.copies:
-            atomic_copy(src, dst)
-        manifest = plan.manifest
-        atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
+            self.log.warning("Not publishing: %s", done.reason)
+            raise AirflowSkipException(f"Not publishing: {done.reason}")
+        self.log.info("Published: %s", done.reason)
+        manifest, extra = done.manifest or {}, done.extra
         push_links(self, context, data_docs=manifest["data_docs"], report=manifest["report"],
                    artefact=receipt.get("artefact_path"))
         self._lineage["outputs"] = [{"location": str(destination), "version": release_id},
-                                    {"location": str(archived), "version": release_id}]
-        extra = plan.extra
+                                    {"location": extra["archived"], "version": release_id}]
         events = context.get("outlet_events")
         for outlet in self.outlets or []:
             if isinstance(outlet, Asset) and events is not None:
                 events[outlet].extra = dict(extra)
-        self.log.info("Published release %s: %s (sha256 %s…).", release_id, destination,
-                      digest[:12])
-        return json_small({**extra, "manifest": str(manifest_path)})
+        return json_small({**extra, "manifest": str(done.manifest_path)})
 
     def _publish_table(self, context: Any, surrogate: Any, destination: TableRef,
                        receipt: dict[str, Any], digest: str, release_id: str) -> dict[str, Any]:

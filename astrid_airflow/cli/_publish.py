@@ -13,6 +13,7 @@ published; 1: the gate failed (nothing published, the last release stays); 2: ba
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import re
 
 from . import _options as options
@@ -47,20 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import datetime as _dt
-    import hashlib
-    import json
     from pathlib import Path
 
     from astrid_airflow._errors import ParameterError
-    from astrid_airflow.io import (
-        atomic_path,
-        atomic_write_text,
-        check_regular_file,
-        load_json,
-        plain,
-    )
-    from astrid_airflow.release import check_receipt, decide_release, release_plan, release_time
+    from astrid_airflow.io import check_regular_file
+    from astrid_airflow.pipeline import PublishRequest, publish_release
 
     from ._common import print_json
 
@@ -76,75 +68,24 @@ def run(args: argparse.Namespace) -> int:
     if _UNSAFE.search(release_id) or release_id.startswith("."):
         raise ParameterError(f"Invalid --release-id {release_id!r}: use letters, digits, "
                              "'.', '_' and '-'.")
-    digest = hashlib.sha256(surrogate.read_bytes()).hexdigest()
     if args.receipt:
-        receipt_file = Path(args.receipt).absolute()
-        check_regular_file(str(receipt_file), "Invalid --receipt")
-        receipt = load_json(receipt_file.read_bytes(), f"gate receipt {receipt_file}")
-        if not isinstance(receipt, dict):
-            raise ParameterError(f"Invalid --receipt {args.receipt!r}: not a JSON object.")
-    else:
-        receipt_file, receipt = _gate(args, surrogate, digest)
-    if receipt.get("success") is not True:
+        check_regular_file(str(Path(args.receipt).absolute()), "Invalid --receipt")
+    done = publish_release(PublishRequest(
+        surrogate=surrogate, destination=destination, release_id=release_id,
+        receipt=Path(args.receipt).absolute() if args.receipt else None,
+        force=args.force, original=args.original, artefact=args.artefact,
+        random_state=args.seed))
+    if done.action == "failed":
         print(f"astrid publish: gate FAILED for {surrogate} (failed: "
-              f"{receipt.get('failed')}); nothing published.")
+              f"{done.receipt.get('failed')}); nothing published.")
         return 1
-    # the release protocol shared with the publish operator: exact bytes, forward only
-    check_receipt(receipt, surrogate=str(receipt.get("surrogate", surrogate)),
-                  sha256=digest, where=str(receipt_file))
-    now = _dt.datetime.now(_dt.UTC)
-    manifest_file = destination.parent / f"{destination.stem}.release.json"
-    archived = destination.parent / "releases" / release_id / destination.name
-    current = load_json(manifest_file.read_bytes(), f"release manifest {manifest_file}") \
-        if manifest_file.exists() else None
-    decision = decide_release(
-        current, release_id=release_id, sha256=digest, run_after=release_time(now),
-        archived_sha256=hashlib.sha256(archived.read_bytes()).hexdigest()
-        if archived.exists() else None, force=args.force)
-    if not decision.publish:
-        print(f"astrid publish: not publishing: {decision.reason}")
+    if not done.published:
+        print(f"astrid publish: not publishing: {done.reason}")
         return 0
-    report = receipt.get("report")
-    report_files = sorted(p for p in Path(report).parent.iterdir() if p.is_file()) \
-        if report and Path(report).exists() else None
-    plan = release_plan(surrogate, destination, receipt, receipt_file, release_id,
-                        sha256=digest, run_after=release_time(now),
-                        report_files=report_files, write_archive=decision.write_archive,
-                        published_at=now.isoformat(timespec="seconds"))
-    for src, dst in plan.copies:
-        with atomic_path(dst, overwrite=True) as tmp:
-            Path(tmp).write_bytes(Path(src).read_bytes())
-    atomic_write_text(plan.manifest_path,
-                      json.dumps(plain(plan.manifest), indent=2) + "\n", overwrite=True)
-    out = {**plan.extra, "manifest": str(plan.manifest_path),
-           "receipt": str(receipt_file)}
     if args.json:
-        print_json(out)
+        print_json({**done.extra, "manifest": str(done.manifest_path),
+                    "receipt": str(done.receipt_path)})
     else:
-        print(f"published {destination} (release {release_id}, sha256 {digest[:12]}…); "
-              f"archived {plan.extra['archived']}")
+        print(f"published {destination} (release {release_id}, sha256 {done.sha256[:12]}…); "
+              f"archived {done.extra['archived']}")
     return 0
-
-
-def _gate(args: argparse.Namespace, surrogate, digest: str):
-    """Run the gate on the staged file and write its receipt beside it."""
-    import json
-
-    from astrid_airflow._errors import GateError
-    from astrid_airflow.gate import validate_surrogate
-    from astrid_airflow.io import atomic_write_text, plain
-    from astrid_airflow.release import gate_receipt, parse_artefact_ref, receipt_path
-
-    result = validate_surrogate(args.original, str(surrogate), args.artefact,
-                                random_state=args.seed)
-    if result.surrogate_sha256 != digest:
-        raise GateError(f"Cannot gate {surrogate}: the file changed while it was judged; "
-                        "nothing was decided.")
-    loc = parse_artefact_ref(args.artefact)
-    receipt = gate_receipt(
-        result, surrogate=surrogate, sha256=digest, original=args.original,
-        artefact=f"{loc.name}@{loc.version}" if loc.name else str(loc.path),
-        store=str(loc.root) if loc.root else "", out_dir=surrogate.parent)
-    path = receipt_path(surrogate)
-    atomic_write_text(path, json.dumps(plain(receipt), indent=2) + "\n", overwrite=True)
-    return path, receipt

@@ -1,0 +1,299 @@
+"""The publish stage: a gated surrogate becomes the current release, in protocol order.
+
+``astrid publish`` and ``PublishSurrogateOperator`` are adapters over
+:func:`publish_release`: they parse their arguments, map the outcome to an exit code or
+to an Airflow skip/failure, and add what is theirs (links, lineage, Asset events).
+
+Paths are anything with ``/``, ``.parent``, ``.name``, ``.stem``, ``.exists()`` and
+``.iterdir()``: ``pathlib.Path`` for the CLI, Airflow's ``ObjectStoragePath`` (whose
+``.fs`` is the filesystem of its connection) for the operator. Manifest and archive
+paths are written as ``str(path)``, so a consumer opens them the way the publisher
+named them.
+
+Layout beside the published file ``<dir>/<file>``: the current release, its manifest
+``<stem>.release.json`` and the immutable archive ``releases/<release_id>/``. The rules
+(receipt, monotonic, idempotent, immutable archive) are :mod:`astrid_airflow.release`'s
+pure decisions.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+from astrid_airflow._errors import ReleaseError
+
+
+@dataclass(frozen=True)
+class PublishRequest:
+    """One publication.
+
+    Attributes
+    ----------
+    surrogate, destination : path
+        The staged surrogate and the published file.
+    release_id : str
+        Name of the release (its archive directory).
+    receipt : path, optional
+        The gate receipt; default ``<stem>.gate.json`` beside the surrogate. Ignored
+        when ``original`` and ``artefact`` are given: the gate runs here and writes it.
+    surrogate_name : str, optional
+        How the receipt must name the surrogate; None accepts the receipt's own name
+        (the bytes are still checked).
+    run_after : datetime or str, optional
+        When the release was due (orders releases); None: now.
+    run_id : str, optional
+        Recorded in the manifest.
+    force : bool
+        Publish an older release, or the current one again (never a changed archive).
+    original, artefact, random_state
+        Gate here (``validate_surrogate``) instead of reading a receipt.
+    """
+
+    surrogate: Any
+    destination: Any
+    release_id: str
+    receipt: Any = None
+    surrogate_name: str | None = None
+    run_after: Any = None
+    run_id: str | None = None
+    force: bool = False
+    original: Any = None
+    artefact: str | None = None
+    random_state: Any = None
+
+
+@dataclass(frozen=True)
+class Published:
+    """What :func:`publish_release` did.
+
+    ``action``: ``publish`` (this call made it the current release: announce it once),
+    ``same`` (already current), ``older`` (a newer release is current) or ``failed``
+    (the receipt says the gate failed; nothing written). ``reason`` is one sentence.
+    """
+
+    action: str
+    reason: str
+    release_id: str
+    sha256: str
+    receipt_path: Any
+    receipt: Mapping[str, Any]
+    manifest_path: Any = None
+    manifest: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    write_archive: bool = True
+
+    @property
+    def published(self) -> bool:
+        return self.action == "publish"
+
+
+def publish_release(request: PublishRequest) -> Published:
+    """Release ``request.surrogate`` as ``request.destination`` if its gate passed.
+
+    Order of the writes: the archive (the file last: its presence marks a complete
+    archive), then the current file in one atomic move, then the manifest, so a failure
+    at any point leaves the previous release in place.
+
+    Raises
+    ------
+    ReleaseError
+        No surrogate or receipt, a corrupt receipt or manifest, a receipt for other
+        bytes, or a release id already archived with other bytes.
+    """
+    from astrid_airflow.release import check_receipt, decide_release, release_time
+
+    surrogate, destination = request.surrogate, request.destination
+    if not surrogate.exists():
+        raise ReleaseError(f"Refusing to publish: no staged surrogate at {surrogate}.")
+    digest = sha256_of(surrogate)
+    receipt_file, receipt = _receipt(request, digest)
+    name = request.surrogate_name
+    if name is None and isinstance(receipt, Mapping):
+        name = str(receipt.get("surrogate", surrogate))
+    outcome = {"release_id": request.release_id, "sha256": digest,
+               "receipt_path": receipt_file, "receipt": receipt}
+    try:
+        check_receipt(receipt, surrogate=name or str(surrogate), sha256=digest,
+                      where=str(receipt_file))
+    except ReleaseError as exc:
+        if isinstance(receipt, Mapping) and receipt.get("success") is not True:
+            return Published("failed", str(exc), **outcome)
+        raise
+    now = _dt.datetime.now(_dt.UTC)
+    run_after = release_time(request.run_after or now)
+    manifest_path = destination.parent / f"{destination.stem}.release.json"
+    archived = destination.parent / "releases" / request.release_id / destination.name
+    decision = decide_release(
+        _read_manifest(manifest_path), release_id=request.release_id, sha256=digest,
+        run_after=run_after, archived_sha256=sha256_of(archived) if archived.exists()
+        else None, force=request.force)
+    if not decision.publish:
+        return Published(decision.action, decision.reason, **outcome,
+                         manifest_path=manifest_path, write_archive=False)
+    plan = _plan(request, receipt_file, receipt, digest, run_after, decision.write_archive,
+                 now)
+    for src, dst in plan.copies:
+        copy_atomic(src, dst)
+    write_text_atomic(plan.manifest_path, manifest_text(plan.manifest))
+    return Published("publish", decision.reason, **outcome, manifest_path=plan.manifest_path,
+                     manifest=plan.manifest, extra=plan.extra,
+                     write_archive=decision.write_archive)
+
+
+def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any],
+          digest: str, run_after: str | None, write_archive: bool,
+          now: _dt.datetime) -> Any:
+    from astrid_airflow.release import release_plan
+
+    report = type(request.surrogate)(receipt["report"]) if receipt.get("report") else None
+    report_files = sorted(p for p in report.parent.iterdir() if p.is_file()) \
+        if report is not None and report.parent.exists() else None
+    return release_plan(request.surrogate, request.destination, receipt, receipt_file,
+                        request.release_id, sha256=digest, run_after=run_after,
+                        report_files=report_files, run_id=request.run_id,
+                        write_archive=write_archive,
+                        published_at=now.isoformat(timespec="seconds"))
+
+
+def _receipt(request: PublishRequest, digest: str) -> tuple[Any, Any]:
+    """The receipt's path and parsed content: gated here, or read."""
+    from astrid_airflow.release import receipt_path
+
+    if request.original is not None and request.artefact:
+        return _gate_here(request, digest)
+    path = request.receipt if request.receipt is not None else \
+        receipt_path(request.surrogate)
+    return path, read_receipt(request.surrogate, path)
+
+
+def read_receipt(surrogate: Any, path: Any) -> Any:
+    """The parsed gate receipt at ``path``; ``ReleaseError`` if missing or corrupt."""
+    from astrid_airflow.io import load_json
+
+    if not path.exists():
+        raise ReleaseError(f"Refusing to publish {surrogate}: no gate receipt at {path} "
+                           "(was the surrogate gated?).")
+    try:
+        return load_json(read_bytes(path), f"gate receipt {path}")
+    except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
+        raise ReleaseError(f"Refusing to publish {surrogate}: the gate receipt {path} is "
+                           f"corrupt ({exc}).") from None
+
+
+def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any]]:
+    """Run the gate on the staged file and write its receipt beside it."""
+    from astrid_airflow._errors import GateError
+    from astrid_airflow.gate import validate_surrogate
+    from astrid_airflow.release import gate_receipt, parse_artefact_ref, receipt_path
+
+    surrogate = request.surrogate
+    result = validate_surrogate(request.original, str(surrogate), request.artefact,
+                                random_state=request.random_state)
+    if result.surrogate_sha256 != digest:
+        raise GateError(f"Cannot gate {surrogate}: the file changed while it was judged; "
+                        "nothing was decided.")
+    loc = parse_artefact_ref(request.artefact)
+    receipt = gate_receipt(
+        result, surrogate=surrogate, sha256=digest, original=request.original,
+        artefact=f"{loc.name}@{loc.version}" if loc.name else str(loc.path),
+        store=str(loc.root) if loc.root else "", out_dir=surrogate.parent)
+    path = receipt_path(surrogate)
+    write_text_atomic(path, manifest_text(receipt))
+    return path, receipt
+
+
+def _read_manifest(path: Any) -> dict[str, Any] | None:
+    """The current release's manifest, None before the first release."""
+    from astrid_airflow.io import load_json
+
+    if not path.exists():
+        return None
+    try:
+        manifest = load_json(read_bytes(path), f"release manifest {path}")
+    except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
+        raise ReleaseError(f"Refusing to publish: the current release's manifest {path} "
+                           f"is corrupt ({exc}); repair or remove it.") from None
+    if not isinstance(manifest, dict):
+        raise ReleaseError(f"Refusing to publish: the current release's manifest {path} "
+                           "is not a JSON object.")
+    return manifest
+
+
+# ---------------------------------------------------------------- bytes in and out
+
+def manifest_text(obj: Any) -> str:
+    """JSON of a manifest or receipt: native values, paths and dates as text."""
+    from astrid_airflow.io import plain
+
+    return json.dumps(plain(obj), indent=2, default=_as_text, allow_nan=False) + "\n"
+
+
+def _as_text(value: Any) -> str:
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def where(path: Any) -> tuple[Any, str]:
+    """``(fsspec filesystem, path inside it)`` of a path object or string."""
+    if not isinstance(path, (str, PurePath)) and hasattr(path, "fs") and \
+            hasattr(path, "path"):
+        return path.fs, path.path  # ObjectStoragePath / UPath: its connection's fs
+    from astrid_airflow.io import split_url
+
+    fs, inner, _local = split_url(path)
+    return fs, inner
+
+
+def read_bytes(path: Any) -> bytes:
+    fs, inner = where(path)
+    return fs.cat_file(inner)
+
+
+def sha256_of(path: Any) -> str:
+    """Hex SHA-256 of a file's bytes, streamed."""
+    fs, inner = where(path)
+    h = hashlib.sha256()
+    with fs.open(inner, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _is_local(fs: Any) -> bool:
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem)
+
+
+def copy_atomic(src: Any, dst: Any, *, overwrite: bool = True) -> None:
+    """Copy so that a reader of ``dst`` sees the old or the complete new file."""
+    from astrid_airflow.io import atomic_path, fs_put_file
+
+    sfs, sin = where(src)
+    dfs, din = where(dst)
+    if _is_local(dfs):
+        with atomic_path(din, overwrite=overwrite) as tmp, sfs.open(sin, "rb") as fin, \
+                open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout, length=1 << 20)
+        return
+    with tempfile.TemporaryDirectory(prefix="astrid_copy_") as scratch:
+        local = os.path.join(scratch, "data")
+        with sfs.open(sin, "rb") as fin, open(local, "wb") as fout:
+            shutil.copyfileobj(fin, fout, length=1 << 20)
+        fs_put_file(dfs, local, din, overwrite=overwrite)
+
+
+def write_text_atomic(dst: Any, text: str, *, overwrite: bool = True) -> None:
+    """Write ``text`` (UTF-8) to ``dst`` atomically."""
+    from astrid_airflow.io import fs_write_bytes
+
+    fs, inner = where(dst)
+    fs_write_bytes(fs, inner, text.encode("utf-8"), overwrite=overwrite)
