@@ -14,6 +14,7 @@ from astrid_airflow._lazy import lazy_exports
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
+    from ._integrity import CanonicalRelease, trusted_canonical
     from ._publish import Published, PublishRequest, publish_release, read_receipt
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

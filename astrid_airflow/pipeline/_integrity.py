@@ -121,3 +121,22 @@ def release_record(receipt: dict, canonical: CanonicalRelease, trust: str
         "canonical": {"format": canonical.kind, "content_sha256": canonical.content_sha256,
                       "order_seed": canonical.order_seed},
     }
+
+
+def trusted_canonical(surrogate: Any, receipt: Any, receipt_path: Any, *, release_id: str,
+                      surrogate_name: str | None = None) -> CanonicalRelease:
+    """For publishers other than :func:`publish_release` (a database table): the
+    canonical release of ``surrogate`` if ``receipt`` passed, is for its bytes and is
+    trusted (signed with the key in force); ``ReleaseError`` otherwise."""
+    from astrid_airflow.io import signing_key
+    from astrid_airflow.release import check_receipt
+
+    from ._publish import read_bytes
+
+    staged = read_bytes(surrogate)
+    check_receipt(receipt, surrogate=surrogate_name or str(surrogate),
+                  sha256=hashlib.sha256(staged).hexdigest(), where=str(receipt_path))
+    key = signing_key()
+    require_trust(receipt, key, where=str(receipt_path), surrogate=surrogate)
+    return canonical_of(staged, surrogate.suffix, release_id=release_id, random_state=None,
+                        key=key)
