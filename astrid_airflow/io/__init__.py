@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         check_fixed_point,
         is_canonical,
     )
+    from ._cas import LOCK_TIMEOUT, file_lock, is_s3, s3_etag, s3_put
     from ._dbapi import publish_dbapi, read_dbapi_to_parquet
     from ._fs import url_to_fs, using
     from ._io import (

@@ -56,6 +56,9 @@ class PublishRequest:
         Publish an older release, or the current one again (never a changed archive).
     original, artefact, random_state
         Gate here (``validate_surrogate``) instead of reading a receipt.
+    lock_timeout : float
+        Local destinations: seconds to wait for another publisher of the same
+        destination (then ``TimeoutError``, retryable: nothing changed).
     """
 
     surrogate: Any
@@ -69,6 +72,7 @@ class PublishRequest:
     original: Any = None
     artefact: str | None = None
     random_state: Any = None
+    lock_timeout: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ def publish_release(request: PublishRequest) -> Published:
         bytes, or a release id already archived with other bytes.
     """
     from astrid_airflow.io import signing_key
-    from astrid_airflow.release import check_receipt, decide_release, release_time
+    from astrid_airflow.release import check_receipt, release_time
 
     from ._integrity import canonical_of, require_trust
 
@@ -139,24 +143,97 @@ def publish_release(request: PublishRequest) -> Published:
                              random_state=request.random_state, key=key)
     digest = outcome["sha256"] = canonical.sha256  # what is published, and recorded
     now = _dt.datetime.now(_dt.UTC)
-    run_after = release_time(request.run_after or now)
-    manifest_path = destination.parent / f"{destination.stem}.release.json"
-    archived = destination.parent / "releases" / request.release_id / destination.name
-    decision = decide_release(
-        _read_manifest(manifest_path), release_id=request.release_id, sha256=digest,
-        run_after=run_after, archived_sha256=sha256_of(archived) if archived.exists()
-        else None, force=request.force)
+    cand = _Candidate(request, receipt_file, receipt, digest,
+                      release_time(request.run_after or now), now, canonical, gated)
+    fs, inner = where(destination)
+    if _is_local(fs):  # one publisher at a time per destination (flock)
+        from astrid_airflow.io import file_lock
+
+        head, tail = os.path.split(inner)
+        stem = os.path.splitext(tail)[0]
+        with file_lock(os.path.join(head, f".{stem}.release.lock"),
+                       timeout=request.lock_timeout):
+            return _promote(cand, outcome)
+    from astrid_airflow.io import is_s3
+
+    if is_s3(fs):  # no locks on an object store: compare-and-swap of the manifest
+        from ._publish_cas import promote_cas
+
+        return promote_cas(cand, outcome)
+    return _promote(cand, outcome)  # other stores: one publisher per destination
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A checked candidate release: what every promotion strategy needs."""
+
+    request: PublishRequest
+    receipt_file: Any
+    receipt: Mapping[str, Any]
+    digest: str
+    run_after: str | None
+    now: _dt.datetime
+    canonical: Any = None  # the bytes to publish (pipeline._integrity.CanonicalRelease)
+    gated: bool = False  # the gate ran here (else the receipt was trusted as signed)
+
+    @property
+    def manifest_path(self) -> Any:
+        d = self.request.destination
+        return d.parent / f"{d.stem}.release.json"
+
+    @property
+    def archived(self) -> Any:
+        d = self.request.destination
+        return d.parent / "releases" / self.request.release_id / d.name
+
+    def decide(self, current: Mapping[str, Any] | None) -> Any:
+        from astrid_airflow.release import decide_release
+
+        archived = self.archived
+        return decide_release(
+            current, release_id=self.request.release_id, sha256=self.digest,
+            run_after=self.run_after,
+            archived_sha256=sha256_of(archived) if archived.exists() else None,
+            force=self.request.force)
+
+    def plan(self, write_archive: bool) -> Any:
+        return _plan(self.request, self.receipt_file, self.receipt, self.canonical,
+                     self.run_after, write_archive, self.now, self.gated)
+
+
+def _promote(cand: _Candidate, outcome: dict[str, Any]) -> Published:
+    """Decide and write, alone on the destination: archive, current file, manifest."""
+    current = _read_manifest(cand.manifest_path)
+    decision = cand.decide(current)
     if not decision.publish:
+        repair_current(cand.request.destination, current)
         return Published(decision.action, decision.reason, **outcome,
-                         manifest_path=manifest_path, write_archive=False)
-    plan = _plan(request, receipt_file, receipt, canonical, run_after, decision.write_archive,
-                 now, gated)
+                         manifest_path=cand.manifest_path, write_archive=False)
+    plan = cand.plan(decision.write_archive)
     for data, dst in plan.copies:
-        write_bytes_atomic(dst, data)
+        # the archived file is created, never replaced: a release id names one archive
+        write_bytes_atomic(dst, data, overwrite=dst != cand.archived)
     write_text_atomic(plan.manifest_path, manifest_text(plan.manifest))
     return Published("publish", decision.reason, **outcome, manifest_path=plan.manifest_path,
                      manifest=plan.manifest, extra=plan.extra,
                      write_archive=decision.write_archive)
+
+
+def repair_current(destination: Any, manifest: Mapping[str, Any] | None) -> bool:
+    """Make the current file hold the manifest's release again, from its archive.
+
+    After a publisher died between the current file and the manifest, they disagree; a
+    retry that finds nothing to publish puts the archived bytes back. True if it did.
+    """
+    if not manifest or not manifest.get("archived") or not manifest.get("sha256"):
+        return False
+    if destination.exists() and sha256_of(destination) == manifest["sha256"]:
+        return False
+    archived = type(destination)(str(manifest["archived"]))
+    if not archived.exists() or sha256_of(archived) != manifest["sha256"]:
+        return False  # nothing trustworthy to restore from
+    copy_atomic(archived, destination)
+    return True
 
 
 def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any],
