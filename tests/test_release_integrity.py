@@ -160,7 +160,8 @@ def test_receipt_paths_are_never_archived(work):
                               report=str(tmp / "secrets" / "index.html"))
     dest = tmp / "pub" / "s.csv"
     assert _publish(staged, dest, receipt) == 0
-    archived = {p.name: p.read_bytes() for p in (tmp / "pub").rglob("*") if p.is_file()}
+    archived = {p.name: p.read_bytes() for p in (tmp / "pub").rglob("*")
+                if p.is_file() and not p.name.endswith(".lock")}
     assert src.read_bytes() not in archived.values()
     assert not any(b"hunter2" in data for data in archived.values())
     assert set(archived) == {"s.csv", "s.gate.json", "s.release.json"}
@@ -216,4 +217,5 @@ def test_validate_signs_a_receipt_publish_trusts_and_no_edit_survives(work, caps
                  "--artefact", str(tmp / "store" / "syn"), "--seed", "0"]) == 0
     (tmp / "staging" / "s.validation.json").write_text(str(src.read_text()))
     assert _publish(staged, tmp / "pub3" / "s.csv", receipt_path, "r3") == 2
-    assert not (tmp / "pub3").exists()
+    assert not (tmp / "pub3" / "s.csv").exists()
+    assert not (tmp / "pub3" / "releases" / "r3" / "s.csv").exists()
