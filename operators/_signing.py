@@ -45,3 +45,16 @@ def signing_from(conn_id: Any) -> Iterator[bytes | None]:
 
     with signing(signing_key_from_connection(conn_id)):
         yield signing_key()
+
+
+def signed(method):
+    """Decorate an operator's ``execute``: it runs inside :func:`signing_from` of the
+    operator's ``signing_conn_id`` (default :data:`DEFAULT_CONN_ID`), so the artefacts it
+    saves are signed, and those it reads verified, with the pipeline's key."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with signing_from(getattr(self, "signing_conn_id", DEFAULT_CONN_ID)):
+            return method(self, *args, **kwargs)
+    return wrapper

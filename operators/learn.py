@@ -30,6 +30,7 @@ from ._common import (
     translate_errors,
 )
 from ._lineage import RecordsLineage
+from ._signing import signed
 from .assets import emit_alias_events
 from .links import ArtefactLink, push_links
 from .sql import as_table, local_table, sql_errors
@@ -184,6 +185,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.deferrable = deferrable
         self.poll_interval = poll_interval
 
+    @signed  # the store is signed / verified with the pipeline's key
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import (
             ArtefactStore,
@@ -280,6 +282,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                    method_name="execute_complete",
                    kwargs={"fingerprint": fingerprint["sha256"]})
 
+    @signed  # the store is signed / verified with the pipeline's key
     def execute_complete(self, context: Any, event: Mapping[str, Any],
                          fingerprint: str | None = None) -> dict[str, Any]:
         """Resume after ``DaskRunTrigger``: re-read the table, collect, save as usual."""
