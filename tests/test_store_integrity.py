@@ -93,7 +93,9 @@ def test_a_hand_made_next_version_never_becomes_latest(tmp_path):
     with pytest.raises(StoreError, match=r"v0002 .* no manifest\.json: .*not written by "
                                          r"ArtefactStore\.save"):
         store.load("diab", "v0002")
-    assert [r["version"] for r in store.list("diab")] == ["v0001"]
+    rows = store.list("diab")  # listed, never hidden, with the reason
+    assert [r["version"] for r in rows] == ["v0001", "v0002"]
+    assert rows[0]["error"] is None and "not written by" in rows[1]["error"]
 
 
 def test_a_copied_version_with_its_manifest_is_refused(tmp_path):

@@ -244,6 +244,11 @@ class ArtefactStore:
                 out.append(int(m.group(1)))
         return sorted(out)
 
+    def _listed(self, name: str, versions: list[str]) -> list[str]:
+        """``versions`` and the version directories with an artefact but no manifest."""
+        found = {int(v[1:]) for v in versions} | set(self._numbers_with(name, ARTEFACT_FILE))
+        return [_version_id(n) for n in sorted(found)]
+
     def _key(self) -> bytes | None:
         from astrid_airflow.io import signing_key
 
@@ -370,12 +375,14 @@ class ArtefactStore:
     def list(self, name: str | None = None) -> list[dict[str, Any]]:
         """One row per version: name, version, created_at, k, target, fingerprint, path.
 
-        A version whose artefact cannot be read gets ``error`` set (and ``None`` in the
-        artefact fields) instead of hiding the other versions; a name directory that
-        cannot be read gets one row with ``version`` ``None`` and ``error`` set.
+        A version whose artefact cannot be read or verified (also one with an
+        ``artefact.json`` but no manifest: not written by ``save``) gets ``error`` set (and
+        ``None`` in the artefact fields) instead of hiding the other versions; a name
+        directory that cannot be read gets one row with ``version`` ``None`` and
+        ``error`` set.
         """
         if name is not None:
-            vids = {name: self.versions(name)}
+            vids = {name: self._listed(name, self.versions(name))}
         else:
             self._check_root()
             vids = {}
@@ -384,11 +391,12 @@ class ArtefactStore:
                     continue
                 try:
                     numbers = self._numbers(n, complete=True)
+                    listed = self._listed(n, [_version_id(v) for v in numbers])
                 except AstridError as exc:  # one unreadable name never hides the others
                     vids[n] = exc
                     continue
-                if numbers:
-                    vids[n] = [_version_id(v) for v in numbers]
+                if listed:
+                    vids[n] = listed
         rows = []
         for n, found in vids.items():
             if isinstance(found, Exception):
