@@ -126,7 +126,8 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         ``artefact`` from ``store`` (give them), or fails.
     original, store, artefact : optional
         What to gate the staged file against when no signing key is configured (as for
-        ``SurrogateGateOperator``; ``original`` a file) (templated).
+        ``SurrogateGateOperator``; ``original`` a file) (templated). A database
+        destination always needs the key.
 
     Returns (XCom)
     --------------

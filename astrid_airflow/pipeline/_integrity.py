@@ -47,7 +47,10 @@ def require_trust(receipt: Any, key: bytes | None, *, where: str, surrogate: Any
     """Refuse a receipt publish may not rely on (``ReleaseError``)."""
     from astrid_airflow.release import receipt_trusted
 
-    if isinstance(receipt, dict) and receipt_trusted(receipt, key, where=where):
+    if not isinstance(receipt, dict):
+        raise ReleaseError(f"Refusing to publish {surrogate}: the gate receipt {where} is "
+                           "not a JSON object.")
+    if receipt_trusted(receipt, key, where=where):
         return
     if key is None:
         raise ReleaseError(
