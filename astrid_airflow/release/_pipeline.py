@@ -262,8 +262,8 @@ def sealed_receipt_of(result: Any, *, surrogate: Any, original: Any, artefact: s
     """The sealed receipt (:func:`~astrid_airflow.release.seal_gate_receipt`) of a gate
     run on the file ``surrogate`` whose outputs are in ``out_dir``: what ``validate``
     and ``publish`` (gating itself) write as ``<out_dir>/<stem>.gate.json``."""
-    from ._receipt import seal_gate_receipt
-    from ._store import parse_artefact_ref
+    # public names: this module moves to astrid_airflow.pipeline (layers)
+    from astrid_airflow.release import parse_artefact_ref, seal_gate_receipt
 
     loc = parse_artefact_ref(artefact)
     receipt = gate_receipt(
