@@ -86,3 +86,61 @@ def pytest_runtest_logstart(nodeid, location) -> None:
 def pytest_terminal_summary(terminalreporter) -> None:
     for line in _PG_DEATHS:
         terminalreporter.write_line(line, red=True)
+
+
+# ------------------------------------------------- the CI S3-compatible server (moto)
+_S3_STATE = pathlib.Path(os.environ.get("ASTRID_S3_STATE", f"/tmp/astrid-ci-s3-{os.getuid()}"))
+S3_BUCKET = "astrid-test"
+
+
+def _s3_endpoint() -> tuple[str | None, str | None]:
+    """``(endpoint, why not)`` of the server of ``scripts/ci_s3.sh start``."""
+    endpoint = os.environ.get("ASTRID_TEST_S3_ENDPOINT", "").strip()
+    if not endpoint and (_S3_STATE / "endpoint").is_file():
+        endpoint = (_S3_STATE / "endpoint").read_text().strip()
+    if not endpoint:
+        return None, ("no S3-compatible server: run `source scripts/ci_s3.sh start` (sets "
+                      "ASTRID_TEST_S3_ENDPOINT)")
+    try:
+        import s3fs
+
+        s3fs.S3FileSystem(**s3_options(endpoint)).ls(S3_BUCKET, refresh=True)
+    except Exception as exc:  # not installed, not reachable, no bucket
+        return None, f"S3 server at {endpoint} not usable: {type(exc).__name__}: {exc}"
+    return endpoint, None
+
+
+def s3_options(endpoint: str) -> dict:
+    """s3fs storage options for the loopback server (moto accepts any credentials)."""
+    return {"key": "astrid", "secret": "astrid", "use_listings_cache": False,
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+
+
+@pytest.fixture
+def s3(request, monkeypatch):
+    """``(s3fs filesystem, fresh "s3://astrid-test/<test>-<uuid>" prefix)``.
+
+    Skips without a server; fails under CI (``CI`` set), where ``.ci/run`` starts one.
+    The default credential chain points at the server too (environment variables), so
+    code that opens ``s3://`` URLs with fsspec's defaults reaches it.
+    """
+    import uuid
+
+    endpoint, reason = _s3_endpoint()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs the S3-compatible server: {reason}")
+        pytest.skip(reason)
+    import fsspec
+    import s3fs
+
+    for var, value in (("AWS_ACCESS_KEY_ID", "astrid"), ("AWS_SECRET_ACCESS_KEY", "astrid"),
+                       ("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_ENDPOINT_URL", endpoint),
+                       ("AWS_ENDPOINT_URL_S3", endpoint)):
+        monkeypatch.setenv(var, value)
+    monkeypatch.setitem(fsspec.config.conf, "s3", s3_options(endpoint))
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem(**s3_options(endpoint))
+    name = request.node.name.replace("[", "-").replace("]", "")[:40]
+    yield fs, f"s3://{S3_BUCKET}/{name}-{uuid.uuid4().hex[:8]}"
+    s3fs.S3FileSystem.clear_instance_cache()

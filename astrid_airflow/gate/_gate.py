@@ -770,7 +770,7 @@ def validate_surrogate(
             return validate_surrogate(original, surrogate, artefact, policy=policy,
                                       out_dir=out_dir, classifier=classifier,
                                       random_state=random_state, metrics=metrics,
-                                      verbose=verbose)
+                                      verbose=verbose, remedies=remedies)
     from astrid_airflow.io import csv_floats_like, read_table
 
     from ._file_shape import check_publishable

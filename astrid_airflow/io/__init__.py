@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         read_table,
     )
     from ._jsonable import load_json, native, plain, strict
+    from ._modes import current_umask, dir_mode, file_mode
     from ._signing import SIGNATURE, sign, signature_problem, signing, signing_key
     from ._sql import (
         CHUNK_ROWS,

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from astrid_airflow._errors import StoreError
 
+from ._modes import file_mode
+
 
 def split_url(path: str | os.PathLike) -> tuple[object, str, bool]:
     """``(filesystem, path inside it, is_local)`` for a local path or fsspec URL."""
@@ -203,6 +205,8 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False,
         try:
             if not os.path.isfile(tmp):
                 raise StoreError(f"Nothing was written to the temporary file for {dest!r}.")
+            if not into_store:  # mkstemp's 0600 would outlive the rename: the umask decides
+                os.chmod(tmp, file_mode())
             _fsync_file(tmp)
             _publish_local(tmp, dest, overwrite)
         except OSError as exc:

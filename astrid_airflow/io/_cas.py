@@ -82,8 +82,7 @@ def _status(exc: BaseException) -> int | None:
             if code in ("NoSuchKey", "404", "NotFound"):
                 return 404
             return meta.get("HTTPStatusCode")
-    text = str(exc)
-    if "PreconditionFailed" in text or "412" in text or "ConditionalRequestConflict" in text:
+    if isinstance(exc, FileExistsError):  # s3fs's name for a failed If-None-Match
         return 412
     if isinstance(exc, FileNotFoundError):
         return 404

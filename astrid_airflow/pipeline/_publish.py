@@ -143,8 +143,9 @@ def publish_release(request: PublishRequest) -> Published:
                              random_state=request.random_state, key=key)
     digest = outcome["sha256"] = canonical.sha256  # what is published, and recorded
     now = _dt.datetime.now(_dt.UTC)
-    cand = _Candidate(request, receipt_file, receipt, digest,
-                      release_time(request.run_after or now), now, canonical, gated)
+    cand = Candidate(request, receipt_file, receipt, digest,
+                     release_time(request.run_after or now), now, canonical, gated)
+    _refuse_inputs(cand)
     fs, inner = where(destination)
     if _is_local(fs):  # one publisher at a time per destination (flock)
         from astrid_airflow.io import file_lock
@@ -164,7 +165,7 @@ def publish_release(request: PublishRequest) -> Published:
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class Candidate:
     """A checked candidate release: what every promotion strategy needs."""
 
     request: PublishRequest
@@ -189,7 +190,13 @@ class _Candidate:
     def decide(self, current: Mapping[str, Any] | None) -> Any:
         from astrid_airflow.release import decide_release
 
-        archived = self.archived
+        archived, dest = self.archived, self.request.destination
+        if current is None and not self.request.force and dest.exists() and \
+                sha256_of(dest) != self.digest:
+            raise ReleaseError(
+                f"Refusing to publish the first release to {dest}: a file that is not an "
+                "ASTRID release is already there (no release manifest beside it). Move it, "
+                "or pass force (--force) to replace it.")
         return decide_release(
             current, release_id=self.request.release_id, sha256=self.digest,
             run_after=self.run_after,
@@ -201,9 +208,55 @@ class _Candidate:
                      self.run_after, write_archive, self.now, self.gated)
 
 
-def _promote(cand: _Candidate, outcome: dict[str, Any]) -> Published:
+def _refuse_inputs(cand: Candidate) -> None:
+    """A release never replaces what it was made from (issue 29): the surrogate, its
+    receipt, the original, the artefact or its store."""
+    from astrid_airflow._errors import StoreError
+    from astrid_airflow.io import refuse_overwriting_inputs
+
+    req, receipt = cand.request, cand.receipt
+    inputs = [req.surrogate, cand.receipt_file, req.original, receipt.get("original"),
+              receipt.get("artefact_path"), receipt.get("store")]
+    if req.artefact:
+        from astrid_airflow.release import parse_artefact_ref
+
+        loc = parse_artefact_ref(req.artefact)
+        inputs += [loc.root, loc.path]
+    outputs = [_text(req.destination), _text(cand.manifest_path)]
+    try:
+        refuse_overwriting_inputs(outputs, [_text(p) for p in inputs if p])
+    except StoreError as exc:
+        raise ReleaseError(f"Refusing to publish to {req.destination}: {exc}") from None
+    for src in (_text(p) for p in inputs if p):  # nor writes into an input directory
+        if os.path.isdir(src) and os.path.realpath(outputs[0]).startswith(
+                os.path.realpath(src).rstrip(os.sep) + os.sep):
+            raise ReleaseError(f"Refusing to publish to {req.destination}: it is inside the "
+                               f"input directory {src!r} (the artefact store or another "
+                               "input); choose another destination.")
+
+
+def _text(path: Any) -> str:
+    """A path object as the local path or URL the io layer takes."""
+    fs, inner = where(path)
+    return inner if _is_local(fs) else str(path)
+
+
+def _refuse_links(cand: Candidate) -> None:
+    """The archive is never written through a symbolic link (issue 29): ``releases/``
+    or ``releases/<id>`` pointing elsewhere would put the release outside its place."""
+    releases = cand.archived.parent.parent
+    for p in (releases, cand.archived.parent, cand.archived):
+        if os.path.islink(_text(p)):
+            raise ReleaseError(f"Refusing to publish release {cand.request.release_id!r}: "
+                               f"{p} is a symbolic link; archives are written only into "
+                               "real directories beside the published file.")
+
+
+def _promote(cand: Candidate, outcome: dict[str, Any]) -> Published:
     """Decide and write, alone on the destination: archive, current file, manifest."""
-    current = _read_manifest(cand.manifest_path)
+    if _is_local(where(cand.request.destination)[0]):
+        _refuse_links(cand)
+    current = read_manifest(cand.manifest_path)
     decision = cand.decide(current)
     if not decision.publish:
         repair_current(cand.request.destination, current)
@@ -298,14 +351,19 @@ def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any
     return path, receipt
 
 
-def _read_manifest(path: Any) -> dict[str, Any] | None:
+def read_manifest(path: Any) -> dict[str, Any] | None:
     """The current release's manifest, None before the first release."""
-    from astrid_airflow.io import load_json
-
     if not path.exists():
         return None
+    return parse_manifest(read_bytes(path), path)
+
+
+def parse_manifest(data: bytes, path: Any) -> dict[str, Any]:
+    """A manifest's JSON object; ``ReleaseError`` naming ``path`` if it is corrupt."""
+    from astrid_airflow.io import load_json
+
     try:
-        manifest = load_json(read_bytes(path), f"release manifest {path}")
+        manifest = load_json(data, f"release manifest {path}")
     except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
         raise ReleaseError(f"Refusing to publish: the current release's manifest {path} "
                            f"is corrupt ({exc}); repair or remove it.") from None
@@ -347,6 +405,8 @@ def read_bytes(path: Any) -> bytes:
 def sha256_of(path: Any) -> str:
     """Hex SHA-256 of a file's bytes, streamed."""
     fs, inner = where(path)
+    if not _is_local(fs):  # one GET: a snapshot, even while another publisher replaces it
+        return hashlib.sha256(fs.cat_file(inner)).hexdigest()
     h = hashlib.sha256()
     with fs.open(inner, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

@@ -630,7 +630,7 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
         if not _is_report_dir(dest):
             raise StoreError(f"Refusing to replace {dest!r}: it is not an astrid report "
                              "directory (no report.json of ours); choose another --out.")
-    from astrid_airflow.io import replace_dir, staged_dir
+    from astrid_airflow.io import dir_mode, replace_dir, staged_dir
 
     parent = os.path.dirname(dest) or "."
     try:
@@ -639,7 +639,7 @@ def _publish_local(dest: str, files: dict[str, bytes], overwrite: bool) -> None:
         raise StoreError(f"Cannot write the report to {dest!r}: {exc.strerror or exc}.") \
             from None
     try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a report is meant to be read
+        os.chmod(tmp, dir_mode())  # mkdtemp makes it private; the umask decides
         replace_dir(tmp, dest)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
