@@ -32,7 +32,7 @@ def staged(tmp_path, capsys, monkeypatch):
     return tmp_path, src, surrogate
 
 
-def _receipt(surrogate, success=True, sha=None):
+def _receipt(surrogate, success=True, sha=None, **fields):
     """A receipt signed with the test key, as a gate holding it would write."""
     from astrid_airflow.release import seal_receipt
 
@@ -40,7 +40,8 @@ def _receipt(surrogate, success=True, sha=None):
     path.write_text(json.dumps(seal_receipt({
         "success": success, "surrogate": str(surrogate), "failed": [] if success else ["x"],
         "sha256": sha or hashlib.sha256(surrogate.read_bytes()).hexdigest(),
-        "artefact": "syn@v0001", "expectations": [], "policy": {}}, stem=surrogate.stem,
+        "artefact": "syn@v0001", "expectations": [], "policy": {}, **fields},
+        stem=surrogate.stem,
         artefact_sha256=None, suite_sha256=None, gate_files={}, key=KEY.encode())))
     return path
 
