@@ -195,3 +195,24 @@ def test_refuses_what_does_not_survive_and_bad_seeds(tmp_path):
     with pytest.raises(ParameterError, match="kind"):
         canonical_bytes(pa.table({"a": [1]}), "json", random_state=1)
     assert os.path.exists(staged)
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_the_canonical_form_of_a_surrogate_passes_the_gates_allow_list(tmp_path, kind):
+    """A release re-checked by the gate (e.g. the demo DAG's recheck) is publishable."""
+    from astrid_airflow.gate._file_shape import publishability_problems
+    from astrid_airflow.release import shuffle_file
+
+    try:  # tests/ may or may not be a package
+        from tests.test_artefact import reference_table
+        from tests.test_store import make_artefact
+    except ImportError:  # pragma: no cover
+        from test_artefact import reference_table
+        from test_store import make_artefact
+
+    artefact = make_artefact()
+    reference_table().to_parquet(tmp_path / "ref.parquet", index=False)
+    staged, published = tmp_path / f"s.{kind}", tmp_path / f"p.{kind}"
+    shuffle_file(tmp_path / "ref.parquet", artefact, staged, random_state=0)
+    published.write_bytes(canonical_file_bytes(staged, random_state=3))
+    assert publishability_problems(published, artefact) == []
