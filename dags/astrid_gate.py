@@ -71,6 +71,10 @@ with DAG(
         task_id="publish",
         surrogate=gate.output["surrogate"],
         receipt=gate.output["receipt"],
+        # gated again here when no signing key is configured (receipts untrusted)
+        original="{{ params.original }}",
+        store="{{ params.store }}",
+        artefact="{{ params.artefact }}",
         destination=EXTERNAL.published,
         outlets=[RELEASE],
     )

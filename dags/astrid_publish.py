@@ -123,6 +123,10 @@ with DAG(
         task_id="publish",
         surrogate=gate.output["surrogate"],
         receipt=gate.output["receipt"],
+        # gated again here when no signing key is configured (receipts untrusted)
+        original=shuffle.output["original"],
+        store=LAYOUT.store,
+        artefact=shuffle.output["artefact"],
         destination=LAYOUT.published,
         outlets=[RELEASE],
     )

@@ -37,6 +37,7 @@ from ._common import (
 )
 from ._compat import AirflowFailException
 from ._lineage import RecordsLineage, metric_name, numeric
+from ._signing import DEFAULT_CONN_ID, signing_from
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links, resolve_link
 from .shuffle import artefact_dataset, metrics_path, resolve_artefact
 from .sql import TableRef, as_table, local_table, sql_errors
@@ -133,6 +134,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         Storage prefix → public base URL for the extra links ("Data Docs", "Release
         report", "Artefact"); default the ``[astrid] link_base_url`` option, else the
         files' own locations (see ``astrid_airflow.operators.links``).
+    signing_conn_id : str, optional
+        Airflow connection holding the key that verifies the store's manifests and
+        signs the receipt (default ``astrid_signing``; without that connection,
+        ``$ASTRID_SIGNING_KEY``, else the receipt is unsigned and publish gates again).
 
     Returns (XCom)
     --------------
@@ -156,9 +161,11 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                  name: str | None = None, policy: dict[str, Any] | str | None = None,
                  out_dir: Any = None, random_state: int | str | None = None,
                  remedies: bool | str = True, link_base_url: Any = None,
-                 allow_weaker_policy: bool | str = False, **kwargs: Any) -> None:
+                 allow_weaker_policy: bool | str = False,
+                 signing_conn_id: str | None = DEFAULT_CONN_ID, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
+        self.signing_conn_id = signing_conn_id
         self.original = original
         self.surrogate = surrogate
         self.store = store
@@ -174,7 +181,13 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         self.allow_weaker_policy = allow_weaker_policy
 
     def execute(self, context: Any) -> dict[str, Any]:
+        # the store's manifests are verified, and the receipt signed, with this key
+        with signing_from(self.signing_conn_id):
+            return self._execute(context)
+
+    def _execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import gate_receipt, validate_surrogate
+        from astrid_airflow.release import seal_gate_receipt
 
         original = as_table(self.original, "original", self.original_conn_id)
         surrogate = as_path(self.surrogate, "surrogate")
@@ -206,7 +219,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                                                 self.allow_weaker_policy,
                                                 "allow_weaker_policy"))
                 # a database original exists only as this temporary dump
-                release_report = self._write_report(
+                release_report, report_files = self._write_report(
                     ref, fs, orig if isinstance(original, TableRef) else original, surrogate,
                     out_dir)
         # The receipt names the bytes the gate judged: the library hashed the file it
@@ -221,6 +234,9 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                                original=original, artefact=f"{name}@{version}",
                                artefact_path=artefact_path, store=root, out_dir=out_dir,
                                report=release_report, run_id=context.get("run_id"))
+        # bound to what the gate read and wrote; publish archives only these files
+        receipt = seal_gate_receipt(receipt, result, out_dir=out_dir, stem=surrogate.stem,
+                                    report_files=report_files)
         receipt_path = gate_receipt_path(surrogate, out_dir)
         atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
         # recorded before a failure is raised: the links of a failed gate work too
@@ -255,8 +271,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         })
 
     def _write_report(self, ref: str, fs: Any, original: ObjectStoragePath | str,
-                      surrogate: ObjectStoragePath, out_dir: ObjectStoragePath) -> str | None:
-        """The release report beside the Data Docs (``<stem>.report/index.html``).
+                      surrogate: ObjectStoragePath, out_dir: ObjectStoragePath
+                      ) -> tuple[str | None, tuple[str, ...]]:
+        """The release report beside the Data Docs (``<stem>.report/index.html``) and the
+        names of the files it wrote.
 
         Written whether the gate passes or fails, so a reviewer sees why; a report that
         cannot be written is logged and does not decide the release.
@@ -281,6 +299,6 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                     data_docs=f"../{surrogate.stem}.validation.html", overwrite=True)
         except (AstridError, OSError) as exc:
             self.log.warning("No release report for %s: %s", surrogate, exc)
-            return None
+            return None, ()
         self.log.info("Release report: %s", written.index)
-        return str(written.index)
+        return str(written.index), tuple(written.files)

@@ -34,6 +34,7 @@ from ._common import (
 )
 from ._compat import AirflowFailException
 from ._lineage import RecordsLineage
+from ._signing import signed
 from .assets import emit_alias_events
 from .links import ArtefactLink, push_links
 from .sql import as_table, local_table, sql_errors
@@ -215,6 +216,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.poll_interval = poll_interval
         self.allow_weaker_policy = allow_weaker_policy
 
+    @signed  # the store is signed / verified with the pipeline's key
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import (
             ArtefactStore,
@@ -322,6 +324,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                    method_name="execute_complete",
                    kwargs={"fingerprint": fingerprint["sha256"]})
 
+    @signed  # the store is signed / verified with the pipeline's key
     def execute_complete(self, context: Any, event: Mapping[str, Any],
                          fingerprint: str | None = None) -> dict[str, Any]:
         """Resume after ``DaskRunTrigger``: re-read the table, collect, save as usual."""

@@ -33,7 +33,9 @@ import contextlib
 import datetime as _dt
 import json
 import re
+import tempfile
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Asset, BaseOperator
@@ -42,15 +44,14 @@ from ._common import (
     as_path,
     atomic_write_text,
     json_small,
-    local_input,
     run_timestamp,
-    sha256_of,
     to_bool,
     to_float,
     translate_errors,
 )
 from ._compat import AirflowFailException, AirflowSkipException
 from ._lineage import RecordsLineage, published
+from ._signing import DEFAULT_CONN_ID, signing_from
 from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
 from .sql import TableRef, as_table, publish_to_table, sql_errors
@@ -124,6 +125,15 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     link_base_url : dict or str, optional
         Storage prefix → public base URL for the extra links ("Data Docs", "Release
         report", "Artefact") of the release (see ``astrid_airflow.operators.links``).
+    signing_conn_id : str, optional
+        Airflow connection holding the key receipts are signed with (default
+        ``astrid_signing``; without it ``$ASTRID_SIGNING_KEY``). Without any key no
+        receipt is trusted: the task runs the gate itself on ``original`` with
+        ``artefact`` from ``store`` (give them), or fails.
+    original, store, artefact : optional
+        What to gate the staged file against when no signing key is configured (as for
+        ``SurrogateGateOperator``; ``original`` a file) (templated). A database
+        destination always needs the key.
 
     Returns (XCom)
     --------------
@@ -145,7 +155,8 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
 
     template_fields: Sequence[str] = ("destination_conn_id",
                                       "surrogate", "destination", "receipt", "release_id",
-                                      "lock_timeout", "force")
+                                      "lock_timeout", "force", "original", "store",
+                                      "artefact")
     ui_color = "#cfe2ff"
     operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
 
@@ -153,9 +164,12 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
                  destination_conn_id: str | None = None,
                  release_id: str | None = None, lock_timeout: float | str = 30.0,
                  force: bool | str = False, link_base_url: Any = None,
-                 **kwargs: Any) -> None:
+                 signing_conn_id: str | None = DEFAULT_CONN_ID, original: Any = None,
+                 store: Any = None, artefact: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
+        self.signing_conn_id = signing_conn_id
+        self.original, self.store, self.artefact = original, store, artefact
         self.surrogate = surrogate
         self.destination = destination
         self.destination_conn_id = destination_conn_id
@@ -166,6 +180,11 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
+        # receipts are trusted only when signed with this key (issue 29)
+        with signing_from(self.signing_conn_id):
+            return self._execute(context)
+
+    def _execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import check_release_id
 
         surrogate = as_path(self.surrogate, "surrogate")
@@ -176,15 +195,17 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         with _refused():
             check_release_id(release_id)
         if isinstance(destination, TableRef):
-            receipt = self._checked_receipt(context, surrogate)
+            receipt, canonical = self._checked_receipt(context, surrogate, release_id)
             return self._publish_table(context, surrogate, destination, receipt,
-                                       receipt["sha256"], release_id)
+                                       canonical, release_id)
         return self._publish_file(context, surrogate, destination, release_id)
 
-    def _checked_receipt(self, context: Any, surrogate: Any) -> dict[str, Any]:
-        """The receipt of a table release, checked against the staged bytes."""
-        from astrid_airflow import ReleaseError, check_receipt
-        from astrid_airflow.pipeline import read_receipt
+    def _checked_receipt(self, context: Any, surrogate: Any, release_id: str
+                         ) -> tuple[dict[str, Any], Any]:
+        """The receipt of a table release, checked against the staged bytes and trusted,
+        and the canonical release of those bytes (what the table is loaded from)."""
+        from astrid_airflow import ReleaseError
+        from astrid_airflow.pipeline import read_receipt, trusted_canonical
 
         receipt_path = as_path(self.receipt, "receipt") if self.receipt else \
             gate_receipt_path(surrogate)
@@ -192,23 +213,26 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             if not surrogate.exists():
                 raise ReleaseError(f"Refusing to publish: no staged surrogate at {surrogate}.")
             receipt = read_receipt(surrogate, receipt_path)
-            check_receipt(receipt, surrogate=str(surrogate), sha256=sha256_of(surrogate),
-                          where=str(receipt_path))
+            canonical = trusted_canonical(surrogate, receipt, receipt_path,
+                                          release_id=release_id, surrogate_name=str(surrogate))
         push_links(self, context, data_docs=receipt.get("data_docs"),
                    report=receipt.get("report"), artefact=receipt.get("artefact_path"))
         self._lineage["inputs"][0]["assertions"] = receipt.get("expectations")
-        return receipt
+        return receipt, canonical
 
     def _publish_file(self, context: Any, surrogate: Any, destination: Any,
                       release_id: str) -> dict[str, Any]:
+        from astrid_airflow.io import using
         from astrid_airflow.pipeline import PublishRequest, publish_release
 
-        with _refused():
+        original, artefact, fs = self._gate_inputs()
+        with _refused(), using(fs):
             done = publish_release(PublishRequest(
                 surrogate=surrogate, destination=destination, release_id=release_id,
                 receipt=as_path(self.receipt, "receipt") if self.receipt else None,
                 surrogate_name=str(surrogate), run_after=run_timestamp(context),
-                run_id=context.get("run_id"), force=to_bool(self.force, "force")))
+                run_id=context.get("run_id"), force=to_bool(self.force, "force"),
+                original=original, artefact=artefact))
         receipt = done.receipt
         # the gate's verdict on what is published; outputs once written
         self._lineage["inputs"][0]["assertions"] = receipt.get("expectations")
@@ -234,11 +258,36 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
                 events[outlet].extra = dict(extra)
         return json_small({**extra, "manifest": str(done.manifest_path)})
 
+    def _gate_inputs(self) -> tuple[Any, str | None, Any]:
+        """``(original, artefact reference, store filesystem)`` to gate here: only when
+        no signing key is configured (a signed receipt is trusted) and they are given."""
+        from astrid_airflow.io import signing_key
+
+        if signing_key() is not None or not (self.original and self.store and self.artefact):
+            return None, None, None
+        from ._common import is_local, store_filesystem, store_url
+        from .shuffle import resolve_artefact
+
+        if isinstance(as_table(self.original, "original"), TableRef):
+            raise AirflowFailException("Publishing without a signing key gates the file "
+                                       "again, which needs a file original; configure the "
+                                       "key instead.")
+        store_path = as_path(self.store, "store")
+        root, fs = store_url(store_path), store_filesystem(store_path)
+        with translate_errors("Cannot resolve the artefact to gate against"):
+            _, name, version = resolve_artefact(root, fs, self.artefact)
+        original = as_path(self.original, "original")
+        return (original.path if is_local(original) else str(original),
+                f"{root.rstrip('/')}/{name}@{version}", fs)
+
     def _publish_table(self, context: Any, surrogate: Any, destination: TableRef,
-                       receipt: dict[str, Any], digest: str, release_id: str) -> dict[str, Any]:
-        """Load the gated file into a staging table and swap it in, in one transaction."""
+                       receipt: dict[str, Any], canonical: Any, release_id: str
+                       ) -> dict[str, Any]:
+        """Load the gated values (their canonical form, in its row order) into a staging
+        table and swap it in, in one transaction."""
         from astrid_airflow import decide_release, release_time
 
+        digest = canonical.sha256
         lock_timeout = to_float(self.lock_timeout, "lock_timeout")
         now = _dt.datetime.now(_dt.UTC)
         published_at = now.isoformat(timespec="seconds")
@@ -261,8 +310,10 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
 
         with translate_errors(f"Cannot publish {surrogate} to {destination}"), \
                 sql_errors(f"Cannot publish {surrogate} to {destination}"), \
-                local_input(surrogate) as local:
-            info = publish_to_table(local, destination, comment=comment,
+                tempfile.TemporaryDirectory(prefix="astrid_release_") as tmp:
+            local = Path(tmp) / f"release{surrogate.suffix}"
+            local.write_bytes(canonical.data)
+            info = publish_to_table(str(local), destination, comment=comment,
                                     lock_timeout=lock_timeout, guard=guard)
         manifest_path = surrogate.parent / f"{surrogate.stem}.release.json"
         manifest = {
@@ -273,7 +324,12 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             "columns": info["columns"],
             "archived": str(surrogate),
             "sha256": digest,
+            "staged_sha256": canonical.staged_sha256,
             "artefact": receipt.get("artefact"),
+            "artefact_sha256": receipt.get("artefact_sha256"),
+            "suite_sha256": receipt.get("suite_sha256"),
+            "canonical": {"format": canonical.kind, "order_seed": canonical.order_seed,
+                          "content_sha256": canonical.content_sha256},
             "original": receipt.get("original"),
             "validation": receipt.get("validation"),
             "data_docs": receipt.get("data_docs"),

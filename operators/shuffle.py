@@ -28,6 +28,7 @@ from ._common import (
     translate_errors,
 )
 from ._lineage import RecordsLineage, numeric
+from ._signing import signed
 from .sql import as_table, local_table, sql_errors
 
 __all__ = [
@@ -164,6 +165,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         self.spark_conf = spark_conf
         self.remedies = remedies
 
+    @signed  # the store is signed / verified with the pipeline's key
     def execute(self, context: Any) -> dict[str, Any]:
         from astrid_airflow import ParameterError, stage_surrogate
 

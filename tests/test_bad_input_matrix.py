@@ -55,7 +55,6 @@ from astrid_airflow._errors import (
     ArtefactError,
     AstridError,
     DataError,
-    GateError,
     GroupingError,
     ParameterError,
     SchemaMismatchError,
@@ -377,12 +376,12 @@ def _gate_integrity_cases() -> list[Case]:
              "`--max-intact 0.01`",
              validate("lit", lambda s: _exp(s, _INTACT)["kwargs"].update(threshold=1.0),
                       "--max-intact", "0.01"),
-             "exit 2", r"kwargs\.threshold is 1\.0, expected \{\"\$PARAMETER\""))
+             "exit 2", r"suite\.json does not match its digest in the manifest"))
     add(Case("cli-suite-weakened-policy", "cli",
              "suite.json whose policy was weakened (`max_intact` 0.005 -> 1.0)",
              validate("weak", lambda s: s["meta"]["astrid"]["policy"].update(max_intact=1.0),
                       policy={"max_intact": 0.005}),
-             "exit 2", r"not what was saved with the version.*\"max_intact\": 1\.0"))
+             "exit 2", r"suite\.json does not match its digest in the manifest"))
     add(Case("cli-suite-legacy-weakened", "cli",
              "version saved without a suite; the default suite.json then edited to "
              "`max_intact: 1.0`",
@@ -393,32 +392,32 @@ def _gate_integrity_cases() -> list[Case]:
              "suite.json with the fingerprint of another table",
              validate("fp", lambda s: s["meta"]["astrid"]["artefact"].update(
                  fingerprint={"rows": 3, "sha256": "0" * 64})),
-             "exit 2", r"fingerprint\.rows is 3, expected 60"))
+             "exit 2", r"suite\.json does not match its digest in the manifest"))
     add(Case("cli-suite-extra-expectation", "cli", "suite.json with an extra expectation",
              validate("extra", lambda s: s["expectations"].append(
                  {"type": "expect_table_row_count_to_be_between",
                   "kwargs": {"min_value": 0}})),
-             "exit 2", r"expect_table_row_count_to_be_between\" is not part of the gate"))
+             "exit 2", r"suite\.json does not match its digest in the manifest"))
     add(Case("cli-suite-missing-expectation", "cli",
              "suite.json without the group-integrity expectation",
              validate("miss", lambda s: s["expectations"].pop()),
-             "exit 2", r"expect_surrogate_groups_to_match_original_per_class is missing"))
+             "exit 2", r"suite\.json does not match its digest in the manifest"))
     add(Case("cli-suite-deleted", "cli",
              "suite.json deleted from a version that was saved with one",
              validate("del", None, policy={"max_intact": 0.0}),
-             "exit 2", r"The gate suite saved with .* is missing"))
+             "exit 2", r"suite\.json is listed but missing"))
     add(Case("lib-suite-literal-threshold", "library",
              "`validate_surrogate` with a threshold written into suite.json",
              lambda w: (lambda ref: lambda: __import__("astrid_airflow").validate_surrogate(
                  "ref.parquet", "surr.parquet", ref, random_state=0))(
                  _suite_of(w, "liblit", lambda s: _exp(s, _INTACT)["kwargs"].update(
                      threshold=1.0))),
-             GateError, r"kwargs\.threshold is 1\.0"))
+             StoreError, r"suite\.json does not match its digest in the manifest"))
     add(Case("op-gate-weakened-suite", "operator", "Gate: suite.json policy weakened",
              lambda w: (_suite_of(w, "opweak", lambda s: s["meta"]["astrid"]["policy"].update(
                  max_accuracy_drop=1.0)),
                  _op("gate", surrogate="surr.parquet", artefact="opweak@latest"))[1],
-             "fail", r"GateError: .*not what was saved with the version"))
+             "fail", r"StoreError: .*suite\.json does not match its digest"))
     # ------------------------------------ the gate judges exactly the bytes published
     def surr(w):
         return pd.read_parquet(w["root"] / "surr.parquet")
@@ -874,7 +873,7 @@ def _cases() -> list[Case]:
                         is None else None,
                         _op("shuffle", table="ref.parquet", artefact="bad@v0001",
                             out="staging/s.parquet"))[1], "fail",
-             r"ArtefactError: .*Corrupt or truncated artefact JSON"))
+             r"StoreError: .*no manifest\.json: .*not written by ArtefactStore\.save"))
     add(Case("op-shuffle-unknown-version", op, "Shuffle: `artefact='m@v0042'`",
              lambda w: _op("shuffle", table="ref.parquet", artefact="m@v0042",
                            out="staging/s.parquet"), "fail", r"No version v0042 of 'm'"))
@@ -950,10 +949,10 @@ def _cases() -> list[Case]:
     add(Case("cli-list-deep-json-version", "cli",
              "`artefacts list` with one version's artefact.json nested 100k deep", lambda w: [
                  "artefacts", "list", _planted(w, "deepstore", "v0002", _deep().encode())],
-             "note", r"(?s)m\s+v0001\s+\d{4}-.*v0002\s+ERROR.*nested deeper than 64"))
+             "note", r"(?s)m\s+v0001\s+\d{4}-.*v0002\s+ERROR.*not written by"))
     add(Case("cli-validate-deep-suite", "cli", "`validate` with suite.json nested 100k deep",
              lambda w: _validate_files("ref.parquet", "surr.parquet", _deep_suite(w) + "/m"),
-             "exit 2", r"Corrupt gate suite .*nested deeper than 64 levels"))
+             "exit 2", r"suite\.json does not match its digest in the manifest"))
     add(Case("cli-validate-deep-metrics", "cli", "`validate --metrics` nested 100k deep",
              lambda w: [*_validate_files("ref.parquet", "surr.parquet", "store/m"), "--metrics",
                         _write(w, "deepm.json", _deep())], "exit 2",

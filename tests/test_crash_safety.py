@@ -131,7 +131,8 @@ def _check_store(root: Path, name: str) -> list[str]:
 
 # -------------------------------------------------------------------------- learner
 
-LEARN_POINTS = [("fsync", 1), ("fsync", 2), ("fsync", 3), ("fsync", 4), ("rename", 1)]
+LEARN_POINTS = [("fsync", 1), ("fsync", 2), ("fsync", 3), ("fsync", 4), ("fsync", 5),
+                ("rename", 1)]
 
 
 @pytest.mark.parametrize("func,k", LEARN_POINTS, ids=[f"{f}{k}" for f, k in LEARN_POINTS])
@@ -142,10 +143,11 @@ def test_learner_killed_mid_write_leaves_no_partial_version(data, tmp_path, func
     where = _kill_at(_spawn(argv, tmp_path, func, k, mark), mark)
     assert where is not None and "_store.py" in where, where  # killed inside the save
     visible = _check_store(store, "n")
-    # fsync 1-2: files of the temporary directory; fsync 3: that directory; rename 1: the
-    # complete temporary directory not yet renamed -> nothing visible. fsync 4: renamed,
-    # parent directory not yet synced -> the complete version is visible.
-    assert visible == (["v0001"] if (func, k) == ("fsync", 4) else []), (where, visible)
+    # fsync 1-3: files of the temporary directory (the manifest last); fsync 4: that
+    # directory; rename 1: the complete temporary directory not yet renamed -> nothing
+    # visible. fsync 5: renamed, parent directory not yet synced -> the complete version
+    # is visible.
+    assert visible == (["v0001"] if (func, k) == ("fsync", 5) else []), (where, visible)
     after = _run(argv, tmp_path)
     assert after.returncode == 0, after.stderr
     versions = _check_store(store, "n")
@@ -163,7 +165,8 @@ def test_learner_kill_points_hit_the_store_write(data, tmp_path):
     assert where is not None and "_save_local" in where, where
     hidden = [e for e in os.listdir(store / "n") if e.startswith(".saving-")]
     assert len(hidden) == 1  # the complete temporary version, never renamed
-    assert sorted(os.listdir(store / "n" / hidden[0])) == ["artefact.json", "suite.json"]
+    assert sorted(os.listdir(store / "n" / hidden[0])) == ["artefact.json", "manifest.json",
+                                                       "suite.json"]
     assert _check_store(store, "n") == []
     assert ArtefactStore(store).names() == []
 

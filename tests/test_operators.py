@@ -42,6 +42,15 @@ def small_json(payload: dict) -> dict:
     return json.loads(text)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def signing_key():
+    """Gate and publish share a signing key (issue 29: only signed receipts are
+    trusted); the store is signed with it too."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASTRID_SIGNING_KEY", "operators-test-key-0123456789")
+        yield
+
+
 @pytest.fixture(scope="module")
 def learned(tmp_path_factory):
     """One artefact learned on the bundled reference table (seed 0 finds {a1,a2},{a3},{a4})."""
@@ -405,12 +414,18 @@ class TestPublish:
         dest = tmp_path / "pub" / "surrogate.parquet"
         out, extra = self._publish(staged.path, dest, "manual__1")
         small_json(out)
-        assert dest.read_bytes() == staged.path.read_bytes()
+        # the canonical form of the judged values, never the staged bytes (issue 29)
+        key = list(pd.read_parquet(staged.path).columns)
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(dest).sort_values(key).reset_index(drop=True),
+            pd.read_parquet(staged.path).sort_values(key).reset_index(drop=True),
+            check_dtype=False)
         archived = tmp_path / "pub" / "releases" / "manual__1"
-        assert (archived / "surrogate.parquet").read_bytes() == staged.path.read_bytes()
+        assert (archived / "surrogate.parquet").read_bytes() == dest.read_bytes()
+        # only files the gate wrote (the shuffle's metrics are not the gate's)
         assert {p.name for p in archived.iterdir()} == {
             "surrogate.parquet", "surrogate.gate.json", "surrogate.validation.json",
-            "surrogate.validation.html", "surrogate.metrics.json", "surrogate.report"}
+            "surrogate.validation.html", "surrogate.report"}
         assert (archived / "surrogate.report" / "index.html").is_file()
         manifest = json.loads((tmp_path / "pub" / "surrogate.release.json").read_text())
         assert manifest["report"].endswith("releases/manual__1/surrogate.report/index.html")

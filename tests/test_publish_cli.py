@@ -5,14 +5,19 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pandas as pd
 import pytest
 
 from astrid_airflow import ArtefactStore, GroupingArtefact, make_synthetic
 from astrid_airflow.cli import main
 
+KEY = "publish-cli-test-key-0123456789"
+
 
 @pytest.fixture
-def staged(tmp_path, capsys):
+def staged(tmp_path, capsys, monkeypatch):
+    # receipts are trusted only when signed (issue 29): the tests run with a key
+    monkeypatch.setenv("ASTRID_SIGNING_KEY", KEY)
     table = make_synthetic(60, random_state=4)
     src = tmp_path / "original.parquet"
     table.to_parquet(src)
@@ -27,12 +32,17 @@ def staged(tmp_path, capsys):
     return tmp_path, src, surrogate
 
 
-def _receipt(surrogate, success=True, sha=None):
+def _receipt(surrogate, success=True, sha=None, **fields):
+    """A receipt signed with the test key, as a gate holding it would write."""
+    from astrid_airflow.release import seal_receipt
+
     path = surrogate.parent / f"{surrogate.stem}.gate.json"
-    path.write_text(json.dumps({
+    path.write_text(json.dumps(seal_receipt({
         "success": success, "surrogate": str(surrogate), "failed": [] if success else ["x"],
         "sha256": sha or hashlib.sha256(surrogate.read_bytes()).hexdigest(),
-        "artefact": "syn@v0001", "expectations": []}))
+        "artefact": "syn@v0001", "expectations": [], "policy": {}, **fields},
+        stem=surrogate.stem,
+        artefact_sha256=None, suite_sha256=None, gate_files={}, key=KEY.encode())))
     return path
 
 
@@ -43,11 +53,20 @@ def test_publish_with_a_passing_receipt_archives_then_promotes(staged, capsys):
                  "--receipt", str(_receipt(surrogate)), "--release-id", "r1", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert dest.read_bytes() == surrogate.read_bytes()
-    assert (tmp / "published" / "releases" / "r1" / "surrogate.parquet").exists()
+    # the release is the staged values in their canonical form, never the staged bytes
+    staged_rows = pd.read_parquet(surrogate)
+    published_rows = pd.read_parquet(dest)
+    key = list(staged_rows.columns)
+    pd.testing.assert_frame_equal(
+        staged_rows.sort_values(key).reset_index(drop=True),
+        published_rows.sort_values(key).reset_index(drop=True), check_dtype=False)
+    assert (tmp / "published" / "releases" / "r1" / "surrogate.parquet").read_bytes() == \
+        dest.read_bytes()
     assert (tmp / "published" / "releases" / "r1" / "surrogate.gate.json").exists()
     manifest = json.loads((tmp / "published" / "surrogate.release.json").read_text())
-    assert manifest["sha256"] == out["sha256"] and manifest["release_id"] == "r1"
+    assert manifest["sha256"] == out["sha256"] == hashlib.sha256(dest.read_bytes()).hexdigest()
+    assert manifest["staged_sha256"] == hashlib.sha256(surrogate.read_bytes()).hexdigest()
+    assert manifest["release_id"] == "r1" and manifest["receipt_trust"] == "signed"
 
 
 @pytest.mark.parametrize(("receipt_kw", "code"), [

@@ -32,19 +32,37 @@ from astrid_airflow.release import check_receipt, decide_release
 _WARM = (atomic_path, fs_write_bytes, load_json, plain, split_url, check_receipt,
          decide_release, release_plan)
 
+KEY = "publish-concurrency-key-0123456789"  # receipts are trusted only when signed
 ROUNDS = 20
 RELEASES = 4
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
+@pytest.fixture(autouse=True)
+def signing_key(monkeypatch):
+    monkeypatch.setenv("ASTRID_SIGNING_KEY", KEY)  # the forked publishers inherit it
+
+
+def published_bytes(surrogate: Path, release_id: str) -> bytes:
+    """What publishing ``surrogate`` as ``release_id`` writes (its canonical form)."""
+    from astrid_airflow.pipeline._integrity import canonical_of
+
+    return canonical_of(surrogate.read_bytes(), surrogate.suffix, release_id=release_id,
+                        random_state=None, key=KEY.encode()).data
+
+
 def stage(root: Path, name: str, payload: str) -> Path:
     """A staged surrogate with a passing receipt for exactly its bytes."""
+    from astrid_airflow.release import seal_receipt
+
     path = root / "staging" / name / "surrogate.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"a,class\n{payload},x\n")
     receipt = {"success": True, "surrogate": str(path), "failed": [],
                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-               "expectations": [], "artefact": "syn@v0001"}
+               "expectations": [], "artefact": "syn@v0001", "policy": {}}
+    receipt = seal_receipt(receipt, stem=path.stem, artefact_sha256=None, suite_sha256=None,
+                           gate_files={}, key=KEY.encode())
     (path.parent / "surrogate.gate.json").write_text(json.dumps(receipt))
     return path
 
@@ -109,7 +127,7 @@ def test_racing_publishers_leave_the_newest_release_current_every_round(tmp_path
         for i in range(RELEASES):
             rid = f"r{rnd:02d}-{i}"
             surrogate = stage(tmp_path, rid, f"{rnd}.{i}")
-            expected[rid] = surrogate.read_bytes()
+            expected[rid] = published_bytes(surrogate, rid)
             when = (T0 + dt.timedelta(minutes=rnd, seconds=i)).isoformat()
             publishers.append((surrogate, rid, when))
         publishers.append(publishers[-1])  # the newest twice: a cleared/retried task

@@ -26,17 +26,18 @@ def gate_here(original, surrogate, artefact):
     import hashlib
     import json
 
-    from astrid_airflow import GatePolicy, gate_receipt, validate_surrogate
+    from astrid_airflow import GatePolicy, validate_surrogate
     from astrid_airflow.io import atomic_write_text, plain
-    from astrid_airflow.pipeline import receipt_path
+    from astrid_airflow.pipeline import receipt_path, sealed_receipt_of
 
     result = validate_surrogate(str(original), str(surrogate), str(artefact),
                                 policy=GatePolicy.raw_release_demo(),
                                 out_dir=surrogate.parent, random_state=0)
     assert result.success, result.failed
-    receipt = gate_receipt(result, surrogate=surrogate, original=original,
-                           sha256=hashlib.sha256(surrogate.read_bytes()).hexdigest(),
-                           artefact="syn", store="", out_dir=surrogate.parent)
+    assert result.surrogate_sha256 == hashlib.sha256(surrogate.read_bytes()).hexdigest()
+    # sealed and signed with the key the staged fixture configures, as validate does
+    receipt = sealed_receipt_of(result, surrogate=surrogate, original=original,
+                                artefact=str(artefact), out_dir=surrogate.parent)
     path = receipt_path(surrogate)
     atomic_write_text(path, json.dumps(plain(receipt)), overwrite=True)
     return path

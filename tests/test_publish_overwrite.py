@@ -8,6 +8,7 @@ import hashlib
 import json
 import multiprocessing
 
+import pandas as pd
 import pytest
 
 from astrid_airflow.cli import main
@@ -25,9 +26,7 @@ def _state(root):
 @pytest.mark.parametrize("target", ["original", "surrogate", "receipt"])
 def test_a_destination_equal_to_an_input_is_refused(staged, capsys, target):
     tmp, src, surrogate = staged
-    receipt = _receipt(surrogate)
-    data = json.loads(receipt.read_text())
-    receipt.write_text(json.dumps({**data, "original": str(src)}))
+    receipt = _receipt(surrogate, original=str(src))  # signed: what a gate would write
     dest = {"original": src, "surrogate": surrogate,
             "receipt": receipt.with_suffix(".parquet")}[target]
     if target == "receipt":  # the receipt named as the destination's manifest
@@ -42,9 +41,8 @@ def test_a_destination_equal_to_an_input_is_refused(staged, capsys, target):
 
 def test_a_destination_inside_the_artefact_store_is_refused(staged, capsys):
     tmp, _, surrogate = staged
-    receipt = _receipt(surrogate)
     store = tmp / "store"
-    receipt.write_text(json.dumps({**json.loads(receipt.read_text()), "store": str(store)}))
+    receipt = _receipt(surrogate, store=str(store))  # signed: what a gate would write
     dest = store / "surrogate.parquet"
     assert main(["publish", str(surrogate), "--destination", str(dest), "--receipt",
                  str(receipt)]) == 2
@@ -62,7 +60,9 @@ def test_a_first_release_refuses_an_unrelated_file_without_force(staged, capsys)
     assert "not an ASTRID release" in capsys.readouterr().err
     assert dest.read_bytes() == b"someone else's table"
     assert main([*argv, "--force"]) == 0
-    assert dest.read_bytes() == surrogate.read_bytes()
+    assert dest.read_bytes() != b"someone else's table"  # the release (canonical form)
+    assert sorted(map(tuple, pd.read_parquet(dest).to_numpy().tolist())) == \
+        sorted(map(tuple, pd.read_parquet(surrogate).to_numpy().tolist()))
 
 
 def _publish_other_bytes(path: str, dest: str, barrier, queue) -> None:
@@ -79,9 +79,14 @@ def _publish_other_bytes(path: str, dest: str, barrier, queue) -> None:
         queue.put(type(exc).__name__)
 
 
-def test_a_release_id_names_one_archive_forever_even_when_two_race(tmp_path):
+def test_a_release_id_names_one_archive_forever_even_when_two_race(tmp_path, monkeypatch):
     """Two publishers of one release id with other bytes, at once, forced: one archive,
     never overwritten; the other publisher is refused."""
+    from astrid_airflow.pipeline._integrity import canonical_of
+    from astrid_airflow.release import seal_receipt
+
+    key = "overwrite-race-key-0123456789"
+    monkeypatch.setenv("ASTRID_SIGNING_KEY", key)  # receipts are trusted only when signed
     ctx = multiprocessing.get_context("fork")
     for rnd in range(8):
         dest = tmp_path / f"round{rnd}" / "published" / "t.csv"
@@ -90,9 +95,10 @@ def test_a_release_id_names_one_archive_forever_even_when_two_race(tmp_path):
             p = tmp_path / f"round{rnd}" / f"stage{i}" / "t.csv"
             p.parent.mkdir(parents=True)
             p.write_text(f"a,class\n{i},x\n")
-            p.with_name("t.gate.json").write_text(json.dumps({
-                "success": True, "surrogate": str(p), "expectations": [],
-                "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}))
+            p.with_name("t.gate.json").write_text(json.dumps(seal_receipt({
+                "success": True, "surrogate": str(p), "expectations": [], "policy": {},
+                "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}, stem="t",
+                artefact_sha256=None, suite_sha256=None, gate_files={}, key=key.encode())))
             paths.append(p)
         barrier, queue = ctx.Barrier(2), ctx.Queue()
         procs = [ctx.Process(target=_publish_other_bytes,
@@ -105,9 +111,11 @@ def test_a_release_id_names_one_archive_forever_even_when_two_race(tmp_path):
         assert outcomes == ["ReleaseError", "published"]
         archived = (dest.parent / "releases" / "same-id" / "t.csv").read_bytes()
         assert dest.read_bytes() == archived
-        assert archived in {p.read_bytes() for p in paths}
+        published = {canonical_of(p.read_bytes(), ".csv", release_id="same-id",
+                                  random_state=None, key=key.encode()).data: p for p in paths}
+        assert archived in published  # the canonical form of one of the two
         receipt = json.loads((dest.parent / "releases" / "same-id" / "t.gate.json").read_text())
-        assert receipt["sha256"] == hashlib.sha256(archived).hexdigest()
+        assert receipt["sha256"] == hashlib.sha256(published[archived].read_bytes()).hexdigest()
 
 
 def test_the_archive_is_never_written_through_a_symlinked_releases_dir(staged, capsys):

@@ -88,14 +88,35 @@ def test_the_gate_on_s3_judges_the_release_it_is_asked_about(s3, remedies):
         assert result.artefact["remedies"] == art.release["recipe"]
 
 
+KEY = "s3-test-signing-key-0123456789"  # receipts are trusted only when signed
+
+
+@pytest.fixture(autouse=True)
+def signing_key(monkeypatch):
+    monkeypatch.setenv("ASTRID_SIGNING_KEY", KEY)  # forked publishers inherit it
+
+
+def published_bytes(data: bytes, release_id: str) -> bytes:
+    """What publishing the staged CSV ``data`` as ``release_id`` writes."""
+    from astrid_airflow.pipeline._integrity import canonical_of
+
+    return canonical_of(data, ".csv", release_id=release_id, random_state=None,
+                        key=KEY.encode()).data
+
+
 def stage(fs, prefix: str, name: str, payload: str) -> UPath:
     """A staged surrogate on S3 with a passing receipt for exactly its bytes."""
+    from astrid_airflow.release import seal_receipt
+
     path = UPath(f"{prefix}/staging/{name}/surrogate.csv", **s3_options(
         fs.client_kwargs["endpoint_url"]))
     data = f"a,class\n{payload},x\n".encode()
     fs.pipe_file(path.path, data)
     receipt = {"success": True, "surrogate": str(path), "failed": [], "expectations": [],
-               "sha256": hashlib.sha256(data).hexdigest(), "artefact": "syn@v0001"}
+               "sha256": hashlib.sha256(data).hexdigest(), "artefact": "syn@v0001",
+               "policy": {}}
+    receipt = seal_receipt(receipt, stem="surrogate", artefact_sha256=None,
+                           suite_sha256=None, gate_files={}, key=KEY.encode())
     fs.pipe_file(path.path.replace("surrogate.csv", "surrogate.gate.json"),
                  json.dumps(receipt).encode())
     return path
@@ -107,7 +128,7 @@ def test_publish_on_s3_archives_promotes_and_refuses_a_changed_archive(s3):
     dest = UPath(f"{prefix}/published/surrogate.csv", **a.storage_options)
     done = publish_release(PublishRequest(surrogate=a, destination=dest, release_id="r1"))
     assert done.published
-    assert fs.cat_file(dest.path) == fs.cat_file(a.path)
+    assert fs.cat_file(dest.path) == published_bytes(fs.cat_file(a.path), "r1")
     manifest = json.loads(fs.cat_file(dest.path.replace("surrogate.csv",
                                                         "surrogate.release.json")))
     assert manifest["sha256"] == done.sha256 and manifest["release_id"] == "r1"
@@ -121,7 +142,7 @@ def test_publish_on_s3_archives_promotes_and_refuses_a_changed_archive(s3):
             publish_release(PublishRequest(surrogate=b, destination=dest, release_id="r1",
                                            force=force))
     archived = f"{dest.parent.path}/releases/r1/surrogate.csv"
-    assert fs.cat_file(archived) == fs.cat_file(a.path)
+    assert fs.cat_file(archived) == published_bytes(fs.cat_file(a.path), "r1")
     assert not s3_put(fs, archived, b"x", if_none_match=True)  # the server enforces it
 
 
@@ -164,7 +185,7 @@ def test_racing_publishers_on_s3_leave_the_newest_release_current_every_round(s3
         for i in range(RELEASES):
             rid = f"r{rnd:02d}-{i}"
             path = stage(fs, prefix, rid, f"{rnd}.{i}")
-            expected[rid] = fs.cat_file(path.path)
+            expected[rid] = published_bytes(fs.cat_file(path.path), rid)
             publishers.append((str(path), rid, (T0 + dt.timedelta(minutes=rnd, seconds=i))
                                .isoformat()))
         publishers.append(publishers[-1])  # the newest twice: a cleared/retried task

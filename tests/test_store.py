@@ -123,10 +123,11 @@ def test_corrupt_artefact_on_load_and_in_list(tmp_path):
     path = tmp_path / "n" / "v0002" / "artefact.json"
     path.chmod(0o644)
     path.write_text(path.read_text()[:50])
-    with pytest.raises(ArtefactError, match=r"v0002.*Corrupt or truncated"):
+    # the manifest catches it before the parser (issue 29: tampering is refused)
+    with pytest.raises(StoreError, match=r"v0002: artefact.json does not match its digest"):
         store.load("n")
     rows = store.list()
-    assert rows[0]["error"] is None and "truncated" in rows[1]["error"]
+    assert rows[0]["error"] is None and "does not match its digest" in rows[1]["error"]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permissions")
@@ -487,9 +488,10 @@ def test_list_reports_a_deep_json_version_and_goes_on(tmp_path, capsys):
     path.chmod(0o644)
     path.write_text("[" * 100_000 + "]" * 100_000)
     rows = store.list()
-    assert "nested deeper than 64" in rows[0]["error"] and rows[1]["error"] is None
+    # the manifest's digest refuses it before any parser sees it
+    assert "does not match its digest" in rows[0]["error"] and rows[1]["error"] is None
     assert main(["artefacts", "list", str(tmp_path)]) == 0
-    assert "nested deeper" in capsys.readouterr().out
+    assert "does not match its digest" in capsys.readouterr().out
 
 
 def test_writes_into_a_store_are_refused_except_through_it(tmp_path):
@@ -562,5 +564,6 @@ def test_a_store_nested_in_a_version_is_refused(tmp_path):
         with pytest.raises(StoreError, match="inside the artefact store"):
             ArtefactStore(tmp_path / root).save("m", make_artefact())
     assert sorted(os.listdir(tmp_path / "outer" / "n")) == ["v0001"]
-    assert sorted(os.listdir(tmp_path / "outer" / "n" / "v0001")) == ["artefact.json"]
+    assert sorted(os.listdir(tmp_path / "outer" / "n" / "v0001")) == ["artefact.json",
+                                                                       "manifest.json"]
     assert outer.save("n", make_artefact()) == "v0002"  # the store's own saves pass

@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     from ._common import print_json
 
     if args.metrics:  # checked before any work: the result never replaces --metrics
-        refuse_overwriting_inputs(list(result_paths(args.surrogate, args.out_dir) or ()),
+        outputs = list(result_paths(args.surrogate, args.out_dir) or ())
+        refuse_overwriting_inputs(outputs + [_receipt_file(p) for p in outputs[:1]],
                                   [args.metrics])
     overrides = {field: getattr(args, field) for field, *_ in _POLICY_OVERRIDES}
     result = validate_surrogate(
@@ -113,8 +114,9 @@ def run(args: argparse.Namespace) -> int:
         metrics=_read_metrics(args.metrics) if args.metrics else None,
         verbose=args.verbose, remedies=not args.no_remedies,
         allow_weaker_policy=bool(args.allow_weaker_policy))
+    receipt = _write_receipt(args, result)
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "receipt": receipt})
     else:
         for e in result.expectations:
             mark = "PASS" if e.success else "FAIL"
@@ -131,7 +133,35 @@ def run(args: argparse.Namespace) -> int:
         if result.validation_json:
             print(f"result:    {result.validation_json}")
             print(f"data docs: {result.data_docs}")
+        if receipt:
+            print(f"receipt:   {receipt}")
     return 0 if result.success else 1
+
+
+def _receipt_file(validation_json: str) -> str:
+    """``<dir>/<stem>.gate.json`` beside ``<dir>/<stem>.validation.json``."""
+    return validation_json.removesuffix(".validation.json") + ".gate.json"
+
+
+def _write_receipt(args: argparse.Namespace, result) -> str | None:
+    """The sealed gate receipt beside the result (signed with a key configured), for a
+    local surrogate file; what ``astrid publish --receipt`` takes."""
+    from pathlib import Path
+
+    from astrid_airflow.io import atomic_write_text, is_local, is_sql_url, plain
+    from astrid_airflow.pipeline import sealed_receipt_of
+
+    if not result.validation_json or is_sql_url(args.surrogate) or \
+            not is_local(args.surrogate) or not is_local(result.validation_json):
+        return None
+    import json
+
+    path = _receipt_file(result.validation_json)
+    receipt = sealed_receipt_of(result, surrogate=Path(args.surrogate).absolute(),
+                                original=args.original, artefact=args.artefact,
+                                out_dir=Path(path).parent)
+    atomic_write_text(path, json.dumps(plain(receipt), indent=2) + "\n", overwrite=True)
+    return path
 
 
 def _named(details: dict) -> str:

@@ -875,9 +875,12 @@ def validate_surrogate(
                            attacks=_attack_function(judged_original, artefact.target,
                                                     seed))
     outcomes = _outcomes(gx_result)
+    from astrid_airflow.release import artefact_sha256
+
     summary = {"target": artefact.target, "grouping": artefact.grouping.to_list(),
                "fingerprint": dict(artefact.fingerprint),
                "location": getattr(location, "path", None),
+               "sha256": artefact_sha256(artefact),  # what a sealed receipt binds
                "remedies": None if recipe is None else recipe.to_dict()}
     result = GateResult(
         success=all(o.success for o in outcomes), expectations=tuple(outcomes),

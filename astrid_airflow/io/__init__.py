@@ -24,6 +24,14 @@ if TYPE_CHECKING:
         staged_dir,
     )
     from ._bounded import MAX_POLICY_BYTES, load_json_file, read_bounded
+    from ._canonical import (
+        canonical_bytes,
+        canonical_file_bytes,
+        canonical_release,
+        canonical_table,
+        check_fixed_point,
+        is_canonical,
+    )
     from ._cas import LOCK_TIMEOUT, file_lock, is_s3, s3_etag, s3_put
     from ._dbapi import publish_dbapi, read_dbapi_to_parquet
     from ._fs import url_to_fs, using
@@ -42,6 +50,7 @@ if TYPE_CHECKING:
     )
     from ._jsonable import MAX_JSON_BYTES, load_json, native, plain, strict
     from ._modes import current_umask, dir_mode, file_mode
+    from ._signing import SIGNATURE, sign, signature_problem, signing, signing_key
     from ._sql import (
         CHUNK_ROWS,
         SqlConnectionError,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._choice import choose_release
     from ._choice_budget import release_choice_fits
     from ._fit_recipe import column_class_risk, fit_recipe, group_risk
+    from ._integrity import CanonicalRelease, trusted_canonical
     from ._pipeline import (
         Learned,
         ReleasePlan,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         receipt_path,
         release_plan,
         save_learned,
+        sealed_receipt_of,
         stage_surrogate,
     )
     from ._publish import Published, PublishRequest, publish_release, read_receipt

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,6 +307,23 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
     }
 
 
+def sealed_receipt_of(result: Any, *, surrogate: Any, original: Any, artefact: str,
+                      out_dir: Any, run_id: str | None = None) -> dict[str, Any]:
+    """The sealed receipt (:func:`~astrid_airflow.release.seal_gate_receipt`) of a gate
+    run on the file ``surrogate`` whose outputs are in ``out_dir``: what ``validate``
+    and ``publish`` (gating itself) write as ``<out_dir>/<stem>.gate.json``."""
+    # public names: this module moves to astrid_airflow.pipeline (layers)
+    from astrid_airflow.release import parse_artefact_ref, seal_gate_receipt
+
+    loc = parse_artefact_ref(artefact)
+    receipt = gate_receipt(
+        result, surrogate=surrogate, sha256=result.surrogate_sha256, original=original,
+        artefact=f"{loc.name}@{loc.version}" if loc.name else str(loc.path),
+        artefact_path=str(loc.path), store=str(loc.root) if loc.root else "",
+        out_dir=out_dir, run_id=run_id)
+    return seal_gate_receipt(receipt, result, out_dir=out_dir, stem=surrogate.stem)
+
+
 # ---------------------------------------------------------------------------- promote
 
 def _weaker_of(receipt: Mapping[str, Any]) -> dict[str, Any]:
@@ -321,11 +338,12 @@ def _weaker_of(receipt: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReleasePlan:
-    """How to promote a gated surrogate: the copies, in order, then the manifest.
+    """How to promote a gated surrogate: the writes, in order, then the manifest.
 
-    The caller performs them with its own atomic writers; the order is the protocol:
-    the immutable archive first, then the current file (one rename), then the manifest,
-    so a failure at any point leaves the previous release in place.
+    ``copies`` are ``(bytes, destination)`` pairs: the caller writes each with its own
+    atomic writer; the order is the protocol: the immutable archive first, then the
+    current file (one rename), then the manifest, so a failure at any point leaves the
+    previous release in place.
     """
 
     copies: list[tuple[Any, Any]]
@@ -337,38 +355,43 @@ class ReleasePlan:
 def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
                  receipt_file: Any, release_id: str, *, sha256: str, run_after: str | None,
                  report_files: list | None = None, run_id: str | None = None,
-                 write_archive: bool = True, published_at: str | None = None) -> ReleasePlan:
+                 write_archive: bool = True, published_at: str | None = None,
+                 published: bytes = b"", gate_files: Sequence[tuple[str, bytes]] = (),
+                 record: Mapping[str, Any] | None = None) -> ReleasePlan:
     """The archive, current file and manifest of a release, in protocol order.
 
     ``<dir>/<file>`` is the current release, ``<dir>/<stem>.release.json`` its manifest
-    and ``<dir>/releases/<release_id>/`` the immutable archive: receipt, validation JSON,
-    Data Docs, metrics and the release report's files (``index.html`` last), then the
-    file itself, whose presence marks a complete archive. ``write_archive=False`` (the
-    archive already holds these bytes, :func:`~astrid_airflow.decide_release`) leaves it
-    as it is. The receipt must already be checked
-    (:func:`~astrid_airflow.check_receipt`); the release decided.
+    and ``<dir>/releases/<release_id>/`` the immutable archive: the receipt (its verified
+    content, re-serialised), the files the gate wrote (``gate_files``: name relative to
+    the gate's directory and verified bytes; the release report's ``index.html`` last),
+    then the file itself, whose presence marks a complete archive. ``published`` is the
+    release's bytes (its canonical form, never the staged file's); ``sha256`` their
+    digest; ``record`` what the manifest adds about integrity. ``write_archive=False``
+    (the archive already holds these bytes, :func:`~astrid_airflow.decide_release`)
+    leaves it as it is. The receipt must already be checked and trusted; the release
+    decided. ``report_files`` is ignored (only files the receipt lists are archived).
     """
+    import json
+
+    from astrid_airflow.io import plain
+
     archive = destination.parent / "releases" / release_id
     archived = archive / destination.name
-    copies = [(receipt_file, archive / receipt_file.name)]
-    named = {}
-    for key in ("validation", "data_docs"):
-        if receipt.get(key):
-            src = type(surrogate)(receipt[key])
-            named[key] = str(archive / src.name)
-            if src.exists():
-                copies.append((src, archive / src.name))
-    if metrics_path(surrogate).exists():
-        copies.append((metrics_path(surrogate), archive / metrics_path(surrogate).name))
-    report_dir = None
-    if receipt.get("report"):
-        report_dir = archive / type(surrogate)(receipt["report"]).parent.name
-        copies += [(f, report_dir / f.name)
-                   for f in sorted(report_files or [], key=lambda p: p.name == "index.html")]
-    copies.append((surrogate, archived))
+    receipt_text = json.dumps(plain(dict(receipt)), indent=2, allow_nan=False) + "\n"
+    copies: list[tuple[Any, Any]] = [(receipt_text.encode("utf-8"),
+                                      archive / receipt_file.name)]
+    named: dict[str, str] = {}
+    for rel, data in sorted(gate_files, key=lambda f: f[0].endswith("/index.html")):
+        target = archive
+        for part in rel.split("/"):
+            target = target / part
+        copies.append((data, target))
+        named[rel] = str(target)
+    copies.append((published, archived))
     if not write_archive:
         copies = []
-    copies.append((surrogate, destination))
+    copies.append((published, destination))
+    stem = receipt.get("stem")
     manifest = {
         "release_id": release_id,
         "published": str(destination),
@@ -376,9 +399,9 @@ def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
         "sha256": sha256,
         "artefact": receipt.get("artefact"),
         "original": receipt.get("original"),
-        "validation": named.get("validation"),
-        "data_docs": named.get("data_docs"),
-        "report": str(report_dir / "index.html") if report_dir else None,
+        "validation": named.get(f"{stem}.validation.json"),
+        "data_docs": named.get(f"{stem}.validation.html"),
+        "report": named.get(f"{stem}.report/index.html"),
         "expectations": receipt.get("expectations"),
         # named from the receipt's policy itself, so a weakened policy always shows
         **_weaker_of(receipt),
@@ -386,6 +409,7 @@ def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
         "run_after": run_after,
         "published_at": published_at or
         _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        **dict(record or {}),
     }
     extra = {"release_id": release_id, "published": str(destination),
              "archived": str(archived), "sha256": sha256,

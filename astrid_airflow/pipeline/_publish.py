@@ -113,13 +113,18 @@ def publish_release(request: PublishRequest) -> Published:
         No surrogate or receipt, a corrupt receipt or manifest, a receipt for other
         bytes, or a release id already archived with other bytes.
     """
+    from astrid_airflow.io import signing_key
     from astrid_airflow.release import check_receipt, release_time
+
+    from ._integrity import canonical_of, require_trust
 
     surrogate, destination = request.surrogate, request.destination
     if not surrogate.exists():
         raise ReleaseError(f"Refusing to publish: no staged surrogate at {surrogate}.")
-    digest = sha256_of(surrogate)
-    receipt_file, receipt = _receipt(request, digest)
+    key = signing_key()
+    staged = read_bytes(surrogate)  # read once: the bytes checked are the bytes published
+    digest = hashlib.sha256(staged).hexdigest()
+    receipt_file, receipt, gated = _receipt(request, digest)
     name = request.surrogate_name
     if name is None and isinstance(receipt, Mapping):
         name = str(receipt.get("surrogate", surrogate))
@@ -132,9 +137,14 @@ def publish_release(request: PublishRequest) -> Published:
         if isinstance(receipt, Mapping) and receipt.get("success") is not True:
             return Published("failed", str(exc), **outcome)
         raise
+    if not gated:
+        require_trust(receipt, key, where=str(receipt_file), surrogate=surrogate)
+    canonical = canonical_of(staged, surrogate.suffix, release_id=request.release_id,
+                             random_state=request.random_state, key=key)
+    digest = outcome["sha256"] = canonical.sha256  # what is published, and recorded
     now = _dt.datetime.now(_dt.UTC)
     cand = Candidate(request, receipt_file, receipt, digest,
-                      release_time(request.run_after or now), now)
+                     release_time(request.run_after or now), now, canonical, gated)
     _refuse_inputs(cand)
     fs, inner = where(destination)
     if _is_local(fs):  # one publisher at a time per destination (flock)
@@ -164,6 +174,8 @@ class Candidate:
     digest: str
     run_after: str | None
     now: _dt.datetime
+    canonical: Any = None  # the bytes to publish (pipeline._integrity.CanonicalRelease)
+    gated: bool = False  # the gate ran here (else the receipt was trusted as signed)
 
     @property
     def manifest_path(self) -> Any:
@@ -192,8 +204,8 @@ class Candidate:
             force=self.request.force)
 
     def plan(self, write_archive: bool) -> Any:
-        return _plan(self.request, self.receipt_file, self.receipt, self.digest,
-                     self.run_after, write_archive, self.now)
+        return _plan(self.request, self.receipt_file, self.receipt, self.canonical,
+                     self.run_after, write_archive, self.now, self.gated)
 
 
 def _refuse_inputs(cand: Candidate) -> None:
@@ -251,9 +263,9 @@ def _promote(cand: Candidate, outcome: dict[str, Any]) -> Published:
         return Published(decision.action, decision.reason, **outcome,
                          manifest_path=cand.manifest_path, write_archive=False)
     plan = cand.plan(decision.write_archive)
-    for src, dst in plan.copies:
+    for data, dst in plan.copies:
         # the archived file is created, never replaced: a release id names one archive
-        copy_atomic(src, dst, overwrite=dst != cand.archived)
+        write_bytes_atomic(dst, data, overwrite=dst != cand.archived)
     write_text_atomic(plan.manifest_path, manifest_text(plan.manifest))
     return Published("publish", decision.reason, **outcome, manifest_path=plan.manifest_path,
                      manifest=plan.manifest, extra=plan.extra,
@@ -278,29 +290,30 @@ def repair_current(destination: Any, manifest: Mapping[str, Any] | None) -> bool
 
 
 def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any],
-          digest: str, run_after: str | None, write_archive: bool,
-          now: _dt.datetime) -> Any:
+          canonical: Any, run_after: str | None, write_archive: bool,
+          now: _dt.datetime, gated: bool) -> Any:
+    from ._integrity import gate_files, release_record
     from ._pipeline import release_plan
 
-    report = type(request.surrogate)(receipt["report"]) if receipt.get("report") else None
-    report_files = sorted(p for p in report.parent.iterdir() if p.is_file()) \
-        if report is not None and report.parent.exists() else None
     return release_plan(request.surrogate, request.destination, receipt, receipt_file,
-                        request.release_id, sha256=digest, run_after=run_after,
-                        report_files=report_files, run_id=request.run_id,
-                        write_archive=write_archive,
-                        published_at=now.isoformat(timespec="seconds"))
+                        request.release_id, sha256=canonical.sha256, run_after=run_after,
+                        run_id=request.run_id, write_archive=write_archive,
+                        published_at=now.isoformat(timespec="seconds"),
+                        published=canonical.data,
+                        gate_files=gate_files(dict(receipt), receipt_file),
+                        record=release_record(dict(receipt), canonical,
+                                              "gated here" if gated else "signed"))
 
 
-def _receipt(request: PublishRequest, digest: str) -> tuple[Any, Any]:
-    """The receipt's path and parsed content: gated here, or read."""
+def _receipt(request: PublishRequest, digest: str) -> tuple[Any, Any, bool]:
+    """The receipt's path, parsed content and whether the gate ran here."""
     from ._pipeline import receipt_path
 
     if request.original is not None and request.artefact:
-        return _gate_here(request, digest)
+        return (*_gate_here(request, digest), True)
     path = request.receipt if request.receipt is not None else \
         receipt_path(request.surrogate)
-    return path, read_receipt(request.surrogate, path)
+    return path, read_receipt(request.surrogate, path), False
 
 
 def read_receipt(surrogate: Any, path: Any) -> Any:
@@ -321,9 +334,8 @@ def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any
     """Run the gate on the staged file and write its receipt beside it."""
     from astrid_airflow._errors import GateError
     from astrid_airflow.gate import validate_surrogate
-    from astrid_airflow.release import parse_artefact_ref
 
-    from ._pipeline import gate_receipt, receipt_path
+    from ._pipeline import receipt_path, sealed_receipt_of
 
     surrogate = request.surrogate
     result = validate_surrogate(request.original, str(surrogate), request.artefact,
@@ -331,11 +343,9 @@ def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any
     if result.surrogate_sha256 != digest:
         raise GateError(f"Cannot gate {surrogate}: the file changed while it was judged; "
                         "nothing was decided.")
-    loc = parse_artefact_ref(request.artefact)
-    receipt = gate_receipt(
-        result, surrogate=surrogate, sha256=digest, original=request.original,
-        artefact=f"{loc.name}@{loc.version}" if loc.name else str(loc.path),
-        store=str(loc.root) if loc.root else "", out_dir=surrogate.parent)
+    receipt = sealed_receipt_of(result, surrogate=surrogate, original=request.original,
+                                artefact=request.artefact, out_dir=surrogate.parent,
+                                run_id=request.run_id)
     path = receipt_path(surrogate)
     write_text_atomic(path, manifest_text(receipt))
     return path, receipt
@@ -430,7 +440,12 @@ def copy_atomic(src: Any, dst: Any, *, overwrite: bool = True) -> None:
 
 def write_text_atomic(dst: Any, text: str, *, overwrite: bool = True) -> None:
     """Write ``text`` (UTF-8) to ``dst`` atomically."""
+    write_bytes_atomic(dst, text.encode("utf-8"), overwrite=overwrite)
+
+
+def write_bytes_atomic(dst: Any, data: bytes, *, overwrite: bool = True) -> None:
+    """Write ``data`` to ``dst`` atomically."""
     from astrid_airflow.io import fs_write_bytes
 
     fs, inner = where(dst)
-    fs_write_bytes(fs, inner, text.encode("utf-8"), overwrite=overwrite)
+    fs_write_bytes(fs, inner, data, overwrite=overwrite)

@@ -34,13 +34,12 @@ from astrid_airflow._errors import ReleaseError
 from ._publish import (
     Candidate,
     Published,
-    copy_atomic,
     manifest_text,
     parse_manifest,
-    read_bytes,
     repair_current,
     sha256_of,
     where,
+    write_bytes_atomic,
 )
 
 #: Claims lost to other publishers before giving up (each loss means one of them won).
@@ -62,11 +61,11 @@ def promote_cas(cand: Candidate, outcome: dict[str, Any]) -> Published:
             return Published(decision.action, decision.reason, **outcome,
                              manifest_path=cand.manifest_path, write_archive=False)
         plan = cand.plan(decision.write_archive)
-        for src, dst in plan.copies[:-1]:  # the archive; the current file comes last
+        for data, dst in plan.copies[:-1]:  # the archive; the current file comes last
             if dst == cand.archived:
-                _archive_once(cand, src)
+                _archive_once(cand, data)
             else:
-                copy_atomic(src, dst)
+                write_bytes_atomic(dst, data)
         text = manifest_text(plan.manifest).encode("utf-8")
         if s3_put(fs, key, text, if_match=etag, if_none_match=etag is None):
             converge(cand)
@@ -87,12 +86,12 @@ def _manifest_at(fs: Any, key: str, path: Any) -> dict[str, Any] | None:
     return parse_manifest(data, path)
 
 
-def _archive_once(cand: Candidate, src: Any) -> None:
-    """Create the archived surrogate if absent; refuse other bytes under its id."""
+def _archive_once(cand: Candidate, data: bytes) -> None:
+    """Create the archived release if absent; refuse other bytes under its id."""
     from astrid_airflow.io import s3_put
 
     fs, key = where(cand.archived)
-    if s3_put(fs, key, read_bytes(src), if_none_match=True):
+    if s3_put(fs, key, data, if_none_match=True):
         return
     fs.invalidate_cache()
     if sha256_of(cand.archived) != cand.digest:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         unique_values,
     )
     from ._intact import IntactSwaps, break_intact_rows, intact_budget
+    from ._manifest import MANIFEST_FILE
     from ._metrics import (
         SurrogateMetrics,
         TableSource,
@@ -38,6 +39,15 @@ if TYPE_CHECKING:
         surrogate_metrics,
         surrogate_utility,
         table_source,
+    )
+    from ._receipt import (
+        artefact_sha256,
+        checked_bytes,
+        gate_file_sources,
+        policy_sha256,
+        receipt_trusted,
+        seal_gate_receipt,
+        seal_receipt,
     )
     from ._release import (
         ReleaseDecision,

@@ -8,7 +8,9 @@ publisher apply the same rules. No I/O and no Airflow here: the caller reads the
 The rules:
 
 * **Receipt.** Only a file whose receipt says the gate passed, names this file and
-  carries the SHA-256 of its current bytes is released (:func:`check_receipt`).
+  carries the SHA-256 of its current bytes is released (:func:`check_receipt`), and
+  only a receipt the gate signed is relied on (:mod:`._receipt`; without a signing key
+  the publisher gates again).
 * **Monotonic.** Releases are ordered by ``run_after``: when the run that made them was
   due (Airflow's ``run_after``, else its logical date, else the publication time). A
   candidate older than the current release is not published unless forced, so clearing

@@ -42,6 +42,7 @@ from astrid_airflow.io import (
 )
 
 from ._artefact import GroupingArtefact
+from ._manifest import MANIFEST_FILE, manifest_bytes, read_store_file, verify_manifest
 
 # The layout's names (and the guard that keeps other writers out) live in io.
 _NAME, _VERSION_DIR, _CLAIM = STORE_NAME, STORE_VERSION_DIR, STORE_CLAIM
@@ -68,9 +69,10 @@ def _valid_name(name: str) -> bool:
 
 def _check_file_name(name: object) -> str:
     if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name \
-            or name == ARTEFACT_FILE:
+            or name in (ARTEFACT_FILE, MANIFEST_FILE):
         raise ParameterError(f"Invalid file name {name!r} for a version directory: a plain "
-                             f"file name other than {ARTEFACT_FILE!r} is needed.")
+                             f"file name other than {ARTEFACT_FILE!r} and {MANIFEST_FILE!r} "
+                             "is needed.")
     return name
 
 
@@ -131,6 +133,10 @@ class ArtefactStore:
         An already authenticated filesystem for ``root``'s protocol (Airflow's
         ``ObjectStoragePath.fs``, built from a connection) instead of fsspec's own
         credential chain.
+    signing_key : bytes or str, optional
+        Key of the HMAC-SHA256 signature of each version's manifest (``save`` signs,
+        reading verifies). Default: the key in force (:func:`astrid_airflow.io.signing`
+        block, else ``$ASTRID_SIGNING_KEY``), looked up at each save and read.
 
     Examples
     --------
@@ -141,7 +147,8 @@ class ArtefactStore:
     """
 
     def __init__(self, root: str | os.PathLike, *,
-                 storage_options: dict[str, Any] | None = None, fs: Any = None):
+                 storage_options: dict[str, Any] | None = None, fs: Any = None,
+                 signing_key: bytes | str | None = None):
         from fsspec.implementations.local import LocalFileSystem
 
         from astrid_airflow.io import url_to_fs
@@ -154,6 +161,7 @@ class ArtefactStore:
         except (ImportError, ValueError, TypeError) as exc:
             raise StoreError(f"Cannot open store {text!r}: {exc}") from None
         self._fs = fs
+        self._signing_key = signing_key
         self._local = isinstance(fs, LocalFileSystem)
         self._root = os.path.abspath(inner) if self._local else inner.rstrip("/")
         self.root = self._url(self._root)
@@ -227,15 +235,38 @@ class ArtefactStore:
 
     def _numbers(self, name: str, *, complete: bool) -> list[int]:
         """Version numbers under ``name``: every entry named like a version when claiming
-        a number, only complete non-link version directories when reading."""
+        a number, only complete non-link version directories (their manifest, written
+        last, is there) when reading."""
+        return self._numbers_with(name, MANIFEST_FILE if complete else None)
+
+    def _numbers_with(self, name: str, marker: str | None) -> list[int]:
         out = []
         base = self._join(self._root, name)
         for entry in self._ls_names(base):
             m = _VERSION_DIR.fullmatch(entry)
-            if m and (not complete or (not self._islink(self._join(base, entry)) and
-                                       self._isfile(self._join(base, entry, ARTEFACT_FILE)))):
+            if m and (marker is None or (not self._islink(self._join(base, entry)) and
+                                         self._isfile(self._join(base, entry, marker)))):
                 out.append(int(m.group(1)))
         return sorted(out)
+
+    def _listed(self, name: str, versions: list[str]) -> list[str]:
+        """``versions`` and the version directories with an artefact but no manifest."""
+        found = {int(v[1:]) for v in versions} | set(self._numbers_with(name, ARTEFACT_FILE))
+        return [_version_id(n) for n in sorted(found)]
+
+    def _key(self) -> bytes | None:
+        from astrid_airflow.io import signing_key
+
+        return signing_key(self._signing_key)
+
+    def _unsaved(self, name: str, numbers: list[int]) -> str:
+        """Why versions with an ``artefact.json`` but no manifest are refused."""
+        shown = ", ".join(_version_id(n) for n in numbers[-5:])
+        return (f"version(s) {shown} of {name!r} in {self.root!r} have an {ARTEFACT_FILE} "
+                f"but no {MANIFEST_FILE}: they were not written by ArtefactStore.save (made "
+                "or copied by hand), or by a release before manifests; they are refused. "
+                "Re-learn, or check one and save it again as a new version with "
+                "ArtefactStore.resave_unverified(name, version).")
 
     # ------------------------------------------------------------------- reading
     def names(self) -> list[str]:
@@ -252,6 +283,9 @@ class ArtefactStore:
         self.refuse_links(name)
         numbers = self._numbers(name, complete=True)
         if not numbers:
+            unsaved = self._numbers_with(name, ARTEFACT_FILE)
+            if unsaved:
+                raise StoreError(f"No verifiable version: {self._unsaved(name, unsaved)}")
             known = self.names()
             raise StoreError(f"No artefact named {name!r} in {self.root!r}; "
                              f"names there: {known[:20]!r}.")
@@ -270,6 +304,8 @@ class ArtefactStore:
         vid = _version_id(number)
         if vid not in versions:
             self.refuse_links(name, vid)
+            if number in self._numbers_with(name, ARTEFACT_FILE):
+                raise StoreError("The " + self._unsaved(name, [number]))
             raise StoreError(f"No version {vid} of {name!r} in {self.root!r}; "
                              f"versions: {versions[-20:]!r}.")
         return vid
@@ -290,17 +326,52 @@ class ArtefactStore:
     def load(self, name: str, version: str | int = "latest") -> GroupingArtefact:
         """Read and validate an artefact (``ArtefactError`` if it is corrupt)."""
         loc = self.location(name, version)
-        self.refuse_links(name, loc.version, ARTEFACT_FILE)
-        return _read_artefact(self._fs, self._join(self._root, name, loc.version,
-                                                   ARTEFACT_FILE), loc.path)
+        return _parse_artefact(self.verified_files(name, loc.version)[ARTEFACT_FILE],
+                               loc.path)
+
+    def verified_files(self, name: str, version: str | int = "latest") -> dict[str, bytes]:
+        """The bytes of every file the version's manifest lists, each verified against it
+        (and the manifest's signature with a key configured); ``StoreError`` otherwise.
+
+        ``artefact.json`` is always among them.
+        """
+        vid = self.resolve(name, version)
+        self.refuse_links(name, vid)
+        shown = self._url(self._join(self._root, name, vid))
+
+        def read(fname: str) -> bytes:
+            inner = self._join(self._root, name, vid, fname)
+            try:
+                return read_store_file(self._fs, inner, local=self._local,
+                                       shown=self._url(inner))
+            except (FileNotFoundError, StoreError):
+                raise
+            except OSError as exc:
+                raise _read_error(exc, self._url(inner)) from None
+
+        try:
+            raw = read(MANIFEST_FILE)
+        except FileNotFoundError:
+            raise StoreError(f"{shown}: no {MANIFEST_FILE} (removed after it was saved); "
+                             "the version is refused.") from None
+        files = verify_manifest(raw, name=name, version=vid, read=read, key=self._key(),
+                                shown=shown)
+        if ARTEFACT_FILE not in files:
+            raise StoreError(f"{shown}: the manifest lists no {ARTEFACT_FILE}; the version "
+                             "is refused.")
+        return files
 
     def read_file(self, name: str, version: str | int, filename: str) -> bytes:
         """Bytes of a file stored beside the artefact."""
         loc = self.location(name, version)
         inner = self._join(self._root, name, loc.version, _check_file_name(filename))
         self.refuse_links(name, loc.version, filename)
-        try:
-            return self._fs.cat_file(inner)
+        verified = self.verified_files(name, loc.version)
+        if filename in verified:
+            return verified[filename]
+        try:  # added after the save (add_file): its users check it (e.g. verify_suite)
+            return read_store_file(self._fs, inner, local=self._local,
+                                   shown=self._url(inner))
         except FileNotFoundError:
             raise StoreError(f"No file {filename!r} in {loc.directory!r}.") from None
         except OSError as exc:
@@ -309,12 +380,14 @@ class ArtefactStore:
     def list(self, name: str | None = None) -> list[dict[str, Any]]:
         """One row per version: name, version, created_at, k, target, fingerprint, path.
 
-        A version whose artefact cannot be read gets ``error`` set (and ``None`` in the
-        artefact fields) instead of hiding the other versions; a name directory that
-        cannot be read gets one row with ``version`` ``None`` and ``error`` set.
+        A version whose artefact cannot be read or verified (also one with an
+        ``artefact.json`` but no manifest: not written by ``save``) gets ``error`` set (and
+        ``None`` in the artefact fields) instead of hiding the other versions; a name
+        directory that cannot be read gets one row with ``version`` ``None`` and
+        ``error`` set.
         """
         if name is not None:
-            vids = {name: self.versions(name)}
+            vids = {name: self._listed(name, self.versions(name))}
         else:
             self._check_root()
             vids = {}
@@ -323,11 +396,12 @@ class ArtefactStore:
                     continue
                 try:
                     numbers = self._numbers(n, complete=True)
+                    listed = self._listed(n, [_version_id(v) for v in numbers])
                 except AstridError as exc:  # one unreadable name never hides the others
                     vids[n] = exc
                     continue
-                if numbers:
-                    vids[n] = [_version_id(v) for v in numbers]
+                if listed:
+                    vids[n] = listed
         rows = []
         for n, found in vids.items():
             if isinstance(found, Exception):
@@ -343,8 +417,8 @@ class ArtefactStore:
                                        "path": self._url(self._join(self._root, n, vid)),
                                        "error": None}
                 try:
-                    self.refuse_links(n, vid, ARTEFACT_FILE)
-                    a = _read_artefact(self._fs, inner, self._url(inner))
+                    a = _parse_artefact(self.verified_files(n, vid)[ARTEFACT_FILE],
+                                        self._url(inner))
                 except AstridError as exc:  # one bad version never hides the others
                     row["error"] = str(exc)
                 else:
@@ -398,13 +472,46 @@ class ArtefactStore:
         fs_write_bytes(self._fs, inner, bytes(data), overwrite=overwrite, into_store=True)
         return self._url(inner)
 
+    def resave_unverified(self, name: str, version: str | int) -> str:
+        """Save a version that has no manifest again, as a new version that has one.
+
+        For versions written before manifests (or copied in by hand) that a person has
+        checked: the store cannot tell either from a tampered one, so it never reads
+        them on its own. The files its ``artefact.json`` records are carried over only
+        with the recorded digests. Returns the new version id.
+        """
+        number = _version_number(version)
+        if number is None or number not in self._numbers_with(check_artefact_name(name),
+                                                              ARTEFACT_FILE):
+            raise StoreError(f"No version {version!r} of {name!r} with an {ARTEFACT_FILE} "
+                             f"in {self.root!r}.")
+        vid = _version_id(number)
+        self.refuse_links(name, vid)
+
+        def read(fname: str) -> bytes:
+            inner = self._join(self._root, name, vid, fname)
+            return read_store_file(self._fs, inner, local=self._local, shown=self._url(inner))
+
+        artefact = _parse_artefact(read(ARTEFACT_FILE), f"{name}@{vid}")
+        extra = {}
+        for fname, digest in (artefact.files or {}).items():
+            data = read(_check_file_name(fname))
+            if hashlib.sha256(data).hexdigest() != digest:
+                raise StoreError(f"{name}@{vid}: {fname} does not match the digest its "
+                                 f"{ARTEFACT_FILE} records; not re-saved.")
+            extra[fname] = data
+        return self.save(name, dataclasses.replace(artefact, files=None), extra_files=extra)
+
     def _save_local(self, name: str, files: dict[str, bytes]) -> str:
         base = os.path.join(self._root, name)
         self.refuse_links(name)
+        key = self._key()
+        stamped = max(self._numbers(name, complete=False), default=0) + 1
         try:
-            # artefact.json last, so that even the temporary directory is complete
+            # the manifest last, so that even the temporary directory is complete
             # whenever it holds one; versions are immutable (read-only files).
-            tmp = staged_dir(base, ".saving-", files, file_mode=0o444, last=ARTEFACT_FILE)
+            tmp = staged_dir(base, ".saving-", {**files, MANIFEST_FILE: manifest_bytes(
+                name, _version_id(stamped), files, key)}, file_mode=0o444, last=MANIFEST_FILE)
         except OSError as exc:
             raise _write_error(exc, self.root) from None
         try:
@@ -413,6 +520,9 @@ class ArtefactStore:
                 dest = os.path.join(base, _version_id(number))
                 if os.path.lexists(dest):  # rename would replace an *empty* directory
                     continue
+                if number != stamped:  # the manifest names its version: re-stamp it
+                    _restamp(tmp, manifest_bytes(name, _version_id(number), files, key))
+                    stamped = number
                 try:
                     os.rename(tmp, dest)  # fails if dest appeared meanwhile
                 except OSError as exc:
@@ -455,6 +565,9 @@ class ArtefactStore:
                 for fname in sorted(files, key=lambda f: f == ARTEFACT_FILE):
                     fs_write_bytes(fs, self._join(vdir, fname), files[fname],
                                    into_store=True)
+                # last: its presence makes the version visible (and verifiable)
+                fs_write_bytes(fs, self._join(vdir, MANIFEST_FILE), manifest_bytes(
+                    name, _version_id(number), files, self._key()), into_store=True)
                 with contextlib.suppress(Exception):
                     fs.rm(claim)
             except BaseException as exc:
@@ -482,6 +595,25 @@ def _write_error(exc: OSError, root: str) -> StoreError:
     return StoreError(f"Cannot write to store {root!r}: {exc.strerror or exc}.")
 
 
+def _restamp(tmp: str, data: bytes) -> None:
+    """Replace the manifest in the private temporary directory ``tmp`` (durably)."""
+    path = os.path.join(tmp, MANIFEST_FILE)
+    os.unlink(path)
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(path, 0o444)
+    fsync_dir(tmp)
+
+
+def _parse_artefact(data: bytes, shown: str) -> GroupingArtefact:
+    try:
+        return GroupingArtefact.from_json(data)
+    except ArtefactError as exc:
+        raise type(exc)(f"{shown}: {exc}") from None
+
+
 def _read_artefact(fs: Any, inner: str, shown: str) -> GroupingArtefact:
     from fsspec.implementations.local import LocalFileSystem
 
@@ -504,10 +636,7 @@ def _read_artefact(fs: Any, inner: str, shown: str) -> GroupingArtefact:
         raise StoreError(f"{shown!r} is a directory, not an artefact file.") from None
     except OSError as exc:  # permission, ELOOP, I/O error...
         raise _read_error(exc, shown) from None
-    try:
-        return GroupingArtefact.from_json(data)
-    except ArtefactError as exc:
-        raise type(exc)(f"{shown}: {exc}") from None
+    return _parse_artefact(data, shown)
 
 
 def split_artefact_ref(ref: str) -> tuple[str, str | None]:
@@ -606,6 +735,11 @@ def load_artefact(ref: str | os.PathLike, *, fs: Any = None) -> LoadedArtefact:
     from astrid_airflow.io import url_to_fs
 
     loc = parse_artefact_ref(ref, fs=fs)
+    if loc.root is not None:  # in a store: verified against the version's manifest
+        from astrid_airflow.io import using
+
+        with using(fs):
+            return LoadedArtefact(ArtefactStore(loc.root).load(loc.name, loc.version), loc)
     opened, inner = url_to_fs(loc.path, fs)
     return LoadedArtefact(_read_artefact(opened, inner, loc.path), loc)
 

@@ -1,0 +1,81 @@
+"""The operators' signing key comes from an Airflow connection (issue 29)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import types
+
+import pandas as pd
+import pytest
+from airflow.sdk.exceptions import AirflowFailException
+from astrid_airflow.operators.publish import PublishSurrogateOperator
+
+from astrid_airflow.release import seal_receipt
+
+CONN_KEY = "connection-key-0123456789abcdef"
+
+
+def _ctx(run_id="manual__1"):
+    """The part of an Airflow context the operator reads (as in test_operators)."""
+    ti = types.SimpleNamespace(dag_id="d", run_id=run_id, task_id="publish", map_index=-1)
+    return {"ti": ti, "run_id": run_id}
+
+
+def _staged(tmp_path, key: str | None):
+    path = tmp_path / "staging" / "s.csv"
+    path.parent.mkdir(parents=True)
+    pd.DataFrame({"a": [0.5, 1.25, 2.0], "class": ["x", "y", "x"]}).to_csv(path, index=False)
+    receipt = {"success": True, "surrogate": "file://" + str(path), "failed": [],
+               "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+               "artefact": "syn@v0001", "expectations": [], "policy": {}}
+    if key is not None:
+        receipt = seal_receipt(receipt, stem="s", artefact_sha256=None, suite_sha256=None,
+                               gate_files={}, key=key.encode())
+    (path.parent / "s.gate.json").write_text(json.dumps(receipt))
+    return path
+
+
+def _op(path, dest, **kw):
+    return PublishSurrogateOperator(task_id="publish", surrogate=str(path),
+                                    destination=str(dest), **kw)
+
+
+def test_the_key_of_the_connection_verifies_the_receipt(tmp_path, monkeypatch):
+    from astrid_airflow.operators._signing import signing_key_from_connection
+
+    monkeypatch.delenv("ASTRID_SIGNING_KEY", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_ASTRID_SIGNING",
+                       json.dumps({"conn_type": "generic", "password": CONN_KEY}))
+    assert signing_key_from_connection() == CONN_KEY.encode()
+    assert signing_key_from_connection("no_such_connection") is None
+    dest = tmp_path / "pub" / "s.csv"
+    out = _op(_staged(tmp_path, CONN_KEY), dest).execute(_ctx())
+    assert out["sha256"] == hashlib.sha256(dest.read_bytes()).hexdigest()
+    manifest = json.loads((tmp_path / "pub" / "s.release.json").read_text())
+    assert manifest["receipt_trust"] == "signed"
+
+
+def test_without_any_key_a_receipt_is_not_trusted(tmp_path, monkeypatch):
+    monkeypatch.delenv("ASTRID_SIGNING_KEY", raising=False)
+    dest = tmp_path / "pub" / "s.csv"
+    with pytest.raises(AirflowFailException, match="no signing key is configured"):
+        _op(_staged(tmp_path, None), dest, signing_conn_id=None).execute(_ctx())
+    assert not dest.exists()
+
+
+def test_a_receipt_signed_with_another_key_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_ASTRID_SIGNING",
+                       json.dumps({"conn_type": "generic", "password": CONN_KEY}))
+    dest = tmp_path / "pub" / "s.csv"
+    with pytest.raises(AirflowFailException, match="another key"):
+        _op(_staged(tmp_path, "the staging user's own key 0123"), dest).execute(_ctx())
+    assert not dest.exists()
+
+
+def test_an_empty_signing_connection_fails_clearly(monkeypatch):
+    from astrid_airflow.operators._signing import signing_key_from_connection
+
+    monkeypatch.setenv("AIRFLOW_CONN_ASTRID_SIGNING", json.dumps({"conn_type": "generic"}))
+    with pytest.raises(AirflowFailException, match="holds no key"):
+        signing_key_from_connection()
