@@ -96,8 +96,9 @@ def test_the_release_choice_logs_an_estimate_and_the_time_left(task_log, monkeyp
         return real(*args, **kwargs)
 
     monkeypatch.setattr(release, "surrogate_utility", slow)  # what the choice calls
-    with pytest.raises(BudgetError, match="Stopped the release choice"):
-        choose_release(t, result, policy=GatePolicy(), random_state=0, max_seconds=2.0)
+    # no budget: whether a budget lets the first step start depends on the machine's
+    # speed (the budget's stop is test_max_seconds_bounds_the_whole_learn_...)
+    choose_release(t, result, policy=GatePolicy(), random_state=0)
     mine = [line for line in task_log if line.startswith("astrid_airflow: ")]
     assert any("astrid release choice: about" in line and "estimated" in line
                for line in mine), mine
