@@ -22,7 +22,8 @@ def signing_key_from_connection(conn_id: str | None = DEFAULT_CONN_ID) -> bytes 
     if not conn_id:
         return None
     from airflow.sdk import BaseHook
-    from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
+
+    from ._compat import AirflowFailException, AirflowNotFoundException
 
     try:
         conn = BaseHook.get_connection(conn_id)

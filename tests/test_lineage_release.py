@@ -18,8 +18,8 @@ import types
 
 import pandas as pd
 import pytest
-from airflow.sdk.exceptions import AirflowFailException
 from astrid_airflow.operators._common import as_path
+from astrid_airflow.operators._compat import AirflowFailException
 from astrid_airflow.operators.gate import SurrogateGateOperator
 from astrid_airflow.operators.publish import PublishSurrogateOperator
 from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator

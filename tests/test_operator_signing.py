@@ -8,7 +8,7 @@ import types
 
 import pandas as pd
 import pytest
-from airflow.sdk.exceptions import AirflowFailException
+from astrid_airflow.operators._compat import AirflowFailException
 from astrid_airflow.operators.publish import PublishSurrogateOperator
 
 from astrid_airflow.release import seal_receipt

@@ -15,8 +15,8 @@ import time
 import types
 
 import pytest
-from airflow.sdk.exceptions import AirflowFailException
 from astrid_airflow.operators import learn as learn_module
+from astrid_airflow.operators._compat import AirflowFailException
 from astrid_airflow.operators.demo import bundled_table
 from astrid_airflow.operators.learn import AstridLearnOperator
 
