@@ -104,6 +104,10 @@ def demo(tmp_path_factory, airflow_db):
     # the DB are the ones the tasks emit to, so their events are recorded
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASTRID_DEMO_ROOT", str(root))
+        # a deployment with a signing key: publish trusts the gate's sealed receipt and
+        # archives what the gate wrote, the release report included (without a key it
+        # gates again itself: the make demo and scheduler runs take that path)
+        mp.setenv("ASTRID_SIGNING_KEY", "dags-test-key-0123456789abcdef")
         yield types.SimpleNamespace(root=root, dags=parse_dags(root),
                                     published=root / "published" / "diabetes")
 
@@ -297,7 +301,7 @@ def cleared_runs(demo, first_run, second_run):
     # every param the failed run set is reset: dag.test() keeps run_conf in dag.params
     runs = [demo.dags[PUBLISH].test(logical_date=run.dr.logical_date,
                                     run_after=run.dr.run_after,
-                                    run_conf={"seed": seed, "max_share_below_k": None})
+                                    run_conf={"seed": seed, "max_intact": None})
             for run, seed in ((first_run, 1), (second_run, 2))]
     after = {str(p): (p.read_bytes(), p.stat().st_mtime_ns)
              for p in sorted(published.rglob("*")) if p.is_file()}
