@@ -388,7 +388,7 @@ def test_the_gate_refuses_a_carrier_before_judging_and_writes_nothing(tmp_path, 
     with pytest.raises(DataError, match=r"index column"):
         validate_surrogate(original, path, f"{tmp_path}/store/m", random_state=0)
     assert sorted(p.name for p in (tmp_path / "store" / "m" / version).iterdir()) == [
-        "artefact.json"]
+        "artefact.json", "manifest.json"]  # the version's manifest (issue 29), no suite
 
 
 def test_a_file_changed_while_judged_is_refused(tmp_path, original, artefact, surrogate,
