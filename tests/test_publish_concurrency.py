@@ -194,4 +194,4 @@ def test_any_order_of_publications_with_a_crash_keeps_the_invariants(tmp_path_fa
     for i, path in staged.items():
         archived = destination.parent / "releases" / f"r{i}" / "surrogate.csv"
         if archived.exists():
-            assert archived.read_bytes() == path.read_bytes()
+            assert archived.read_bytes() == published_bytes(path, f"r{i}")  # canonical
