@@ -42,8 +42,14 @@ def ctx(run_id: str = "r1") -> dict:
     return {"ti": ti, "run_id": run_id}
 
 
+@pytest.fixture(autouse=True)
+def signing_key(monkeypatch):
+    # a deployment with a key: publish trusts the sealed receipt (issue 29)
+    monkeypatch.setenv("ASTRID_SIGNING_KEY", "lineage-test-key-0123456789")
+
+
 @pytest.fixture
-def gated(tmp_path):
+def gated(tmp_path, signing_key):
     """A staged surrogate with a passing receipt beside it: ``(path, sha256)``."""
     path = tmp_path / "stage" / "surrogate.csv"
     path.parent.mkdir()
@@ -53,12 +59,20 @@ def gated(tmp_path):
                "sha256": digest, "artefact": "syn@v0001", "failed": [],
                "expectations": EXPECTATIONS, "validation": None, "data_docs": None,
                "report": None}
+    # sealed and signed as the gate seals it (a hand-written receipt is refused)
+    from astrid_airflow.release import seal_receipt
+
+    validation = b"{}"
+    (path.parent / "surrogate.validation.json").write_bytes(validation)
+    receipt = seal_receipt(receipt, stem="surrogate", artefact_sha256=None, suite_sha256=None,
+                           gate_files={"surrogate.validation.json": validation},
+                           key=b"lineage-test-key-0123456789")
     (path.parent / "surrogate.gate.json").write_text(json.dumps(receipt))
     return path, digest
 
 
 def test_publish_outputs_carry_version_sha256_and_the_gates_verdict(tmp_path, gated):
-    path, digest = gated
+    path, _ = gated
     dest = tmp_path / "pub" / "surrogate.csv"
     op = PublishSurrogateOperator(task_id="publish", surrogate=str(path),
                                   destination=str(dest))
@@ -69,7 +83,8 @@ def test_publish_outputs_carry_version_sha256_and_the_gates_verdict(tmp_path, ga
     for out in lineage.outputs:
         assert out.facets["version"].datasetVersion == "r1"
         release = out.facets["astrid_release"]
-        assert release.sha256 == digest == hashlib.sha256(dest.read_bytes()).hexdigest()
+        # the published bytes are the canonical form of the judged values (issue 29)
+        assert release.sha256 == hashlib.sha256(dest.read_bytes()).hexdigest()
         assert (release.releaseId, release.artefact) == ("r1", "syn@v0001")
         assert release.gateSuccess is True and release.gateFailed == []
         assert release.gateExpectations == len(EXPECTATIONS)
