@@ -26,13 +26,14 @@ from astrid_airflow._errors import ParameterError
 LARGER_IS_WEAKER: dict[str, float] = {
     "max_intact": 0.01,
     "max_largest_group_unique_share": 0.05,
-    "max_share_below_k": 0.05,
-    "max_class_disclosure_share": 0.05,
+    "max_share_below_k": 0.0,  # published rows: 0 by construction (issue 28)
+    "max_class_disclosure_share": 0.0,
     "max_linkage_excess": 0.03,
     "max_singling_out_risk": 0.2,
     "max_linkability_risk": 0.1,
     "max_inference_risk": 0.5,
     "max_class_from_one_column_risk": 0.2,
+    "max_suppressed_share": 0.05,
 }
 #: Privacy thresholds for which a smaller value is weaker.
 SMALLER_IS_WEAKER: dict[str, int] = {"disclosure_k": 5}
