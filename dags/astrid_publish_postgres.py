@@ -21,7 +21,10 @@ another one):
 4. **publish** loads the gated file into a staging table with the batch table's column
    types and swaps it in as `public.astrid_diabetes_surrogate` in one transaction:
    readers see the previous release or the new one, never a missing or half-loaded
-   table. A failed gate leaves the published table untouched.
+   table. A failed gate leaves the published table untouched. It trusts the gate's
+   receipt only when signed: the deployment needs a signing key (`$ASTRID_SIGNING_KEY`
+   or the Airflow connection `astrid_signing`), since the original is a table and
+   publish cannot gate the file again itself.
 
 Table params take `conn://CONN_ID/SCHEMA.TABLE` (or `conn://CONN_ID?query=...` for the
 inputs). Artefacts and staging live under `$ASTRID_DEMO_ROOT` as in the file DAG.

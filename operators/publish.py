@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import json
 import re
 import tempfile
@@ -59,6 +60,20 @@ from .sql import TableRef, as_table, publish_to_table, sql_errors
 __all__ = ["PublishSurrogateOperator", "release_id_from_run"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _staged_copy(surrogate: Any, canonical: Any, tmp: str) -> str:
+    """A local copy of the staged file, checked to be the bytes the receipt binds: the
+    canonical form keeps values only, the table's SQL column types come from here."""
+    from astrid_airflow import ReleaseError
+
+    data = surrogate.read_bytes()
+    if hashlib.sha256(data).hexdigest() != canonical.staged_sha256:
+        raise ReleaseError(f"Refusing to publish {surrogate}: the staged file changed after "
+                           "its receipt was checked; nothing was published.")
+    path = Path(tmp) / f"staged{surrogate.suffix}"
+    path.write_bytes(data)
+    return str(path)
 
 
 @contextlib.contextmanager
@@ -314,7 +329,8 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             local = Path(tmp) / f"release{surrogate.suffix}"
             local.write_bytes(canonical.data)
             info = publish_to_table(str(local), destination, comment=comment,
-                                    lock_timeout=lock_timeout, guard=guard)
+                                    lock_timeout=lock_timeout, guard=guard,
+                                    types_from=_staged_copy(surrogate, canonical, tmp))
         manifest_path = surrogate.parent / f"{surrogate.stem}.release.json"
         manifest = {
             "release_id": release_id,

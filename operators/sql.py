@@ -235,10 +235,12 @@ def local_table(value: Any, *, chunk_rows: int | None = None) -> Iterator[str]:
 
 
 def publish_to_table(local: str, destination: TableRef, *, comment: Any,
-                     lock_timeout: float | None, guard: Any) -> dict[str, Any]:
+                     lock_timeout: float | None, guard: Any,
+                     types_from: str | None = None) -> dict[str, Any]:
     """Publish the gated file ``local`` as ``destination`` with the engine's atomic swap.
 
-    PostgreSQL: the library's one-transaction staging + rename (``_sql.publish_table``).
+    PostgreSQL: the library's one-transaction staging + rename (``_sql.publish_table``),
+    with the SQL column types recorded in ``types_from`` (the staged file).
     Other engines: ``_dbapi.publish_dbapi`` through the connection's ``DbApiHook``, which
     refuses (``SqlPublishError``) an engine without a transactional swap.
     """
@@ -247,7 +249,7 @@ def publish_to_table(local: str, destination: TableRef, *, comment: Any,
         from astrid_airflow import publish_table
 
         return publish_table(local, database_source(destination), comment=comment,
-                             lock_timeout=lock_timeout, guard=guard)
+                             lock_timeout=lock_timeout, guard=guard, types_from=types_from)
     from astrid_airflow.io import publish_dbapi
 
     if not destination.table:

@@ -1225,8 +1225,8 @@ def _hardening_cases() -> list[Case]:
              "`learn --policy` weaker than the default, without --allow-weaker-policy",
              lambda w: _learn("ref.csv", "--store", "store", "--name", "p", "--policy",
                               _write(w, "weak.json", weak)), "exit 2",
-             r"weaker than the default policy: max_share_below_k 1 \(default 0\.05\), "
-             r"max_class_disclosure_share 1 \(default 0\.05\); pass --allow-weaker-policy"))
+             r"weaker than the default policy: max_share_below_k 1 \(default 0\), "
+             r"max_class_disclosure_share 1 \(default 0\); pass --allow-weaker-policy"))
     add(Case("cli-validate-weaker-no-flag", "cli",
              "`validate --max-intact 1` without --allow-weaker-policy",
              lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--max-intact", "1"],

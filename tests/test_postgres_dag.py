@@ -115,6 +115,9 @@ def demo(tmp_path_factory, airflow_db, conn_env):
     # and the Assets there must be the ones the tasks emit to (else "inactive asset")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASTRID_DEMO_ROOT", str(root))
+        # a table is published from a signed receipt only (the original is a table, so
+        # publish cannot gate the file again itself): the deployment has a key
+        mp.setenv("ASTRID_SIGNING_KEY", "pg-dag-test-key-0123456789abcdef")
         bag = DagBag(dag_folder=str(DAG_FILE))
         assert bag.import_errors == {}
         yield types.SimpleNamespace(root=root, dag=bag.dags[DAG_ID], url=conn_env)
@@ -132,7 +135,8 @@ def first_run(demo):
 def failed_run(demo, first_run):
     before = table_state(demo.url, SURROGATE)
     started = time.perf_counter()
-    dr = demo.dag.test(run_conf={"seed": 2, "max_share_below_k": 0.0})
+    # no release keeps zero intact rows by chance: the gate (only) fails
+    dr = demo.dag.test(run_conf={"seed": 2, "max_intact": 0.0})
     return types.SimpleNamespace(dr=dr, before=before, seconds=time.perf_counter() - started)
 
 
@@ -171,11 +175,12 @@ def test_dag_runs_end_to_end_and_publishes_a_gated_surrogate_table(demo, first_r
     from astrid_airflow import (
         GatePolicy,
         Grouping,
-        apply_recipe,
+        ReleaseRecipe,
         load_artefact,
         read_table,
         validate_surrogate,
     )
+    from astrid_airflow.release import remedied
 
     dr = first_run.dr
     assert str(dr.state) == "success", states(dr)
@@ -196,21 +201,28 @@ def test_dag_runs_end_to_end_and_publishes_a_gated_surrogate_table(demo, first_r
     # values: the published table against the batch put into the release's domain
     groups = Grouping.parse(values[("learn_if_changed", "grouping")]).groups
     assert len(groups) > 1
-    remedied = apply_recipe(read_table(f"{url}?table={batch}"), recipe)
+    # (the recipe's values, then local suppression of the batch's rare tuples)
+    domain = remedied(read_table(f"{url}?table={batch}"), ReleaseRecipe.from_dict(recipe),
+                      "class", groups)
     published = read_table(f"{url}?table={SURROGATE}")
     for group in groups:
         cols = ["class", *group]
 
         def multiset(frame, cols=cols):
-            return sorted(map(tuple, frame[cols].astype(str).to_numpy().tolist()))
+            text = frame[cols].astype(object).where(frame[cols].notna(), "<missing>")
+            return sorted(map(tuple, text.astype(str).to_numpy().tolist()))
 
-        assert multiset(published) == multiset(remedied), group
+        assert multiset(published) == multiset(domain), group
     # the comment names the release and the exact bytes the gate passed
     comment = json.loads(rows(url, f"SELECT obj_description('{SURROGATE}'"
                                    "::regclass)")[0][0])
     staged = values[("gate", "surrogate")].removeprefix("file://")
     digest = hashlib.sha256(open(staged, "rb").read()).hexdigest()
-    assert comment["sha256"] == digest == values[("publish", "sha256")]
+    # the table holds the canonical form of the gated bytes (issue 29): the comment and
+    # the manifest name its digest, the manifest also the staged file's
+    manifest = json.loads(open(values[("publish", "manifest")].removeprefix("file://")).read())
+    assert comment["sha256"] == values[("publish", "sha256")] == manifest["sha256"]
+    assert manifest["staged_sha256"] == digest
     assert values[("publish", "table")] == SURROGATE
     assert values[("shuffle", "original")] == f"conn://{CONN}/{batch}"
     # the gated file passes the gate again, with the original read straight from the DB
@@ -322,7 +334,7 @@ def test_publish_refuses_a_failed_receipt_and_leaves_the_table_alone(conn_env, t
         run(conn_env, f"DROP TABLE IF EXISTS public.{table}")
 
 
-def test_publishing_a_table_is_monotonic_and_idempotent(conn_env, tmp_path):
+def test_publishing_a_table_is_monotonic_and_idempotent(conn_env, tmp_path, monkeypatch):
     """Clearing an old run's publish, or re-running the current one, leaves the table."""
     import datetime as dt
 
@@ -333,11 +345,17 @@ def test_publishing_a_table_is_monotonic_and_idempotent(conn_env, tmp_path):
     from astrid_airflow.operators._compat import AirflowSkipException
     from astrid_airflow.operators.publish import PublishSurrogateOperator
 
+    from astrid_airflow.release import seal_receipt
+
+    key = "monotonic-test-key-0123456789abcdef"
+    monkeypatch.setenv("ASTRID_SIGNING_KEY", key)  # a table trusts signed receipts only
     table = f"t_{int(time.time() * 1000) % 10**9}"
     staged = tmp_path / "surrogate.parquet"
     pd.DataFrame({"v": [1, 2, 3]}).to_parquet(staged, index=False)
     receipt = {"success": True, "surrogate": "file://" + str(staged),
-               "sha256": _common.sha256_of(_common.as_path(str(staged), "s"))}
+               "sha256": _common.sha256_of(_common.as_path(str(staged), "s")), "policy": {}}
+    receipt = seal_receipt(receipt, stem="surrogate", artefact_sha256=None, suite_sha256=None,
+                           gate_files={}, key=key.encode())
     (tmp_path / "surrogate.gate.json").write_text(json.dumps(receipt))
 
     def publish(run_id: str, run_after: str, **kw):

@@ -151,6 +151,24 @@ def test_remedies_never_increase_group_disclosure(seed, n, k, grouping):
         assert a.k_min >= b.k_min
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(60, 300), st.integers(2, 8), st.integers(0, 3))
+def test_bin_values_are_never_finer_than_the_column(seed, n, k, decimals):
+    """A published bin value is a multiple of the column's own resolution (a column of
+    one-decimal values gets one-decimal representatives): it fits the column's SQL type
+    (``numeric(p, decimals)``) exactly, and reads as a value of that column."""
+    rng = np.random.default_rng(seed)
+    step = 10.0 ** -decimals
+    t = pd.DataFrame({"m": np.round(rng.normal(30, 7, n) / step) * step,
+                      "y": rng.choice(["u", "v"], n)})
+    r, _ = fit_recipe(t, target="y", grouping="m", k=k)
+    for s in r.to_dict()["steps"]:
+        if s["method"] != "bins":
+            continue
+        scaled = np.asarray(s["values"], dtype=float) / step
+        assert np.allclose(scaled, np.round(scaled), rtol=0, atol=1e-6), (s["values"], step)
+
+
 def test_fit_on_synthetic_passes_the_per_group_thresholds():
     t = make_synthetic(200, random_state=0)
     target = t.columns[-1]

@@ -205,7 +205,7 @@ def test_shuffle_parquet_writes_atomically_and_measures(spark, tmp_path):
     assert_goldeneye(table, surr[table.columns], GROUPS)
     assert res.intact_row_proportion == pytest.approx(intact_row_proportion(table, surr))
     assert set(res.to_dict()) == {"out", "rows", "groups", "intact_row_proportion", "seed",
-                                  "seconds"}
+                                  "seconds", "suppression"}  # suppression: issue 28
     assert sorted(os.listdir(out.parent)) == ["surrogate.parquet"]  # no temporary left
     # same seed and files: the same surrogate
     again = spark_shuffle_parquet(src, art, tmp_path / "again", random_state=9,

@@ -111,7 +111,8 @@ def test_operators_open_the_store_through_the_object_storage_path(monkeypatch, t
                                              "max_largest_group_unique_share": 1,
                                              "max_singling_out_risk": 1,
                                              "max_inference_risk": 1,
-                                             "max_class_from_one_column_risk": 1},
+                                             "max_class_from_one_column_risk": 1,
+                                             "max_intact": 1, "max_accuracy_drop": 1},
                                 allow_weaker_policy=True)
     out = learn.execute(ctx("learn"))
     assert out["learned"] and out["store"].startswith("memory://")

@@ -568,6 +568,18 @@ def _arrow_to_sql(name: str, typ: Any) -> SqlColumn:
     raise DataError(f"Column {name!r} has type {typ}, which has no PostgreSQL equivalent here.")
 
 
+def _recorded_metadata(path: str | os.PathLike) -> dict[bytes, bytes]:
+    """The ``astrid.sql`` schema metadata of the Parquet file ``path`` ({} if none)."""
+    import pyarrow.parquet as pq
+
+    from ._tablefile import file_format
+
+    if file_format(path) != "parquet":
+        return {}
+    raw = (pq.read_schema(os.fspath(path)).metadata or {}).get(SQL_METADATA_KEY)
+    return {SQL_METADATA_KEY: raw} if raw else {}
+
+
 def _recorded_columns(schema: Any) -> dict[str, SqlColumn]:
     from ._jsonable import load_json
 
@@ -685,7 +697,8 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
                   lock_timeout: float = 30.0, chunk_rows: int = CHUNK_ROWS,
                   replace: bool = True,
                   before_swap: Callable[[Any, Any], None] | None = None,
-                  guard: Callable[[str | None], None] | None = None) -> dict[str, Any]:
+                  guard: Callable[[str | None], None] | None = None,
+                  types_from: str | os.PathLike | None = None) -> dict[str, Any]:
     """Publish a table into PostgreSQL atomically: readers see the old or the new release.
 
     Parameters
@@ -720,6 +733,10 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
         no table or no comment) under the publication lock, before anything is loaded;
         an exception it raises rolls the transaction back and propagates (the release
         protocol of ``_release`` refuses an older release this way, race-free).
+    types_from : path, optional
+        A Parquet file whose recorded SQL column types (``astrid.sql``) the new table
+        takes when ``like`` is not given: the staged surrogate, when ``surrogate`` is its
+        canonical form (which carries no metadata).
 
     Returns
     -------
@@ -746,6 +763,8 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
     if isinstance(comment, Mapping):
         comment = json.dumps(dict(comment), sort_keys=True, default=str)
     schema, batches = _surrogate_batches(surrogate, chunk_rows)
+    if types_from is not None:
+        schema = schema.with_metadata(_recorded_metadata(types_from))
     conn = _connect(src)
     try:
         with conn.transaction():

@@ -74,7 +74,8 @@ def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
     uniq, counts = np.unique(v, return_counts=True)
     rare = frozenset(uniq[counts < k].tolist())
     edges = [_roundest(float(v[a - 1]), float(v[a]), True, rare) for a in bounds[1:-1]]
-    reps = [_representative(v[a:b], k, ptype == "integer", rare)
+    resolution = _resolution(v)
+    reps = [_representative(v[a:b], k, ptype == "integer", rare, resolution)
             for a, b in itertools.pairwise(bounds)]
     if any(b <= a for a, b in itertools.pairwise(reps)):  # ties at rounding: medians
         reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
@@ -86,14 +87,27 @@ def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
             "labels": names, "published_type": ptype}
 
 
+def _resolution(values: np.ndarray) -> float:
+    """The coarsest power of ten, at most 1, that every value is a multiple of (0.1 for
+    a column of one-decimal values); 0.0 when none down to 1e-12 is."""
+    for d in range(13):
+        scaled = values * 10.0 ** d
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+            return 10.0 ** -d
+    return 0.0
+
+
 def _roundest(lo: float, hi: float, low_open: bool = False,
-              avoid: frozenset = frozenset()) -> float:
+              avoid: frozenset = frozenset(), resolution: float = 0.0) -> float:
     """The number with the fewest significant digits in ``[lo, hi]`` (``(lo, hi]`` with
-    ``low_open``), nearest the middle among those and not in ``avoid`` (the values fewer
-    than k rows have); ``hi`` when the interval is a point.
+    ``low_open``), nearest the middle among those, not in ``avoid`` (the values fewer
+    than k rows have) and a multiple of ``resolution``; ``hi`` when the interval is a
+    point or holds no such number.
 
     >>> _roundest(1234.0, 1317.0), _roundest(3.0, 97.0), _roundest(0.5, 0.5)
     (1300.0, 50.0, 0.5)
+    >>> _roundest(26.62, 26.68), _roundest(26.62, 26.68, resolution=0.1)
+    (26.65, 26.68)
     """
     if not hi > lo:
         return float(hi)
@@ -102,6 +116,8 @@ def _roundest(lo: float, hi: float, low_open: bool = False,
     for _ in range(40):
         for mult in (1.0, 0.5, 0.2):
             s = step * mult
+            if s < resolution * (1 - 1e-9):  # finer than the column's values: never
+                return float(hi)
             m = round(mid / s) * s
             m = float(round(m, 12))
             inside = (lo < m if low_open else lo <= m) and m <= hi
@@ -112,10 +128,11 @@ def _roundest(lo: float, hi: float, low_open: bool = False,
 
 
 def _representative(values: np.ndarray, k: int, integer: bool = False,
-                    rare: frozenset = frozenset()) -> float:
+                    rare: frozenset = frozenset(), resolution: float = 0.0) -> float:
     """A bin's published value: its lower median when ``k`` rows share it, else the
     roundest number among the middle half of the bin's (sorted) values (an integer for
-    an integer column)."""
+    an integer column), never finer than the column's values (``resolution``): a
+    published value fits the column's type (a ``numeric(4,1)`` table keeps it exact)."""
     med = float(values[(values.size - 1) // 2])
     if np.count_nonzero(values == med) >= k:
         return med
@@ -127,7 +144,7 @@ def _representative(values: np.ndarray, k: int, integer: bool = False,
             mid = (q1 + q3) / 2
             return float(min(pool, key=lambda x: (_digits(x), abs(x - mid))))
         return med
-    return _roundest(q1, q3, avoid=rare)
+    return _roundest(q1, q3, avoid=rare, resolution=resolution)
 
 
 def _digits(x: int) -> int:
