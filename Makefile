@@ -11,11 +11,9 @@ AF31_STAMP := $(AF31_VENV)/.installed-stamp
 # the provider's operator, connection, plugin and DAG tests (no Spark, Dask or oneDAL
 # there); the two that re-run the publishing DAG in a subprocess (OpenLineage listener,
 # make demo) stay with the locked stack, to keep this run short
-# the provider's tests on the lowest supported Airflow; the DAG tests (tests/test_dags.py)
-# run on the locked stack only until they have passed on 3.1 end to end (see docs/airflow.md)
 AIRFLOW_MIN_TESTS ?= tests/test_provider.py tests/test_connections.py tests/test_plugin.py \
 	tests/test_operators.py tests/test_dbapi.py tests/test_store_fs.py \
-	tests/test_performance_forest.py
+	tests/test_performance_forest.py tests/test_dags.py
 
 .PHONY: install demo test lint bench clean test-airflow-min constraints-airflow-min
 
