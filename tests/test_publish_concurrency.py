@@ -83,16 +83,20 @@ def _worker(barrier, queue, surrogate: str, destination: str, release_id: str,
         queue.put((release_id, "error", f"{type(exc).__name__}: {exc}"))
 
 
-def race_round(publishers, destination, rnd: int) -> list[tuple[str, str, str | None]]:
-    """Run one round's publishers at once; their ``(release_id, action, error)``."""
+def race_round(publishers, destination, rnd: int, worker=_worker, extra: tuple = (),
+               timeout: float = 120) -> list[tuple[str, str, str | None]]:
+    """Run one round's publishers at once; their ``(release_id, action, error)``.
+
+    ``worker(barrier, queue, *extra, surrogate, destination, release_id, run_after,
+    seed)`` publishes one release (``extra``: what a store needs, e.g. an endpoint)."""
     ctx = multiprocessing.get_context("fork")
     barrier, queue = ctx.Barrier(len(publishers)), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(barrier, queue, str(s), str(destination), rid,
-                                               when, rnd * 100 + i))
+    procs = [ctx.Process(target=worker, args=(barrier, queue, *extra, str(s), str(destination),
+                                              rid, when, rnd * 100 + i))
              for i, (s, rid, when) in enumerate(publishers)]
     for p in procs:
         p.start()
-    results = [queue.get(timeout=120) for _ in procs]
+    results = [queue.get(timeout=timeout) for _ in procs]
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import multiprocessing
 import random
 
 import numpy as np
@@ -26,9 +25,11 @@ from astrid_airflow.pipeline import PublishRequest, publish_release, stage_surro
 
 try:  # tests/ may or may not be a package
     from tests.conftest import s3_options
+    from tests.test_publish_concurrency import race_round
     from tests.test_remedies import _artefact
 except ImportError:  # pragma: no cover
     from conftest import s3_options
+    from test_publish_concurrency import race_round
     from test_remedies import _artefact
 
 pytestmark = [pytest.mark.s3,
@@ -179,7 +180,6 @@ def test_racing_publishers_on_s3_leave_the_newest_release_current_every_round(s3
     destination = f"{prefix}/published/surrogate.csv"
     dkey = destination.removeprefix("s3://")
     archives: dict[str, bytes] = {}
-    ctx = multiprocessing.get_context("fork")
     for rnd in range(ROUNDS):
         publishers, expected = [], {}
         for i in range(RELEASES):
@@ -190,15 +190,8 @@ def test_racing_publishers_on_s3_leave_the_newest_release_current_every_round(s3
                                .isoformat()))
         publishers.append(publishers[-1])  # the newest twice: a cleared/retried task
         random.Random(rnd).shuffle(publishers)
-        barrier, queue = ctx.Barrier(len(publishers)), ctx.Queue()
-        procs = [ctx.Process(target=_worker, args=(barrier, queue, endpoint, s, destination,
-                                                   rid, when, rnd * 100 + j))
-                 for j, (s, rid, when) in enumerate(publishers)]
-        for p in procs:
-            p.start()
-        results = [queue.get(timeout=300) for _ in procs]
-        for p in procs:
-            p.join(timeout=60)
+        results = race_round(publishers, destination, rnd, worker=_worker, extra=(endpoint,),
+                             timeout=300)
         assert [r for r in results if r[1] == "error"] == []
         newest = f"r{rnd:02d}-{RELEASES - 1}"
         manifest = json.loads(fs.cat_file(dkey.replace("surrogate.csv",
