@@ -192,3 +192,25 @@ def test_a_search_that_outruns_its_estimate_stops_at_the_budget(monkeypatch):
         astrid(make_synthetic(300, random_state=0), target="class", classifier="nb",
                n_search=20, n_test=50, random_state=0, max_seconds=1.5, progress=False)
     assert time.perf_counter() - start <= 1.5 + 1.0
+
+
+@pytest.mark.parametrize("field, value, ok", [
+    ("max_seconds", None, True), ("max_seconds", 0.5, True), ("max_seconds", 0, False),
+    ("max_seconds", -1, False), ("max_seconds", float("inf"), False),
+    ("max_seconds", float("nan"), False), ("max_seconds", True, False),
+    ("max_seconds", "60", False), ("reserve_fits", 0, True), ("reserve_fits", 2.5, True),
+    ("reserve_fits", -0.1, False), ("reserve_fits", float("nan"), False),
+    ("reserve_fits", False, False),
+])
+def test_a_budget_is_a_finite_positive_number(field, value, ok):
+    """``max_seconds`` > 0 and ``reserve_fits`` >= 0, finite, never a bool: one clear
+    ``ParameterError`` naming the field otherwise."""
+    from astrid_airflow import ParameterError
+    from astrid_airflow.engine import SearchSettings
+
+    settings_ = SearchSettings(**{field: value})
+    if ok:
+        assert getattr(settings_.validated(), field) == value
+    else:
+        with pytest.raises(ParameterError, match=f"Invalid {field}"):
+            settings_.validated()

@@ -141,27 +141,28 @@ class SearchSettings:
                        alpha=check_alpha(self.alpha), scoring=check_scoring(self.scoring),
                        n_jobs=check_n_jobs(self.n_jobs),
                        adaptive=_adaptive_config(self.adaptive, dict(adaptive_options or {})))
-        _check_budget(self.max_seconds, None)
+        if self.max_seconds is not None and not (_finite(self.max_seconds)
+                                                 and self.max_seconds > 0):
+            raise ParameterError(f"Invalid max_seconds: {self.max_seconds!r}. Must be a "
+                                 "number > 0 or None.")
         if self.over_budget not in ("refuse", "sample"):
             raise ParameterError(f"Invalid over_budget: {self.over_budget!r}. Must be "
                                  "'refuse' or 'sample'.")
         checked["sample"] = check_sample(self.sample)
-        _check_budget(None, self.reserve_fits)
+        if self.reserve_fits is not None and not (_finite(self.reserve_fits)
+                                                  and self.reserve_fits >= 0):
+            raise ParameterError(f"Invalid reserve_fits: {self.reserve_fits!r}. Must be a "
+                                 "number >= 0.")
         if self.screen not in ("auto", True, False):
             raise ParameterError(f"Invalid screen: {self.screen!r}. Must be 'auto', True "
                                  "or False.")
         return dataclasses.replace(self, **checked)
 
 
-def _check_budget(max_seconds: object, reserve_fits: object) -> None:
-    if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(
-            max_seconds, numbers.Real) or not 0 < max_seconds < math.inf):
-        raise ParameterError(f"Invalid max_seconds: {max_seconds!r}. Must be a number > 0 "
-                             "or None.")
-    if reserve_fits is not None and (isinstance(reserve_fits, bool) or not isinstance(
-            reserve_fits, numbers.Real) or not 0 <= reserve_fits < math.inf):
-        raise ParameterError(f"Invalid reserve_fits: {reserve_fits!r}. Must be a number "
-                             ">= 0.")
+def _finite(value: object) -> bool:
+    """A finite real number (a bool is not one)."""
+    return not isinstance(value, bool) and isinstance(value, numbers.Real) \
+        and math.isfinite(value)
 
 
 def _adaptive_config(adaptive: object, options: dict[str, Any]) -> AdaptiveConfig | None:
