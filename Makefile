@@ -47,8 +47,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 
+# the 30 slowest tests are listed at the end, to keep the CI run's time in view
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=30
 
 demo: $(STAMP)
 	VENV=$(VENV) bash scripts/demo.sh
