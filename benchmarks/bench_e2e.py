@@ -130,7 +130,8 @@ def run_table(name: str, tmp: Path) -> dict:
     pub = d / "published.parquet"
     code, out, err, s = _astrid("shuffle", str(part_file), "--artefact", ref, "--out",
                                 str(pub), "--seed", "2", "--json")
-    row["shuffle"] = {"exit": code, "seconds": s, "message": err.strip()[-600:]}
+    row["shuffle"] = {"exit": code, "seconds": s, "message": err.strip()[-600:],
+                      "suppression": (_json(out) or {}).get("suppression")}
     if code == 0:
         code, out, err, s = _astrid("validate", "--original", str(part_file), "--surrogate",
                                     str(pub), "--artefact", ref, "--seed", "0", "--json")
@@ -178,15 +179,23 @@ def _verdict(r: dict) -> str:
     return "misses " + ", ".join(missed) if missed else "**meets every target**"
 
 
+def _suppressed(sup: dict | None) -> str:
+    """The worst group's suppressed share of the published file (local suppression)."""
+    if not sup:
+        return "n/a"
+    return f"{max((g['suppressed_share'] for g in sup.get('groups', [])), default=0.0):.3f}"
+
+
 def markdown(rows: list[dict]) -> str:
     f = _benchlib.fmt_risk
     lines = ["anonymeter: every row a target, each attack's risk the mean over "
              f"{_benchlib.ANONYMETER_ORDERS} row orders of the published file (95 % bounds "
              "averaged likewise).", "",
-             "| table | learn + choice (s) | shuffle | default gate | anonymeter linkability "
-             "| class from one column (worst) | group member from group-mates (worst) "
-             "| accuracy svm: original → published (loss) | rf (loss) | verdict |",
-             "|" + "---|" * 10]
+             "| table | learn + choice (s) | shuffle | suppressed (worst group) | default "
+             "gate | anonymeter linkability | class from one column (worst) | group member "
+             "from group-mates (worst) | accuracy svm: original → published (loss) | rf "
+             "(loss) | verdict |",
+             "|" + "---|" * 11]
     for r in rows:
         if "validate" in r:
             a, acc = r["anonymeter"], r["accuracy"]
@@ -194,7 +203,8 @@ def markdown(rows: list[dict]) -> str:
                 _short(e["name"]) for e in r["validate"]["failed"])
             member = f(a["infer_member"]) or "n/a (all singletons)"
             lines.append(
-                f"| {r['table']} | {r['learn']['seconds']} | written | {gate} | "
+                f"| {r['table']} | {r['learn']['seconds']} | written | "
+                f"{_suppressed(r['shuffle'].get('suppression'))} | {gate} | "
                 f"{f(a['linkability'])} | {f(a['class_from_one'])} | {member} | "
                 f"{acc['svm']['original']:.3f} → {acc['svm']['published']:.3f} "
                 f"({acc['svm']['loss']:+.3f}) | {acc['rf']['original']:.3f} → "
@@ -207,7 +217,7 @@ def markdown(rows: list[dict]) -> str:
             accs = (f"raw: {acc['svm']['original']:.3f} → {acc['svm']['published']:.3f} "
                     f"({acc['svm']['loss']:+.3f})") if acc else ""
             lines.append(f"| {r['table']} | {r['learn']['seconds']} | refused (exit "
-                         f"{r.get('shuffle', {}).get('exit')}) | {gate} | | | | {accs} | | "
+                         f"{r.get('shuffle', {}).get('exit')}) | | {gate} | | | | {accs} | | "
                          f"{_verdict(r)} |")
     lines += ["", "Refusals and choices (as `astrid learn` reports them):", ""]
     for r in rows:

@@ -81,8 +81,10 @@ def main(argv: list[str]) -> int:
     acc_o = _fmt(details.get("accuracy_original"), ".3f")
     print(f"  accuracy on held-out real rows  original {acc_o},"
           f" surrogate {_fmt(details.get('accuracy_surrogate'), '.3f')}"
-          f"  (drop {_fmt(acc.get('observed_value'), '+.3f')},"
-          f" gate <= {_fmt(acc.get('threshold'), 'g')})")
+          f"  (drop {_fmt(acc.get('observed_value'), '+.3f')}, se "
+          f"{_fmt(details.get('difference_se'), '.3f')}; gate <= "
+          f"{_fmt(acc.get('threshold'), 'g')} + 2.33 se = "
+          f"{_fmt(details.get('allowed_drop'), '.3f')})")
     print()
     print("Privacy (the gate's figures on the published file)")
     for line in _privacy_lines(by_name):

@@ -516,3 +516,26 @@ def test_thresholds_applied_are_the_policy_and_are_reported(tmp_path, data, lear
     assert saved["gate"]["suite"]["sha256"] == r.suite["sha256"]
     page = open(r.data_docs).read()
     assert "max_intact = 0.25" in page and "max_accuracy_drop = 0.125" in page
+
+
+def test_the_accuracy_check_allows_for_the_noise_of_its_estimate(data, learned, surrogate):
+    # Issue 28: a drop is refused only when it is above the threshold by more than
+    # UTILITY_Z standard errors, so an honest release is not refused by chance; a drop
+    # beyond that still fails (the check can fail), and figures without an error are
+    # judged as they are.
+    from astrid_airflow.gate._checks import UTILITY_Z
+
+    figures = {"accuracy_original": 0.9, "accuracy_surrogate": 0.85}
+    noisy = validate_surrogate(data, surrogate, learned, random_state=0,
+                               metrics={**figures, "accuracy_difference_se": 0.02})
+    u = outcome(noisy, UTILITY)
+    assert u.success and u.observed_value == pytest.approx(0.05)
+    assert u.details["allowed_drop"] == pytest.approx(0.02 + UTILITY_Z * 0.02)
+    steady = validate_surrogate(data, surrogate, learned, random_state=0,
+                                metrics={**figures, "accuracy_difference_se": 0.01})
+    assert not outcome(steady, UTILITY).success
+    assert not outcome(validate_surrogate(data, surrogate, learned, random_state=0,
+                                          metrics=figures), UTILITY).success
+    computed = outcome(validate_surrogate(data, surrogate, learned, random_state=0,
+                                          policy=GatePolicy.raw_release_demo()), UTILITY)
+    assert computed.details["difference_se"] > 0

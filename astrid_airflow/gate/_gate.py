@@ -1006,6 +1006,9 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
             raise ParameterError(f"Invalid metrics: {missing} missing or not numbers; "
                                  "pass the JSON of `astrid shuffle --json`.")
         given = {k: float(metrics[k]) for k in ("accuracy_original", "accuracy_surrogate")}
+        se = metrics.get("accuracy_difference_se", metrics.get("difference_se"))
+        if _is_number(se):  # the noise allowance of the figures (shuffle's JSON has it)
+            given["difference_se"] = float(se)
         return (lambda: {**given, "source": "precomputed"}), "precomputed"
 
     def compute() -> dict[str, Any]:

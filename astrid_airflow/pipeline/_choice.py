@@ -355,12 +355,14 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                  max_bins: int | None = None) -> dict[str, Any]:
         """A candidate fitted, put through the checks before the attacks, and measured
         (the same utility splits for all: comparable figures)."""
-        recipe, report = fit_recipe(table, target=target, grouping=grouping,
-                                    k=policy.disclosure_k,
-                                    max_share_below_k=budget,
-                                    max_class_disclosure_share=budget, method=method,
-                                    max_class_from_one_column_risk=policy.
-                                    max_class_from_one_column_risk, max_bins=max_bins)
+        def fit(rows: pd.DataFrame):
+            return fit_recipe(rows, target=target, grouping=grouping,
+                              k=policy.disclosure_k, max_share_below_k=budget,
+                              max_class_disclosure_share=budget, method=method,
+                              max_class_from_one_column_risk=policy.
+                              max_class_from_one_column_risk, max_bins=max_bins)
+
+        recipe, report = fit(table)
         remedied, suppression = release_domain(work, recipe, target, grouping)
         risks, failed = _cheap_checks(remedied, grouping, target, policy, suppression)
         # a new batch has its own counts: the recipe must keep the suppression of
@@ -372,8 +374,11 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
             failed = [*failed, "suppression"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
+            # scored out of sample, as a new batch meets the recipe: refitted on each
+            # split's training part (in sample it looked 0.03-0.04 better, issue 28)
             u = surrogate_utility(work, grouping, target=target, classifier=classifier,
-                                  random_state=util_seed, n_repeats=repeats, recipe=recipe)
+                                  random_state=util_seed, n_repeats=repeats,
+                                  recipe_fitter=lambda train: fit(train)[0])
         drop = u.accuracy_original - u.accuracy_surrogate
         if drop > policy.max_accuracy_drop:
             failed = [*failed, "utility"]
@@ -381,7 +386,8 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                 "max_bins": max_bins, "recipe": recipe, "remedies": report, "risks": risks,
                 "failed": failed, "remedied": remedied,
                 "accuracy_original": u.accuracy_original,
-                "accuracy_surrogate": u.accuracy_surrogate, "accuracy_drop": drop}
+                "accuracy_surrogate": u.accuracy_surrogate, "accuracy_drop": drop,
+                "accuracy_drop_se": u.difference_se}
 
     cands: list[dict[str, Any]] = []
     queue = _candidates(d, attrs)
