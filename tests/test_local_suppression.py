@@ -251,3 +251,26 @@ def test_swaps_leave_utility_unchanged_within_noise():
     b = [score(uniform, s) for s in range(12)]
     noise = 2 * np.std(b) / np.sqrt(len(b)) + 0.01
     assert abs(np.mean(a) - np.mean(b)) <= 2 * noise, (np.mean(a), np.mean(b), noise)
+
+
+def test_the_utility_without_suppression_scores_the_unsuppressed_training_part():
+    # Issue 28: the choice reports what local suppression costs (accuracy with and
+    # without it). Where suppression removes the value that carries the class, the
+    # figure without it must be the higher; where it removes nothing, the same.
+    from astrid_airflow.release import surrogate_utility
+
+    rng = np.random.default_rng(3)
+    n = 400
+    a = rng.integers(0, 40, n)
+    # every value of "a" (about 10 rows each) lies in one class: all of it is suppressed
+    # (a tuple of one class discloses it), and without suppression it gives the class
+    t = pd.DataFrame({"a": a, "b": rng.integers(0, 3, n), "y": a % 2})
+    recipe = ReleaseRecipe(k=5, steps=(), target="y")
+    kw = dict(target="y", classifier="rf", random_state=0, n_repeats=3, recipe=recipe)
+    with_it = surrogate_utility(t, "a;b", **kw)
+    without = surrogate_utility(t, "a;b", suppression=False, **kw)
+    assert without.accuracy_surrogate > with_it.accuracy_surrogate + 0.1
+    assert without.accuracy_original == with_it.accuracy_original
+    mixed = t.assign(a=t["a"] % 4 // 2)  # both classes, ~100 rows a cell: nothing removed
+    coarse = surrogate_utility(mixed, "a;b", **kw)
+    assert coarse == surrogate_utility(mixed, "a;b", suppression=False, **kw)

@@ -312,9 +312,14 @@ def test_choose_release_records_candidates_and_never_loosens_the_policy():
     assert chosen["passed"] and chosen["grouping"] == art.grouping.to_list()
     assert chosen["accuracy_drop"] <= 0.1 and chosen["risks"]["share_below_k"] <= 0.05
     assert chosen["risks"]["inference_upper"] <= policy.max_inference_risk
+    u = rel["utility"]
     for key in ("accuracy_original", "accuracy_raw_release", "accuracy_remedied_release",
-                "remedy_cost"):
-        assert key in rel["utility"]
+                "remedy_cost", "accuracy_unsuppressed_release", "suppression_cost"):
+        assert key in u
+    # what local suppression costs, on the same splits as the remedied figure (issue 28)
+    assert u["suppression_cost"] == pytest.approx(
+        u["accuracy_unsuppressed_release"] - u["accuracy_remedied_release"])
+    assert u["accuracy_drop_se"] > 0 and u["scored"].startswith("out of sample")
     # deterministic for a seed, and the artefact round-trips with its release
     from astrid_airflow import GroupingArtefact
 

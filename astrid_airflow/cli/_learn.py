@@ -172,7 +172,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"release: grouping {release['grouping']} with {release['remedied']} "
               f"remedied column(s)/group(s); accuracy {u['accuracy_remedied_release']:.3f} "
               f"vs original {u['accuracy_original']:.3f} (remedies cost "
-              f"{u['remedy_cost']:+.3f}); {release['candidates']} candidates tried")
+              f"{u['remedy_cost']:+.3f}, local suppression "
+              f"{u.get('suppression_cost', 0.0):+.3f} of it); "
+              f"{release['candidates']} candidates tried")
     return 0
 
 

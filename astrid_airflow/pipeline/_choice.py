@@ -275,7 +275,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         ``remedies`` per group, ``risks``, ``accuracy_original``,
         ``accuracy_surrogate``, ``accuracy_drop``, ``passed``, ``failed``), ``chosen``
         (index) and ``utility`` (accuracies of the original, the raw release and the
-        remedied release of the chosen grouping; ``remedy_cost`` = raw - remedied).
+        remedied release of the chosen grouping; ``remedy_cost`` = raw - remedied;
+        ``accuracy_unsuppressed_release`` and ``suppression_cost`` = that - remedied:
+        what local suppression costs on top of the recipe).
         The artefact's grouping is the chosen one (the learned one when refused).
 
     Notes
@@ -387,7 +389,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                 "failed": failed, "remedied": remedied,
                 "accuracy_original": u.accuracy_original,
                 "accuracy_surrogate": u.accuracy_surrogate, "accuracy_drop": drop,
-                "accuracy_drop_se": u.difference_se}
+                "accuracy_drop_se": u.difference_se, "refit": lambda train: fit(train)[0]}
 
     cands: list[dict[str, Any]] = []
     queue = _candidates(d, attrs)
@@ -473,8 +475,8 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         "policy": policy.to_dict(), "learned_grouping": learned.to_list(),
         "random_state": random_state if isinstance(random_state, int) else seed_int,
         "rows_measured": len(work),
-        "candidates": [{k: v for k, v in c.items() if k not in ("remedied", "recipe")}
-                       for c in cands]}
+        "candidates": [{k: v for k, v in c.items()
+                        if k not in ("remedied", "recipe", "refit")} for c in cands]}
     if chosen is None:
         release.update(status="refused", recipe=None, chosen=None,
                        reason=_refusal(cands, policy))
@@ -484,6 +486,11 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
             raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
                                     classifier=classifier, random_state=util_seed,
                                     n_repeats=repeats, remedies=False)
+        with _steps.step("utility without local suppression"):  # the same splits
+            kept = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
+                                     classifier=classifier, random_state=util_seed,
+                                     n_repeats=repeats, recipe_fitter=chosen["refit"],
+                                     suppression=False)
         release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
                        chosen=cands.index(chosen), reason=None, utility={
                            "accuracy_original": chosen["accuracy_original"],
@@ -491,7 +498,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                            "accuracy_remedied_release": chosen["accuracy_surrogate"],
                            "remedy_cost": raw.accuracy_surrogate
                            - chosen["accuracy_surrogate"],
-                           "accuracy_drop": chosen["accuracy_drop"]})
+                           "accuracy_unsuppressed_release": kept.accuracy_surrogate,
+                           "suppression_cost": kept.accuracy_surrogate
+                           - chosen["accuracy_surrogate"],
+                           "accuracy_drop": chosen["accuracy_drop"],
+                           "accuracy_drop_se": chosen["accuracy_drop_se"],
+                           "scored": "out of sample: the recipe refitted on each split's "
+                                     "training part"})
         # the artefact records the released grouping (what the gate ties the file to);
         # the learned one stays in release["learned_grouping"] and the per-k table
         artefact_dict = {**d, "grouping": chosen["grouping"], "k": len(chosen["grouping"])}

@@ -1203,8 +1203,8 @@ class UtilityResult:
     n_test: int
     n_repeats: int
     classifier: str
-    #: Standard error of ``difference`` over the splits' randomness (the larger of the
-    #: spread of the per-split differences and of the per-row ones): what the gate's
+    #: Standard error of ``difference`` as an estimate for the population the table is
+    #: drawn from (Nadeau-Bengio corrected, see ``_difference_se``): what the gate's
     #: accuracy check allows for before it calls a drop real.
     difference_se: float = 0.0
 
@@ -1227,8 +1227,8 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                       classifier: Any = None, test_size: float = 0.25,
                       random_state: object = None, n_repeats: int = 1,
                       remedies: bool = True, recipe: Any = None,
-                      recipe_fitter: Callable[[pd.DataFrame], Any] | None = None
-                      ) -> UtilityResult:
+                      recipe_fitter: Callable[[pd.DataFrame], Any] | None = None,
+                      suppression: bool = True) -> UtilityResult:
     """Accuracy of a classifier trained on a surrogate vs on the original (Sec. 6.2).
 
     Parameters
@@ -1259,6 +1259,10 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         meets a new batch. A class-aware recipe scored on the rows it was fitted on is
         optimistic (the release choice measured +0.03 to +0.04 accuracy drop more out
         of sample: ``benchmarks/results/choice_in_sample.md``). Overrides ``recipe``.
+    suppression : bool, default True
+        Locally suppress the remedied training part before it is shuffled, as the
+        shuffle publishes it; False scores the recipe alone (the choice reports the
+        difference as the suppression's cost).
 
     Returns
     -------
@@ -1310,8 +1314,10 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         split_recipe = recipe if recipe_fitter is None else recipe_fitter(train)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            surrogate = make_surrogate(remedied(train, split_recipe, target, grouping),
-                                       grouping, target=target, random_state=shuffle_seed)
+            published = remedied(train, split_recipe, target,
+                                 grouping if suppression else None)
+            surrogate = make_surrogate(published, grouping, target=target,
+                                       random_state=shuffle_seed)
         seed = int(model_seed.generate_state(1)[0] >> 1)
         y_test = test[target].to_numpy()
         hits = []
@@ -1329,23 +1335,26 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                          n_train=n_train, n_test=n_test, n_repeats=n_repeats,
                          classifier=classifier if isinstance(classifier, str) else
                          type(classifier).__name__,
-                         difference_se=_difference_se(np.subtract(acc_s, acc_o), row_diffs))
+                         difference_se=_difference_se(np.subtract(acc_s, acc_o), row_diffs,
+                                                       n_train, n_test))
 
 
-def _difference_se(split_diffs: np.ndarray, row_diffs: list[np.ndarray]) -> float:
-    """Standard error of the mean accuracy difference: the larger of two estimates.
+def _difference_se(split_diffs: np.ndarray, row_diffs: list[np.ndarray],
+                   n_train: int, n_test: int) -> float:
+    """Standard error of the mean accuracy difference, for a new table of this size.
 
-    Between splits (each an independent draw of split, surrogate and models, given the
-    table) it sees all the noise but needs two splits; per row (paired right/wrong
-    differences, pooled) it exists for one split but misses the surrogate's and the
-    models' randomness and counts a row held out twice as two. Each can only miss
-    noise, so the larger is the better estimate.
+    Nadeau and Bengio's corrected resampled variance (*Inference for the Generalization
+    Error*, Machine Learning 52, 2003): ``J`` random splits of one table share their
+    rows, so their mean varies from table to table by ``s² (1/J + n_test/n_train)``,
+    not ``s²/J``. ``s`` is the spread of one split's difference: between splits when
+    there are two or more, never below the paired per-row figure of one split (the
+    only one a single split has).
     """
     rows = np.concatenate(row_diffs)
-    se = float(np.std(rows, ddof=1) / np.sqrt(len(rows))) if len(rows) > 1 else 0.0
+    s = float(np.std(rows, ddof=1) / np.sqrt(n_test)) if len(rows) > 1 else 0.0
     if len(split_diffs) > 1:
-        se = max(se, float(np.std(split_diffs, ddof=1) / np.sqrt(len(split_diffs))))
-    return se
+        s = max(s, float(np.std(split_diffs, ddof=1)))
+    return s * float(np.sqrt(1.0 / len(split_diffs) + n_test / n_train))
 
 
 # ---------------------------------------------------------------------------- bundle

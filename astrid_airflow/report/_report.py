@@ -322,6 +322,14 @@ def _e(v: Any) -> str:
     return text(v)
 
 
+def _suppression_cost(u: dict) -> str:
+    """The local suppression's part of the remedies' cost (artefacts since issue 28)."""
+    if u.get("suppression_cost") is None:
+        return ""
+    return (f"; local suppression {_f(u['suppression_cost'])} of it: "
+            f"{_f(u.get('accuracy_unsuppressed_release'))} without it")
+
+
 def _f(v: Any, digits: int = 3) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
@@ -504,7 +512,7 @@ def _tradeoff_html(release: Mapping[str, Any], figure: str) -> str:
                    f"Accuracy on held-out real rows: original {_f(u.get('accuracy_original'))}, "
                    f"raw GoldenEye release {_f(u.get('accuracy_raw_release'))}, remedied "
                    f"release {_f(u.get('accuracy_remedied_release'))} (the remedies cost "
-                   f"{_f(u.get('remedy_cost'))}).</p>")
+                   f"{_f(u.get('remedy_cost'))}{_suppression_cost(u)}).</p>")
     return f"""<h2>Release: privacy-aware choice</h2>
 <p class="sub">Candidate releases (a grouping of the per-k table or a split of it, plus
 per-group remedies) measured as the gate measures them; the most accurate one that passes
