@@ -10,8 +10,7 @@
 # Environment: VENV (default .venv), ASTRID_DEMO_HOME (default: a new temp directory),
 # DAGS_TEST_CONF (JSON conf for the run, e.g. '{"n_search": 100, "n_test": 250}'; default
 # '{"seed": 1}': shuffle and gate seeds fixed so the printed figures are reproducible; with
-# '{"seed": null}' they are derived from the run, and the default gate then fails the
-# release's accuracy-drop check in a few percent of runs, see docs/airflow.md).
+# '{"seed": null}' they are derived from the run, see docs/airflow.md).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -7,9 +7,7 @@ the publishing DAG, waits for it to finish, then waits for the consumer run the 
 Asset event triggered. Exit status 0 only if both succeeded. Standard library only.
 
 The triggered run gets ``{"seed": SEED}`` (default 1, the seed of the first run in
-``tests/test_dags.py``), so the integration check does not depend on the chance of the
-gate's utility estimate: with a run-derived seed the default gate fails the diabetes
-release's accuracy-drop check in a few percent of runs (docs/airflow.md). The run the
+``tests/test_dags.py``), so its figures are reproducible (docs/airflow.md). The run the
 scheduler creates when the DAG is unpaused keeps its derived seed and is not checked.
 
 Usage: ``python scripts/standalone_trigger.py BASE_URL [--timeout SECONDS] [--seed N]``
