@@ -368,7 +368,7 @@ def test_openlineage_listener_emits_the_gates_assertions_and_the_datasets(tmp_pa
     script = tmp_path / "run.py"
     script.write_text(code)
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=900)  # a hang guard: the run learns first
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     complete = {e["job"]["name"].rsplit(".", 1)[-1]: e
                 for e in map(json.loads, events.read_text().splitlines())
