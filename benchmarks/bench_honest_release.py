@@ -65,11 +65,10 @@ def _artefact(ref, target: str, groupings: tuple[str, str], policy=None):
 def _utility_verdict(batch, art, policy, seed: int) -> dict:
     """The gate's accuracy check alone, as ``validate_surrogate`` computes and judges it
     with that seed (seconds, where the whole gate takes tens of seconds)."""
-    from astrid_airflow.gate._checks import judge_utility
-    from astrid_airflow.gate._gate import _utility_function
+    from astrid_airflow.gate import gate_utility, judge_utility
 
-    compute, _ = _utility_function(batch, art, policy, seed, None)
-    ok, drop, details = judge_utility(compute(), policy.max_accuracy_drop)
+    ok, drop, details = judge_utility(gate_utility(batch, art, policy, seed),
+                                      policy.max_accuracy_drop)
     return {"utility_passed": ok, "drop": drop, "drop_se": details["difference_se"]}
 
 

@@ -10,13 +10,14 @@ from astrid_airflow._lazy import lazy_exports
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
-    from ._checks import same_multiset
+    from ._checks import judge_utility, same_multiset
     from ._datadocs import render_validation_html
     from ._gate import (
         GatePolicy,
         GateResult,
         build_suite,
         gate_extra_files,
+        gate_utility,
         result_paths,
         validate_surrogate,
     )

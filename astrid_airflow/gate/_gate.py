@@ -1035,6 +1035,15 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
     return compute, "computed"
 
 
+def gate_utility(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
+                 random_state: int) -> dict[str, Any]:
+    """The figures the gate's accuracy check judges, computed as
+    :func:`validate_surrogate` computes them with that ``random_state`` (for
+    benchmarks of the check over seeds; judge them with ``judge_utility``)."""
+    return _utility_function(original, artefact, policy, _check_seed(random_state),
+                             None)[0]()
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) \
         and math.isfinite(float(value))
