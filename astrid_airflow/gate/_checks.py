@@ -264,8 +264,9 @@ def judge_utility(u: Mapping[str, Any], threshold: float) -> tuple[bool, float, 
     """The accuracy drop against ``threshold`` plus its noise allowance.
 
     A utility estimate on a few hundred held-out rows has a standard error near the
-    usual 0.02 tolerance: judged on its point value, a release with no real loss fails
-    one run in a dozen. The allowance is ``UTILITY_Z`` standard errors of the drop
+    usual 0.02 tolerance: judged on its point value, an honest batch release of
+    diabetes was refused on 153 of 200 gate seeds (docs/gate.md). The allowance is
+    ``UTILITY_Z`` standard errors of the drop
     (``difference_se``; 0 for precomputed figures without one), recorded in the details
     with the bound it gives.
     """

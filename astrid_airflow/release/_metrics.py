@@ -1256,9 +1256,9 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     recipe_fitter : callable, optional
         ``fitter(train) -> ReleaseRecipe``, called on each split's training part: the
         recipe is then fitted without the held-out rows it is scored on, as a recipe
-        meets a new batch. A class-aware recipe scored on the rows it was fitted on is
-        optimistic (the release choice measured +0.03 to +0.04 accuracy drop more out
-        of sample: ``benchmarks/results/choice_in_sample.md``). Overrides ``recipe``.
+        meets a new batch. A class-aware recipe scored on the rows it was fitted on can
+        be optimistic (credit-a's release choice: a drop of 0.003 in sample, 0.049 out
+        of sample; docs/privacy.md). Overrides ``recipe``.
     suppression : bool, default True
         Locally suppress the remedied training part before it is shuffled, as the
         shuffle publishes it; False scores the recipe alone (the choice reports the
