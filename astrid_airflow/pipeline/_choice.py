@@ -31,6 +31,8 @@ from astrid_airflow.engine import Grouping
 
 # MDAV_MAX_ROWS, CHOICE_MAX_ROWS: with the choice's cost model, which sizes them too
 from ._choice_budget import CHOICE_MAX_ROWS, MDAV_MAX_ROWS, candidate_fits, with_choice_steps
+from ._choice_checks import _attack_checks, _cheap_checks, _resamples
+from ._choice_reasons import _refusal
 
 #: Bins per numeric column of the coarser retries of releases only the attacks refuse.
 COARSER_BINS = (20, 8, 4, 2)
@@ -83,129 +85,6 @@ def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
                     break
         groups.extend(parts)
     return Grouping(groups) if changed else None
-
-
-def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
-                  suppression: Any = None) -> tuple[dict[str, Any], list[str]]:
-    from astrid_airflow.privacy import class_from_column_risks
-    from astrid_airflow.release import (
-        expected_intact_row_proportion,
-        largest_group_unique_share,
-        published_exposure,
-    )
-
-    # ``remedied`` is locally suppressed (as the shuffle publishes it): the per-group
-    # checks count the published tuples, beside the share the suppression removed
-    groups = published_exposure(remedied, grouping.groups, target, policy.disclosure_k)
-    worst_below = max(groups, key=lambda d: d["share_below_k"])
-    worst_disc = max(groups, key=lambda d: d["class_disclosure_share"])
-    # the budget bounds what local suppression removed (not the recipe's merges)
-    worst_supp = (suppression.worst if suppression is not None else None) or \
-        {"columns": [], "suppressed_share": 0.0}
-    below = worst_below["share_below_k"]
-    disc = worst_disc["class_disclosure_share"]
-    unique = largest_group_unique_share(remedied, grouping)
-    expected = expected_intact_row_proportion(remedied, grouping, target)
-    # the shuffle breaks intact rows over max_intact by within-class swaps (._intact):
-    # what one release of the reference keeps after them is what is judged
-    intact = expected if expected <= policy.max_intact else \
-        _intact_after_swaps(remedied, grouping, target, policy.max_intact)
-    # the class from each single column, exact (a shuffle keeps every (value, class)
-    # pair, so the remedied table gives the release's figure)
-    column = max(class_from_column_risks(remedied, target=target,
-                                         columns=list(grouping.columns)),
-                 key=lambda r: (r.ci[1], r.risk))
-    # the worst group of each per-group check: the refusal names it
-    risks = {"share_below_k": below, "class_disclosure_share": disc,
-             "largest_group_unique_share": unique,
-             "expected_intact_row_proportion": expected,
-             "intact_row_proportion_after_swaps": intact,
-             "worst_share_below_k_group": {"columns": list(worst_below["columns"]),
-                                           "k_min": worst_below["k_min"]},
-             "worst_class_disclosure_group": {"columns": list(worst_disc["columns"])},
-             "suppressed_share": worst_supp["suppressed_share"],
-             "worst_suppressed_group": {"columns": list(worst_supp["columns"])},
-             "class_from_one_column_upper": column.ci[1],
-             "worst_class_from_one_column": {"column": column.aux_columns[0],
-                                             "risk": column.risk}}
-    failed = []
-    if below > policy.max_share_below_k:
-        failed.append("share_below_k")
-    if disc > policy.max_class_disclosure_share:
-        failed.append("class_disclosure")
-    if worst_supp["suppressed_share"] > policy.max_suppressed_share:
-        failed.append("suppression")
-    if unique > policy.max_largest_group_unique_share:
-        failed.append("largest_group_unique_share")
-    if intact > policy.max_intact:
-        failed.append("intact_rows")
-    if column.ci[1] > policy.max_class_from_one_column_risk:
-        failed.append("class_from_one_column")
-    return risks, failed
-
-
-#: Bootstrap batches the choice checks a candidate's suppression budget on.
-BATCH_RESAMPLES = 3
-
-
-def _resamples(table: pd.DataFrame, target: str) -> list[pd.DataFrame]:
-    """Batches like a new one: bootstrap resamples of the reference, its size, drawn
-    within class (fixed seeds): their counts vary as a new batch's would."""
-    import numpy as np
-
-    out = []
-    for seed in range(BATCH_RESAMPLES):
-        rng = np.random.default_rng(seed)
-        rows = np.concatenate([rng.choice(idx, idx.size) for idx in
-                               table.groupby(target, observed=True).indices.values()])
-        out.append(table.iloc[np.sort(rows)].reset_index(drop=True))
-    return out
-
-
-def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,
-                        max_intact: float) -> float:
-    """Intact-row proportion of one release of ``remedied`` (a fixed seed) after the
-    shuffle's within-class swaps."""
-    import numpy as np
-
-    from astrid_airflow.engine import pandas_class_codes, release_permutations
-    from astrid_airflow.release import break_intact_rows
-
-    seed = np.random.SeedSequence(0)
-    codes = pandas_class_codes(remedied[target], target)
-    _, done = break_intact_rows(remedied, grouping.groups, target,
-                                release_permutations(codes, grouping.k, seed), max_intact,
-                                seed)
-    return done.intact_rows / max(done.distinct_rows, 1)
-
-
-def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
-                   seed: int) -> tuple[dict[str, Any], list[str]]:
-    """The gate's attacks (on its shadow releases, :func:`~astrid_airflow.privacy.
-    shadow_attacks`): a candidate fails an attack when the upper bound the gate may find
-    with its own seed exceeds the policy's limit. That bound is this draw's upper bound
-    plus a one-sided 95 % margin for the difference of two draws' pooled risks
-    (``1.645 * sd * sqrt(2 / releases)``, ``sd`` the spread of the releases' risks): a
-    candidate just under a limit would otherwise fail the gate about half the time."""
-    from astrid_airflow.privacy import shadow_attacks
-
-    found = shadow_attacks(remedied, target=target, grouping=grouping,
-                           n_attacks=policy.attack_n, random_state=seed)
-    limits = {"singling_out": policy.max_singling_out_risk,
-              "linkability": policy.max_linkability_risk,
-              "inference": policy.max_inference_risk}
-    risks: dict[str, Any] = {}
-    failed = []
-    for kind, limit in limits.items():
-        upper = max((r["ci"][1] for r in found[kind]), default=0.0)
-        # a risk is at most 1: a limit of 1 is "report only" and is never exceeded
-        bound = min(1.0, max((r["ci"][1] + 1.645 * (r.get("risk_sd") or 0.0)
-                              * (2 / (r.get("shadow_releases") or 1)) ** 0.5
-                              for r in found[kind]), default=0.0))
-        risks.update({f"{kind}_upper": upper, f"{kind}_gate_bound": bound})
-        if bound > limit:
-            failed.append(kind)
-    return risks, failed
 
 
 def _partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping]) -> None:
@@ -300,91 +179,156 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     candidates are retried with at most ``COARSER_BINS`` bins per numeric column, in
     turn.
     """
-    from astrid_airflow._validation import check_seed_sequence
-    from astrid_airflow.engine import pandas_class_codes
-    from astrid_airflow.gate import GatePolicy
-    from astrid_airflow.release import (
-        GroupingArtefact,
-        ProtectsNothingWarning,
-        release_domain,
-        stratified_subsample,
-        surrogate_utility,
-    )
-
-    from ._fit_recipe import fit_recipe
+    from astrid_airflow.release import GroupingArtefact
 
     d = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     if not isinstance(remedies, bool):
         raise ParameterError(f"Invalid remedies: {remedies!r}. Must be True or False.")
     if not remedies:
         return GroupingArtefact.from_result(d, table, created_at=created_at)
+    choice = _Choice.start(table, d, _policy(policy), random_state, classifier, _steps)
+    cands, split_for = choice.measure_candidates(d)
+    chosen = choice.attack_in_order(cands)
+    if chosen is None:  # only the attacks refused them: the same releases, coarser
+        chosen = choice.retry_coarser(cands)
+    _partition_costs(cands, split_for)
+    for c in cands:
+        c["passed"] = c is chosen
+        c["attacked"] = "singling_out_upper" in c["risks"]
+    release: dict[str, Any] = {
+        "policy": choice.policy.to_dict(), "learned_grouping": Grouping(d["grouping"]).to_list(),
+        "random_state": random_state if isinstance(random_state, int) else choice.seed,
+        "rows_measured": len(choice.work),
+        "candidates": [{k: v for k, v in c.items()
+                        if k not in ("remedied", "recipe", "refit")} for c in cands]}
+    if chosen is None:
+        release.update(status="refused", recipe=None, chosen=None,
+                       reason=_refusal(cands, choice.policy))
+        artefact_dict = d
+    else:
+        release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
+                       chosen=cands.index(chosen), reason=None,
+                       utility=choice.release_utility(chosen))
+        # the artefact records the released grouping (what the gate ties the file to);
+        # the learned one stays in release["learned_grouping"] and the per-k table
+        artefact_dict = {**d, "grouping": chosen["grouping"], "k": len(chosen["grouping"])}
+    art = GroupingArtefact.from_result(artefact_dict, table, created_at=created_at)
+    return dataclasses.replace(art, release=release)
+
+
+def _policy(policy: Any) -> Any:
+    """The policy as a ``GatePolicy`` (default: the default gate's)."""
+    from astrid_airflow.gate import GatePolicy
+
     if policy is None:
-        policy = GatePolicy()
-    elif isinstance(policy, Mapping):
-        policy = GatePolicy.from_dict(policy)
-    elif not isinstance(policy, GatePolicy):
+        return GatePolicy()
+    if isinstance(policy, Mapping):
+        return GatePolicy.from_dict(policy)
+    if not isinstance(policy, GatePolicy):
         raise ParameterError(f"Invalid policy: {policy!r}. Must be a GatePolicy or a dict.")
-    target = d["target"]
-    attrs = [c for c in table.columns if c != target]
-    # an int seed is used as given; anything else is drawn once and recorded
-    seed_int = random_state if isinstance(random_state, int) else int(
-        check_seed_sequence(random_state).generate_state(1)[0] >> 1)
-    root = check_seed_sequence(seed_int)
-    s_sub, s_util, s_attack = root.spawn(3)
-    work = table
-    if len(table) > CHOICE_MAX_ROWS:
-        codes = pandas_class_codes(table[target], target)
-        work = table.iloc[stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)]
-        work = work.reset_index(drop=True)
-    from astrid_airflow.release import classifier_preset
+    return policy
 
-    # as the gate: the policy's classifier, else the preset the grouping was learned with
-    classifier = classifier if classifier is not None else policy.classifier
-    if classifier is None:
-        classifier = classifier_preset(None, type("R", (), {"classifier":
-                                                            d.get("classifier")})())
 
-    util_seed = int(s_util.generate_state(1)[0] >> 1)
-    halves = _resamples(work, target)
-    # what the fit may leave exposed on the reference table: local suppression removes
-    # it from every batch, and the shuffle refuses a batch over max_suppressed_share
-    # whatever the per-group thresholds say (they count published rows: 0 by
-    # construction), so that budget, and only it, bounds the fit
-    budget = policy.max_suppressed_share
-    repeats = policy.utility_repeats_for(len(work))  # as the gate will judge it
+@dataclasses.dataclass
+class _Choice:
+    """What every candidate of one choice is measured with: the same rows, utility
+    splits, bootstrap batches and attack seed (comparable figures)."""
 
-    def evaluate(label: str, grouping: Grouping, method: str,
+    table: pd.DataFrame  # the recipe is fitted on every reference row
+    work: pd.DataFrame  # measured on (a stratified subsample past CHOICE_MAX_ROWS)
+    target: str
+    policy: Any
+    classifier: Any
+    seed: int  # the choice's own (recorded when random_state was not an int)
+    util_seed: int
+    attack_seed: int
+    halves: list[pd.DataFrame]  # bootstrap batches like a new one
+    repeats: int  # utility splits, as the gate will judge the release
+    steps: Any
+
+    @classmethod
+    def start(cls, table: pd.DataFrame, d: dict[str, Any], policy: Any,
+              random_state: object, classifier: Any, steps: Any) -> _Choice:
+        from astrid_airflow._validation import check_seed_sequence
+        from astrid_airflow.engine import pandas_class_codes
+        from astrid_airflow.release import classifier_preset, stratified_subsample
+
+        target = d["target"]
+        # an int seed is used as given; anything else is drawn once and recorded
+        seed = random_state if isinstance(random_state, int) else int(
+            check_seed_sequence(random_state).generate_state(1)[0] >> 1)
+        s_sub, s_util, s_attack = check_seed_sequence(seed).spawn(3)
+        work = table
+        if len(table) > CHOICE_MAX_ROWS:
+            codes = pandas_class_codes(table[target], target)
+            work = table.iloc[stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)]
+            work = work.reset_index(drop=True)
+        # as the gate: the policy's classifier, else the preset the grouping was learned
+        classifier = classifier if classifier is not None else policy.classifier
+        if classifier is None:
+            classifier = classifier_preset(None, type("R", (), {"classifier":
+                                                                d.get("classifier")})())
+        return cls(table=table, work=work, target=target, policy=policy,
+                   classifier=classifier, seed=seed,
+                   util_seed=int(s_util.generate_state(1)[0] >> 1),
+                   attack_seed=int(s_attack.generate_state(1)[0] >> 1),
+                   halves=_resamples(work, target),
+                   repeats=policy.utility_repeats_for(len(work)), steps=steps)
+
+    def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
+            max_bins: int | None) -> tuple[Any, Any]:
+        """The recipe (and its report) of a candidate, fitted on ``rows``.
+
+        What the fit may leave exposed on the reference table: local suppression
+        removes it from every batch, and the shuffle refuses a batch over
+        max_suppressed_share whatever the per-group thresholds say (they count
+        published rows: 0 by construction), so that budget, and only it, bounds the fit.
+        """
+        from ._fit_recipe import fit_recipe
+
+        budget = self.policy.max_suppressed_share
+        return fit_recipe(rows, target=self.target, grouping=grouping,
+                          k=self.policy.disclosure_k, max_share_below_k=budget,
+                          max_class_disclosure_share=budget, method=method,
+                          max_class_from_one_column_risk=self.policy.
+                          max_class_from_one_column_risk, max_bins=max_bins)
+
+    def evaluate(self, label: str, grouping: Grouping, method: str,
                  max_bins: int | None = None) -> dict[str, Any]:
         """A candidate fitted, put through the checks before the attacks, and measured
         (the same utility splits for all: comparable figures)."""
-        def fit(rows: pd.DataFrame):
-            return fit_recipe(rows, target=target, grouping=grouping,
-                              k=policy.disclosure_k, max_share_below_k=budget,
-                              max_class_disclosure_share=budget, method=method,
-                              max_class_from_one_column_risk=policy.
-                              max_class_from_one_column_risk, max_bins=max_bins)
+        from astrid_airflow.release import (
+            ProtectsNothingWarning,
+            release_domain,
+            surrogate_utility,
+        )
 
-        recipe, report = fit(table)
-        remedied, suppression = release_domain(work, recipe, target, grouping)
+        policy, target = self.policy, self.target
+        recipe, report = self.fit(self.table, grouping, method, max_bins)
+        remedied, suppression = release_domain(self.work, recipe, target, grouping)
         risks, failed = _cheap_checks(remedied, grouping, target, policy, suppression)
         # a new batch has its own counts: the recipe must keep the suppression of
         # batches like it (bootstrap resamples) within the budget too (issue 28)
         batch = max(release_domain(h, recipe, target, grouping)[1].to_dict()[
-            "max_suppressed_share"] for h in halves)
+            "max_suppressed_share"] for h in self.halves)
         risks["batch_suppressed_share"] = batch
         if batch > policy.max_suppressed_share and "suppression" not in failed:
             failed = [*failed, "suppression"]
+
+        def refit(train: pd.DataFrame) -> Any:
+            return self.fit(train, grouping, method, max_bins)[0]
+
         # a candidate that may be released is scored out of sample, as a new batch
         # meets its recipe: refitted on each split's training part (credit-a looked
         # 0.05 better in sample, issue 28); one already refused by a privacy check
         # only informs the report, in sample (the refits cost most of the choice)
         scored = "in sample" if failed else "out of sample"
-        refit = None if failed else (lambda train: fit(train)[0])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            u = surrogate_utility(work, grouping, target=target, classifier=classifier,
-                                  random_state=util_seed, n_repeats=repeats,
-                                  recipe=recipe, recipe_fitter=refit)
+            u = surrogate_utility(self.work, grouping, target=target,
+                                  classifier=self.classifier, random_state=self.util_seed,
+                                  n_repeats=self.repeats, recipe=recipe,
+                                  recipe_fitter=None if failed else refit)
         drop = u.accuracy_original - u.accuracy_surrogate
         if drop > policy.max_accuracy_drop:
             failed = [*failed, "utility"]
@@ -394,211 +338,115 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                 "accuracy_original": u.accuracy_original,
                 "accuracy_surrogate": u.accuracy_surrogate, "accuracy_drop": drop,
                 "accuracy_drop_se": u.difference_se, "utility_scored": scored,
-                "refit": lambda train: fit(train)[0]}
+                "refit": refit}
 
-    cands: list[dict[str, Any]] = []
-    queue = _candidates(d, attrs)
-    learned = Grouping(d["grouping"])
-    # the table's groupings, coarsest first: where a failing group is split
-    finer = sorted({Grouping(r["grouping"]) for r in d.get("table") or []
-                    if r.get("grouping")}, key=lambda g: (g.k, g.to_list()))
-    mdav_ok = len(table) <= MDAV_MAX_ROWS
-    spf = (d.get("estimate") or {}).get("seconds_per_fit")
-    _steps.plan(len(queue) * (2 if mdav_ok else 1), None if spf is None else
-                candidate_fits(len(table), policy) * spf)
-    done: set = set()
-    split_for: dict[str, Grouping] = {}  # a partitioned candidate's split alternative
-    i = 0
-    while i < len(queue):
-        label, grouping = queue[i]
-        i += 1
-        method = "mdav" if label.endswith("MDAV") else "partition" \
-            if label.endswith(_PARTITION) else "bins"
-        if (grouping, method) in done:
-            continue
-        done.add((grouping, method))
-        if method == "bins" and mdav_ok and any(len(g) > 1 for g in grouping.groups):
-            # microaggregation within class of the same grouping's multi-column groups
-            queue.append((f"{label}, MDAV", grouping))
-        with _steps.step(f"measuring {label}", queued=len(queue) - i):
-            c = evaluate(label, grouping, method)
-        failing = [tuple(g["columns"]) for g in c["remedies"] if not g["passed"]
-                   and len(g["columns"]) > 1]
-        if failing and method == "bins":
-            # the unsafe groups generalised together first, then split (the interactions
-            # ASTRID found survive only the former)
-            queue.append((_then(label, _PARTITION), grouping))
-            split_for[_then(label, _PARTITION)] = _split(grouping, failing)
-            along = _split_along_table(grouping, failing, finer)
-            if along is not None:
-                queue.append((_then(label, "unsafe group(s) split along the per-k table"),
-                              along))
-            queue.append((_then(label, "unsafe group(s) split"), _split(grouping, failing)))
-        cands.append(c)
-    attack_seed = int(s_attack.generate_state(1)[0] >> 1)
+    def measure_candidates(self, d: dict[str, Any]
+                           ) -> tuple[list[dict[str, Any]], dict[str, Grouping]]:
+        """Every candidate measured: the per-k table's groupings, and for each with
+        unsafe multi-column groups, those groups microaggregated, partitioned, split
+        along the table and split. Returns the candidates and each partitioned one's
+        split alternative (by label)."""
+        attrs = [c for c in self.table.columns if c != self.target]
+        queue = _candidates(d, attrs)
+        # the table's groupings, coarsest first: where a failing group is split
+        finer = sorted({Grouping(r["grouping"]) for r in d.get("table") or []
+                        if r.get("grouping")}, key=lambda g: (g.k, g.to_list()))
+        mdav_ok = len(self.table) <= MDAV_MAX_ROWS
+        spf = (d.get("estimate") or {}).get("seconds_per_fit")
+        self.steps.plan(len(queue) * (2 if mdav_ok else 1), None if spf is None else
+                        candidate_fits(len(self.table), self.policy) * spf)
+        cands: list[dict[str, Any]] = []
+        done: set = set()
+        split_for: dict[str, Grouping] = {}
+        i = 0
+        while i < len(queue):
+            label, grouping = queue[i]
+            i += 1
+            method = "mdav" if label.endswith("MDAV") else "partition" \
+                if label.endswith(_PARTITION) else "bins"
+            if (grouping, method) in done:
+                continue
+            done.add((grouping, method))
+            if method == "bins" and mdav_ok and any(len(g) > 1 for g in grouping.groups):
+                # microaggregation within class of the same grouping's multi-column groups
+                queue.append((f"{label}, MDAV", grouping))
+            with self.steps.step(f"measuring {label}", queued=len(queue) - i):
+                c = self.evaluate(label, grouping, method)
+            failing = [tuple(g["columns"]) for g in c["remedies"] if not g["passed"]
+                       and len(g["columns"]) > 1]
+            if failing and method == "bins":
+                # the unsafe groups generalised together first, then split (the
+                # interactions ASTRID found survive only the former)
+                queue.append((_then(label, _PARTITION), grouping))
+                split_for[_then(label, _PARTITION)] = _split(grouping, failing)
+                along = _split_along_table(grouping, failing, finer)
+                if along is not None:
+                    queue.append((_then(label, "unsafe group(s) split along the per-k "
+                                         "table"), along))
+                queue.append((_then(label, "unsafe group(s) split"),
+                              _split(grouping, failing)))
+            cands.append(c)
+        return cands, split_for
 
-    def attack_in_order(batch: list[dict[str, Any]]) -> dict[str, Any] | None:
+    def attack_in_order(self, batch: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Attack the batch's candidates that passed everything else, most accurate
         first; the first that passes the attacks too is the release."""
         for c in sorted(batch, key=lambda c: -c["accuracy_surrogate"]):
             if c["failed"]:
                 continue
-            with _steps.step(f"attacking {c['label']}"):
+            with self.steps.step(f"attacking {c['label']}"):
                 risks, failed = _attack_checks(c["remedied"], Grouping(c["grouping"]),
-                                               target, policy, attack_seed)
+                                               self.target, self.policy, self.attack_seed)
             c["risks"].update(risks)
             c["failed"] = failed
             if not failed:
                 return c
         return None
 
-    chosen = attack_in_order(cands)
-    # only the attacks refused them: the same releases with fewer bins per column (the
-    # attacks combine all columns, so their risk falls with the detail)
-    bases = sorted((c for c in cands if c["method"] == "bins" and c["failed"]
-                    and set(c["failed"]) <= set(_ATTACKS)),
-                   key=lambda c: -c["accuracy_surrogate"])[:COARSER_RETRIES]
-    tried = {c["recipe"].to_json() for c in bases}
-    for cap in COARSER_BINS if chosen is None else ():
-        batch = []
-        for c in bases:
-            with _steps.step(f"measuring {c['label']} with at most {cap} bins"):
-                retry = evaluate(_then(c["label"], f"at most {cap} bins"),
-                                 Grouping(c["grouping"]), "bins", cap)
-            if retry["recipe"].to_json() not in tried:  # fewer bins than before
-                tried.add(retry["recipe"].to_json())
-                batch.append(retry)
-        cands.extend(batch)
-        chosen = attack_in_order(batch)
-        if chosen is not None:
-            break
-    _partition_costs(cands, split_for)
-    for c in cands:
-        c["passed"] = c is chosen
-        c["attacked"] = "singling_out_upper" in c["risks"]
-    release: dict[str, Any] = {
-        "policy": policy.to_dict(), "learned_grouping": learned.to_list(),
-        "random_state": random_state if isinstance(random_state, int) else seed_int,
-        "rows_measured": len(work),
-        "candidates": [{k: v for k, v in c.items()
-                        if k not in ("remedied", "recipe", "refit")} for c in cands]}
-    if chosen is None:
-        release.update(status="refused", recipe=None, chosen=None,
-                       reason=_refusal(cands, policy))
-        artefact_dict = d
-    else:
-        with _steps.step("utility of the raw release"):
-            raw = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
-                                    classifier=classifier, random_state=util_seed,
-                                    n_repeats=repeats, remedies=False)
-        with _steps.step("utility without local suppression"):  # the same splits
-            kept = surrogate_utility(work, Grouping(chosen["grouping"]), target=target,
-                                     classifier=classifier, random_state=util_seed,
-                                     n_repeats=repeats, recipe_fitter=chosen["refit"],
-                                     suppression=False)
-        release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
-                       chosen=cands.index(chosen), reason=None, utility={
-                           "accuracy_original": chosen["accuracy_original"],
-                           "accuracy_raw_release": raw.accuracy_surrogate,
-                           "accuracy_remedied_release": chosen["accuracy_surrogate"],
-                           "remedy_cost": raw.accuracy_surrogate
-                           - chosen["accuracy_surrogate"],
-                           "accuracy_unsuppressed_release": kept.accuracy_surrogate,
-                           "suppression_cost": kept.accuracy_surrogate
-                           - chosen["accuracy_surrogate"],
-                           "accuracy_drop": chosen["accuracy_drop"],
-                           "accuracy_drop_se": chosen["accuracy_drop_se"],
-                           "scored": "out of sample: the recipe refitted on each split's "
-                                     "training part"})
-        # the artefact records the released grouping (what the gate ties the file to);
-        # the learned one stays in release["learned_grouping"] and the per-k table
-        artefact_dict = {**d, "grouping": chosen["grouping"], "k": len(chosen["grouping"])}
-    art = GroupingArtefact.from_result(artefact_dict, table, created_at=created_at)
-    return dataclasses.replace(art, release=release)
+    def retry_coarser(self, cands: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The most accurate releases only the attacks refused, with at most
+        ``COARSER_BINS`` bins per numeric column in turn (the attacks combine all
+        columns, so their risk falls with the detail); the retries join ``cands``."""
+        bases = sorted((c for c in cands if c["method"] == "bins" and c["failed"]
+                        and set(c["failed"]) <= set(_ATTACKS)),
+                       key=lambda c: -c["accuracy_surrogate"])[:COARSER_RETRIES]
+        tried = {c["recipe"].to_json() for c in bases}
+        for cap in COARSER_BINS:
+            batch = []
+            for c in bases:
+                with self.steps.step(f"measuring {c['label']} with at most {cap} bins"):
+                    retry = self.evaluate(_then(c["label"], f"at most {cap} bins"),
+                                          Grouping(c["grouping"]), "bins", cap)
+                if retry["recipe"].to_json() not in tried:  # fewer bins than before
+                    tried.add(retry["recipe"].to_json())
+                    batch.append(retry)
+            cands.extend(batch)
+            chosen = self.attack_in_order(batch)
+            if chosen is not None:
+                return chosen
+        return None
 
+    def release_utility(self, chosen: dict[str, Any]) -> dict[str, Any]:
+        """The chosen release's accuracies: without remedies, with them, and without
+        local suppression (the same splits: differences are the remedies' costs)."""
+        from astrid_airflow.release import surrogate_utility
 
-def _cols(columns: list[str]) -> str:
-    return "{" + ", ".join(columns[:3]) + (f", +{len(columns) - 3} more" if len(columns) > 3
-                                           else "") + "}"
-
-
-def _below_k(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
-    w = r.get("worst_share_below_k_group") or {}
-    return (f"{r['share_below_k']:.3f} of rows in classes below k={policy.disclosure_k} > "
-            f"{policy.max_share_below_k} (k_min {w.get('k_min')} in group "
-            f"{_cols(w.get('columns', []))})")
-
-
-def _suppression(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
-    w = r.get("worst_suppressed_group") or {}
-    return (f"{r['suppressed_share']:.3f} of rows suppressed (a resampled "
-            f"batch: {r.get('batch_suppressed_share', 0.0):.3f}) > "
-            f"{policy.max_suppressed_share} in group {_cols(w.get('columns', []))}")
-
-
-def _class_disclosure(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
-    w = r.get("worst_class_disclosure_group") or {}
-    return (f"class disclosure {r['class_disclosure_share']:.3f} > "
-            f"{policy.max_class_disclosure_share} in group {_cols(w.get('columns', []))}")
-
-
-def _unique_share(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
-    return (f"largest group's unique share {r['largest_group_unique_share']:.3f} > "
-            f"{policy.max_largest_group_unique_share}")
-
-
-def _intact(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
-    kept = r.get("intact_row_proportion_after_swaps", r["expected_intact_row_proportion"])
-    return (f"intact rows {kept:.3f} after swaps (expected "
-            f"{r['expected_intact_row_proportion']:.3f}) > {policy.max_intact}")
-
-
-def _one_column(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
-    w = r.get("worst_class_from_one_column") or {}
-    return (f"class from column {w.get('column')} alone: risk upper bound "
-            f"{r['class_from_one_column_upper']:.3f} > "
-            f"{policy.max_class_from_one_column_risk}")
-
-
-def _utility(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
-    return f"loses {c['accuracy_drop']:.3f} accuracy > {policy.max_accuracy_drop}"
-
-
-#: check -> its failure with the figures (and the group at fault); an attack otherwise
-_WHY = {"share_below_k": _below_k, "suppression": _suppression,
-        "class_disclosure": _class_disclosure, "largest_group_unique_share": _unique_share,
-        "intact_rows": _intact, "class_from_one_column": _one_column, "utility": _utility}
-
-
-def _attack(f: str, r: dict[str, Any], policy: Any) -> str:
-    """An attack's failure: the bound the gate's own draw may reach."""
-    limit = getattr(policy, f"max_{f}_risk", None)
-    return (f"{f} risk upper bound {r.get(f'{f}_upper', float('nan')):.3f} (the "
-            f"gate's may reach {r.get(f'{f}_gate_bound', float('nan')):.3f}) > {limit}")
-
-
-def _why(c: dict[str, Any], policy: Any) -> str:
-    """The failed checks of a candidate with their figures (and the group at fault)."""
-    r = c["risks"]
-    return "; ".join(_WHY[f](c, r, policy) if f in _WHY else _attack(f, r, policy)
-                     for f in c["failed"])
-
-
-def _refusal(cands: list[dict[str, Any]], policy: Any) -> str:
-    private = [c for c in cands if not (set(c["failed"]) - {"utility"})]
-    useful = sorted((c for c in cands if "utility" not in c["failed"]),
-                    key=lambda c: -c["accuracy_surrogate"])
-    within = (f"; the {len(useful)} release(s) within it fail privacy (most accurate: "
-              + " | ".join(f"{c['label']}: {_why(c, policy)}" for c in useful[:2]) + ")"
-              if useful else "; no candidate is within it")
-    if private:
-        best = max(private, key=lambda c: c["accuracy_surrogate"])
-        return (f"privacy vs utility: the most accurate release passing every privacy "
-                f"expectation checked before the attacks ({best['label']}) loses "
-                f"{best['accuracy_drop']:.3f} accuracy on held-out real rows, above "
-                f"max_accuracy_drop {policy.max_accuracy_drop}" + within)
-    closest = min(cands, key=lambda c: (len(c["failed"]), -c["accuracy_surrogate"]))
-    worst = sorted({f for c in cands for f in c["failed"]})
-    return ("privacy: no candidate grouping with remedies passes every privacy expectation "
-            f"of the policy (failing: {', '.join(worst)}; closest: {closest['label']}: "
-            f"{_why(closest, policy)})")
+        grouping = Grouping(chosen["grouping"])
+        common = {"target": self.target, "classifier": self.classifier,
+                  "random_state": self.util_seed, "n_repeats": self.repeats}
+        with self.steps.step("utility of the raw release"):
+            raw = surrogate_utility(self.work, grouping, remedies=False, **common)
+        with self.steps.step("utility without local suppression"):
+            kept = surrogate_utility(self.work, grouping, recipe_fitter=chosen["refit"],
+                                     suppression=False, **common)
+        remedied = chosen["accuracy_surrogate"]
+        return {"accuracy_original": chosen["accuracy_original"],
+                "accuracy_raw_release": raw.accuracy_surrogate,
+                "accuracy_remedied_release": remedied,
+                "remedy_cost": raw.accuracy_surrogate - remedied,
+                "accuracy_unsuppressed_release": kept.accuracy_surrogate,
+                "suppression_cost": kept.accuracy_surrogate - remedied,
+                "accuracy_drop": chosen["accuracy_drop"],
+                "accuracy_drop_se": chosen["accuracy_drop_se"],
+                "scored": "out of sample: the recipe refitted on each split's "
+                          "training part"}

@@ -1,0 +1,139 @@
+"""The checks a candidate release goes through in the choice, as the gate will judge it.
+
+:func:`_cheap_checks` (per-group disclosure, suppression, largest-group unique share,
+intact rows, the class from one column) runs on every candidate; :func:`_attack_checks`
+(the gate's shadow-release attacks) only on those that pass everything else, most
+accurate first, because the attacks cost the most. :func:`_resamples` gives the
+bootstrap batches a candidate's suppression budget is checked on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from astrid_airflow.engine import Grouping
+
+
+def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
+                  suppression: Any = None) -> tuple[dict[str, Any], list[str]]:
+    from astrid_airflow.privacy import class_from_column_risks
+    from astrid_airflow.release import (
+        expected_intact_row_proportion,
+        largest_group_unique_share,
+        published_exposure,
+    )
+
+    # ``remedied`` is locally suppressed (as the shuffle publishes it): the per-group
+    # checks count the published tuples, beside the share the suppression removed
+    groups = published_exposure(remedied, grouping.groups, target, policy.disclosure_k)
+    worst_below = max(groups, key=lambda d: d["share_below_k"])
+    worst_disc = max(groups, key=lambda d: d["class_disclosure_share"])
+    # the budget bounds what local suppression removed (not the recipe's merges)
+    worst_supp = (suppression.worst if suppression is not None else None) or \
+        {"columns": [], "suppressed_share": 0.0}
+    below = worst_below["share_below_k"]
+    disc = worst_disc["class_disclosure_share"]
+    unique = largest_group_unique_share(remedied, grouping)
+    expected = expected_intact_row_proportion(remedied, grouping, target)
+    # the shuffle breaks intact rows over max_intact by within-class swaps (._intact):
+    # what one release of the reference keeps after them is what is judged
+    intact = expected if expected <= policy.max_intact else \
+        _intact_after_swaps(remedied, grouping, target, policy.max_intact)
+    # the class from each single column, exact (a shuffle keeps every (value, class)
+    # pair, so the remedied table gives the release's figure)
+    column = max(class_from_column_risks(remedied, target=target,
+                                         columns=list(grouping.columns)),
+                 key=lambda r: (r.ci[1], r.risk))
+    # the worst group of each per-group check: the refusal names it
+    risks = {"share_below_k": below, "class_disclosure_share": disc,
+             "largest_group_unique_share": unique,
+             "expected_intact_row_proportion": expected,
+             "intact_row_proportion_after_swaps": intact,
+             "worst_share_below_k_group": {"columns": list(worst_below["columns"]),
+                                           "k_min": worst_below["k_min"]},
+             "worst_class_disclosure_group": {"columns": list(worst_disc["columns"])},
+             "suppressed_share": worst_supp["suppressed_share"],
+             "worst_suppressed_group": {"columns": list(worst_supp["columns"])},
+             "class_from_one_column_upper": column.ci[1],
+             "worst_class_from_one_column": {"column": column.aux_columns[0],
+                                             "risk": column.risk}}
+    failed = []
+    if below > policy.max_share_below_k:
+        failed.append("share_below_k")
+    if disc > policy.max_class_disclosure_share:
+        failed.append("class_disclosure")
+    if worst_supp["suppressed_share"] > policy.max_suppressed_share:
+        failed.append("suppression")
+    if unique > policy.max_largest_group_unique_share:
+        failed.append("largest_group_unique_share")
+    if intact > policy.max_intact:
+        failed.append("intact_rows")
+    if column.ci[1] > policy.max_class_from_one_column_risk:
+        failed.append("class_from_one_column")
+    return risks, failed
+
+
+#: Bootstrap batches the choice checks a candidate's suppression budget on.
+BATCH_RESAMPLES = 3
+
+
+def _resamples(table: pd.DataFrame, target: str) -> list[pd.DataFrame]:
+    """Batches like a new one: bootstrap resamples of the reference, its size, drawn
+    within class (fixed seeds): their counts vary as a new batch's would."""
+    import numpy as np
+
+    out = []
+    for seed in range(BATCH_RESAMPLES):
+        rng = np.random.default_rng(seed)
+        rows = np.concatenate([rng.choice(idx, idx.size) for idx in
+                               table.groupby(target, observed=True).indices.values()])
+        out.append(table.iloc[np.sort(rows)].reset_index(drop=True))
+    return out
+
+
+def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,
+                        max_intact: float) -> float:
+    """Intact-row proportion of one release of ``remedied`` (a fixed seed) after the
+    shuffle's within-class swaps."""
+    import numpy as np
+
+    from astrid_airflow.engine import pandas_class_codes, release_permutations
+    from astrid_airflow.release import break_intact_rows
+
+    seed = np.random.SeedSequence(0)
+    codes = pandas_class_codes(remedied[target], target)
+    _, done = break_intact_rows(remedied, grouping.groups, target,
+                                release_permutations(codes, grouping.k, seed), max_intact,
+                                seed)
+    return done.intact_rows / max(done.distinct_rows, 1)
+
+
+def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
+                   seed: int) -> tuple[dict[str, Any], list[str]]:
+    """The gate's attacks (on its shadow releases, :func:`~astrid_airflow.privacy.
+    shadow_attacks`): a candidate fails an attack when the upper bound the gate may find
+    with its own seed exceeds the policy's limit. That bound is this draw's upper bound
+    plus a one-sided 95 % margin for the difference of two draws' pooled risks
+    (``1.645 * sd * sqrt(2 / releases)``, ``sd`` the spread of the releases' risks): a
+    candidate just under a limit would otherwise fail the gate about half the time."""
+    from astrid_airflow.privacy import shadow_attacks
+
+    found = shadow_attacks(remedied, target=target, grouping=grouping,
+                           n_attacks=policy.attack_n, random_state=seed)
+    limits = {"singling_out": policy.max_singling_out_risk,
+              "linkability": policy.max_linkability_risk,
+              "inference": policy.max_inference_risk}
+    risks: dict[str, Any] = {}
+    failed = []
+    for kind, limit in limits.items():
+        upper = max((r["ci"][1] for r in found[kind]), default=0.0)
+        # a risk is at most 1: a limit of 1 is "report only" and is never exceeded
+        bound = min(1.0, max((r["ci"][1] + 1.645 * (r.get("risk_sd") or 0.0)
+                              * (2 / (r.get("shadow_releases") or 1)) ** 0.5
+                              for r in found[kind]), default=0.0))
+        risks.update({f"{kind}_upper": upper, f"{kind}_gate_bound": bound})
+        if bound > limit:
+            failed.append(kind)
+    return risks, failed
