@@ -114,7 +114,7 @@ def make_workdir(root: Path) -> dict[str, Any]:
     result = astrid(t, target=TARGET, classifier="nb", n_search=2, n_test=3, random_state=0,
                     progress=False)
     artefact = GroupingArtefact.from_result(result, t, created_at="2026-01-01T00:00:00Z")
-    from astrid_airflow.gate._gate import gate_extra_files
+    from astrid_airflow.gate._suite import gate_extra_files
 
     store = ArtefactStore(root / "store")
     store.save("m", artefact, extra_files=gate_extra_files(artefact))
@@ -325,7 +325,8 @@ BUG_GATE_MISSING = ("SurrogateGateOperator hashes the surrogate before checking 
 
 def _suite_of(w, name, change, *, policy=None, legacy=False):
     """Save the artefact as ``store/<name>`` with its suite, then edit that suite.json."""
-    from astrid_airflow.gate._gate import GatePolicy, gate_extra_files
+    from astrid_airflow.gate._policy import GatePolicy
+    from astrid_airflow.gate._suite import gate_extra_files
     from astrid_airflow.release._store import ArtefactStore
 
     store, art = ArtefactStore(w["root"] / "store"), w["artefact"]
@@ -1049,7 +1050,7 @@ def _cases() -> list[Case]:
 
 def _remote_store(work) -> str:
     """``memory://badinput-store`` holding ``m`` (v0001), the work artefact with its suite."""
-    from astrid_airflow.gate._gate import gate_extra_files
+    from astrid_airflow.gate._suite import gate_extra_files
     from astrid_airflow.release._store import ArtefactStore
 
     url = "memory://badinput-store"
@@ -1712,7 +1713,8 @@ def _fuse(work, out, *extra):
 def _tz_roundtrip(work):
     """A store learned on a CSV with ``+02:00`` timestamps and its shuffled CSV."""
     from astrid_airflow import GroupingArtefact, astrid, read_table
-    from astrid_airflow.gate._gate import GatePolicy, gate_extra_files
+    from astrid_airflow.gate._policy import GatePolicy
+    from astrid_airflow.gate._suite import gate_extra_files
     from astrid_airflow.release._store import ArtefactStore
     from astrid_airflow.release._surrogate import shuffle_file
 

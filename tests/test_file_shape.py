@@ -20,7 +20,8 @@ from astrid_airflow import GroupingArtefact, make_surrogate, make_synthetic, shu
 from astrid_airflow._errors import DataError, GateError
 from astrid_airflow.engine._grouping import Grouping
 from astrid_airflow.gate._file_shape import check_publishable, publishability_problems
-from astrid_airflow.gate._gate import GatePolicy, validate_surrogate
+from astrid_airflow.gate._gate import validate_surrogate
+from astrid_airflow.gate._policy import GatePolicy
 
 TARGET = "class"
 

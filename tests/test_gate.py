@@ -34,15 +34,10 @@ from astrid_airflow.gate._checks import (
     multiset_differences,
     schema_differences,
 )
-from astrid_airflow.gate._gate import (
-    SUITE_FILE,
-    build_suite,
-    gate_extra_files,
-    load_suite,
-    result_paths,
-)
 from astrid_airflow.gate._kit import import_gx
 from astrid_airflow.gate._registry import EXPECTATIONS
+from astrid_airflow.gate._result import result_paths
+from astrid_airflow.gate._suite import SUITE_FILE, build_suite, gate_extra_files, load_suite
 
 INTACT = "expect_surrogate_intact_row_proportion_to_be_at_most"
 UTILITY = "expect_surrogate_accuracy_drop_to_be_at_most"
@@ -369,7 +364,7 @@ def test_gate_is_deterministic_for_a_seed_and_records_a_drawn_one(data, learned,
 
 def test_great_expectations_is_imported_only_when_validating():
     code = ("import sys, astrid_airflow as a; a.GatePolicy(); "
-            "from astrid_airflow.gate._gate import build_suite; "
+            "from astrid_airflow.gate._suite import build_suite; "
             "import astrid_airflow.gate._checks, astrid_airflow.gate._datadocs; "
             "assert 'great_expectations' not in sys.modules, 'GX imported eagerly'")
     subprocess.run([sys.executable, "-c", code], check=True)

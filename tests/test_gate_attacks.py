@@ -10,8 +10,8 @@ import pytest
 
 from astrid_airflow import GatePolicy, make_surrogate, make_synthetic, validate_surrogate
 from astrid_airflow.gate._checks import judge_attack
-from astrid_airflow.gate._gate import build_suite
 from astrid_airflow.gate._registry import EXPECTATIONS
+from astrid_airflow.gate._suite import build_suite
 from astrid_airflow.privacy._risk import SHADOW_RELEASES
 
 try:  # tests/ may or may not be a package

@@ -26,8 +26,8 @@ from astrid_airflow.gate._checks import (
     judge_linkage,
     linkage_values,
 )
-from astrid_airflow.gate._gate import build_suite
 from astrid_airflow.gate._registry import EXPECTATIONS
+from astrid_airflow.gate._suite import build_suite
 
 BELOW_K = "expect_surrogate_group_share_below_k_to_be_at_most"
 CLASS_DISC = "expect_surrogate_group_class_disclosure_share_to_be_at_most"

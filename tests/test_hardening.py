@@ -54,7 +54,7 @@ def test_suppressing_any_datetime_keeps_its_dtype_and_the_other_columns(tz, n, m
     leaves every other column as it was."""
     when = pd.Series(pd.date_range("2024-03-30", periods=n, freq="6h", tz=tz))
     when.iloc[[i for i in missing if i < n]] = pd.NaT
-    t = pd.DataFrame({"when": when.to_numpy(), "x": np.arange(n), TARGET: np.arange(n) % 2},
+    t = pd.DataFrame({"when": when.array, "x": np.arange(n), TARGET: np.arange(n) % 2},
                      index=np.roll(np.arange(n), shift))
     t["when"] = t["when"].astype(when.dtype)
     out = apply_recipe(t, ReleaseRecipe(k=2, steps=(_suppress("when"),), target=TARGET))
@@ -224,14 +224,14 @@ def test_k_of_one_is_refused_it_switched_the_k_anonymity_check_off():
 
 def test_the_weaker_policy_table_agrees_with_the_gate_policy_defaults():
     from astrid_airflow import GatePolicy
-    from astrid_airflow.gate._gate import _THRESHOLDS
+    from astrid_airflow.gate._policy import THRESHOLD_FIELDS
     from astrid_airflow.gate._weaker import LARGER_IS_WEAKER, SMALLER_IS_WEAKER
 
     default = GatePolicy().to_dict()
     assert {k: default[k] for k in LARGER_IS_WEAKER} == LARGER_IS_WEAKER
     assert {k: default[k] for k in SMALLER_IS_WEAKER} == SMALLER_IS_WEAKER
     # every threshold but utility's is a privacy threshold
-    assert set(_THRESHOLDS) - set(LARGER_IS_WEAKER) == {"max_accuracy_drop"}
+    assert set(THRESHOLD_FIELDS) - set(LARGER_IS_WEAKER) == {"max_accuracy_drop"}
 
 
 _PRIVACY = ["max_intact", "max_largest_group_unique_share", "max_share_below_k",

@@ -42,7 +42,7 @@ def table(n_per_class: int = 20, seed: int = 0) -> pd.DataFrame:
 def save(root, data: pd.DataFrame, grouping=(("a1", "a2"), ("a3",), ("a4",)),
          name: str = "demo") -> str:
     from astrid_airflow import ArtefactStore
-    from astrid_airflow.gate._gate import gate_extra_files
+    from astrid_airflow.gate._suite import gate_extra_files
 
     result = {"grouping": [list(g) for g in grouping], "k": len(grouping), "table": [],
               "target": "class", "classifier": {"preset": "nb"}, "scoring": "accuracy",

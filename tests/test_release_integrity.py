@@ -18,7 +18,8 @@ import pytest
 
 from astrid_airflow import ArtefactStore, GroupingArtefact, make_synthetic
 from astrid_airflow.cli import main
-from astrid_airflow.gate._gate import GatePolicy, gate_extra_files
+from astrid_airflow.gate._policy import GatePolicy
+from astrid_airflow.gate._suite import gate_extra_files
 from astrid_airflow.release import seal_receipt
 
 KEY = "release-integrity-test-key-0123"

@@ -463,7 +463,7 @@ def test_a_failing_group_is_split_along_the_per_k_table_first():
 
 def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
     from astrid_airflow import GatePolicy
-    from astrid_airflow.pipeline._choice import _refusal
+    from astrid_airflow.pipeline._choice_reasons import refusal_reason
 
     policy = GatePolicy()
     cols = [f"c{i}" for i in range(6)]
@@ -476,7 +476,7 @@ def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
     leaky = {"label": "learned, MDAV", "risks": risks, "accuracy_surrogate": 0.76,
              "accuracy_drop": 0.01,
              "failed": ["share_below_k", "class_disclosure", "intact_rows"]}
-    why = _refusal([private, leaky], policy)
+    why = refusal_reason([private, leaky], policy)
     assert "(all singletons) loses 0.170 accuracy" in why and "max_accuracy_drop 0.02" in why
     assert "k_min 1 in group {c0, c1, c2, +3 more}" in why
     assert "class disclosure 1.000 > 0.0 in group {a, b}" in why  # published tuples: 0
@@ -484,7 +484,7 @@ def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
     # nothing passes privacy: the closest candidate and its failures are named
     attacked = {**leaky, "failed": ["linkability"],
                 "risks": {"linkability_upper": 0.31, "linkability_gate_bound": 0.334}}
-    why = _refusal([leaky, attacked], policy)
+    why = refusal_reason([leaky, attacked], policy)
     assert why.startswith("privacy: no candidate") and \
         "linkability risk upper bound 0.310 (the gate's may reach 0.334) > 0.1" in why
 
@@ -545,7 +545,7 @@ def test_class_aware_bins_are_k_anonymous_2_diverse_and_detailed_where_classes_m
 def test_choice_allows_for_the_gates_own_draw_of_the_attacks(monkeypatch):
     import astrid_airflow.privacy as privacy
     from astrid_airflow import GatePolicy
-    from astrid_airflow.pipeline._choice import _attack_checks
+    from astrid_airflow.pipeline._choice_checks import attack_checks
 
     def fake(sd):
         def shadow_attacks(*a, **kw):
@@ -559,12 +559,12 @@ def test_choice_allows_for_the_gates_own_draw_of_the_attacks(monkeypatch):
     t = make_synthetic(100, random_state=0)
     # 0.45 + 1.645 * sd * sqrt(2 / 10): within 0.5 for a steady attack, not for a jumpy one
     monkeypatch.setattr(privacy, "shadow_attacks", fake(0.02))
-    risks, failed = _attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
+    risks, failed = attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
                                    "class", GatePolicy(), 0)
     assert failed == [] and risks["inference_gate_bound"] == pytest.approx(0.45 + 0.01471,
                                                                            abs=1e-4)
     monkeypatch.setattr(privacy, "shadow_attacks", fake(0.2))
-    risks, failed = _attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
+    risks, failed = attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
                                    "class", GatePolicy(), 0)
     assert failed == ["inference"] and risks["inference_upper"] == 0.45
     assert risks["inference_gate_bound"] == pytest.approx(0.45 + 0.1471, abs=1e-4)
@@ -572,7 +572,7 @@ def test_choice_allows_for_the_gates_own_draw_of_the_attacks(monkeypatch):
     monkeypatch.setattr(privacy, "shadow_attacks", lambda *a, **kw: {
         "singling_out": [{"risk": 0.9, "ci": [0.8, 1.0], "risk_sd": 0.1,
                           "shadow_releases": 10}], "linkability": [], "inference": []})
-    risks, failed = _attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
+    risks, failed = attack_checks(t, Grouping.singletons(["a1", "a2", "a3", "a4"]),
                                    "class", GatePolicy(max_singling_out_risk=1.0), 0)
     assert failed == [] and risks["singling_out_gate_bound"] == 1.0
 
@@ -597,7 +597,7 @@ def test_a_release_only_the_attacks_refuse_is_retried_with_fewer_bins(monkeypatc
         return {"inference_upper": 0.9 if widest > 20 else 0.1}, \
             ["inference"] if widest > 20 else []
 
-    monkeypatch.setattr(_choice, "_attack_checks", attacks)
+    monkeypatch.setattr(_choice, "attack_checks", attacks)
     art = choose_release(t, result, policy=GatePolicy(max_accuracy_drop=0.2), random_state=1)
     rel = art.release
     assert rel["status"] == "chosen", rel["reason"]

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from astrid_airflow._errors import StoreError
-from astrid_airflow.gate._gate import GatePolicy, gate_extra_files
+from astrid_airflow.gate._policy import GatePolicy
+from astrid_airflow.gate._suite import gate_extra_files
 from astrid_airflow.io._signing import signing
 from astrid_airflow.release._manifest import MANIFEST_FILE
 from astrid_airflow.release._store import ArtefactStore, load_artefact

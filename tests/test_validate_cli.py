@@ -8,7 +8,7 @@ import pytest
 
 from astrid_airflow import ArtefactStore, GatePolicy, make_surrogate, make_synthetic
 from astrid_airflow.cli import main
-from astrid_airflow.gate._gate import gate_extra_files
+from astrid_airflow.gate._suite import gate_extra_files
 
 try:  # tests/ may or may not be a package
     from tests.test_gate import EXPECTATIONS, artefact_for

@@ -12,16 +12,11 @@ from astrid_airflow._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._checks import judge_utility, same_multiset
     from ._datadocs import render_validation_html
-    from ._gate import (
-        GatePolicy,
-        GateResult,
-        build_suite,
-        gate_extra_files,
-        gate_utility,
-        result_paths,
-        validate_surrogate,
-    )
+    from ._gate import gate_utility, validate_surrogate
+    from ._policy import GatePolicy
     from ._presets import raw_release_demo_policy
+    from ._result import GateResult, result_paths
+    from ._suite import build_suite, gate_extra_files
     from ._weaker import check_weaker_policy, weaker_fields, weaker_note, weaker_record
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

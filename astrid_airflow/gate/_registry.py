@@ -98,7 +98,7 @@ def register_expectations(*, verbose: bool = False) -> dict[str, type]:
 
     Returns the expectation classes by GX type name. GX finds expectation classes by
     that name when a suite is loaded from JSON, so this must run before
-    :func:`~astrid_airflow.gate._gate.load_suite`.
+    :func:`~astrid_airflow.gate._suite.load_suite`.
     """
     with _REGISTER_LOCK:
         if not _REGISTERED:

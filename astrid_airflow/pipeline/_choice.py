@@ -31,8 +31,8 @@ from astrid_airflow.engine import Grouping
 
 # MDAV_MAX_ROWS, CHOICE_MAX_ROWS: with the choice's cost model, which sizes them too
 from ._choice_budget import CHOICE_MAX_ROWS, MDAV_MAX_ROWS, candidate_fits, with_choice_steps
-from ._choice_checks import _attack_checks, _cheap_checks, _resamples
-from ._choice_reasons import _refusal
+from ._choice_checks import attack_checks, batch_resamples, cheap_checks
+from ._choice_reasons import refusal_reason
 
 #: Bins per numeric column of the coarser retries of releases only the attacks refuse.
 COARSER_BINS = (20, 8, 4, 2)
@@ -203,7 +203,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                         if k not in ("remedied", "recipe", "refit")} for c in cands]}
     if chosen is None:
         release.update(status="refused", recipe=None, chosen=None,
-                       reason=_refusal(cands, choice.policy))
+                       reason=refusal_reason(cands, choice.policy))
         artefact_dict = d
     else:
         release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
@@ -272,7 +272,7 @@ class _Choice:
                    classifier=classifier, seed=seed,
                    util_seed=int(s_util.generate_state(1)[0] >> 1),
                    attack_seed=int(s_attack.generate_state(1)[0] >> 1),
-                   halves=_resamples(work, target),
+                   halves=batch_resamples(work, target),
                    repeats=policy.utility_repeats_for(len(work)), steps=steps)
 
     def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
@@ -306,7 +306,7 @@ class _Choice:
         policy, target = self.policy, self.target
         recipe, report = self.fit(self.table, grouping, method, max_bins)
         remedied, suppression = release_domain(self.work, recipe, target, grouping)
-        risks, failed = _cheap_checks(remedied, grouping, target, policy, suppression)
+        risks, failed = cheap_checks(remedied, grouping, target, policy, suppression)
         # a new batch has its own counts: the recipe must keep the suppression of
         # batches like it (bootstrap resamples) within the budget too (issue 28)
         batch = max(release_domain(h, recipe, target, grouping)[1].to_dict()[
@@ -395,7 +395,7 @@ class _Choice:
             if c["failed"]:
                 continue
             with self.steps.step(f"attacking {c['label']}"):
-                risks, failed = _attack_checks(c["remedied"], Grouping(c["grouping"]),
+                risks, failed = attack_checks(c["remedied"], Grouping(c["grouping"]),
                                                self.target, self.policy, self.attack_seed)
             c["risks"].update(risks)
             c["failed"] = failed

@@ -1,9 +1,9 @@
 """The checks a candidate release goes through in the choice, as the gate will judge it.
 
-:func:`_cheap_checks` (per-group disclosure, suppression, largest-group unique share,
-intact rows, the class from one column) runs on every candidate; :func:`_attack_checks`
+:func:`cheap_checks` (per-group disclosure, suppression, largest-group unique share,
+intact rows, the class from one column) runs on every candidate; :func:`attack_checks`
 (the gate's shadow-release attacks) only on those that pass everything else, most
-accurate first, because the attacks cost the most. :func:`_resamples` gives the
+accurate first, because the attacks cost the most. :func:`batch_resamples` gives the
 bootstrap batches a candidate's suppression budget is checked on.
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 from astrid_airflow.engine import Grouping
 
 
-def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
+def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
                   suppression: Any = None) -> tuple[dict[str, Any], list[str]]:
     from astrid_airflow.privacy import class_from_column_risks
     from astrid_airflow.release import (
@@ -79,7 +79,7 @@ def _cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
 BATCH_RESAMPLES = 3
 
 
-def _resamples(table: pd.DataFrame, target: str) -> list[pd.DataFrame]:
+def batch_resamples(table: pd.DataFrame, target: str) -> list[pd.DataFrame]:
     """Batches like a new one: bootstrap resamples of the reference, its size, drawn
     within class (fixed seeds): their counts vary as a new batch's would."""
     import numpy as np
@@ -110,7 +110,7 @@ def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,
     return done.intact_rows / max(done.distinct_rows, 1)
 
 
-def _attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
+def attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
                    seed: int) -> tuple[dict[str, Any], list[str]]:
     """The gate's attacks (on its shadow releases, :func:`~astrid_airflow.privacy.
     shadow_attacks`): a candidate fails an attack when the upper bound the gate may find

@@ -1,6 +1,6 @@
 """Why the choice refused: each failed check of a candidate with its figures.
 
-:func:`_refusal` states the trade-off that could not be made (privacy against utility,
+:func:`refusal_reason` states the trade-off that could not be made (privacy against utility,
 or privacy alone) and names the closest candidates with the group at fault.
 """
 
@@ -76,7 +76,7 @@ def _why(c: dict[str, Any], policy: Any) -> str:
                      for f in c["failed"])
 
 
-def _refusal(cands: list[dict[str, Any]], policy: Any) -> str:
+def refusal_reason(cands: list[dict[str, Any]], policy: Any) -> str:
     private = [c for c in cands if not (set(c["failed"]) - {"utility"})]
     useful = sorted((c for c in cands if "utility" not in c["failed"]),
                     key=lambda c: -c["accuracy_surrogate"])
