@@ -20,14 +20,9 @@ from astrid_airflow import (
     make_surrogate,
     surrogate_utility,
 )
-from astrid_airflow.release._metrics import (
-    EXACT_CAP,
-    SurrogateMetrics,
-    match_probabilities,
-    row_hashes,
-    surrogate_metrics,
-)
+from astrid_airflow.release._metrics import EXACT_CAP, match_probabilities, row_hashes
 from astrid_airflow.release._surrogate import ProtectsNothingWarning
+from astrid_airflow.release._surrogate_metrics import SurrogateMetrics, surrogate_metrics
 
 pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow.ProtectsNothingWarning")
 

@@ -24,9 +24,9 @@ from astrid_airflow.release._metrics import (
     match_probabilities,
     row_hashes,
     splitmix,
-    surrogate_metrics,
     table_source,
 )
+from astrid_airflow.release._surrogate_metrics import surrogate_metrics
 
 pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow.ProtectsNothingWarning")
 

@@ -488,7 +488,7 @@ window.addEventListener('load', function () {
 @pytest.mark.skipif(not (UCI / "kr-vs-kp.arff").exists(), reason="UCI datasets not present")
 def test_kr_vs_kp_report_from_a_real_run(tmp_path):
     from astrid_airflow import read_table
-    from astrid_airflow.release._metrics import surrogate_metrics
+    from astrid_airflow.release._surrogate_metrics import surrogate_metrics
 
     table = read_table(UCI / "kr-vs-kp.arff")
     result = astrid(table, target="class", classifier="nb", n_search=2, n_test=5,

@@ -27,17 +27,12 @@ if TYPE_CHECKING:
     from ._intact import IntactSwaps, break_intact_rows, intact_budget
     from ._manifest import MANIFEST_FILE
     from ._metrics import (
-        SurrogateMetrics,
         TableSource,
-        classifier_preset,
         expected_intact_row_proportion,
         intact_row_proportion,
         largest_group_unique_share,
         row_hashes,
         splitmix,
-        stratified_subsample,
-        surrogate_metrics,
-        surrogate_utility,
         table_source,
     )
     from ._receipt import (
@@ -95,5 +90,7 @@ if TYPE_CHECKING:
         surrogate_paths,
         warn_if_one_group,
     )
+    from ._surrogate_metrics import SurrogateMetrics, stratified_subsample, surrogate_metrics
+    from ._utility import classifier_preset, surrogate_utility
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -9,8 +9,9 @@ utility by the accuracy of a classifier trained on the surrogate. This module co
   value counts, before any shuffling;
 * :func:`largest_group_unique_share`: the linkage risk P_anon misses (rows identifiable
   by the values of the largest group, which always travel together with their class);
-* :func:`surrogate_utility`: train on surrogate, test on real, on a held-out part of the
-  original that never contributed to the surrogate.
+
+and :mod:`._utility` the utility (train on the surrogate, test on real rows), and
+:mod:`._surrogate_metrics` all of them for one surrogate.
 
 Rows are compared through 64-bit row hashes computed column by column in Arrow (see
 :func:`row_hashes`), so the privacy metrics scale to tables of 10M rows without pandas.
@@ -18,27 +19,19 @@ Rows are compared through 64-bit row hashes computed column by column in Arrow (
 
 from __future__ import annotations
 
-import math
 import os
-import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import DataError, ParameterError, short_list
-from astrid_airflow._validation import check_positive_int, check_seed_sequence
-from astrid_airflow.engine import Grouping, as_grouping, pandas_class_codes
+from astrid_airflow.engine import Grouping, as_grouping
 from astrid_airflow.io import TableFile, read_arrow
 
 from ._surrogate import (
-    ProtectsNothingWarning,
     is_arrow_table,
-    make_surrogate,
-    release_recipe,
-    remedied,
     resolve_grouping,
 )
 
@@ -875,7 +868,7 @@ def _class_hash_and_sizes_of(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return splitmix(h + _U64(1)), _key_counts(h)
 
 
-def _prepare(table: Any, grouping_or_artefact: Any, target: str | None
+def prepared_source(table: Any, grouping_or_artefact: Any, target: str | None
              ) -> tuple[TableSource, Grouping, str, Any]:
     grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
     src = table_source(table, "table")
@@ -915,7 +908,7 @@ def expected_intact_row_proportion(table: Any, grouping: Any, target: str | None
     class with the sizes m_g of the duplicate sets (see :func:`match_probabilities`).
     A one-group grouping gives 1: the surrogate protects nothing.
     """
-    src, grouping, target, _ = _prepare(table, grouping, target)
+    src, grouping, target, _ = prepared_source(table, grouping, target)
     if grouping.k == 1:
         return 1.0
     class_hash, sizes = _class_hash_and_sizes(src, target)
@@ -952,12 +945,12 @@ def largest_group_unique_share(table: Any, grouping: Any, target: str | None = N
         if src.num_rows == 0:
             raise DataError("The table is empty (0 rows).")
     else:
-        src, resolved, _, _ = _prepare(table, grouping, target)
+        src, resolved, _, _ = prepared_source(table, grouping, target)
     largest = max(resolved.groups, key=len)
     return float(np.mean(_key_counts(row_hashes(src, largest)) == 1))
 
 
-def _privacy_metrics(src: TableSource, surrogate: Any, grouping: Grouping, target: str
+def privacy_metrics(src: TableSource, surrogate: Any, grouping: Grouping, target: str
                      ) -> tuple[float, float, float]:
     """``(intact, expected, unique share)`` as the three public functions give them.
 
@@ -1188,301 +1181,3 @@ def _general_probabilities(kept: list[np.ndarray], k: int, rows: np.ndarray,
         return m
 
     return _match_probabilities(rows_of, (rows.shape[0], k), sizes, presorted=True)
-
-
-# ----------------------------------------------------------------------------- utility
-
-@dataclass(frozen=True)
-class UtilityResult:
-    """Train-on-surrogate / test-on-real accuracies (means over ``n_repeats`` splits)."""
-
-    accuracy_original: float
-    accuracy_surrogate: float
-    difference: float
-    n_train: int
-    n_test: int
-    n_repeats: int
-    classifier: str
-    #: Standard error of ``difference`` as an estimate for the population the table is
-    #: drawn from (Nadeau-Bengio corrected, see ``_difference_se``): what the gate's
-    #: accuracy check allows for before it calls a drop real.
-    difference_se: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def classifier_preset(classifier: Any, artefact: Any) -> Any:
-    if classifier is not None:
-        return classifier
-    spec = getattr(artefact, "classifier", None)
-    if isinstance(spec, dict) and isinstance(spec.get("preset"), str):
-        return spec["preset"]
-    if isinstance(spec, str):
-        return spec
-    return "svm"
-
-
-def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | None = None,
-                      classifier: Any = None, test_size: float = 0.25,
-                      random_state: object = None, n_repeats: int = 1,
-                      remedies: bool = True, recipe: Any = None,
-                      recipe_fitter: Callable[[pd.DataFrame], Any] | None = None,
-                      suppression: bool = True) -> UtilityResult:
-    """Accuracy of a classifier trained on a surrogate vs on the original (Sec. 6.2).
-
-    Parameters
-    ----------
-    table : DataFrame or pyarrow.Table
-        The reference table (attributes and class).
-    grouping_or_artefact : GroupingArtefact, Grouping, str or list of lists
-    target : str, optional
-        Class column (required with a grouping).
-    classifier : {"svm", "rf", "nb"} or scikit-learn classifier, optional
-        Default: the artefact's preset, else ``"svm"``.
-    test_size : float, default 0.25
-        Held-out share of every class.
-    random_state : None, int, SeedSequence or Generator
-    n_repeats : int, default 1
-        Independent splits (and surrogates) averaged, as the paper averages 100.
-    remedies : bool, default True
-        With an artefact that records a release recipe, score the *remedied* release:
-        the surrogate is made from the remedied training part, and its classifier is
-        tested on the held-out real rows put into the release's domain with the same
-        (published) recipe, as a downstream user would. ``accuracy_original`` is always
-        the raw table's, so the difference is the full cost of shuffle plus remedies.
-    recipe : ReleaseRecipe, optional
-        A recipe to score instead of the artefact's (e.g. a candidate release).
-    recipe_fitter : callable, optional
-        ``fitter(train) -> ReleaseRecipe``, called on each split's training part: the
-        recipe is then fitted without the held-out rows it is scored on, as a recipe
-        meets a new batch. A class-aware recipe scored on the rows it was fitted on can
-        be optimistic (credit-a's release choice: a drop of 0.003 in sample, 0.049 out
-        of sample; docs/privacy.md). Overrides ``recipe``.
-    suppression : bool, default True
-        Locally suppress the remedied training part before it is shuffled, as the
-        shuffle publishes it; False scores the recipe alone (the choice reports the
-        difference as the suppression's cost).
-
-    Returns
-    -------
-    UtilityResult
-        ``accuracy_original``: trained on the original training part; ``accuracy_surrogate``:
-        trained on a surrogate of that same training part; ``difference`` = surrogate −
-        original; both scored on the same held-out original rows.
-
-    Notes
-    -----
-    The split comes first and the surrogate is made from the training part only, so no
-    held-out row contributes to the scored surrogate. Shuffling the whole table and then
-    splitting would leak: with a one-group grouping the surrogate is the original rows
-    reordered, so test rows would reappear intact in the training data.
-    """
-    from sklearn.model_selection import train_test_split
-
-    from astrid_airflow.engine import make_classifier
-    from astrid_airflow.io import check_table
-
-    grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
-    if is_arrow_table(table):
-        table = table.to_pandas()
-    if not isinstance(table, pd.DataFrame):
-        raise DataError(f"surrogate_utility needs a DataFrame or pyarrow Table, got "
-                        f"{type(table).__name__}.")
-    if artefact is not None:
-        artefact.check_table(table)
-    check_table(table, target, min_rows_per_class=2)
-    grouping.check_partition_of([c for c in table.columns if c != target])
-    if isinstance(test_size, bool) or not isinstance(test_size, (int, float)) \
-            or not 0.0 < test_size < 1.0:
-        raise ParameterError(f"Invalid test_size: {test_size!r}. Must be a number in (0, 1).")
-    n_repeats = check_positive_int(n_repeats, "n_repeats")
-    classifier = classifier_preset(classifier, artefact)
-    if recipe is None:
-        recipe = release_recipe(artefact, remedies)
-    codes = pandas_class_codes(table[target], target)
-    acc_o, acc_s, row_diffs = [], [], []
-    n_train = n_test = 0
-    for child in check_seed_sequence(random_state).spawn(n_repeats):
-        split_seed, shuffle_seed, model_seed = child.spawn(3)
-        try:
-            train, test = train_test_split(
-                table, test_size=test_size, stratify=codes,
-                random_state=int(split_seed.generate_state(1)[0] >> 1))
-        except ValueError as exc:  # a class too small for the held-out share
-            raise DataError(f"Cannot split the table for the utility check: {exc}") from None
-        split_recipe = recipe if recipe_fitter is None else recipe_fitter(train)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ProtectsNothingWarning)
-            published = remedied(train, split_recipe, target,
-                                 grouping if suppression else None)
-            surrogate = make_surrogate(published, grouping, target=target,
-                                       random_state=shuffle_seed)
-        seed = int(model_seed.generate_state(1)[0] >> 1)
-        y_test = test[target].to_numpy()
-        hits = []
-        for data, held in ((train, test), (surrogate, remedied(test, split_recipe, target))):
-            model = make_classifier(classifier, random_state=seed,
-                                    n_attributes=len(grouping.columns))
-            model.fit(data.drop(columns=[target]), data[target].to_numpy())
-            hits.append(model.predict(held.drop(columns=[target])) == y_test)
-        acc_o.append(float(np.mean(hits[0])))
-        acc_s.append(float(np.mean(hits[1])))
-        row_diffs.append(hits[1].astype(float) - hits[0].astype(float))
-        n_train, n_test = len(train), len(test)
-    a_o, a_s = float(np.mean(acc_o)), float(np.mean(acc_s))
-    return UtilityResult(accuracy_original=a_o, accuracy_surrogate=a_s, difference=a_s - a_o,
-                         n_train=n_train, n_test=n_test, n_repeats=n_repeats,
-                         classifier=classifier if isinstance(classifier, str) else
-                         type(classifier).__name__,
-                         difference_se=_difference_se(np.subtract(acc_s, acc_o), row_diffs,
-                                                       n_train, n_test))
-
-
-def _difference_se(split_diffs: np.ndarray, row_diffs: list[np.ndarray],
-                   n_train: int, n_test: int) -> float:
-    """Standard error of the mean accuracy difference, for a new table of this size.
-
-    Nadeau and Bengio's corrected resampled variance (*Inference for the Generalization
-    Error*, Machine Learning 52, 2003): ``J`` random splits of one table share their
-    rows, so their mean varies from table to table by ``s² (1/J + n_test/n_train)``,
-    not ``s²/J``. ``s`` is the spread of one split's difference: between splits when
-    there are two or more, never below the paired per-row figure of one split (the
-    only one a single split has).
-    """
-    rows = np.concatenate(row_diffs)
-    s = float(np.std(rows, ddof=1) / np.sqrt(n_test)) if len(rows) > 1 else 0.0
-    if len(split_diffs) > 1:
-        s = max(s, float(np.std(split_diffs, ddof=1)))
-    return s * float(np.sqrt(1.0 / len(split_diffs) + n_test / n_train))
-
-
-# ---------------------------------------------------------------------------- bundle
-
-@dataclass(frozen=True)
-class SurrogateMetrics:
-    """The metrics reported with every surrogate (``to_dict()`` is JSON-able).
-
-    ``accuracy_*`` are None when utility was not computed; ``utility_rows`` is the number
-    of reference rows the utility check used (a stratified subsample of large tables).
-    """
-
-    intact_row_proportion: float
-    expected_intact_row_proportion: float
-    largest_group_unique_share: float
-    accuracy_original: float | None
-    accuracy_surrogate: float | None
-    accuracy_difference: float | None
-    rows: int
-    protects_nothing: bool
-    groups: int
-    largest_group: tuple[str, ...]
-    utility_rows: int | None = None
-    utility_note: str | None = None
-    #: :attr:`UtilityResult.difference_se` (what the gate allows for as noise).
-    accuracy_difference_se: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["largest_group"] = list(self.largest_group)
-        return d
-
-
-def stratified_subsample(codes: np.ndarray, size: int, seed: np.random.SeedSequence
-                         ) -> np.ndarray:
-    """Sorted row indices of a stratified random subsample of about ``size`` rows.
-
-    Every class keeps its share (at least 2 rows, or all of a smaller class).
-    """
-    rng = np.random.default_rng(seed)
-    frac = size / codes.shape[0]
-    picks = []
-    for c in np.unique(codes):
-        rows = np.flatnonzero(codes == c)
-        take = min(rows.size, max(2, math.floor(rows.size * frac + 0.5)))
-        picks.append(rng.choice(rows, size=take, replace=False))
-    return np.sort(np.concatenate(picks))
-
-
-def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, *,
-                      target: str | None = None, utility: bool = True,
-                      classifier: Any = None, random_state: object = None,
-                      utility_max_rows: int = 20_000, n_repeats: int = 1,
-                      remedies: bool = True) -> SurrogateMetrics:
-    """All metrics of one surrogate of ``original``.
-
-    Parameters
-    ----------
-    original, surrogate : DataFrame, pyarrow.Table or Parquet/CSV path
-    grouping_or_artefact : GroupingArtefact, Grouping, str or list of lists
-    target : str, optional
-    utility : bool, default True
-        Compute :func:`surrogate_utility` on ``original`` (its own split and
-        surrogate; the ``surrogate`` argument is only used for the privacy metrics).
-        If the data cannot support it (a class with fewer than 2 rows, a single class)
-        the accuracies are None and ``utility_note`` gives the reason.
-    classifier, random_state, n_repeats
-        Passed to :func:`surrogate_utility`.
-    utility_max_rows : int, default 20000
-        Larger tables use a stratified subsample of this many rows for the utility
-        check (classifier training cost grows faster than linearly); ``utility_note`` says
-        so.
-    remedies : bool, default True
-        The surrogate is the artefact's remedied release (its recipe applied): the
-        privacy metrics compare it with the original in the release's domain (the
-        recipe applied to it) and the utility scores the remedied release.
-    """
-    src, grouping, target_name, artefact = _prepare(original, grouping_or_artefact, target)
-    recipe = release_recipe(artefact, remedies)
-    published = src if recipe is None else table_source(
-        remedied(_as_frame(src) if src.path is None else read_arrow(src.path), recipe,
-                  target_name, grouping), "original")
-    intact, expected, unique_share = _privacy_metrics(published, surrogate, grouping,
-                                                      target_name)
-    acc_o = acc_s = diff = diff_se = None
-    utility_rows = note = None
-    if utility:
-        seed = check_seed_sequence(random_state)
-        sub_seed, util_seed = seed.spawn(2)
-        if src.num_rows > utility_max_rows:
-            codes = pandas_class_codes(pd.Series(row_hashes(src, [target_name])), target_name)
-            rows = stratified_subsample(codes, utility_max_rows, sub_seed)
-            frame = _take_rows(src, rows)
-            note = (f"utility computed on a stratified random subsample of {len(rows)} of "
-                    f"{src.num_rows} rows")
-        else:
-            frame = _as_frame(src)
-        try:
-            res = surrogate_utility(frame, artefact if artefact is not None else grouping,
-                                    target=target_name, classifier=classifier,
-                                    random_state=util_seed, n_repeats=n_repeats,
-                                    remedies=remedies)
-        except DataError as exc:  # e.g. a one-class batch: the surrogate is still valid
-            note = f"utility not computed: {exc}"
-        else:
-            acc_o, acc_s, diff = res.accuracy_original, res.accuracy_surrogate, res.difference
-            diff_se = res.difference_se
-            utility_rows = len(frame)
-    else:
-        note = "utility not computed"
-    return SurrogateMetrics(
-        intact_row_proportion=intact, expected_intact_row_proportion=expected,
-        largest_group_unique_share=unique_share, accuracy_original=acc_o,
-        accuracy_surrogate=acc_s, accuracy_difference=diff, rows=src.num_rows,
-        protects_nothing=grouping.k == 1, groups=grouping.k,
-        largest_group=tuple(max(grouping.groups, key=len)), utility_rows=utility_rows,
-        utility_note=note, accuracy_difference_se=diff_se)
-
-
-def _as_frame(src: TableSource) -> pd.DataFrame:
-    if isinstance(src.table, pd.DataFrame):
-        return src.table
-    table = src.table if src.table is not None else read_arrow(src.path)
-    return table.to_pandas()
-
-
-def _take_rows(src: TableSource, rows: np.ndarray) -> pd.DataFrame:
-    if isinstance(src.table, pd.DataFrame):
-        return src.table.iloc[rows].reset_index(drop=True)
-    table = src.table if src.table is not None else read_arrow(src.path)
-    return table.take(rows).to_pandas()
