@@ -10,7 +10,8 @@ AF31_PY := $(AF31_VENV)/bin/python
 AF31_STAMP := $(AF31_VENV)/.installed-stamp
 # the provider's operator, connection, plugin and DAG tests (no Spark, Dask or oneDAL
 # there); the two that re-run the publishing DAG in a subprocess (OpenLineage listener,
-# make demo) stay with the locked stack, to keep this run short
+# make demo: tests/test_dag_subprocesses.py) stay with the locked stack, to keep this
+# run short
 AIRFLOW_MIN_TESTS ?= tests/test_provider.py tests/test_connections.py tests/test_plugin.py \
 	tests/test_operators.py tests/test_dbapi.py tests/test_store_fs.py \
 	tests/test_performance_forest.py tests/test_dags.py
@@ -39,17 +40,19 @@ constraints-airflow-min: $(STAMP)
 
 test-airflow-min: $(AF31_STAMP)
 	$(AF31_PY) -c "import airflow; print('provider tests on Airflow', airflow.__version__)"
-	$(AF31_PY) -m pytest -p no:cacheprovider $(AIRFLOW_MIN_TESTS) \
-		-k "not openlineage_listener and not make_demo_script"
+	$(AF31_PY) -m pytest -p no:cacheprovider $(AIRFLOW_MIN_TESTS)
 
 # ruff, then the import contracts of pyproject.toml's [tool.importlinter] (the layers)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 
-# the 30 slowest tests are listed at the end, to keep the CI run's time in view
+# the 30 slowest tests are listed at the end, to keep the CI run's time in view; the
+# modules are spread over TEST_WORKERS processes (pytest-xdist; each module whole, so
+# its fixtures run once): most tests use one core, and CI has two
+TEST_WORKERS ?= 2
 test: lint
-	$(PY) -m pytest --durations=30
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 demo: $(STAMP)
 	VENV=$(VENV) bash scripts/demo.sh
