@@ -274,3 +274,21 @@ def test_the_utility_without_suppression_scores_the_unsuppressed_training_part()
     mixed = t.assign(a=t["a"] % 4 // 2)  # both classes, ~100 rows a cell: nothing removed
     coarse = surrogate_utility(mixed, "a;b", **kw)
     assert coarse == surrogate_utility(mixed, "a;b", suppression=False, **kw)
+
+
+def test_astrid_learn_states_the_suppression_cost_only_where_it_was_recorded(capsys):
+    # An artefact chosen before issue 28 has no suppression cost: its line must not
+    # claim "local suppression +0.000" (a figure nobody measured).
+    from astrid_airflow.cli._learn import _report_release
+
+    utility = {"accuracy_remedied_release": 0.74, "accuracy_original": 0.76,
+               "remedy_cost": 0.01}
+    release = {"status": "chosen", "grouping": "a;b", "remedied": 1, "candidates": 4,
+               "utility": utility}
+    _report_release(release, quiet=False)
+    assert "suppression" not in capsys.readouterr().out
+    _report_release({**release, "utility": {**utility, "suppression_cost": 0.004}},
+                    quiet=False)
+    assert "local suppression +0.004 of it" in capsys.readouterr().out
+    _report_release(release, quiet=True)
+    assert capsys.readouterr().out == ""

@@ -162,20 +162,28 @@ def run(args: argparse.Namespace) -> int:
     if policy is not None and (note := weaker_note(policy)):
         payload_note = f"the release was chosen with a gate policy {note}"
         warn_loudly("learn", payload_note + " (--allow-weaker-policy; recorded)")
-    release = payload.get("release")
+    _report_release(payload.get("release"), quiet=args.json)
+    return 0
+
+
+def _report_release(release: dict | None, *, quiet: bool) -> None:
+    """A refused release warns loudly; a chosen one gets a line (unless ``quiet``)."""
+    from ._common import warn_loudly
+
     if release and release["status"] == "refused":
         warn_loudly("learn", f"no release within the policy: {release['reason']}. "
                     "`astrid shuffle` will refuse to publish (or --no-remedies for the raw "
                     "release, which the gate judges).")
-    elif release and not args.json:
+    elif release and not quiet:
         u = release["utility"]
+        # an artefact chosen before the suppression's cost was recorded says nothing of it
+        suppression = "" if u.get("suppression_cost") is None else \
+            f", local suppression {u['suppression_cost']:+.3f} of it"
         print(f"release: grouping {release['grouping']} with {release['remedied']} "
               f"remedied column(s)/group(s); accuracy {u['accuracy_remedied_release']:.3f} "
               f"vs original {u['accuracy_original']:.3f} (remedies cost "
-              f"{u['remedy_cost']:+.3f}, local suppression "
-              f"{u.get('suppression_cost', 0.0):+.3f} of it); "
+              f"{u['remedy_cost']:+.3f}{suppression}); "
               f"{release['candidates']} candidates tried")
-    return 0
 
 
 def _adaptive_config(args: argparse.Namespace) -> AdaptiveConfig:

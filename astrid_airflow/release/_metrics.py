@@ -723,15 +723,15 @@ def intact_row_proportion(original: Any, surrogate: Any, *,
 
 # --------------------------------------------------------------- expected P_anon
 
-def _log_comb(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln
-
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
+def _log_comb(a: np.ndarray, b: np.ndarray, log_factorial: np.ndarray) -> np.ndarray:
+    """log C(a, b) elementwise for integer arrays (-inf where b < 0 or b > a), from a
+    table of ``gammaln(i + 1)``: the values ``gammaln`` gives on the same integers, at a
+    lookup's cost (the chain's batches hold millions of entries)."""
+    a, b = np.broadcast_arrays(a, b)
     ok = (b >= 0) & (b <= a)
-    out = np.full(np.broadcast(a, b).shape, -np.inf)
-    aa, bb = np.broadcast_arrays(a, b)
-    out[ok] = gammaln(aa[ok] + 1) - gammaln(bb[ok] + 1) - gammaln(aa[ok] - bb[ok] + 1)
+    out = np.full(a.shape, -np.inf)
+    aa, bb = a[ok], b[ok]
+    out[ok] = log_factorial[aa] - log_factorial[bb] - log_factorial[aa - bb]
     return out
 
 
@@ -744,8 +744,12 @@ def _all_ones(sizes: np.ndarray, n_groups: int) -> np.ndarray:
 
 def _p_match_chain(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Exact P(J_1 ∩ ... ∩ J_G ≠ ∅) for rows with m[:, 0] <= EXACT_CAP (m sorted)."""
+    from scipy.special import gammaln
+
     r, g_count = m.shape
     out = np.empty(r)
+    n = np.asarray(n, dtype=np.int64)
+    log_factorial = gammaln(np.arange(int(n.max(initial=0)) + 1, dtype=float) + 1)
     batch = max(1, 2_000_000 // (EXACT_CAP + 1) ** 2)
     for lo in range(0, r, batch):
         mb, nb = m[lo:lo + batch], n[lo:lo + batch, None, None]
@@ -757,7 +761,8 @@ def _p_match_chain(m: np.ndarray, n: np.ndarray) -> np.ndarray:
         for g in range(1, g_count):
             mg = mb[:, g][:, None, None]
             # Hypergeometric: |I ∩ J_g| = t given |I| = s, J_g a random m_g-subset.
-            logt = _log_comb(s, t) + _log_comb(nb - s, mg - t) - _log_comb(nb, mg)
+            logt = (_log_comb(s, t, log_factorial) + _log_comb(nb - s, mg - t, log_factorial)
+                    - _log_comb(nb, mg, log_factorial))
             p = np.einsum("rs,rst->rt", p, np.exp(logt))
         out[lo:lo + batch] = 1.0 - p[:, 0]
     return np.clip(out, 0.0, 1.0)
