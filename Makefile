@@ -49,10 +49,11 @@ lint: $(STAMP)
 
 # the 30 slowest tests are listed at the end, to keep the CI run's time in view; the
 # modules are spread over TEST_WORKERS processes (pytest-xdist; each module whole, so
-# its fixtures run once): most tests use one core, and CI has two
+# its fixtures run once): most tests use one core, and CI has two. In collection order,
+# not by test count: conftest.py puts the longest modules first
 TEST_WORKERS ?= 2
 test: lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 demo: $(STAMP)
 	VENV=$(VENV) bash scripts/demo.sh

@@ -29,10 +29,14 @@ os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
 # pytest-xdist's workers run under `python -c`: their __main__ has neither __file__ nor
 # __spec__, which PySpark (imported by Great Expectations) takes for a doctest run of its
 # own, exiting the process with status 0 when Spark Connect's extras are missing (the
-# gate task then "exits" in the middle of a DAG run). A worker's __main__ is named here.
+# gate task then "exits" in the middle of a DAG run). A spec named "__main__" ends that,
+# and, unlike a made-up __file__, multiprocessing's spawned children (Dask's nannies)
+# skip re-importing such a main module, as they do for `python -c`.
 _MAIN = sys.modules["__main__"]
 if getattr(_MAIN, "__spec__", None) is None and not hasattr(_MAIN, "__file__"):
-    _MAIN.__file__ = "<pytest-xdist worker>"
+    import importlib.machinery
+
+    _MAIN.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
 
 REPO = _REPO
 SHARED = _REPO.parent / "shared"
