@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ._checks import judge_utility, same_multiset
     from ._datadocs import render_validation_html
     from ._gate import gate_utility, validate_surrogate
-    from ._policy import GatePolicy
+    from ._policy import GatePolicy, check_policy
     from ._presets import raw_release_demo_policy
     from ._result import GateResult, result_paths
     from ._suite import build_suite, gate_extra_files

@@ -264,6 +264,8 @@ def _check_threshold(value: object, name: str) -> float:
 
 
 def check_policy(policy: object) -> GatePolicy:
+    """A policy argument as a ``GatePolicy``: None is the default policy, a dict its
+    fields; anything else is bad input (``ParameterError``)."""
     if policy is None:
         return GatePolicy()
     if isinstance(policy, GatePolicy):

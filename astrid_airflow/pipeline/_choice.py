@@ -186,7 +186,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         raise ParameterError(f"Invalid remedies: {remedies!r}. Must be True or False.")
     if not remedies:
         return GroupingArtefact.from_result(d, table, created_at=created_at)
-    choice = _Choice.start(table, d, _policy(policy), random_state, classifier, _steps)
+    from astrid_airflow.gate import check_policy
+
+    choice = _Choice.start(table, d, check_policy(policy), random_state, classifier,
+                           _steps)
     cands, split_for = choice.measure_candidates(d)
     chosen = choice.attack_in_order(cands)
     if chosen is None:  # only the attacks refused them: the same releases, coarser
@@ -214,19 +217,6 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         artefact_dict = {**d, "grouping": chosen["grouping"], "k": len(chosen["grouping"])}
     art = GroupingArtefact.from_result(artefact_dict, table, created_at=created_at)
     return dataclasses.replace(art, release=release)
-
-
-def _policy(policy: Any) -> Any:
-    """The policy as a ``GatePolicy`` (default: the default gate's)."""
-    from astrid_airflow.gate import GatePolicy
-
-    if policy is None:
-        return GatePolicy()
-    if isinstance(policy, Mapping):
-        return GatePolicy.from_dict(policy)
-    if not isinstance(policy, GatePolicy):
-        raise ParameterError(f"Invalid policy: {policy!r}. Must be a GatePolicy or a dict.")
-    return policy
 
 
 @dataclasses.dataclass
