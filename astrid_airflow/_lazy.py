@@ -2,7 +2,7 @@
 
 A package names its public names once, as the imports of its ``if TYPE_CHECKING:``
 block (what type checkers and readers see; the modules that own the names stay private
-to the package, ``tests/test_public_imports.py``), and ends with::
+to the package, ``tests/project/test_public_imports.py``), and ends with::
 
     __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)
 

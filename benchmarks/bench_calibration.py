@@ -22,7 +22,7 @@ binomial bound: the rate may exceed alpha by at most ``c/N - alpha`` where ``c``
 below 1 %).
 
 Run ``python benchmarks/bench_calibration.py`` (about 20–30 minutes on 2 cores); it writes
-``benchmarks/results/calibration.json`` and ``.md``. ``tests/test_calibration.py`` imports
+``benchmarks/results/calibration.json`` and ``.md``. ``tests/engine/test_calibration.py`` imports
 the generators from here and runs smaller versions as ``slow`` tests.
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System packages the tests need beyond the Python environment, installed only when
 # missing (idempotent, quiet). Called by .ci/run; safe to run by hand as root.
-#   - a Java runtime for PySpark (tests/test_spark.py, the 'spark' extra): Spark 4 needs
+#   - a Java runtime for PySpark (tests/scale/test_spark.py, the 'spark' extra): Spark 4 needs
 #     Java 17 or 21; Debian 12's default-jre-headless is OpenJDK 17.
 set -euo pipefail
 

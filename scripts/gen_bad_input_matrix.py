@@ -1,4 +1,4 @@
-"""Regenerate docs/bad-input-matrix.md from the cases in tests/test_bad_input_matrix.py.
+"""Regenerate docs/bad-input-matrix.md from the cases in tests/project/test_bad_input_matrix.py.
 
 Runs every case (a few seconds) in a temporary working directory, exactly as the test
 does, and writes the table of input -> expected behaviour -> actual message. The test
@@ -26,8 +26,9 @@ def main() -> int:
     home = tempfile.mkdtemp(prefix="astrid_airflow_home_")
     os.environ.setdefault("AIRFLOW_HOME", home)
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    sys.path.insert(0, str(REPO))  # the matrix's modules import each other as tests.project.*
     spec = importlib.util.spec_from_file_location(
-        "test_bad_input_matrix", REPO / "tests" / "test_bad_input_matrix.py")
+        "test_bad_input_matrix", REPO / "tests" / "project" / "test_bad_input_matrix.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)

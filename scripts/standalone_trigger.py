@@ -7,7 +7,7 @@ the publishing DAG, waits for it to finish, then waits for the consumer run the 
 Asset event triggered. Exit status 0 only if both succeeded. Standard library only.
 
 The triggered run gets ``{"seed": SEED}`` (default 1, the seed of the first run in
-``tests/test_dags.py``), so its figures are reproducible (docs/airflow.md). The run the
+``tests/dags/test_dags.py``), so its figures are reproducible (docs/airflow.md). The run the
 scheduler creates when the DAG is unpaused keeps its derived seed and is not checked.
 
 Usage: ``python scripts/standalone_trigger.py BASE_URL [--timeout SECONDS] [--seed N]``

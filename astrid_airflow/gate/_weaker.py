@@ -22,7 +22,7 @@ from typing import Any
 from astrid_airflow._errors import ParameterError
 
 #: Privacy thresholds for which a larger value is weaker, with their defaults (the
-#: ``GatePolicy`` defaults; ``tests/test_hardening.py`` checks they agree).
+#: ``GatePolicy`` defaults; ``tests/project/test_hardening.py`` checks they agree).
 LARGER_IS_WEAKER: dict[str, float] = {
     "max_intact": 0.01,
     "max_largest_group_unique_share": 0.05,

@@ -6,7 +6,7 @@ metadata, the row order). Any of them can hide data the gate never sees. So a re
 is never the staged file's bytes: :func:`canonical_file_bytes` reads the staged file
 with the one reader the gate uses (:func:`~astrid_airflow.io.read_arrow`) and writes
 its values again in one fixed form, so the published bytes are a function of the
-judged values and a seed alone (``tests/test_canonical.py`` states it as a property).
+judged values and a seed alone (``tests/io/test_canonical.py`` states it as a property).
 
 The canonical form
 ------------------

@@ -4,7 +4,7 @@ Every function returns a :class:`matplotlib.figure.Figure` built without pyplot,
 global backend is touched (a user's interactive session keeps its own) and nothing needs
 a display; :func:`png_bytes` renders one with Agg. Figure sizes grow with the number of
 attributes and of k values and tick labels are rotated and shortened so that a
-36-attribute table (kr-vs-kp) stays readable; ``tests/test_report.py`` checks that no
+36-attribute table (kr-vs-kp) stays readable; ``tests/report/test_report.py`` checks that no
 two tick labels overlap. matplotlib is imported lazily.
 
 The figures:

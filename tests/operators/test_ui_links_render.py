@@ -1,0 +1,197 @@
+"""A finished run's task page in Airflow's own UI shows the ASTRID extra links, and they open.
+
+One publishing run with ``dag.test()`` (its XComs, links included, land in the test
+session's SQLite metadata DB), then a real ``airflow api-server`` on that DB, and headless
+Chromium on the gate task's Details tab of the React UI: the rendered DOM must carry the three
+link buttons ("Data Docs", "Release report", "Artefact"), pointing at the provider's
+plugin on that API server, with no link setting at all (only ``[api] base_url``, which a
+deployment sets anyway). Chromium then opens the Data Docs button's URL: the plugin
+serves the gate's validation page from the store. The screenshots are saved under
+``test-artifacts/`` (and the plugin page's under ``docs/images/`` for the docs).
+
+The simple auth manager runs with ``all_admins`` so the browser needs no login (local API
+server, test DB only); that the plugin's pages refuse a request without Airflow
+credentials is tested in ``tests/operators/test_plugin.py``.
+
+Under CI (``CI=true``) a missing Chromium fails the test instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import types
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(n)), None)
+ARTIFACTS = REPO / "test-artifacts"
+PUBLISH = "astrid_publish_diabetes"
+LINKS = ("Data Docs", "Release report", "Artefact")
+DOCS_PNG = REPO / "docs" / "images" / "plugin_data_docs.png"
+
+pytestmark = pytest.mark.airflow
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    if CHROMIUM is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Chromium is required under CI (apt-get install chromium)")
+        pytest.skip("no Chromium on this machine")
+    return CHROMIUM
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def base_url() -> str:
+    """The API server's URL, known to the run's workers as ``[api] base_url``."""
+    return f"http://127.0.0.1:{_free_port()}"
+
+
+@pytest.fixture(scope="module")
+def finished_run(airflow_db, tmp_path_factory, base_url):
+    """A successful publishing run recorded in the session's metadata DB."""
+    from airflow_compat import dagbag_class
+
+    root = tmp_path_factory.mktemp("astrid_demo")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASTRID_DEMO_ROOT", str(root))
+        mp.delenv("AIRFLOW__ASTRID__LINK_BASE_URL", raising=False)
+        # links resolve when the task ends, in the worker: it builds them on base_url
+        mp.setenv("AIRFLOW__API__BASE_URL", base_url)
+        bag = dagbag_class()(dag_folder=str(REPO / "dags"))
+        assert bag.import_errors == {}
+        dr = bag.dags[PUBLISH].test(run_conf={"seed": 1})
+    assert str(dr.state) == "success"
+    return types.SimpleNamespace(dr=dr, root=root)
+
+
+@pytest.fixture(scope="module")
+def api_server(finished_run, tmp_path_factory, base_url):
+    """``airflow api-server`` on the test DB; stopped (its process group) afterwards."""
+    base = base_url
+    port = int(base.rsplit(":", 1)[1])
+    log = tmp_path_factory.mktemp("api") / "api-server.log"
+    from airflow import settings
+
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           # the DB this process wrote the run into: after the whole suite the server,
+           # left to derive it, once saw an unmigrated DB and once one without the run
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": settings.SQL_ALCHEMY_CONN,
+           "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
+           "AIRFLOW__API__BASE_URL": base,
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(bin_dir / "airflow"), "api-server", "--port", str(port)],
+                                env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/v2/monitor/health", timeout=5):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"api-server did not start:\n{log.read_text()[-3000:]}")
+                time.sleep(1)
+        yield base
+    finally:
+        if proc.poll() is None:  # it may have exited already (then the failure says why)
+            os.killpg(proc.pid, 15)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+
+
+def _chromium(binary: str, url: str, *extra: str) -> str:
+    # headless Chromium now and then never settles its virtual time on a loaded machine
+    # (seen with --screenshot after a long session): a hard stop, then one fresh retry
+    for attempt in (1, 2):
+        with tempfile.TemporaryDirectory() as profile:
+            cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu",
+                   "--disable-background-networking", "--disable-component-update",
+                   "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+                   # React fetches the task instance and its links after load
+                   "--virtual-time-budget=30000", "--timeout=60000",
+                   "--window-size=1400,1000", *extra, url]
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                if attempt == 2:
+                    raise
+                continue
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+    raise AssertionError("unreachable")
+
+
+def test_task_page_shows_the_extra_links(chromium, api_server, finished_run):
+    run_id = urllib.parse.quote(finished_run.dr.run_id, safe="")
+    # the task instance's Details tab renders the extra links (as buttons: <a>)
+    url = f"{api_server}/dags/{PUBLISH}/runs/{run_id}/tasks/gate/details"
+    # what the UI's query reads (the all-admins middleware authorises the request)
+    rest = f"{api_server}/api/v2/dags/{PUBLISH}/dagRuns/{run_id}/taskInstances/gate/links"
+    try:
+        with urllib.request.urlopen(rest, timeout=30) as answer:
+            served = json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        served = {"status": exc.code, "body": exc.read().decode(errors="replace")[:2000]}
+    (ARTIFACTS / "ui_gate_task_links.json").parent.mkdir(exist_ok=True)
+    (ARTIFACTS / "ui_gate_task_links.json").write_text(json.dumps(served, indent=2))
+    links = served.get("extra_links", {})
+    assert set(links) == set(LINKS), served
+    page = f"{api_server}/astrid/runs/{PUBLISH}/{run_id}/gate/"
+    assert links == {"Data Docs": page + "data-docs", "Release report": page + "report/",
+                     "Artefact": page + "artefact"}, served
+    dom = _chromium(chromium, url, "--dump-dom")
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "ui_gate_task_links.html").write_text(dom)
+    anchors = dict((text, href.replace("&amp;", "&")) for href, text in
+                   re.findall(r'<a\b[^>]*\bhref="([^"]+)"[^>]*>([^<]+)</a>', dom))
+    missing = [name for name in LINKS if name not in anchors]
+    assert not missing, (missing, anchors)
+    assert {name: anchors[name] for name in LINKS} == links, anchors
+    png = ARTIFACTS / "ui_gate_task_links.png"
+    png.unlink(missing_ok=True)
+    _chromium(chromium, url, f"--screenshot={png}")
+    assert png.is_file() and png.stat().st_size > 10_000  # a rendered page, not a blank
+
+    # the buttons open: the plugin serves the gate's pages from the store
+    recorded = Path(finished_run.root)
+    docs_dom = _chromium(chromium, anchors["Data Docs"], "--dump-dom")
+    (ARTIFACTS / "plugin_data_docs.html").write_text(docs_dom)
+    validation = next(p for p in recorded.rglob("surrogate.validation.html")
+                      if "staging" in p.parts).read_text()
+    title = re.search(r"<title>(.*?)</title>", validation, re.S).group(1).strip()
+    assert title and title in docs_dom, title
+    assert "expect_" in docs_dom  # the expectations the gate ran
+    DOCS_PNG.parent.mkdir(exist_ok=True)
+    DOCS_PNG.unlink(missing_ok=True)
+    _chromium(chromium, anchors["Data Docs"], f"--screenshot={DOCS_PNG}")
+    assert DOCS_PNG.is_file() and DOCS_PNG.stat().st_size > 10_000
+    for name in ("Release report", "Artefact"):
+        with urllib.request.urlopen(anchors[name], timeout=30) as answer:
+            assert answer.status == 200 and b"<html" in answer.read(2000).lower(), name
