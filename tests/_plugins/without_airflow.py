@@ -17,7 +17,7 @@ if any(name == "airflow" or name.startswith("airflow.") for name in sys.modules)
 
 
 class _NoAirflow(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):  # noqa: ARG002
+    def find_spec(self, fullname, path, target=None):
         if fullname == "airflow" or fullname.startswith("airflow."):
             raise ModuleNotFoundError(f"No module named {fullname!r} (Airflow is "
                                       "blocked in this run)", name=fullname)
@@ -27,5 +27,5 @@ class _NoAirflow(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _NoAirflow())
 
 
-def pytest_report_header(config):  # noqa: ARG001
+def pytest_report_header(config):
     return "without_airflow: importing airflow raises ModuleNotFoundError in this run"
