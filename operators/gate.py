@@ -241,14 +241,8 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
         # recorded before a failure is raised: the links of a failed gate work too
         push_links(self, context, data_docs=docs, report=release_report, artefact=artefact_path)
-        observed = numeric({metric_name(e["name"]): e["observed_value"]
-                            for e in receipt["expectations"]})
-        self._lineage = {  # OpenLineage: the expectations and figures on the surrogate
-            "inputs": [{"location": str(original)},
-                       {"location": str(surrogate), "rows": observed.get("row_count"),
-                        "assertions": receipt["expectations"], "metrics": observed},
-                       artefact_dataset(root, receipt["artefact"])],
-            "outputs": [{"location": str(validation)}, {"location": str(receipt_path)}]}
+        self._lineage = _gate_lineage(original, surrogate, root, receipt, validation,
+                                      receipt_path)
         where = (f"Data Docs: {resolve_link(self, str(docs))}; release report: "
                  f"{resolve_link(self, release_report) or 'none'}")
         if not result.success:
@@ -257,18 +251,8 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                                                        receipt["expectations"]))
         self.log.info("Release gate passed for %s (%d expectations). %s",
                       surrogate, len(receipt["expectations"]), where)
-        return json_small({
-            "success": True,
-            "surrogate": str(surrogate),
-            "sha256": digest,
-            "receipt": str(receipt_path),
-            "validation": str(validation),
-            "data_docs": str(docs),
-            "report": release_report,
-            "artefact": receipt["artefact"],
-            "observed": {e["name"]: e["observed_value"] for e in receipt["expectations"]
-                         if isinstance(e["observed_value"], (int, float, str, bool))},
-        })
+        return _payload(surrogate, digest, receipt, receipt_path, validation, docs,
+                        release_report)
 
     def _write_report(self, ref: str, fs: Any, original: ObjectStoragePath | str,
                       surrogate: ObjectStoragePath, out_dir: ObjectStoragePath
@@ -302,3 +286,35 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
             return None, ()
         self.log.info("Release report: %s", written.index)
         return str(written.index), tuple(written.files)
+
+
+def _gate_lineage(original: Any, surrogate: ObjectStoragePath, root: str,
+                  receipt: dict[str, Any], validation: ObjectStoragePath,
+                  receipt_path: ObjectStoragePath) -> dict[str, Any]:
+    """OpenLineage: the expectations and figures on the surrogate."""
+    observed = numeric({metric_name(e["name"]): e["observed_value"]
+                        for e in receipt["expectations"]})
+    return {
+        "inputs": [{"location": str(original)},
+                   {"location": str(surrogate), "rows": observed.get("row_count"),
+                    "assertions": receipt["expectations"], "metrics": observed},
+                   artefact_dataset(root, receipt["artefact"])],
+        "outputs": [{"location": str(validation)}, {"location": str(receipt_path)}]}
+
+
+def _payload(surrogate: ObjectStoragePath, digest: str, receipt: dict[str, Any],
+             receipt_path: ObjectStoragePath, validation: ObjectStoragePath,
+             docs: ObjectStoragePath, release_report: str | None) -> dict[str, Any]:
+    """The XCom value of a passed gate."""
+    return json_small({
+        "success": True,
+        "surrogate": str(surrogate),
+        "sha256": digest,
+        "receipt": str(receipt_path),
+        "validation": str(validation),
+        "data_docs": str(docs),
+        "report": release_report,
+        "artefact": receipt["artefact"],
+        "observed": {e["name"]: e["observed_value"] for e in receipt["expectations"]
+                     if isinstance(e["observed_value"], (int, float, str, bool))},
+    })

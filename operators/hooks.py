@@ -13,7 +13,7 @@ A ``PostgresHook`` (same ``postgres`` connection type, same fields and extras) w
 two things the operators do with a PostgreSQL table, for use in ``@task`` code too:
 :meth:`read_to_parquet` (typed, chunked, one snapshot) and :meth:`publish` (staging
 table + rename in one transaction). Both go through the library's psycopg code
-(:mod:`astrid_airflow.io._sql`), which the common.sql DB-API path cannot replace: it
+(``astrid_airflow.io._sql*``), which the common.sql DB-API path cannot replace: it
 needs the server's column types and enum labels, ``COPY``, the table's grants and its
 comment. Other engines use their own ``DbApiHook`` (see ``astrid_airflow.operators.sql``).
 """
@@ -119,7 +119,7 @@ class AstridPostgresHook(PostgresHook):
                 comment: str | Mapping[str, Any] | None = None,
                 lock_timeout: float | None = None,
                 guard: Callable[[str | None], None] | None = None) -> dict[str, Any]:
-        """Publish a gated file as ``table`` atomically (``_sql.publish_table``)."""
+        """Publish a gated file as ``table`` atomically (``_sql_publish.publish_table``)."""
         from astrid_airflow.io import publish_table
 
         kwargs: dict[str, Any] = {"comment": comment, "guard": guard}

@@ -253,14 +253,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 table = drop_missing_and_constant(table, target)
             check_table(table, target)
             store = ArtefactStore(root, fs=fs)
-            settings = dict(target=target, classifier=str(self.classifier),
-                            n_search=to_int(self.n_search, "n_search", minimum=1),
-                            n_test=to_int(self.n_test, "n_test", minimum=1),
-                            alpha=to_float(self.alpha, "alpha"), random_state=seed,
-                            adaptive=to_bool(self.adaptive, "adaptive"),
-                            sample=self.sample,
-                            # progress lines (estimate, fits, time left) in the task log
-                            progress=None)
+            settings = self._search_settings(target, seed)
             settings["max_seconds"], timeout = _budget_within_timeout(
                 _budget(self.max_seconds), timeout_seconds(self), started)
             with _timeout_is_final(timeout):
@@ -300,6 +293,17 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         emit_alias_events(self, context, root=root, name=name, extra={
             "artefact": payload["artefact"], "path": payload["path"]})
         return payload
+
+    def _search_settings(self, target: str, seed: int) -> dict[str, Any]:
+        """The search settings of ``learn_or_reuse`` from the operator's parameters."""
+        return dict(target=target, classifier=str(self.classifier),
+                    n_search=to_int(self.n_search, "n_search", minimum=1),
+                    n_test=to_int(self.n_test, "n_test", minimum=1),
+                    alpha=to_float(self.alpha, "alpha"), random_state=seed,
+                    adaptive=to_bool(self.adaptive, "adaptive"),
+                    sample=self.sample,
+                    # progress lines (estimate, fits, time left) in the task log
+                    progress=None)
 
     def _on_dask(self, table: Any, fingerprint: Mapping[str, Any],
                  settings: dict[str, Any]) -> Any:

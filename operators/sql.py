@@ -239,7 +239,7 @@ def publish_to_table(local: str, destination: TableRef, *, comment: Any,
                      types_from: str | None = None) -> dict[str, Any]:
     """Publish the gated file ``local`` as ``destination`` with the engine's atomic swap.
 
-    PostgreSQL: the library's one-transaction staging + rename (``_sql.publish_table``),
+    PostgreSQL: the library's one-transaction staging + rename (``_sql_publish.publish_table``),
     with the SQL column types recorded in ``types_from`` (the staged file).
     Other engines: ``_dbapi.publish_dbapi`` through the connection's ``DbApiHook``, which
     refuses (``SqlPublishError``) an engine without a transactional swap.

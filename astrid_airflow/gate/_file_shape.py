@@ -15,7 +15,7 @@ columns, with:
 * key-value metadata keys ``ARROW:schema`` (the Arrow schema of exactly those columns,
   with no field metadata and no embedded metadata besides the two below), ``pandas``
   (describing exactly those columns, with no index or a ``RangeIndex`` 0..n, no
-  ``attrs``) and ``astrid.sql`` (the SQL types :func:`~astrid_airflow.io._sql.sql_to_parquet`
+  ``attrs``) and ``astrid.sql`` (the SQL types :func:`~astrid_airflow.io._sql_read.sql_to_parquet`
   records: one entry per column; enum labels only the artefact's categories); nothing else;
 * column chunks that tile the file from its magic bytes to its footer (no unreferenced
   bytes), stored in the file itself, without page indexes;

@@ -58,13 +58,11 @@ if TYPE_CHECKING:
         SqlSource,
         connect,
         is_sql_url,
-        publish_table,
         qualified_name,
-        read_sql,
-        read_sql_arrow,
         sql_source,
-        sql_to_parquet,
     )
+    from ._sql_publish import publish_table
+    from ._sql_read import read_sql, read_sql_arrow, sql_to_parquet
     from ._store_layout import (
         ARTEFACT_FILE,
         STORE_CLAIM,

@@ -229,14 +229,14 @@ def read_table(source: pd.DataFrame | str | os.PathLike) -> pd.DataFrame:
     attributes become pandas categoricals with the declared categories; CSV dates and
     times stay text. A PostgreSQL URL with a table or a query
     (``postgresql://user@host/db?table=public.patients``) is read with
-    :func:`~astrid_airflow.io._sql.read_sql` (typed, streamed in chunks). Infinite values
+    :func:`~astrid_airflow.io._sql_read.read_sql` (typed, streamed in chunks). Infinite values
     are refused (``DataError``), in DataFrames too.
     """
     if isinstance(source, pd.DataFrame):
         check_finite(source)
         return source
     if isinstance(source, str) and is_sql_url(source):
-        from ._sql import read_sql
+        from ._sql_read import read_sql
 
         table = read_sql(source)
         check_finite(table, _sql_shown(source))

@@ -310,7 +310,7 @@ def test_publish_refuses_a_failed_receipt_and_leaves_the_table_alone(conn_env, t
     from astrid_airflow.operators import _common
     from astrid_airflow.operators.publish import PublishSurrogateOperator
 
-    from astrid_airflow.io._sql import publish_table
+    from astrid_airflow.io._sql_publish import publish_table
 
     table = f"t_{int(time.time() * 1000) % 10**9}"
     publish_table(pd.DataFrame({"v": [1, 2]}), f"{conn_env}?table=public.{table}")

@@ -92,7 +92,8 @@ def test_files_the_project_writes_are_publishable(tmp_path, original, artefact, 
 
 def test_a_file_read_from_postgres_keeps_its_sql_types_and_is_publishable(tmp_path, original,
                                                                         artefact):
-    from astrid_airflow.io._sql import SqlColumn, _arrow_schema
+    from astrid_airflow.io._sql_types import SqlColumn
+    from astrid_airflow.io._sql_types import arrow_schema as _arrow_schema
 
     kinds = {"a1": "float64", "a2": "float64", "a3": "float64", "a4": "float64",
              "a5": "enum", TARGET: "int64"}
@@ -423,7 +424,7 @@ def pg_table(tmp_path, surrogate):
 
     import psycopg
 
-    from astrid_airflow.io._sql import publish_table
+    from astrid_airflow.io._sql_publish import publish_table
     from tests.io.test_sql import postgres_url
 
     url = postgres_url()  # skips without a server (fails under CI)

@@ -174,7 +174,8 @@ def typed(pg):
 def test_read_maps_every_type_faithfully(typed):
     import pyarrow as pa
 
-    from astrid_airflow.io._sql import SQL_METADATA_KEY, read_sql, read_sql_arrow
+    from astrid_airflow.io._sql_read import read_sql, read_sql_arrow
+    from astrid_airflow.io._sql_types import SQL_METADATA_KEY
 
     table = read_sql_arrow(typed.table_url("typed"))
     got = {f.name: f.type for f in table.schema}
@@ -211,7 +212,7 @@ def test_read_maps_every_type_faithfully(typed):
 def test_parquet_staging_equals_the_direct_read_and_is_chunked(typed, tmp_path):
     import pyarrow.parquet as pq
 
-    from astrid_airflow.io._sql import read_sql, sql_to_parquet
+    from astrid_airflow.io._sql_read import read_sql, sql_to_parquet
 
     info = sql_to_parquet(typed.table_url("typed"), tmp_path / "t.parquet", chunk_rows=25)
     assert info["rows"] == 80 and "astrid:" not in info["source"].split("@")[0][-4:]
@@ -221,7 +222,7 @@ def test_parquet_staging_equals_the_direct_read_and_is_chunked(typed, tmp_path):
 
 
 def test_a_table_is_read_in_the_same_order_whatever_its_physical_order(typed):
-    from astrid_airflow.io._sql import read_sql
+    from astrid_airflow.io._sql_read import read_sql
     from astrid_airflow.release._artefact import fingerprint_table
 
     before = read_sql(typed.table_url("typed"))
@@ -252,7 +253,7 @@ def test_a_query_is_read_as_written(typed):
 
 def test_unsupported_types_are_named(pg):
     from astrid_airflow._errors import DataError
-    from astrid_airflow.io._sql import read_sql
+    from astrid_airflow.io._sql_read import read_sql
 
     pg.run("CREATE TABLE odd (a int, doc jsonb, tags text[], class text)")
     with pytest.raises(DataError, match=r"doc \(jsonb\), tags \(text\[\]\)"):
@@ -297,7 +298,8 @@ def test_types_round_trip_through_shuffle_and_publish(typed):
 def test_publish_creates_missing_enum_types_and_maps_arrow_types(pg):
     import pyarrow as pa
 
-    from astrid_airflow.io._sql import SQL_METADATA_KEY, publish_table
+    from astrid_airflow.io._sql_publish import publish_table
+    from astrid_airflow.io._sql_types import SQL_METADATA_KEY
 
     meta = {"dialect": "postgresql", "columns": [
         {"name": "colour", "type": f"{pg.schema}.colour", "kind": "enum",
@@ -316,7 +318,8 @@ def test_publish_creates_missing_enum_types_and_maps_arrow_types(pg):
 
 
 def test_republish_keeps_grants_and_records_the_release(typed, tmp_path):
-    from astrid_airflow.io._sql import publish_table, sql_to_parquet
+    from astrid_airflow.io._sql_publish import publish_table
+    from astrid_airflow.io._sql_read import sql_to_parquet
 
     staged = tmp_path / "s.parquet"
     sql_to_parquet(typed.table_url("typed"), staged)
@@ -334,7 +337,7 @@ def test_readers_never_see_a_missing_or_partial_table_during_republishing(pg):
     """A reader polls count(*) and the release column while the table is republished."""
     import psycopg
 
-    from astrid_airflow.io._sql import publish_table
+    from astrid_airflow.io._sql_publish import publish_table
 
     n = 20_000
 
@@ -385,7 +388,8 @@ def test_readers_never_see_a_missing_or_partial_table_during_republishing(pg):
 def test_a_long_reader_makes_the_swap_time_out_and_leaves_the_table_alone(pg):
     import psycopg
 
-    from astrid_airflow.io._sql import SqlPublishError, publish_table
+    from astrid_airflow.io._sql import SqlPublishError
+    from astrid_airflow.io._sql_publish import publish_table
 
     publish_table(pd.DataFrame({"v": [1, 2]}), pg.table_url("busy"))
     with psycopg.connect(pg.url) as reader:  # a transaction holding ACCESS SHARE
@@ -406,7 +410,9 @@ def test_bad_connection_details_give_clear_errors_and_publish_nothing(pg, server
     from sqlalchemy.engine import make_url
 
     from astrid_airflow._errors import DataError
-    from astrid_airflow.io._sql import SqlConnectionError, publish_table, read_sql
+    from astrid_airflow.io._sql import SqlConnectionError
+    from astrid_airflow.io._sql_publish import publish_table
+    from astrid_airflow.io._sql_read import read_sql
 
     publish_table(pd.DataFrame({"v": [1]}), pg.table_url("kept"))
     url = make_url(server_url)
@@ -430,7 +436,8 @@ def test_bad_connection_details_give_clear_errors_and_publish_nothing(pg, server
 
 def test_a_failing_load_or_swap_publishes_nothing(pg):
     from astrid_airflow._errors import DataError, StoreError
-    from astrid_airflow.io._sql import SqlPublishError, publish_table
+    from astrid_airflow.io._sql import SqlPublishError
+    from astrid_airflow.io._sql_publish import publish_table
 
     publish_table(pd.DataFrame({"v": [1, 2]}), pg.table_url("kept"))
     pg.run("CREATE TABLE shape (v integer)")
@@ -478,7 +485,7 @@ def test_bad_urls_are_named(bad, message):
 
 def test_cli_learns_from_a_postgres_url(pg, tmp_path):
     from astrid_airflow import make_synthetic
-    from astrid_airflow.io._sql import publish_table
+    from astrid_airflow.io._sql_publish import publish_table
 
     publish_table(make_synthetic(n_per_class=100, random_state=0), pg.table_url("ref"))
     cli = [sys.executable, "-m", "astrid_airflow.cli"]
