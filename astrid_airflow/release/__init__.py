@@ -15,15 +15,8 @@ from astrid_airflow._lazy import lazy_exports
 if TYPE_CHECKING:
     from astrid_airflow.io import TableFile, check_outside_store, file_format, read_arrow
 
-    from ._artefact import (
-        GroupingArtefact,
-        SchemaCheck,
-        column_kind,
-        compatible_kind,
-        dtype_kind,
-        fingerprint_table,
-        unique_values,
-    )
+    from ._artefact import GroupingArtefact
+    from ._artefact_ref import LoadedArtefact, load_artefact, parse_artefact_ref
     from ._intact import IntactSwaps, break_intact_rows, intact_budget
     from ._manifest import MANIFEST_FILE
     from ._metrics import (
@@ -61,14 +54,8 @@ if TYPE_CHECKING:
         published_type,
     )
     from ._sql_shuffle import shuffle_table
-    from ._store import (
-        ArtefactStore,
-        LoadedArtefact,
-        check_artefact_name,
-        load_artefact,
-        parse_artefact_ref,
-        split_artefact_ref,
-    )
+    from ._store import ArtefactStore
+    from ._store_names import check_artefact_name, split_artefact_ref
     from ._suppression import (
         MAX_SUPPRESSED_SHARE,
         Suppression,
@@ -91,6 +78,14 @@ if TYPE_CHECKING:
         warn_if_one_group,
     )
     from ._surrogate_metrics import SurrogateMetrics, stratified_subsample, surrogate_metrics
+    from ._table_schema import (
+        SchemaCheck,
+        column_kind,
+        compatible_kind,
+        dtype_kind,
+        fingerprint_table,
+        unique_values,
+    )
     from ._utility import classifier_preset, surrogate_utility
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -49,8 +49,8 @@ import pandas as pd
 from astrid_airflow._errors import RecipeError
 from astrid_airflow.engine import Grouping
 
-from ._artefact import dtype_kind
 from ._partition import PARTITION_KEYS, apply_partition, check_partition_step
+from ._table_schema import dtype_kind
 
 RECIPE_VERSION = 1
 _METHODS = ("bins", "round", "suppress", "mdav", "partition")

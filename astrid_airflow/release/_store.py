@@ -13,6 +13,9 @@ two savers can never take the same number); on object stores a saver first claim
 number with a marker, writes the other files, and writes ``artefact.json`` last. A
 crash or exception mid-write therefore leaves no visible version. ``docs/artefacts.md``
 gives the details.
+
+Valid names and version ids live in ``_store_names``; resolving and loading an artefact
+reference (``load_artefact``) in ``_artefact_ref``.
 """
 
 from __future__ import annotations
@@ -22,18 +25,16 @@ import dataclasses
 import errno
 import hashlib
 import os
-import re
 import shutil
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from astrid_airflow._errors import ArtefactError, AstridError, ParameterError, StoreError
 from astrid_airflow.io import (
     ARTEFACT_FILE,
     STORE_CLAIM,
-    STORE_NAME,
     STORE_VERSION_DIR,
     fs_write_bytes,
     fsync_dir,
@@ -43,56 +44,17 @@ from astrid_airflow.io import (
 
 from ._artefact import GroupingArtefact
 from ._manifest import MANIFEST_FILE, manifest_bytes, read_store_file, verify_manifest
+from ._store_names import (
+    check_artefact_name,
+    check_file_name,
+    valid_name,
+    version_id,
+    version_number,
+)
 
 # The layout's names (and the guard that keeps other writers out) live in io.
-_NAME, _VERSION_DIR, _CLAIM = STORE_NAME, STORE_VERSION_DIR, STORE_CLAIM
-_VERSION_REF = re.compile(r"v([0-9]+)|([0-9]+)|latest", re.ASCII)
+_VERSION_DIR, _CLAIM = STORE_VERSION_DIR, STORE_CLAIM
 _MAX_ATTEMPTS = 200
-
-
-def check_artefact_name(name: object) -> str:
-    """Return ``name`` if it is a valid artefact name, else raise ``ParameterError``.
-
-    Callers check a name before any work (``astrid learn --name`` before learning).
-    """
-    if not isinstance(name, str) or not _valid_name(name):
-        raise ParameterError(
-            f"Invalid artefact name {name!r}: use letters, digits, '.', '_' and '-' "
-            "(no path separators, no '..', at most 200 characters, not starting with '.').")
-    return name
-
-
-def _valid_name(name: str) -> bool:
-    """What :func:`check_artefact_name` accepts (listing skips anything else)."""
-    return bool(_NAME.fullmatch(name)) and ".." not in name
-
-
-def _check_file_name(name: object) -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name \
-            or name in (ARTEFACT_FILE, MANIFEST_FILE):
-        raise ParameterError(f"Invalid file name {name!r} for a version directory: a plain "
-                             f"file name other than {ARTEFACT_FILE!r} and {MANIFEST_FILE!r} "
-                             "is needed.")
-    return name
-
-
-def _version_id(number: int) -> str:
-    return f"v{number:04d}"
-
-
-def _version_number(version: object) -> int | None:
-    """Number of ``"v0003"``/``"3"``/``3``; ``None`` for ``"latest"``."""
-    if isinstance(version, int) and not isinstance(version, bool) and version >= 1:
-        return version
-    if isinstance(version, str):
-        m = _VERSION_REF.fullmatch(version.strip())
-        if m:
-            if m.group(1) is None and m.group(2) is None:
-                return None
-            number = int(m.group(1) or m.group(2))
-            if number >= 1:
-                return number
-    raise ParameterError(f"Invalid version {version!r}: expected 'latest', 'v0003' or 3.")
 
 
 @dataclass(frozen=True)
@@ -110,13 +72,6 @@ class ArtefactLocation:
     version: str | None
     directory: str
     path: str
-
-
-class LoadedArtefact(NamedTuple):
-    """An artefact and where it was read from (unpacks as ``artefact, location``)."""
-
-    artefact: GroupingArtefact
-    location: ArtefactLocation
 
 
 class ArtefactStore:
@@ -187,7 +142,7 @@ class ArtefactStore:
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:  # permission, symlink loop (ELOOP), I/O error...
-            raise _read_error(exc, self._url(inner)) from None
+            raise read_error(exc, self._url(inner)) from None
         out = []
         for e in entries:
             base = e.rstrip("/").rsplit("/", 1)[-1]
@@ -227,7 +182,7 @@ class ArtefactStore:
             except FileNotFoundError:
                 ok = False
             except OSError as exc:  # e.g. ELOOP: the root is a symlink loop
-                raise _read_error(exc, self.root) from None
+                raise read_error(exc, self.root) from None
         else:
             ok = self._fs.isdir(self._root) or self._fs.exists(self._root)
         if not ok:
@@ -252,7 +207,7 @@ class ArtefactStore:
     def _listed(self, name: str, versions: list[str]) -> list[str]:
         """``versions`` and the version directories with an artefact but no manifest."""
         found = {int(v[1:]) for v in versions} | set(self._numbers_with(name, ARTEFACT_FILE))
-        return [_version_id(n) for n in sorted(found)]
+        return [version_id(n) for n in sorted(found)]
 
     def _key(self) -> bytes | None:
         from astrid_airflow.io import signing_key
@@ -261,7 +216,7 @@ class ArtefactStore:
 
     def _unsaved(self, name: str, numbers: list[int]) -> str:
         """Why versions with an ``artefact.json`` but no manifest are refused."""
-        shown = ", ".join(_version_id(n) for n in numbers[-5:])
+        shown = ", ".join(version_id(n) for n in numbers[-5:])
         return (f"version(s) {shown} of {name!r} in {self.root!r} have an {ARTEFACT_FILE} "
                 f"but no {MANIFEST_FILE}: they were not written by ArtefactStore.save (made "
                 "or copied by hand), or by a release before manifests; they are refused. "
@@ -273,7 +228,7 @@ class ArtefactStore:
         """Names with at least one complete version, sorted."""
         self._check_root()
         return sorted(n for n in self._ls_names(self._root)
-                      if _valid_name(n) and not self._islink(self._join(self._root, n))
+                      if valid_name(n) and not self._islink(self._join(self._root, n))
                       and self._numbers(n, complete=True))
 
     def versions(self, name: str) -> list[str]:
@@ -289,7 +244,7 @@ class ArtefactStore:
             known = self.names()
             raise StoreError(f"No artefact named {name!r} in {self.root!r}; "
                              f"names there: {known[:20]!r}.")
-        return [_version_id(n) for n in numbers]
+        return [version_id(n) for n in numbers]
 
     def latest(self, name: str) -> str:
         """The newest version id of ``name``."""
@@ -297,11 +252,11 @@ class ArtefactStore:
 
     def resolve(self, name: str, version: str | int = "latest") -> str:
         """The version id ``version`` refers to (``"latest"``, ``"v0003"``, ``"3"``, 3)."""
-        number = _version_number(version)
+        number = version_number(version)
         versions = self.versions(name)
         if number is None:
             return versions[-1]
-        vid = _version_id(number)
+        vid = version_id(number)
         if vid not in versions:
             self.refuse_links(name, vid)
             if number in self._numbers_with(name, ARTEFACT_FILE):
@@ -326,8 +281,8 @@ class ArtefactStore:
     def load(self, name: str, version: str | int = "latest") -> GroupingArtefact:
         """Read and validate an artefact (``ArtefactError`` if it is corrupt)."""
         loc = self.location(name, version)
-        return _parse_artefact(self.verified_files(name, loc.version)[ARTEFACT_FILE],
-                               loc.path)
+        return parse_artefact(self.verified_files(name, loc.version)[ARTEFACT_FILE],
+                              loc.path)
 
     def verified_files(self, name: str, version: str | int = "latest") -> dict[str, bytes]:
         """The bytes of every file the version's manifest lists, each verified against it
@@ -347,7 +302,7 @@ class ArtefactStore:
             except (FileNotFoundError, StoreError):
                 raise
             except OSError as exc:
-                raise _read_error(exc, self._url(inner)) from None
+                raise read_error(exc, self._url(inner)) from None
 
         try:
             raw = read(MANIFEST_FILE)
@@ -364,7 +319,7 @@ class ArtefactStore:
     def read_file(self, name: str, version: str | int, filename: str) -> bytes:
         """Bytes of a file stored beside the artefact."""
         loc = self.location(name, version)
-        inner = self._join(self._root, name, loc.version, _check_file_name(filename))
+        inner = self._join(self._root, name, loc.version, check_file_name(filename))
         self.refuse_links(name, loc.version, filename)
         verified = self.verified_files(name, loc.version)
         if filename in verified:
@@ -375,7 +330,7 @@ class ArtefactStore:
         except FileNotFoundError:
             raise StoreError(f"No file {filename!r} in {loc.directory!r}.") from None
         except OSError as exc:
-            raise _read_error(exc, self._url(inner)) from None
+            raise read_error(exc, self._url(inner)) from None
 
     def list(self, name: str | None = None) -> list[dict[str, Any]]:
         """One row per version: name, version, created_at, k, target, fingerprint, path.
@@ -392,11 +347,11 @@ class ArtefactStore:
             self._check_root()
             vids = {}
             for n in sorted(self._ls_names(self._root)):
-                if not _valid_name(n) or self._islink(self._join(self._root, n)):
+                if not valid_name(n) or self._islink(self._join(self._root, n)):
                     continue
                 try:
                     numbers = self._numbers(n, complete=True)
-                    listed = self._listed(n, [_version_id(v) for v in numbers])
+                    listed = self._listed(n, [version_id(v) for v in numbers])
                 except AstridError as exc:  # one unreadable name never hides the others
                     vids[n] = exc
                     continue
@@ -417,8 +372,8 @@ class ArtefactStore:
                                        "path": self._url(self._join(self._root, n, vid)),
                                        "error": None}
                 try:
-                    a = _parse_artefact(self.verified_files(n, vid)[ARTEFACT_FILE],
-                                        self._url(inner))
+                    a = parse_artefact(self.verified_files(n, vid)[ARTEFACT_FILE],
+                                       self._url(inner))
                 except AstridError as exc:  # one bad version never hides the others
                     row["error"] = str(exc)
                 else:
@@ -448,7 +403,7 @@ class ArtefactStore:
             if not isinstance(data, (bytes, bytearray)):
                 raise ParameterError(f"extra_files[{fname!r}] must be bytes, "
                                      f"got {type(data).__name__}.")
-            files[_check_file_name(fname)] = bytes(data)
+            files[check_file_name(fname)] = bytes(data)
         if files:
             # artefact.json records the digest of every file saved with it, so a file
             # edited or deleted later (e.g. a weakened suite.json) is detected on use
@@ -467,7 +422,7 @@ class ArtefactStore:
         file's path or URL.
         """
         loc = self.location(name, version)
-        inner = self._join(self._root, name, loc.version, _check_file_name(filename))
+        inner = self._join(self._root, name, loc.version, check_file_name(filename))
         self.refuse_links(name, loc.version, filename)
         fs_write_bytes(self._fs, inner, bytes(data), overwrite=overwrite, into_store=True)
         return self._url(inner)
@@ -480,22 +435,22 @@ class ArtefactStore:
         them on its own. The files its ``artefact.json`` records are carried over only
         with the recorded digests. Returns the new version id.
         """
-        number = _version_number(version)
+        number = version_number(version)
         if number is None or number not in self._numbers_with(check_artefact_name(name),
                                                               ARTEFACT_FILE):
             raise StoreError(f"No version {version!r} of {name!r} with an {ARTEFACT_FILE} "
                              f"in {self.root!r}.")
-        vid = _version_id(number)
+        vid = version_id(number)
         self.refuse_links(name, vid)
 
         def read(fname: str) -> bytes:
             inner = self._join(self._root, name, vid, fname)
             return read_store_file(self._fs, inner, local=self._local, shown=self._url(inner))
 
-        artefact = _parse_artefact(read(ARTEFACT_FILE), f"{name}@{vid}")
+        artefact = parse_artefact(read(ARTEFACT_FILE), f"{name}@{vid}")
         extra = {}
         for fname, digest in (artefact.files or {}).items():
-            data = read(_check_file_name(fname))
+            data = read(check_file_name(fname))
             if hashlib.sha256(data).hexdigest() != digest:
                 raise StoreError(f"{name}@{vid}: {fname} does not match the digest its "
                                  f"{ARTEFACT_FILE} records; not re-saved.")
@@ -511,17 +466,17 @@ class ArtefactStore:
             # the manifest last, so that even the temporary directory is complete
             # whenever it holds one; versions are immutable (read-only files).
             tmp = staged_dir(base, ".saving-", {**files, MANIFEST_FILE: manifest_bytes(
-                name, _version_id(stamped), files, key)}, file_mode=0o444, last=MANIFEST_FILE)
+                name, version_id(stamped), files, key)}, file_mode=0o444, last=MANIFEST_FILE)
         except OSError as exc:
             raise _write_error(exc, self.root) from None
         try:
             for _ in range(_MAX_ATTEMPTS):
                 number = max(self._numbers(name, complete=False), default=0) + 1
-                dest = os.path.join(base, _version_id(number))
+                dest = os.path.join(base, version_id(number))
                 if os.path.lexists(dest):  # rename would replace an *empty* directory
                     continue
                 if number != stamped:  # the manifest names its version: re-stamp it
-                    _restamp(tmp, manifest_bytes(name, _version_id(number), files, key))
+                    _restamp(tmp, manifest_bytes(name, version_id(number), files, key))
                     stamped = number
                 try:
                     os.rename(tmp, dest)  # fails if dest appeared meanwhile
@@ -530,7 +485,7 @@ class ArtefactStore:
                         continue  # another saver took this number: take the next one
                     raise
                 fsync_dir(base)
-                return _version_id(number)
+                return version_id(number)
             raise StoreError(f"Could not claim a version number for {name!r} in "
                              f"{self.root!r} after {_MAX_ATTEMPTS} attempts.")
         except OSError as exc:
@@ -545,7 +500,7 @@ class ArtefactStore:
         me = f"{_CLAIM}{uuid.uuid4().hex}"
         for attempt in range(_MAX_ATTEMPTS):
             number = max(self._numbers(name, complete=False), default=0) + 1
-            vdir = self._join(base, _version_id(number))
+            vdir = self._join(base, version_id(number))
             claim = self._join(vdir, me)
             try:
                 # No makedirs: on object stores a prefix exists only while a key is in it,
@@ -567,7 +522,7 @@ class ArtefactStore:
                                    into_store=True)
                 # last: its presence makes the version visible (and verifiable)
                 fs_write_bytes(fs, self._join(vdir, MANIFEST_FILE), manifest_bytes(
-                    name, _version_id(number), files, self._key()), into_store=True)
+                    name, version_id(number), files, self._key()), into_store=True)
                 with contextlib.suppress(Exception):
                     fs.rm(claim)
             except BaseException as exc:
@@ -576,14 +531,14 @@ class ArtefactStore:
                 if isinstance(exc, OSError):
                     raise _write_error(exc, self.root) from None
                 raise
-            return _version_id(number)
+            return version_id(number)
         raise StoreError(f"Could not claim a version number for {name!r} in {self.root!r} "
                          f"after {_MAX_ATTEMPTS} attempts.")
 
 
 # --------------------------------------------------------------------------- helpers
 
-def _read_error(exc: OSError, shown: str) -> StoreError:
+def read_error(exc: OSError, shown: str) -> StoreError:
     if isinstance(exc, PermissionError):
         return StoreError(f"Cannot read {shown!r}: permission denied.")
     return StoreError(f"Cannot read {shown!r}: {exc.strerror or exc}.")
@@ -607,139 +562,8 @@ def _restamp(tmp: str, data: bytes) -> None:
     fsync_dir(tmp)
 
 
-def _parse_artefact(data: bytes, shown: str) -> GroupingArtefact:
+def parse_artefact(data: bytes, shown: str) -> GroupingArtefact:
     try:
         return GroupingArtefact.from_json(data)
     except ArtefactError as exc:
         raise type(exc)(f"{shown}: {exc}") from None
-
-
-def _read_artefact(fs: Any, inner: str, shown: str) -> GroupingArtefact:
-    from fsspec.implementations.local import LocalFileSystem
-
-    if isinstance(fs, LocalFileSystem):  # a FIFO or device would block or never end
-        import stat
-
-        try:
-            mode = os.stat(inner).st_mode
-        except OSError:
-            mode = stat.S_IFREG  # missing, ELOOP...: reported by the read below
-        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
-                or stat.S_ISSOCK(mode):
-            raise StoreError(f"{shown!r} is not a regular file (a pipe, socket or "
-                             "device).")
-    try:
-        data = fs.cat_file(inner)
-    except FileNotFoundError:
-        raise StoreError(f"No artefact at {shown!r}.") from None
-    except IsADirectoryError:
-        raise StoreError(f"{shown!r} is a directory, not an artefact file.") from None
-    except OSError as exc:  # permission, ELOOP, I/O error...
-        raise _read_error(exc, shown) from None
-    return _parse_artefact(data, shown)
-
-
-def split_artefact_ref(ref: str) -> tuple[str, str | None]:
-    """``"TEXT@VERSION"`` -> ``(TEXT, VERSION)``; ``(ref, None)`` without a version suffix.
-
-    The one parser of the ``@VERSION`` suffix (``v0003``, ``3`` or ``latest``) of an
-    artefact reference, for :func:`parse_artefact_ref` and the operators' ``NAME@VERSION``.
-
-    >>> split_artefact_ref("store/syn@v0002"), split_artefact_ref("store/syn")
-    (('store/syn', 'v0002'), ('store/syn', None))
-    """
-    head, at, tail = ref.rpartition("@")
-    if at and "/" not in tail and _VERSION_REF.fullmatch(tail.strip()):
-        return head, tail.strip()
-    return ref, None
-
-
-def parse_artefact_ref(ref: str | os.PathLike, *, fs: Any = None) -> ArtefactLocation:
-    """Resolve an artefact reference to its location (without reading the artefact).
-
-    Accepted forms (local paths or fsspec URLs):
-
-    * a path to an ``artefact.json``;
-    * a version directory holding one (``ROOT/NAME/v0003``);
-    * ``ROOT/NAME`` or ``ROOT/NAME@VERSION`` with VERSION ``v0003``, ``3`` or
-      ``latest`` (the default).
-
-    ``fs``: an authenticated filesystem for the reference's protocol (see
-    :class:`ArtefactStore`).
-    """
-    from fsspec.implementations.local import LocalFileSystem
-
-    from astrid_airflow.io import url_to_fs, using
-
-    text = os.fspath(ref) if isinstance(ref, (str, os.PathLike)) else None
-    if not text or not text.strip():
-        raise ParameterError(f"Invalid artefact reference {ref!r}: expected a path to an "
-                             "artefact.json, a version directory or ROOT/NAME[@VERSION].")
-    text, version = split_artefact_ref(text)
-    try:
-        fs, inner = url_to_fs(text, fs)
-    except (ImportError, ValueError) as exc:
-        raise StoreError(f"Cannot open {text!r}: {exc}") from None
-    local = isinstance(fs, LocalFileSystem)
-    inner = os.path.abspath(inner) if local else inner.rstrip("/")
-
-    def url(p: str) -> str:
-        return p if local else fs.unstrip_protocol(p)
-
-    def split(p: str) -> tuple[str, str]:
-        if local:
-            return os.path.split(p)
-        head, _, tail = p.rpartition("/")
-        return head, tail
-
-    with using(None if local else fs):  # the nested store opens use the same filesystem
-        if version is None and fs.isfile(inner):
-            directory = split(inner)[0]
-            return _outside_or_in_store(url, split, directory, url(inner))
-        candidate = (os.path.join(inner, ARTEFACT_FILE) if local
-                     else f"{inner}/{ARTEFACT_FILE}")
-        if version is None and fs.isfile(candidate):
-            return _outside_or_in_store(url, split, inner, url(candidate))
-        root, name = split(inner)
-        if not root or not _NAME.fullmatch(name or ""):
-            raise StoreError(f"No artefact at {url(inner)!r}: not an artefact.json, a "
-                             "version directory or ROOT/NAME.")
-        store = ArtefactStore(url(root))
-        return store.location(name, version or "latest")
-
-
-def _outside_or_in_store(url, split, directory: str, path: str) -> ArtefactLocation:
-    parent, vdir = split(directory)
-    root, name = split(parent)
-    if _VERSION_DIR.fullmatch(vdir) and _NAME.fullmatch(name or "") and root:
-        # in a store layout: the same no-links rule as the store's own reads and writes
-        ArtefactStore(url(root)).refuse_links(name, vdir, ARTEFACT_FILE)
-        return ArtefactLocation(root=url(root), name=name, version=vdir,
-                                directory=url(directory), path=path)
-    return ArtefactLocation(root=None, name=None, version=None, directory=url(directory),
-                            path=path)
-
-
-def load_artefact(ref: str | os.PathLike, *, fs: Any = None) -> LoadedArtefact:
-    """Load and validate the artefact ``ref`` points to (see :func:`parse_artefact_ref`).
-
-    ``fs``: an authenticated filesystem for the reference's protocol (Airflow's
-    ``ObjectStoragePath.fs``) instead of fsspec's own credential chain.
-
-    Returns
-    -------
-    LoadedArtefact
-        ``(artefact, location)``; write files beside the artefact in
-        ``location.directory``.
-    """
-    from astrid_airflow.io import url_to_fs
-
-    loc = parse_artefact_ref(ref, fs=fs)
-    if loc.root is not None:  # in a store: verified against the version's manifest
-        from astrid_airflow.io import using
-
-        with using(fs):
-            return LoadedArtefact(ArtefactStore(loc.root).load(loc.name, loc.version), loc)
-    opened, inner = url_to_fs(loc.path, fs)
-    return LoadedArtefact(_read_artefact(opened, inner, loc.path), loc)
-

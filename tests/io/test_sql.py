@@ -223,7 +223,7 @@ def test_parquet_staging_equals_the_direct_read_and_is_chunked(typed, tmp_path):
 
 def test_a_table_is_read_in_the_same_order_whatever_its_physical_order(typed):
     from astrid_airflow.io._sql_read import read_sql
-    from astrid_airflow.release._artefact import fingerprint_table
+    from astrid_airflow.release._table_schema import fingerprint_table
 
     before = read_sql(typed.table_url("typed"))
     # rewrite some rows: they move to the end of the heap

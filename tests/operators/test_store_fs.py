@@ -29,7 +29,8 @@ from astrid_airflow import make_surrogate, make_synthetic
 from astrid_airflow._errors import StoreError
 from astrid_airflow.gate._gate import validate_surrogate
 from astrid_airflow.io._fs import url_to_fs
-from astrid_airflow.release._store import ArtefactStore, load_artefact
+from astrid_airflow.release._artefact_ref import load_artefact
+from astrid_airflow.release._store import ArtefactStore
 from tests.gate.test_gate import artefact_for
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")

@@ -15,11 +15,9 @@ from hypothesis import strategies as st
 import astrid_airflow
 from astrid_airflow._errors import ArtefactError, ParameterError, SchemaMismatchError
 from astrid_airflow.engine._grouping import Grouping
-from astrid_airflow.release._artefact import (
-    SCHEMA_VERSION,
-    GroupingArtefact,
-    fingerprint_table,
-)
+from astrid_airflow.release._artefact import GroupingArtefact
+from astrid_airflow.release._artefact_format import SCHEMA_VERSION
+from astrid_airflow.release._table_schema import fingerprint_table
 
 
 class FakeResult:
@@ -256,7 +254,7 @@ def test_fingerprint_is_content_sensitive():
 def test_fingerprint_is_stable_across_processes():
     code = ("import json, sys; sys.path.insert(0, 'tests');"
             "from test_artefact import reference_table;"
-            "from astrid_airflow.release._artefact import fingerprint_table;"
+            "from astrid_airflow.release._table_schema import fingerprint_table;"
             "print(json.dumps(fingerprint_table(reference_table())))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={"PYTHONHASHSEED": "123", "PATH": ""})

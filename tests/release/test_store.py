@@ -16,7 +16,8 @@ import pytest
 from astrid_airflow._errors import ArtefactError, ParameterError, StoreError
 from astrid_airflow.cli import main
 from astrid_airflow.release._artefact import GroupingArtefact
-from astrid_airflow.release._store import ArtefactStore, load_artefact, parse_artefact_ref
+from astrid_airflow.release._artefact_ref import load_artefact, parse_artefact_ref
+from astrid_airflow.release._store import ArtefactStore
 from tests.release.test_artefact import reference_table, result_dict
 
 

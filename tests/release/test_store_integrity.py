@@ -18,8 +18,9 @@ from astrid_airflow._errors import StoreError
 from astrid_airflow.gate._policy import GatePolicy
 from astrid_airflow.gate._suite import gate_extra_files
 from astrid_airflow.io._signing import signing
+from astrid_airflow.release._artefact_ref import load_artefact
 from astrid_airflow.release._manifest import MANIFEST_FILE
-from astrid_airflow.release._store import ArtefactStore, load_artefact
+from astrid_airflow.release._store import ArtefactStore
 from tests.release.test_store import make_artefact
 
 KEY = b"k" * 32
