@@ -181,7 +181,7 @@ def multiset_differences(original: pd.DataFrame, surrogate: pd.DataFrame, target
     class must be identical in both tables. A GoldenEye shuffle with a grouping
     guarantees this for every group of that grouping (and for every column), so any
     difference is a bug, tampering, or a surrogate made with another grouping. Values
-    are compared through the 64-bit row hashes of :func:`._metrics.row_hashes` (equal
+    are compared through the 64-bit row hashes of :func:`._hashing.row_hashes` (equal
     values hash equally across containers; a false match has probability ~2^-64).
 
     Returns
@@ -225,7 +225,7 @@ def multiset_differences(original: pd.DataFrame, surrogate: pd.DataFrame, target
 
 
 def same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two arrays of row hashes (:func:`._metrics.row_hashes`) hold one multiset.
+    """Whether two arrays of row hashes (:func:`._hashing.row_hashes`) hold one multiset.
 
     The one per-class multiset check: the gate's integrity expectation and the release
     report's per-class comparison both use it.

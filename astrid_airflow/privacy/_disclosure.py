@@ -22,7 +22,7 @@ References: Hundepool et al., *Statistical Disclosure Control*, Wiley 2012 (k-an
 Framework for Quantifying Privacy Risk in Synthetic Data", PETS 2023 (the attack-based
 risks built on top of these measures live elsewhere).
 
-Everything is vectorised on 64-bit row hashes (:func:`._metrics.row_hashes`, computed
+Everything is vectorised on 64-bit row hashes (:func:`._hashing.row_hashes`, computed
 column by column from Arrow): one sort per group, then O(n) gathers per pair.
 """
 

@@ -17,16 +17,13 @@ if TYPE_CHECKING:
 
     from ._artefact import GroupingArtefact
     from ._artefact_ref import LoadedArtefact, load_artefact, parse_artefact_ref
+    from ._hashing import row_hashes, splitmix
     from ._intact import IntactSwaps, break_intact_rows, intact_budget
     from ._manifest import MANIFEST_FILE
     from ._metrics import (
-        TableSource,
         expected_intact_row_proportion,
         intact_row_proportion,
         largest_group_unique_share,
-        row_hashes,
-        splitmix,
-        table_source,
     )
     from ._receipt import (
         artefact_sha256,
@@ -86,6 +83,7 @@ if TYPE_CHECKING:
         fingerprint_table,
         unique_values,
     )
+    from ._table_source import TableSource, table_source
     from ._utility import classifier_preset, surrogate_utility
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -17,11 +17,13 @@ from astrid_airflow._validation import check_seed_sequence
 from astrid_airflow.engine import pandas_class_codes
 from astrid_airflow.io import read_arrow
 
-from ._metrics import TableSource, prepared_source, privacy_metrics, row_hashes, table_source
+from ._hashing import row_hashes
+from ._metrics import prepared_source, privacy_metrics
 from ._surrogate import (
     release_recipe,
     remedied,
 )
+from ._table_source import TableSource, table_source
 from ._utility import surrogate_utility
 
 

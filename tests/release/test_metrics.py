@@ -20,7 +20,8 @@ from astrid_airflow import (
     make_surrogate,
     surrogate_utility,
 )
-from astrid_airflow.release._metrics import EXACT_CAP, match_probabilities, row_hashes
+from astrid_airflow.release._hashing import row_hashes
+from astrid_airflow.release._match_probability import EXACT_CAP, match_probabilities
 from astrid_airflow.release._surrogate import ProtectsNothingWarning
 from astrid_airflow.release._surrogate_metrics import SurrogateMetrics, surrogate_metrics
 

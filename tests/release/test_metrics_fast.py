@@ -16,17 +16,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from astrid_airflow import Grouping, make_surrogate
+from astrid_airflow.release._hashing import U64 as _U64
+from astrid_airflow.release._hashing import row_hashes, splitmix
+from astrid_airflow.release._match_probability import match_probabilities
 from astrid_airflow.release._metrics import (
-    _U64,
     expected_intact_row_proportion,
     intact_row_proportion,
     largest_group_unique_share,
-    match_probabilities,
-    row_hashes,
-    splitmix,
-    table_source,
 )
 from astrid_airflow.release._surrogate_metrics import surrogate_metrics
+from astrid_airflow.release._table_source import table_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::astrid_airflow.ProtectsNothingWarning")
 
@@ -116,7 +115,7 @@ def test_same_values_as_the_sort_based_implementation(seed, container, tmp_path)
 
 
 def reference_match(m, n):
-    from astrid_airflow.release._metrics import EXACT_CAP, _p_match_chain
+    from astrid_airflow.release._match_probability import EXACT_CAP, _p_match_chain
 
     m = np.sort(np.asarray(m, dtype=np.int64), axis=1)
     n = np.asarray(n, dtype=np.int64)
@@ -139,9 +138,9 @@ def reference_match(m, n):
 
 @pytest.mark.parametrize("block", [7, 1 << 18])
 def test_blocked_match_probabilities_are_bit_identical(block, monkeypatch):
-    from astrid_airflow.release import _metrics
+    from astrid_airflow.release import _match_probability
 
-    monkeypatch.setattr(_metrics, "_PROB_ROWS", block)
+    monkeypatch.setattr(_match_probability, "_PROB_ROWS", block)
     rng = np.random.default_rng(3)
     n = rng.choice([50, 120, 400], 300)
     kind = rng.integers(0, 4, 300)  # all ones, one 1, chain (2..64), big (> 64)
@@ -199,13 +198,15 @@ def wide_table(n: int, seed: int) -> pd.DataFrame:
 @pytest.mark.parametrize("squeeze", [False, True])
 def test_one_pass_paths_match_the_reference(seed, squeeze, monkeypatch, tmp_path):
     # squeeze: tiny code tables and sample, and the general probability path for all
-    from astrid_airflow.release import _metrics
+    from astrid_airflow.release import _counting, _hashing, _match_probability
 
-    if squeeze:
-        monkeypatch.setattr(_metrics, "_code_cap", lambda n: 12)
-        monkeypatch.setattr(_metrics, "_SAMPLE", 40)
-        monkeypatch.setattr(_metrics, "_TINY", 1.0)
-        monkeypatch.setattr(_metrics, "_BLOCK", 7)
+    if squeeze:  # code_cap and BLOCK are read in _hashing and _counting: patched in both
+        monkeypatch.setattr(_hashing, "code_cap", lambda n: 12)
+        monkeypatch.setattr(_counting, "code_cap", lambda n: 12)
+        monkeypatch.setattr(_counting, "_SAMPLE", 40)
+        monkeypatch.setattr(_match_probability, "_TINY", 1.0)
+        monkeypatch.setattr(_hashing, "BLOCK", 7)
+        monkeypatch.setattr(_counting, "BLOCK", 7)
     n = [40, 300, 1000, 2500][seed]
     t = wide_table(n, seed)
     groupings = ["ni;fi;wide;u;s;ci;d;b", "ni,fi;wide,u;s,ci,d,b", "ni,fi,wide,u,s,ci,d,b",
@@ -228,10 +229,11 @@ def test_one_pass_paths_match_the_reference(seed, squeeze, monkeypatch, tmp_path
 
 @pytest.mark.parametrize("block", [7, 1 << 16])
 def test_encodings_hash_as_row_hashes_and_codes_follow_hashes(block, tmp_path, monkeypatch):
-    from astrid_airflow.release import _metrics
-    from astrid_airflow.release._metrics import _Column, _column_hash, _read_column
+    from astrid_airflow.release import _hashing
+    from astrid_airflow.release._hashing import _Column, _column_hash
+    from astrid_airflow.release._hashing import read_column as _read_column
 
-    monkeypatch.setattr(_metrics, "_BLOCK", block)
+    monkeypatch.setattr(_hashing, "BLOCK", block)
 
     t = wide_table(500, 3)
     t["none"] = pd.Series([None] * 500, dtype=object)  # Arrow's null type
@@ -255,7 +257,8 @@ def test_encodings_hash_as_row_hashes_and_codes_follow_hashes(block, tmp_path, m
 
 
 def test_all_distinct_and_share_found_are_exact():
-    from astrid_airflow.release._metrics import _all_distinct, _share_found
+    from astrid_airflow.release._counting import _all_distinct
+    from astrid_airflow.release._counting import share_found as _share_found
 
     rng = np.random.default_rng(0)
     for _ in range(100):
@@ -280,17 +283,17 @@ def test_all_distinct_and_share_found_are_exact():
 
 
 def test_coded_counts_by_brute_force(monkeypatch):
-    from astrid_airflow.release import _metrics
+    from astrid_airflow.release import _counting
 
     rng = np.random.default_rng(1)
     done = set()
     for _ in range(300):
         n, levels = int(rng.integers(1, 300)), int(rng.choice([1, 4, 30, 500]))
         n_classes, cap = int(rng.choice([1, 2, 5])), int(rng.choice([8, 40, 10**6]))
-        monkeypatch.setattr(_metrics, "_code_cap", lambda n, cap=cap: cap)
+        monkeypatch.setattr(_counting, "code_cap", lambda n, cap=cap: cap)
         codes, classes = rng.integers(0, levels, n), rng.integers(0, n_classes, n)
         share = bool(rng.random() < 0.5)
-        got = _metrics._coded_counts(codes.copy(), levels, classes, n_classes, share, True)
+        got = _counting.coded_counts(codes.copy(), levels, classes, n_classes, share, True)
         if got is None:  # too many repeated values for this cap: hashes count instead
             done.add("refused")
             continue
