@@ -18,7 +18,8 @@ if TYPE_CHECKING:
         submit_astrid,
         test_grouping_on_dask,
     )
-    from ._fusion import CollectionPlan, FusionResult, collection_plan, fuse_parts
+    from ._fusion import FusionResult, fuse_parts
+    from ._plan import CollectionPlan, collection_plan
     from ._spark import spark_intact_row_proportion, spark_shuffle_parquet, spark_surrogate
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -1,4 +1,4 @@
-"""Data fusion by class, and collection plans (ASTRID paper, Sec. 6.3).
+"""Data fusion by class (ASTRID paper, Sec. 6.3).
 
 If the class-conditional distribution factorises over the groups of a grouping S
 (paper, Eq. 1: p(x | c) = prod_j p(x_{S_j} | c)), a training row can be assembled from
@@ -10,9 +10,9 @@ well as one trained on fully collected rows; the cost is what the paper's table 
 for the chosen k: a0 (all attributes together) minus acc_ave at k (GoldenEye
 permutations of S_k, the same distribution that fusion draws from).
 
-:func:`fuse_parts` fuses one table per group; :func:`collection_plan` reads which
-attributes must be collected together from an artefact. The size rule, the sampling
-and the seeds are documented in ``docs/fusion.md``.
+:func:`fuse_parts` fuses one table per group; :func:`collection_plan` (``_plan.py``)
+reads which attributes must be collected together from an artefact. The size rule, the
+sampling and the seeds are documented in ``docs/fusion.md``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pandas as pd
 
 from astrid_airflow._errors import DataError, ParameterError, SchemaMismatchError, short_list
 from astrid_airflow._validation import check_positive_int, check_seed_sequence
-from astrid_airflow.engine import Grouping, letters
+from astrid_airflow.engine import Grouping
 from astrid_airflow.io import native
 from astrid_airflow.release import column_kind, compatible_kind
 
@@ -323,6 +323,40 @@ def fused_class_sizes(counts: Sequence[Sequence[int]], n_rows: int | None = None
     return _apportion(n_rows, pooled)
 
 
+def _class_sizes(items: list[_Part], target: str, classes: list, n_rows: int | None,
+                 replace: bool | None) -> tuple[list, list[list[int]], list[int]]:
+    """Where each class's rows are in each part, their counts, and the fused rows per
+    class; raises when ``n_rows`` or ``replace=False`` cannot be met."""
+    # Positions of every class's rows in every part.
+    where = []
+    for part in items:
+        y = part.table[target].to_numpy(dtype=object)
+        where.append([np.flatnonzero(y == c) for c in classes])
+    counts = [[len(ix) for ix in w] for w in where]
+    largest = max(len(part.table) for part in items)
+    if n_rows is not None and n_rows > MAX_ROWS_FACTOR * largest:
+        # a typo (an extra digit or three) must not write gigabytes of resampled rows
+        raise ParameterError(f"Invalid n_rows: {n_rows}. At most {MAX_ROWS_FACTOR} times "
+                             f"the largest part's {largest} rows "
+                             f"({MAX_ROWS_FACTOR * largest}) can be fused.")
+    sizes = fused_class_sizes(counts, n_rows)
+    empty = [c for c, n in zip(classes, sizes) if n == 0]
+    if empty:
+        raise ParameterError(f"n_rows={n_rows} leaves class(es) {empty[:10]} without rows; "
+                             f"at least {len(classes)} rows are needed (one per class).")
+    if replace is False:
+        for part, cnt in zip(items, counts):
+            short = [(c, have, need) for c, have, need in zip(classes, cnt, sizes)
+                     if have < need]
+            if short:
+                c, have, need = short[0]
+                raise ParameterError(
+                    f"{part.name} (group {part.group + 1}) has {have} row(s) of class "
+                    f"{c!r} but {need} are needed and replace=False; pass fewer rows or "
+                    "allow replacement.")
+    return where, counts, sizes
+
+
 # ---------------------------------------------------------------------------- fusion
 
 def fuse_parts(
@@ -392,33 +426,7 @@ def fuse_parts(
     classes, notes = _check_classes(items, target, artefact.classes)
     notes += _category_notes(items, artefact)
 
-    # Positions of every class's rows in every part.
-    where = []
-    for part in items:
-        y = part.table[target].to_numpy(dtype=object)
-        where.append([np.flatnonzero(y == c) for c in classes])
-    counts = [[len(ix) for ix in w] for w in where]
-    largest = max(len(part.table) for part in items)
-    if n_rows is not None and n_rows > MAX_ROWS_FACTOR * largest:
-        # a typo (an extra digit or three) must not write gigabytes of resampled rows
-        raise ParameterError(f"Invalid n_rows: {n_rows}. At most {MAX_ROWS_FACTOR} times "
-                             f"the largest part's {largest} rows "
-                             f"({MAX_ROWS_FACTOR * largest}) can be fused.")
-    sizes = fused_class_sizes(counts, n_rows)
-    empty = [c for c, n in zip(classes, sizes) if n == 0]
-    if empty:
-        raise ParameterError(f"n_rows={n_rows} leaves class(es) {empty[:10]} without rows; "
-                             f"at least {len(classes)} rows are needed (one per class).")
-    if replace is False:
-        for part, cnt in zip(items, counts):
-            short = [(c, have, need) for c, have, need in zip(classes, cnt, sizes)
-                     if have < need]
-            if short:
-                c, have, need = short[0]
-                raise ParameterError(
-                    f"{part.name} (group {part.group + 1}) has {have} row(s) of class "
-                    f"{c!r} but {need} are needed and replace=False; pass fewer rows or "
-                    "allow replacement.")
+    where, counts, sizes = _class_sizes(items, target, classes, n_rows, replace)
 
     streams = root.spawn(grouping.k + 1)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
@@ -457,156 +465,3 @@ def fuse_parts(
         and not isinstance(random_state, bool) else None,
         notes=notes)
     return FusionResult(table, report)
-
-
-# ------------------------------------------------------------------- collection plan
-
-@dataclass(frozen=True)
-class CollectionPlan:
-    """Which attributes to collect together, from an artefact (:func:`collection_plan`).
-
-    Attributes
-    ----------
-    target : str
-    classes : tuple
-    groups : list of list of str
-        The chosen grouping: each group is one questionnaire or source; group ``j`` is
-        numbered ``j + 1``.
-    together, separately : list
-        Groups of two or more attributes (to collect together), and the attributes
-        that are groups of their own (collectable alone).
-    k, p_value, alpha
-        The chosen grouping's cardinality and p-value (None for k = 1, untested).
-    baseline_accuracy, accuracy, accuracy_cost
-        a0 (all attributes together), acc_ave at the chosen k, and a0 - acc_ave.
-    table : list of dict
-        Every k of the artefact's table: ``k``, ``acc_ave``, ``accuracy_cost``, ``p``,
-        ``sd``, ``letters``, ``groups``.
-    scoring, classifier, n_test, order, p_og
-        As recorded in the artefact.
-    """
-
-    target: str
-    classes: tuple
-    groups: list
-    together: list
-    separately: list
-    k: int
-    p_value: float | None
-    alpha: float
-    baseline_accuracy: float | None
-    accuracy: float | None
-    accuracy_cost: float | None
-    table: list
-    scoring: str
-    classifier: Any
-    n_test: int
-    order: list
-    p_og: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target, "classes": list(self.classes), "k": self.k,
-            "groups": [{"group": j + 1, "columns": list(g)}
-                       for j, g in enumerate(self.groups)],
-            "together": [list(g) for g in self.together],
-            "separately": list(self.separately),
-            "p_value": self.p_value, "alpha": self.alpha,
-            "baseline_accuracy": self.baseline_accuracy, "accuracy": self.accuracy,
-            "accuracy_cost": self.accuracy_cost, "scoring": self.scoring,
-            "classifier": self.classifier, "n_test": self.n_test,
-            "p_og": self.p_og, "order": list(self.order),
-            "table": [dict(r) for r in self.table],
-        }
-
-    def format(self) -> str:
-        """The plan as text: one line per questionnaire/source, then the per-k table."""
-        def num(v: float | None, fmt: str = ".3f") -> str:
-            return "n/a" if v is None else format(v, fmt)
-
-        lines = [f"Collection plan for class {self.target!r}: {self.k} questionnaire(s) "
-                 "or source(s)."]
-        for j, g in enumerate(self.groups):
-            how = "collect together" if len(g) > 1 else "may be collected alone"
-            lines.append(f"  group {j + 1}: {', '.join(g)}  ({how})")
-        lines.append("Each group may come from different respondents or systems; every "
-                     f"record must carry its class ({self.target!r}). Fuse them with "
-                     "`astrid fuse`.")
-        if self.k == 1:
-            lines.append("The grouping has a single group: every attribute must be "
-                         "collected together.")
-        lines.append(f"p-value of this grouping: {num(self.p_value)} (alpha "
-                     f"{self.alpha:g}; the highest k not rejected; R = {self.n_test})")
-        lines.append(f"{self.scoring}: {num(self.baseline_accuracy)} with all attributes "
-                     f"together (a0), {num(self.accuracy)} with this grouping "
-                     f"(cost {num(self.accuracy_cost, '+.3f')})")
-        lines.append("")
-        lines.append("    k  acc_ave     cost      p   groups")
-        for r in self.table:
-            mark = "*" if r["k"] == self.k else " "
-            lines.append(f"{mark} {r['k']:>3}  {num(r['acc_ave']):>7}  "
-                         f"{num(r['accuracy_cost'], '+.3f'):>7}  {num(r['p']):>5}   "
-                         f"{r['letters']}")
-        if self.order:
-            lines.append(f"      letters over: {' '.join(self.order)}")
-        return "\n".join(lines)
-
-
-def _float(v: Any) -> float | None:
-    return None if v is None else float(v)
-
-
-def collection_plan(artefact: Any) -> CollectionPlan:
-    """Which attributes go together in one questionnaire or source, from an artefact.
-
-    The chosen grouping's groups must be collected together (each from one
-    respondent or system); different groups may be collected separately and fused by
-    class with :func:`fuse_parts`. The price is the paper's table: the accuracy cost of
-    grouping S_k is a0 - acc_ave(k), where a0 is the accuracy with every attribute
-    collected together and acc_ave(k) the mean accuracy of classifiers trained on
-    GoldenEye permutations of S_k (which is what fused data looks like); the chosen
-    grouping is the highest k whose p-value is at least alpha.
-
-    Parameters
-    ----------
-    artefact : GroupingArtefact
-        A learned grouping with its ``result`` (``AstridResult.to_dict()``).
-
-    Returns
-    -------
-    CollectionPlan
-    """
-    grouping: Grouping = artefact.grouping
-    result = artefact.result if isinstance(artefact.result, Mapping) else {}
-    rows = {int(r["k"]): r for r in result.get("table", []) if isinstance(r, Mapping)
-            and "k" in r}
-    a0 = result.get("baseline_accuracy")
-    if a0 is None and 1 in rows:
-        a0 = rows[1].get("acc_ave")
-    a0 = _float(a0)
-    order = list(result.get("order") or artefact.attributes)
-    table = []
-    for k in sorted(rows):
-        r = rows[k]
-        acc = _float(r.get("acc_ave"))
-        g = Grouping(r["grouping"]) if r.get("grouping") else None
-        table.append({
-            "k": k, "acc_ave": acc,
-            "accuracy_cost": None if acc is None or a0 is None else a0 - acc,
-            "p": _float(r.get("p")), "sd": _float(r.get("sd")),
-            "letters": r.get("letters") or (letters(g, order) if g else ""),
-            "groups": g.to_list() if g else None})
-    chosen = rows.get(grouping.k, {})
-    acc, p_value = _float(chosen.get("acc_ave")), _float(chosen.get("p"))
-    if grouping.k == 1:  # the unpermuted table: a0, and nothing to test
-        acc, p_value = a0, None
-    groups = grouping.to_list()
-    return CollectionPlan(
-        target=artefact.target, classes=tuple(artefact.classes), groups=groups,
-        together=[g for g in groups if len(g) > 1],
-        separately=[g[0] for g in groups if len(g) == 1] if grouping.k > 1 else [],
-        k=grouping.k, p_value=p_value, alpha=float(artefact.alpha),
-        baseline_accuracy=a0, accuracy=acc,
-        accuracy_cost=None if acc is None or a0 is None else a0 - acc,
-        table=table, scoring=artefact.scoring, classifier=artefact.classifier,
-        n_test=artefact.n_test, order=order, p_og=_float(result.get("p_og")))

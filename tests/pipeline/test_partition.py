@@ -293,7 +293,7 @@ def test_the_choice_partitions_an_unsafe_group_before_splitting_it():
 
 
 def test_the_report_shows_what_the_partition_costs():
-    from astrid_airflow.report._report import _tradeoff_html
+    from astrid_airflow.report._sections import tradeoff_html as _tradeoff_html
 
     release = {"status": "refused", "reason": "r <x>", "chosen": None, "candidates": [
         {"label": "k=6, unsafe group(s) partitioned", "grouping": [["a", "b"]],
@@ -301,7 +301,7 @@ def test_the_report_shows_what_the_partition_costs():
          "failed": ["utility"], "without_partition": {"label": "k=18 <s>",
                                                       "accuracy_surrogate": 0.5}}]}
     html = _tradeoff_html(release, "")
-    from astrid_airflow.report._report import _f
+    from astrid_airflow.report._sections import _f
 
     assert "partitioned (Mondrian" in html
     assert f"accuracy {_f(0.6)} partitioned, {_f(0.5)} split" in html

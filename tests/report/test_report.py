@@ -33,7 +33,8 @@ from astrid_airflow import (
 from astrid_airflow.cli import main
 from astrid_airflow.engine._grouping import Grouping, letters
 from astrid_airflow.gate._datadocs import external_resources
-from astrid_airflow.report._report import distribution_checks, report_dir_for, write_report
+from astrid_airflow.report._checks import distribution_checks
+from astrid_airflow.report._report import report_dir_for, write_report
 
 pytest.importorskip("matplotlib")
 

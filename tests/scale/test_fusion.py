@@ -17,7 +17,8 @@ from astrid_airflow._errors import DataError, ParameterError, SchemaMismatchErro
 from astrid_airflow.cli import main
 from astrid_airflow.engine._grouping import Grouping
 from astrid_airflow.release._artefact import GroupingArtefact
-from astrid_airflow.scale._fusion import collection_plan, fuse_parts, fused_class_sizes
+from astrid_airflow.scale._fusion import fuse_parts, fused_class_sizes
+from astrid_airflow.scale._plan import collection_plan
 from tests.release.test_artefact import reference_table, result_dict
 
 GROUPS = (("a1", "a2"), ("a3",), ("a4",))
