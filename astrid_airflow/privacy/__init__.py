@@ -10,27 +10,22 @@ from astrid_airflow._lazy import lazy_exports
 
 # ruff: noqa: F401 - the public names, served lazily by astrid_airflow._lazy
 if TYPE_CHECKING:
-    from ._attacks import (
-        AttackRisk,
-        class_from_column_risks,
-        inference_risk,
-        linkability_risk,
-        linkability_split,
-        singling_out_risk,
-    )
+    from ._attacks import AttackRisk
+    from ._class_from_column import class_from_column_risks
     from ._control import check_control, control_overlap
-    from ._disclosure import (
+    from ._disclosure import cross_group_linkage, disclosure_risk, group_disclosure
+    from ._disclosure_measure import PAIR_SAMPLE_ROWS
+    from ._disclosure_results import (
         LINKAGE_Z,
-        PAIR_SAMPLE_ROWS,
         DisclosureRisk,
         GroupDisclosure,
         PairLinkage,
-        cross_group_linkage,
-        disclosure_risk,
-        group_disclosure,
         worst_group,
         worst_pair,
     )
+    from ._inference import inference_risk
+    from ._linkability import linkability_risk, linkability_split
     from ._risk import RiskReport, measure_risk, shadow_attacks
+    from ._singling_out import singling_out_risk
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -27,17 +27,13 @@ from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_attack_count, check_positive_int, fresh_seed
 from astrid_airflow.engine import Grouping, run_threaded
 
-from ._attacks import (
-    CONFIDENCE,
-    AttackRisk,
-    AttackTables,
-    inference_attack,
-    linkability_attack,
-    linkability_split,
-    residual_risk,
-    singling_out_attack,
-)
-from ._disclosure import GroupDisclosure, PairLinkage, thread_count
+from ._attack_tables import AttackTables
+from ._attacks import CONFIDENCE, AttackRisk, residual_risk
+from ._disclosure_measure import thread_count
+from ._disclosure_results import GroupDisclosure, PairLinkage
+from ._inference import inference_attack
+from ._linkability import linkability_attack, linkability_split
+from ._singling_out import singling_out_attack
 
 #: Rows of each side of a shadow release; a larger batch is sampled down to twice this.
 SHADOW_MAX_ROWS = 20_000

@@ -11,15 +11,11 @@ import pytest
 
 from astrid_airflow import DataError, ParameterError, make_surrogate
 from astrid_airflow.engine._grouping import Grouping
-from astrid_airflow.privacy._attacks import (
-    AttackRisk,
-    _nearest,
-    inference_risk,
-    linkability_risk,
-    linkability_split,
-    residual_risk,
-    singling_out_risk,
-)
+from astrid_airflow.privacy._attack_tables import nearest as _nearest
+from astrid_airflow.privacy._attacks import AttackRisk, residual_risk
+from astrid_airflow.privacy._inference import inference_risk
+from astrid_airflow.privacy._linkability import linkability_risk, linkability_split
+from astrid_airflow.privacy._singling_out import singling_out_risk
 
 Z = 1.959963984540054  # probit(0.975)
 
@@ -297,7 +293,7 @@ def test_pooled_counts_by_hand():
 def test_round_that_draws_the_plan_attacks_like_a_round_given_it():
     # Every shadow release must use the same stream per attack: the first release draws
     # the linkability splits, and must not use up its attack's stream doing so.
-    from astrid_airflow.privacy._attacks import AttackTables
+    from astrid_airflow.privacy._attack_tables import AttackTables
     from astrid_airflow.privacy._risk import _attack_round
 
     train, control = _halves(seed=3, n=400, d=5)

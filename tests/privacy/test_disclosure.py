@@ -28,7 +28,7 @@ from astrid_airflow import (
     worst_group,
     worst_pair,
 )
-from astrid_airflow.privacy._disclosure import expected_min_hypergeometric
+from astrid_airflow.privacy._linkage_moments import expected_min_hypergeometric
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
@@ -162,11 +162,11 @@ def test_linked_share_equals_brute_force(t, text, seed, how):
 
 @pytest.mark.parametrize("dense", [True, False])
 def test_sorting_and_counting_paths_agree(dense, monkeypatch):
-    import astrid_airflow.privacy._disclosure as mod
+    import astrid_airflow.privacy._exact_linkage as mod
 
     if not dense:  # force the sort-based path of large key spaces
-        monkeypatch.setattr(mod, "_DENSE_FACTOR", 0)
-        monkeypatch.setattr(mod, "_DENSE_SLACK", 0)
+        monkeypatch.setattr(mod, "DENSE_FACTOR", 0)
+        monkeypatch.setattr(mod, "DENSE_SLACK", 0)
     rng = np.random.default_rng(5)
     n = 300
     t = pd.DataFrame({"a": rng.integers(0, 5, n), "b": rng.integers(0, 4, n),
@@ -179,7 +179,7 @@ def test_sorting_and_counting_paths_agree(dense, monkeypatch):
     s = make_surrogate(t, "a;b;c", target="y", random_state=0)
     ref = [(p.expected_linked_share, p.sd_linked_share)
            for p in cross_group_linkage(t, s, target="y", grouping="a;b;c")]
-    monkeypatch.setattr(mod, "_DENSE_FACTOR", 10**9)
+    monkeypatch.setattr(mod, "DENSE_FACTOR", 10**9)
     other = [(p.expected_linked_share, p.sd_linked_share)
              for p in cross_group_linkage(t, s, target="y", grouping="a;b;c")]
     assert np.ravel(other) == pytest.approx(np.ravel(ref))
@@ -278,7 +278,7 @@ def test_bad_input_is_a_typed_error():
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(t=small_tables, text=groupings, k=st.integers(1, 6))
 def test_large_table_path_keeps_group_measures_exact(t, text, k):
-    import astrid_airflow.privacy._disclosure as mod
+    import astrid_airflow.privacy._disclosure_measure as mod
 
     g = Grouping.parse(text)
     with pytest.MonkeyPatch.context() as mp:  # every table takes the large-table path
@@ -299,7 +299,7 @@ def _mixed(n: int, seed: int) -> pd.DataFrame:
 
 
 def test_sampled_pairs_keep_the_decision(monkeypatch):
-    import astrid_airflow.privacy._disclosure as mod
+    import astrid_airflow.privacy._disclosure_measure as mod
 
     n, g = 20_000, "f;g;i;c;s"
     t = _mixed(n, 0)
@@ -336,7 +336,7 @@ def test_large_table_shortcuts_do_not_change_the_result(how, monkeypatch):
     # The few-keys guess and the multiset fingerprint only choose how to count: forcing
     # every path gives the same figures (a release drawn with replacement has another
     # multiset of keys, so the original is sorted on its own there).
-    import astrid_airflow.privacy._disclosure as mod
+    import astrid_airflow.privacy._disclosure_measure as mod
 
     n, g = 6_000, "f;g;i;c;s"
     t = _mixed(n, 1)
