@@ -252,7 +252,7 @@ def test_fingerprint_is_content_sensitive():
 
 
 def test_fingerprint_is_stable_across_processes():
-    code = ("import json, sys; sys.path.insert(0, 'tests');"
+    code = ("import json, sys; sys.path.insert(0, 'tests/release');"
             "from test_artefact import reference_table;"
             "from astrid_airflow.release._table_schema import fingerprint_table;"
             "print(json.dumps(fingerprint_table(reference_table())))")

@@ -284,7 +284,7 @@ def test_concurrent_saves_get_distinct_complete_versions(tmp_path, mem_root, kin
 
 
 def test_concurrent_saves_from_processes(tmp_path):
-    code = ("import sys; sys.path.insert(0, 'tests');"
+    code = ("import sys; sys.path.insert(0, 'tests/release');"
             "from test_store import make_artefact;"
             "from astrid_airflow.release._store import ArtefactStore;"
             "s = ArtefactStore(sys.argv[1]);"
