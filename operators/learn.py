@@ -130,6 +130,18 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Choose and record the release of least utility loss within the policy
         (:func:`~astrid_airflow.choose_release`, as ``astrid learn --store``);
         ``False`` records the learned grouping without a recipe (templated).
+    search : SearchSettings or dict, optional
+        Every setting of the search as one parameter object
+        (:class:`~astrid_airflow.SearchSettings`, or a dict of its fields): the search
+        runs as ``astrid(settings=search)`` would, so fields left out take
+        ``SearchSettings``' defaults (``sample=None``: every row; ``max_seconds=None``:
+        no budget but the task's timeout), and it reaches the settings the keywords do
+        not (``scoring``, ``classifier_params``, ``screen``, ``over_budget``). With
+        ``search``, the keywords ``classifier``, ``n_search``, ``n_test``, ``alpha``,
+        ``adaptive``, ``sample`` and ``max_seconds`` must stay at their defaults (one
+        place per setting: otherwise the task fails, naming them); ``n_jobs``,
+        ``backend`` and ``progress`` are the operator's (``n_jobs``, ``scheduler``, the
+        task log) and may not be set in it (templated).
     deferrable : bool, optional
         Default ``[operators] default_deferrable`` (False when unset). With a Dask
         ``scheduler``: start the whole search on the cluster and defer to
@@ -164,7 +176,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
         "remedies", "allow_weaker_policy",
-        "n_jobs", "max_seconds", "sample", "deferrable",
+        "n_jobs", "max_seconds", "sample", "deferrable", "search",
     )
     ui_color = "#e8d8f0"
     operator_extra_links = (ArtefactLink(),)
@@ -180,7 +192,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                  max_seconds: float | str | None = 4 * 3600,
                  sample: int | str | None = "auto", deferrable: bool | str | None = None,
                  poll_interval: float = 10.0, allow_weaker_policy: bool | str = False,
-                 **kwargs: Any) -> None:
+                 search: Any = None, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         # our defaults yield to explicit arguments and to the DAG's default_args
         defaults = {"execution_timeout": LEARN_EXECUTION_TIMEOUT}
@@ -215,6 +227,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.poll_interval = poll_interval
         self.allow_weaker_policy = allow_weaker_policy
+        self.search = search
 
     @signed  # the store is signed / verified with the pipeline's key
     def execute(self, context: Any) -> dict[str, Any]:
@@ -255,7 +268,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             store = ArtefactStore(root, fs=fs)
             settings = self._search_settings(target, seed)
             settings["max_seconds"], timeout = _budget_within_timeout(
-                _budget(self.max_seconds), timeout_seconds(self), started)
+                _budget(settings.get("max_seconds", self.max_seconds)), timeout_seconds(self),
+                started)
             with _timeout_is_final(timeout):
                 learned = learn_or_reuse(
                     table, store, name, settings, force=to_bool(self.force, "force"),
@@ -295,7 +309,12 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         return payload
 
     def _search_settings(self, target: str, seed: int) -> dict[str, Any]:
-        """The search settings of ``learn_or_reuse`` from the operator's parameters."""
+        """The search settings of ``learn_or_reuse``: ``search`` whole, else the keywords."""
+        if self.search is not None:
+            set_too = [name for name, default in SEARCH_KEYWORDS.items()
+                       if str(getattr(self, name)) != str(default)]
+            return dict(target=target, random_state=seed, progress=None,
+                        **search_fields(self.search, set_too))
         return dict(target=target, classifier=str(self.classifier),
                     n_search=to_int(self.n_search, "n_search", minimum=1),
                     n_test=to_int(self.n_test, "n_test", minimum=1),
@@ -384,6 +403,47 @@ def _timeout_is_final(timeout: float | None) -> Iterator[None]:
             f"The task's execution_timeout ({timeout:g} s) is below what this learn needs "
             f"(its own cost estimate, or its run so far), so it fails now and is not "
             f"retried: {exc}") from exc
+
+
+#: the keywords a ``search`` object also sets, with their defaults: one place per setting
+SEARCH_KEYWORDS = {"classifier": "svm", "n_search": 100, "n_test": 250, "alpha": 0.05,
+                   "adaptive": False, "sample": "auto", "max_seconds": 4 * 3600}
+#: what the operator decides itself (its n_jobs and scheduler, progress in the task log)
+_OPERATOR_OWNED = ("n_jobs", "backend", "progress")
+
+
+def search_fields(search: Any, set_too: Sequence[str] = ()) -> dict[str, Any]:
+    """``search`` (a ``SearchSettings`` or a dict of its fields) as the keywords of
+    ``astrid``, checked: every field but the operator's own; a failure names what is wrong
+    (an unknown or operator-owned field, a keyword in ``set_too`` set twice, a bad value)."""
+    import dataclasses
+
+    from astrid_airflow import SearchSettings
+
+    if isinstance(search, Mapping):
+        names = {f.name for f in dataclasses.fields(SearchSettings)}
+        unknown = sorted(set(map(str, search)) - names)
+        if unknown:
+            raise AirflowFailException(f"Invalid search: unknown field(s) {unknown}. "
+                                       f"Fields: {sorted(names)}.")
+        search = SearchSettings(**dict(search))
+    if not isinstance(search, SearchSettings):
+        raise AirflowFailException(f"Invalid search: {search!r}. Must be a SearchSettings, "
+                                   "a dict of its fields or None.")
+    owned = [n for n in _OPERATOR_OWNED
+             if getattr(search, n) != getattr(SearchSettings(), n)]
+    if owned or set_too:
+        raise AirflowFailException(
+            f"Invalid search: {', '.join(owned + list(set_too))} set both in search and "
+            "by the operator; give each setting once (n_jobs, backend and progress are "
+            "the operator's: its n_jobs, scheduler and task log).")
+    search.validated()  # a bad value fails here, one line, before the search
+    # the keywords' fields always (the operator has its own defaults for them); others
+    # only where set (a default reserve_fits would hide the release choice's reserve)
+    default = SearchSettings()
+    return {f.name: getattr(search, f.name) for f in dataclasses.fields(search)
+            if f.name not in _OPERATOR_OWNED
+            and (f.name in SEARCH_KEYWORDS or getattr(search, f.name) != getattr(default, f.name))}
 
 
 def _budget(value: Any) -> float | None:

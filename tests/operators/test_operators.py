@@ -242,6 +242,42 @@ class TestLearn:
         with pytest.raises(AirflowFailException, match="adaptive"):
             op.execute(ctx(task_id="learn"))
 
+    def test_search_settings_as_one_parameter_object(self, tmp_path):
+        """``search=`` is the search's parameter object, as ``astrid(settings=)``: a
+        SearchSettings or a dict of its fields, reaching what no keyword sets (scoring)."""
+        from astrid_airflow import SearchSettings
+
+        def learn(name, search):
+            op = AstridLearnOperator(task_id="learn", reference=REFERENCE,
+                                     store=str(tmp_path / "store"), name=name,
+                                     random_state=0, remedies=False, search=search)
+            out = small_json(op.execute(ctx(task_id="learn")))
+            return json.loads(Path(out["path"]).read_text())["result"]
+
+        by_object = learn("obj", SearchSettings(n_search=20, n_test=50,
+                                                scoring="balanced_accuracy"))
+        by_dict = learn("dict", {"n_search": 20, "n_test": 50, "scoring": "balanced_accuracy"})
+        for result in (by_object, by_dict):
+            assert (result["scoring"], result["n_search"], result["n_test"]) == \
+                ("balanced_accuracy", 20, 50)
+        assert (by_object["grouping"], by_object["table"]) == \
+            (by_dict["grouping"], by_dict["table"])
+
+    @pytest.mark.parametrize(("kwargs", "match"), [
+        ({"search": {"n_search": 20}, "n_search": 30}, "n_search set both"),
+        ({"search": {"n_jobs": 2}}, "n_jobs set both"),
+        ({"search": {"n_serch": 20}}, r"unknown field\(s\) \['n_serch'\]"),
+        ({"search": {"alpha": 2.0}}, "alpha"),
+        ({"search": "fast"}, "Must be a SearchSettings"),
+    ])
+    def test_a_bad_search_fails_without_retry_and_writes_nothing(self, tmp_path, kwargs,
+                                                                 match):
+        op = AstridLearnOperator(task_id="learn", reference=REFERENCE, store=str(tmp_path),
+                                 name="syn", **kwargs)
+        with pytest.raises(AirflowFailException, match=match):
+            op.execute(ctx())
+        assert not (tmp_path / "syn").exists()
+
     def test_changed_reference_or_force_learns_a_new_version(self, tmp_path):
         store = tmp_path / "store"
         changed = tmp_path / "changed.csv"
