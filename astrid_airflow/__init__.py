@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         goldeneye_permute,
         letters,
         make_classifier,
+        make_mixed_table,
         make_planted,
         make_synthetic,
         test_grouping,

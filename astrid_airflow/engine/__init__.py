@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ._search import astrid
     from ._settings import SearchSettings
     from ._split import prepare, stratified_split
-    from ._synthetic import make_planted, make_synthetic
+    from ._synthetic import make_mixed_table, make_planted, make_synthetic
     from ._test import test_grouping
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)
