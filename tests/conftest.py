@@ -165,8 +165,9 @@ def s3(request, monkeypatch):
 # about 4-5 minutes on a loaded CI machine) and the longest statistical ones go first,
 # so that no worker is left with one of them at the end while the other idles.
 _LONG_MODULES = ("test_dags.py", "test_ui_links_render.py", "test_dag_subprocesses.py",
-                 "test_postgres_dag.py", "test_adaptive.py", "test_fusion.py",
-                 "test_metrics.py", "test_s3.py", "test_report.py", "test_operators.py")
+                 "test_postgres_dag.py", "test_screen_blocks.py", "test_adaptive.py",
+                 "test_fusion.py", "test_metrics.py", "test_s3.py", "test_report.py",
+                 "test_operators.py")
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:

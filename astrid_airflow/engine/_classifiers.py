@@ -23,11 +23,11 @@ settings. The presets reproduce those defaults in scikit-learn:
   as ordered numbers; unseen categories, -1, go with missing values). One thread per
   fit like every preset (the fit runner's ``threadpool_limits``); deterministic for a
   seed, which comes from the fit's own ``SeedSequence`` and drives the early-stopping
-  split and the binning subsample. When the pair screen has run (``_screen``, tables of
-  more than 40 attributes), every ``hgb`` fit is **factorised over the screen's
-  blocks** (:class:`BlockwiseClassifier`): one ``hgb`` on the blocks' attributes, each
-  tree branch within one block, and one on the free attributes, their class
-  log-probabilities summed — see that class for why.
+  split and the binning subsample. When the pair screen has run (``_screen``: "auto"
+  on tables of more than 40 attributes or 20,000 rows), every ``hgb`` fit is
+  **factorised over the screen's blocks** (:class:`BlockwiseClassifier`): one ``hgb``
+  on the blocks' attributes, each tree branch within one block, and one on the free
+  attributes, their class log-probabilities summed — see that class for why.
 
 Every preset is a two-step :class:`~sklearn.pipeline.Pipeline` ``encode → model`` that
 accepts the raw attribute DataFrame; missing values are imputed inside the pipeline.

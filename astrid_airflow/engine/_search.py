@@ -58,8 +58,7 @@ from ._result import AstridResult
 from ._sample import MIN_PER_CLASS, auto_sample_size, stratified_sample
 from ._screen import ALPHA as SCREEN_ALPHA
 from ._screen import MAX_ROWS as SCREEN_MAX_ROWS
-from ._screen import MIN_ATTRIBUTES as SCREEN_MIN_ATTRIBUTES
-from ._screen import blocks_of, screen_pairs
+from ._screen import blocks_of, screen_applies, screen_pairs
 from ._settings import SearchSettings
 from ._split import Prepared, prepare, stratified_split
 
@@ -212,7 +211,7 @@ class _SearchRun:
         # evaluations, the blocks are sorted one after another; only the training and
         # search rows are looked at.
         s, attrs, m = self.s, self.attrs, self.m
-        if not (s.screen is True or (s.screen == "auto" and m > SCREEN_MIN_ATTRIBUTES)):
+        if not screen_applies(s.screen, self.full.codes.size, m):
             return [], None, None
         if rows.size > SCREEN_MAX_ROWS:
             rows = rows[stratified_sample(prep.codes[rows], SCREEN_MAX_ROWS,

@@ -130,3 +130,29 @@ def test_astrid_factorises_hgb_over_the_screen_blocks_for_any_n_jobs():
     assert one.search_scores == two.search_scores
     svm = astrid(table, target="class", n_search=2, n_test=2, random_state=0, screen=True)
     assert "classifier" not in svm.screen  # only the hgb preset is factorised
+
+
+@pytest.mark.parametrize("width", [20, 30, 40])
+def test_auto_screens_a_large_table_of_any_width_and_keeps_the_planted_groups(width):
+    # issue 33: "auto" used to screen above 40 attributes only, so a 300,000 x 40 table
+    # ran the whole O(m^2) sorting (19,111 fits expected); on the large-table path (more
+    # than 20,000 rows) it now screens from 4 attributes on. The search runs on a sample
+    # of 8,000 rows to keep this test short (at 4,000 the triple is not learned); the
+    # rule looks at the table's rows. ~90 s per width.
+    table, planted = make_planted(20_002, width, random_state=width)
+    result = astrid(table, target="class", classifier="hgb", sample=8_000, adaptive=True,
+                    n_search=10, n_test=40, random_state=0)
+    assert result.screen is not None, "auto did not screen a table above 20,000 rows"
+    blocks = [set(b) for b in result.screen["blocks"]]  # (a noise pair may join: p < 0.001)
+    assert all(any(set(group) <= b for b in blocks) for group in planted)
+    learned = [set(g) for g in result.grouping.to_list()]
+    for group in planted:  # each planted group inside one learned group
+        assert any(set(group) <= g for g in learned), (group, learned)
+
+
+def test_auto_leaves_the_papers_tables_whole():
+    # at most 20,000 rows and 40 attributes (every table of the paper): no screen
+    table, _ = make_planted(2_000, 36, random_state=0)
+    result = astrid(table, target="class", classifier="nb", n_search=2, n_test=2,
+                    random_state=0)
+    assert result.screen is None
