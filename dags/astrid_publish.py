@@ -22,6 +22,9 @@ the same columns to publish it with the stored grouping and recipe. Files live u
 `$ASTRID_DEMO_ROOT` (default `$AIRFLOW_HOME/astrid_demo`). The small ASTRID settings
 (`n_search=20`, `n_test=50`) keep a run short (about a minute to learn and choose);
 the paper used `n_search=100`, `n_test=250` (trigger with that conf to reproduce it).
+For a large table, trigger with `{"classifier": "auto", "n_search": null, "n_test": null}`:
+the library's defaults for its size, as `astrid learn` without flags
+(`benchmarks/bench_release_scale.py` does).
 The search seed is fixed (`learn_seed=0`) so the artefact is reproducible; shuffle and
 gate seeds are derived from the run unless `seed` is given.
 """
@@ -60,9 +63,13 @@ with DAG(
         "batch": Param(bundled_table("diabetes.csv"), type="string",
                        description="table to shuffle and publish (same schema; default: "
                        "the reference table itself)"),
-        "classifier": Param("svm", enum=["svm", "rf", "nb"]),
-        "n_search": Param(20, type="integer", minimum=1, description="R' (paper: 100)"),
-        "n_test": Param(50, type="integer", minimum=1, description="R (paper: 250)"),
+        "classifier": Param("svm", enum=["svm", "rf", "nb", "hgb", "auto"],
+                            description="auto: the library's defaults for the table's size "
+                            "(svm up to 20,000 rows; above, hgb in adaptive mode)"),
+        "n_search": Param(20, type=["null", "integer"], minimum=1,
+                          description="R' (paper: 100; null: the library's default, 100)"),
+        "n_test": Param(50, type=["null", "integer"], minimum=1,
+                        description="R (paper: 250; null: the library's default, 250)"),
         "force": Param(False, type="boolean", description="learn even if unchanged"),
         "learn_seed": Param(0, type=["null", "integer"], minimum=0,
                             description="seed of the search (null: derived from the run)"),

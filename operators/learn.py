@@ -73,11 +73,15 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Artefact name in the store (templated).
     target : str, default "class"
         Class column (templated).
-    classifier : str, default "svm"
-        Classifier preset: ``svm``, ``rf`` or ``nb`` (templated).
-    n_search, n_test : int, default 100, 250
+    classifier : str or None, default "svm"
+        Classifier preset: ``svm``, ``rf``, ``nb`` or ``hgb``; ``"auto"`` (or None) takes
+        the library's defaults for the table's size as ``astrid learn`` without
+        ``--classifier`` does (``large_table_defaults``: ``svm`` up to 20,000 rows;
+        above, ``hgb`` in adaptive mode), the choice logged (templated).
+    n_search, n_test : int or None, default 100, 250
         The paper's R' and R: permutations per reward evaluation and per p-value
-        (templated).
+        (budgets in adaptive mode); None (or an empty template) is the library's
+        default, 100 and 250 (templated).
     alpha : float, default 0.05
         Significance level (templated).
     random_state : int or None
@@ -183,7 +187,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
 
     def __init__(self, *, reference: Any, store: Any = None, name: str, target: str = "class",
                  reference_conn_id: str | None = None, store_conn_id: str | None = None,
-                 classifier: str = "svm", n_search: int | str = 100, n_test: int | str = 250,
+                 classifier: str | None = "svm", n_search: int | str | None = 100,
+                 n_test: int | str | None = 250,
                  alpha: float | str = 0.05, random_state: int | str | None = None,
                  n_jobs: int | str = 1, clean: bool | str = False, force: bool | str = False,
                  gate_policy: Mapping[str, Any] | None = None, scheduler: str | None = None,
@@ -266,7 +271,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                 table = drop_missing_and_constant(table, target)
             check_table(table, target)
             store = ArtefactStore(root, fs=fs)
-            settings = self._search_settings(target, seed)
+            settings = self._search_settings(target, seed, len(table))
             settings["max_seconds"], timeout = _budget_within_timeout(
                 _budget(settings.get("max_seconds", self.max_seconds)), timeout_seconds(self),
                 started)
@@ -308,18 +313,28 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
             "artefact": payload["artefact"], "path": payload["path"]})
         return payload
 
-    def _search_settings(self, target: str, seed: int) -> dict[str, Any]:
-        """The search settings of ``learn_or_reuse``: ``search`` whole, else the keywords."""
+    def _search_settings(self, target: str, seed: int, n_rows: int) -> dict[str, Any]:
+        """The search settings of ``learn_or_reuse``: ``search`` whole, else the keywords
+        (``classifier="auto"``: the library's defaults for ``n_rows`` rows)."""
         if self.search is not None:
             set_too = [name for name, default in SEARCH_KEYWORDS.items()
                        if str(getattr(self, name)) != str(default)]
             return dict(target=target, random_state=seed, progress=None,
                         **search_fields(self.search, set_too))
-        return dict(target=target, classifier=str(self.classifier),
-                    n_search=to_int(self.n_search, "n_search", minimum=1),
-                    n_test=to_int(self.n_test, "n_test", minimum=1),
+        classifier, adaptive = str(self.classifier), to_bool(self.adaptive, "adaptive")
+        if _unset(self.classifier) or classifier.strip().lower() == "auto":
+            from astrid_airflow.engine import large_table_defaults
+
+            chosen = large_table_defaults(n_rows)
+            classifier, adaptive = chosen["classifier"], adaptive or chosen["adaptive"]
+            self.log.info("classifier=auto: %s rows: classifier %s, %s mode (the library's "
+                          "defaults for the table's size; docs/engine.md)", f"{n_rows:,}",
+                          classifier, "adaptive" if adaptive else "exact")
+        return dict(target=target, classifier=classifier,
+                    n_search=_int_or_default(self.n_search, "n_search"),
+                    n_test=_int_or_default(self.n_test, "n_test"),
                     alpha=to_float(self.alpha, "alpha"), random_state=seed,
-                    adaptive=to_bool(self.adaptive, "adaptive"),
+                    adaptive=adaptive,
                     sample=self.sample,
                     # progress lines (estimate, fits, time left) in the task log
                     progress=None)
@@ -446,8 +461,16 @@ def search_fields(search: Any, set_too: Sequence[str] = ()) -> dict[str, Any]:
             and (f.name in SEARCH_KEYWORDS or getattr(search, f.name) != getattr(default, f.name))}
 
 
+def _unset(value: Any) -> bool:
+    """None, or a template that rendered it (``"None"``, ``""``)."""
+    return value is None or (isinstance(value, str) and value.strip() in ("", "None", "none"))
+
+
+def _int_or_default(value: Any, name: str) -> int:
+    """``n_search`` / ``n_test``: an int >= 1, or the library's default when unset."""
+    return int(SEARCH_KEYWORDS[name]) if _unset(value) else to_int(value, name, minimum=1)
+
+
 def _budget(value: Any) -> float | None:
     """``max_seconds`` from a number or a rendered template; None or "" for no budget."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "none")):
-        return None
-    return to_float(value, "max_seconds")
+    return None if _unset(value) else to_float(value, "max_seconds")
