@@ -269,6 +269,8 @@ def test_auto_sample_follows_the_learning_curve_rule(larger, monkeypatch):
     if s["stop"].startswith("doubling"):  # the rule: the last doubling gained <= tol
         assert s["rows"] == curve[-2]["rows"]
         assert curve[-1]["accuracy"] - curve[-2]["accuracy"] <= 0.005 + 0.1
+    if s["stop"].startswith("two doublings"):  # after a dip: the point before it
+        assert curve[-2].get("dip") and s["rows"] == curve[-3]["rows"]
     assert sum(a.split.values()) == s["rows"]
     b = astrid(larger, random_state=0, **kw)
     assert b.sample["rows"] == s["rows"]
@@ -399,3 +401,17 @@ def test_cli_defaults_take_the_scalable_path_above_the_row_threshold(
     assert chosen["sample"] is None
     assert main([*run, "--quiet", "--adaptive", "--exact"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_a_dip_of_the_learning_curve_is_not_a_plateau():
+    # issue 33: 1,000,000 x 30 planted went 0.969 -> 0.943 from 10,000 to 20,000 rows and
+    # the curve stopped at 10,000; a significant drop now gets one more doubling
+    from astrid_airflow.engine._sample import curve_step
+
+    assert curve_step(+0.02, 0.005, dipped=False) == "improved"
+    assert curve_step(+0.002, 0.005, dipped=False) == "stop"  # a plateau
+    assert curve_step(-0.002, 0.005, dipped=False) == "stop"  # within noise: a plateau
+    assert curve_step(-0.026, 0.005, dipped=False) == "dip"
+    assert curve_step(-0.026, 0.005, dipped=True) == "stop"  # two in a row: stop
+    assert curve_step(+0.001, 0.005, dipped=True) == "stop"
+    assert curve_step(+0.02, 0.005, dipped=True) == "improved"
