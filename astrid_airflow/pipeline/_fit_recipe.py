@@ -40,8 +40,9 @@ def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, 
         return 0.0, 0.0, 0
     codes = [pd.factorize(frame[c].astype(object), use_na_sentinel=False)[0]
              for c in frame.columns]
-    tup = pd.factorize(pd.MultiIndex.from_arrays(codes) if len(codes) > 1 else codes[0])[0] \
-        if codes else np.zeros(n, dtype=np.int64)
+    tup = codes[0] if codes else np.zeros(n, dtype=np.int64)
+    for c in codes[1:]:  # one int64 key per column pair (a MultiIndex took 6 s at 200k)
+        tup = pd.factorize(tup.astype(np.int64) * (int(c.max()) + 1) + c)[0]
     y = pd.factorize(pd.Series(labels), sort=False)[0]
     key = tup.astype(np.int64) * (int(y.max()) + 1) + y
     _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)

@@ -37,8 +37,11 @@ def _column_success(x: pd.Series, y: np.ndarray, n_classes: int
         present = np.isfinite(v)
     else:
         present = x.notna().to_numpy()
-        v = pd.Series(pd.factorize(x.astype(object).map(canonical), use_na_sentinel=True)[0]
-                      ).to_numpy(dtype=np.float64)
+        # canonical() on each distinct value, not on each row (2.6M calls at 200k rows)
+        raw, uniques = pd.factorize(x.astype(object), use_na_sentinel=True)
+        same = pd.factorize(pd.Series([canonical(u) for u in uniques], dtype=object))[0]
+        v = np.where(raw >= 0, same[np.maximum(raw, 0)] if same.size else -1, -1
+                     ).astype(np.float64)
     class_all = np.bincount(y, minlength=n_classes).astype(np.float64)
     s_in = class_all[y] / n  # missing: the whole release ties
     s_out = (class_all[y] - 1) / max(n - 1, 1)
