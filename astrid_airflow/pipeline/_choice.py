@@ -235,6 +235,8 @@ class _Choice:
     halves: list[pd.DataFrame]  # bootstrap batches like a new one
     repeats: int  # utility splits, as the gate will judge the release
     steps: Any
+    # group fits on ``table``, shared by the candidates (most groups recur in each)
+    group_fits: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
     def start(cls, table: pd.DataFrame, d: dict[str, Any], policy: Any,
@@ -281,7 +283,8 @@ class _Choice:
                           k=self.policy.disclosure_k, max_share_below_k=budget,
                           max_class_disclosure_share=budget, method=method,
                           max_class_from_one_column_risk=self.policy.
-                          max_class_from_one_column_risk, max_bins=max_bins)
+                          max_class_from_one_column_risk, max_bins=max_bins,
+                          _fits=self.group_fits if rows is self.table else None)
 
     def evaluate(self, label: str, grouping: Grouping, method: str,
                  max_bins: int | None = None) -> dict[str, Any]:

@@ -38,18 +38,18 @@ def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, 
     n = len(frame)
     if n == 0:
         return 0.0, 0.0, 0
-    codes = [pd.factorize(frame[c].astype(object), use_na_sentinel=False)[0]
-             for c in frame.columns]
+    # hashing, no sort and no boxing of values (1,000,000 rows: issue 33); missing
+    # values are one value (use_na_sentinel=False)
+    codes = [pd.factorize(frame[c], use_na_sentinel=False)[0] for c in frame.columns]
     tup = codes[0] if codes else np.zeros(n, dtype=np.int64)
     for c in codes[1:]:  # one int64 key per column pair (a MultiIndex took 6 s at 200k)
         tup = pd.factorize(tup.astype(np.int64) * (int(c.max()) + 1) + c)[0]
     y = pd.factorize(pd.Series(labels), sort=False)[0]
-    key = tup.astype(np.int64) * (int(y.max()) + 1) + y
-    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-    size = counts[inv]
-    # classes per tuple value
-    pairs = np.unique(key)
-    n_classes = np.bincount(pairs // (int(y.max()) + 1), minlength=int(tup.max()) + 1)
+    n_y = int(y.max()) + 1
+    cell, cells = pd.factorize(tup.astype(np.int64) * n_y + y)
+    size = np.bincount(cell)[cell]
+    # classes per tuple value: one (tuple, class) cell each
+    n_classes = np.bincount(cells // n_y, minlength=int(tup.max()) + 1)
     one_class = n_classes[tup] == 1
     return float(np.mean(size < k)), float(np.mean(one_class)), int(size.min())
 
@@ -426,7 +426,10 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                max_share_below_k: float = 0.05, max_class_disclosure_share: float = 0.05,
                margin: float = 0.5, method: str = "bins",
                max_class_from_one_column_risk: float | None = None,
-               max_bins: int | None = None) -> tuple[ReleaseRecipe, list[dict]]:
+               max_bins: int | None = None, _fits: dict | None = None
+               ) -> tuple[ReleaseRecipe, list[dict]]:
+    # _fits: the release choice's memo of group fits on this same table (a group's
+    # remedy depends on its own columns only; candidates share most of their groups)
     """Fit the least generalisation that makes every group's projection safe.
 
     For each group of ``grouping``, the most detailed remedy of the ladder whose
@@ -498,8 +501,14 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
         # an identifier is published fully suppressed (all missing), never binned
         steps.extend({"method": "suppress", "column": c, "keep": [],
                       "published_type": published_type(table[c])} for c in cols if c in ids)
-        fit = _fit_group(table, rest, labels, k_fit, below, disclosure, method,
-                         column_risk, max_bins) if rest else _GroupFit((), True, 0.0, 0.0, "")
+        key = (tuple(rest), k_fit, below, disclosure, method, column_risk, max_bins)
+        fit = _fits.get(key) if _fits is not None else None
+        if fit is None:
+            fit = _fit_group(table, rest, labels, k_fit, below, disclosure, method,
+                             column_risk, max_bins) if rest else \
+                _GroupFit((), True, 0.0, 0.0, "")
+            if _fits is not None:
+                _fits[key] = fit
         if len(rest) < len(cols):
             fit = dataclasses.replace(fit, detail="; ".join(filter(None, [
                 f"identifier(s) {[c for c in cols if c in ids]} fully suppressed",
