@@ -1,0 +1,127 @@
+"""A whole release of a data platform's table through the command line (issue 33).
+
+``make_mixed_table`` (30 attributes: ages, skewed amounts, counts, ratios, 12 categorical
+string columns of 2-300 levels; the class planted in three groups) goes through
+``astrid learn`` (the release choice included), ``astrid shuffle``, ``astrid validate``
+(the gate, writing a signed receipt) and ``astrid publish --receipt`` as a scheduled job
+runs them: each a subprocess, ``ASTRID_SIGNING_KEY`` in its environment, stderr not a
+terminal. The reference is one draw of the table, the batch released a new one.
+
+Size: the issue asks for about 20,000 rows, but there the release choice alone took 44
+minutes on this 2-core machine (it measures ~110 candidate releases at 20-60 s each,
+most of it the exact expected-intact-row proportion of each candidate) and then refused
+the table (privacy vs utility: the best private release lost 0.062 accuracy > 0.02;
+``benchmarks/results/release_scale.md``). ``ROWS = 1_000`` keeps the test to minutes, and
+there the choice chooses a release that the gate passes: the whole pipeline publishes.
+The choice still dominates (141 candidates with the MDAV and partitioned variants):
+measured 8.5 minutes alone, 13.6 beside a benchmark (load 2-4). Raise ``ROWS`` when the
+choice samples its candidates. At this size the pair screen finds the planted groups
+(each inside one of its blocks) but R' = 10, R = 40 on 1,000 rows do not make the search
+merge them (it keeps k = 30 singletons), so that is what is asserted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from astrid_airflow import make_mixed_table
+
+ROWS = 1_000
+KEY = "release-scale-cli-test-key-0123456789"
+LEARN = ["--jobs", "2", "--seed", "0", "--r-search", "10", "--r-test", "40", "--screen", "on"]
+
+
+def _astrid(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ASTRID_SIGNING_KEY": KEY}
+    return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", *args], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=3600)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    """The four stages, run once; each stage's process and parsed JSON output."""
+    tmp = tmp_path_factory.mktemp("release_scale")
+    reference, planted = make_mixed_table(ROWS, random_state=0)
+    batch, _ = make_mixed_table(ROWS, random_state=1)
+    ref, new = tmp / "reference.parquet", tmp / "batch.parquet"
+    reference.to_parquet(ref, index=False)
+    batch.to_parquet(new, index=False)
+    store, staged = tmp / "store", tmp / "staging" / "surrogate.parquet"
+    staged.parent.mkdir()
+    dest = tmp / "public" / "release.parquet"
+    stages = {
+        "learn": ["learn", str(ref), "--target", "class", "--store", str(store), "--name",
+                  "mixed", "--json", *LEARN],
+        "shuffle": ["shuffle", str(new), "--artefact", f"{store}/mixed", "--out",
+                    str(staged), "--seed", "1", "--json"],
+        "validate": ["validate", "--original", str(new), "--surrogate", str(staged),
+                     "--artefact", f"{store}/mixed", "--seed", "2", "--json"],
+        "publish": ["publish", str(staged), "--destination", str(dest), "--receipt",
+                    str(staged.parent / "surrogate.gate.json"), "--json"],
+    }
+    done: dict = {}
+    for name, args in stages.items():
+        proc = _astrid(args, tmp)
+        done[name] = (proc, json.loads(proc.stdout) if proc.returncode == 0 else None)
+        if proc.returncode != 0:
+            break
+    return {"tmp": tmp, "planted": planted, "batch": new, "dest": dest, **done}
+
+
+def test_every_stage_exits_0(release):
+    for name in ("learn", "shuffle", "validate", "publish"):
+        assert name in release, f"{name} did not run"
+        proc, _ = release[name]
+        assert proc.returncode == 0, (name, proc.stderr[-2000:])
+
+
+def test_learn_chose_a_release_and_the_screen_found_the_planted_groups(release):
+    _, out = release["learn"]
+    assert out["release"]["status"] == "chosen" and out["release"]["reason"] is None
+    assert out["release"]["remedied"] > 0  # the default policy needs remedies here
+    attrs = {c for g in out["grouping"] for c in g}
+    assert len(attrs) == 30 and sum(map(len, out["grouping"])) == 30  # a partition
+    blocks = [set(b) for b in out["screen"]["blocks"]]
+    for group in release["planted"]:  # each planted group inside one block
+        assert any(set(group) <= b for b in blocks), (group, blocks)
+    # the search itself keeps them apart at this size (module docstring): k = 30
+    assert out["k"] == 30
+
+
+def test_learn_logs_its_estimate_and_the_choices_progress(release):
+    proc, _ = release["learn"]
+    assert "astrid estimate (1,000 rows)" in proc.stderr
+    assert "astrid release choice: about" in proc.stderr
+
+
+def test_the_gate_passed_and_wrote_a_signed_receipt(release):
+    _, out = release["validate"]
+    assert out["success"] is True
+    assert all(e["success"] for e in out["expectations"])
+    receipt = json.loads(Path(out["receipt"]).read_text())
+    assert receipt.get("signature"), sorted(receipt)
+
+
+def test_the_published_file_is_the_batch_released(release):
+    meta = pq.read_metadata(release["dest"])
+    batch = pq.read_metadata(release["batch"])
+    assert meta.num_rows == batch.num_rows == ROWS
+    assert meta.schema.names == batch.schema.names
+
+
+def test_the_manifest_matches_the_file_and_publish_trusted_the_receipt(release):
+    proc, out = release["publish"]
+    digest = hashlib.sha256(release["dest"].read_bytes()).hexdigest()
+    manifest = json.loads(Path(out["manifest"]).read_text())
+    assert out["sha256"] == manifest["sha256"] == digest
+    # trusted as signed: the gate ran once, in validate (publish gated nothing here)
+    assert manifest["receipt_trust"] == "signed"
+    assert "expectations" not in out and "gate" not in proc.stderr.lower()
