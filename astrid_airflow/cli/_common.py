@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -20,6 +22,32 @@ def warn_loudly(command: str, message: str) -> None:
     """A warning not to be missed in a long log: between two bars on stderr."""
     bar = "!" * 78
     print(f"{bar}\nastrid {command}: WARNING: {message}\n{bar}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def progress_lines(args: argparse.Namespace) -> Iterator[None]:
+    """The stage's estimate and progress lines on stderr while the command runs.
+
+    The library logs them on the ``astrid_airflow`` logger at INFO (an Airflow task log
+    shows them through the task runner's handlers); a plain ``astrid`` process has no
+    handler, so one writing the bare lines to stderr is added for the command's
+    duration, unless ``--quiet`` or logging is already set up (a program calling
+    ``main`` with its own handlers sees them there).
+    """
+    log = logging.getLogger("astrid_airflow")
+    if getattr(args, "quiet", False) or log.handlers or logging.getLogger().handlers:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
 
 
 def run_here_or_on_dask(args: argparse.Namespace, here: Callable[..., Any],

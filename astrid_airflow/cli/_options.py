@@ -114,6 +114,12 @@ def add_json_flag(parser: argparse.ArgumentParser, *, help: str | None = JSON_HE
     parser.add_argument("--json", action="store_true", help=help)
 
 
+def add_quiet_flag(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``: no estimate or progress lines on stderr (``_common.progress_lines``)."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no estimate or progress lines on stderr")
+
+
 def require_at_least(flag: str, value: int | float, minimum: int, *,
                      integer: bool = False) -> None:
     """Refuse ``value < minimum`` with one line: ``Invalid --flag: value. Must be ...``."""

@@ -49,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="publish even an older release or the current one again (an "
                         "archive never changes)")
     options.add_json_flag(p)
+    options.add_quiet_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from astrid_airflow.io import check_regular_file
     from astrid_airflow.pipeline import PublishRequest, publish_release
 
-    from ._common import print_json
+    from ._common import print_json, progress_lines
 
     surrogate, destination = Path(args.surrogate).absolute(), \
         Path(args.destination).absolute()
@@ -74,11 +75,12 @@ def run(args: argparse.Namespace) -> int:
                              "'.', '_' and '-'.")
     if args.receipt:
         check_regular_file(str(Path(args.receipt).absolute()), "Invalid --receipt")
-    done = publish_release(PublishRequest(
-        surrogate=surrogate, destination=destination, release_id=release_id,
-        receipt=Path(args.receipt).absolute() if args.receipt else None,
-        force=args.force, original=args.original, artefact=args.artefact,
-        random_state=args.seed))
+    with progress_lines(args):  # publish's (and a gate's) estimate and progress lines
+        done = publish_release(PublishRequest(
+            surrogate=surrogate, destination=destination, release_id=release_id,
+            receipt=Path(args.receipt).absolute() if args.receipt else None,
+            force=args.force, original=args.original, artefact=args.artefact,
+            random_state=args.seed))
     if done.action == "failed":
         print(f"astrid publish: gate FAILED for {surrogate} (failed: "
               f"{done.receipt.get('failed')}); nothing published.")

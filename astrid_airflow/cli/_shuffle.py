@@ -43,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "recipe (default: apply it; the default gate refuses most raw releases)")
     options.add_overwrite_flag(p, help="replace existing outputs")
     options.add_json_flag(p)
+    options.add_quiet_flag(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
 
     from astrid_airflow.io import is_sql_url
 
+    from ._common import progress_lines
+
     with contextlib.ExitStack() as stack:
+        stack.enter_context(progress_lines(args))  # the estimate and progress lines
         data, out = args.data, args.out
         if is_sql_url(data) or is_sql_url(out):
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="astrid_sql_"))

@@ -82,6 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="judge a raw release (made with --no-remedies): do not put the "
                    "original into the release's domain with the artefact's recipe")
     options.add_json_flag(p, help="print the result as JSON")
+    options.add_quiet_flag(p)
     p.add_argument("--verbose", action="store_true",
                    help="let Great Expectations log (it is kept at WARNING otherwise)")
 
@@ -100,20 +101,21 @@ def run(args: argparse.Namespace) -> int:
     from astrid_airflow.gate import result_paths, validate_surrogate
     from astrid_airflow.io import refuse_overwriting_inputs
 
-    from ._common import print_json
+    from ._common import print_json, progress_lines
 
     if args.metrics:  # checked before any work: the result never replaces --metrics
         outputs = list(result_paths(args.surrogate, args.out_dir) or ())
         refuse_overwriting_inputs(outputs + [_receipt_file(p) for p in outputs[:1]],
                                   [args.metrics])
     overrides = {field: getattr(args, field) for field, *_ in _POLICY_OVERRIDES}
-    result = validate_surrogate(
-        args.original, args.surrogate, args.artefact,
-        policy={k: v for k, v in overrides.items() if v is not None},
-        out_dir=args.out_dir, random_state=args.seed,
-        metrics=_read_metrics(args.metrics) if args.metrics else None,
-        verbose=args.verbose, remedies=not args.no_remedies,
-        allow_weaker_policy=bool(args.allow_weaker_policy))
+    with progress_lines(args):  # the gate's estimate and progress lines on stderr
+        result = validate_surrogate(
+            args.original, args.surrogate, args.artefact,
+            policy={k: v for k, v in overrides.items() if v is not None},
+            out_dir=args.out_dir, random_state=args.seed,
+            metrics=_read_metrics(args.metrics) if args.metrics else None,
+            verbose=args.verbose, remedies=not args.no_remedies,
+            allow_weaker_policy=bool(args.allow_weaker_policy))
     receipt = _write_receipt(args, result)
     if args.json:
         print_json({**result.to_dict(), "receipt": receipt})

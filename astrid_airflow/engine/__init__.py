@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         shuffle_frame,
         small_codes,
     )
-    from ._progress import RunProgress, format_seconds
+    from ._progress import RunProgress, StageProgress, StageRate, format_seconds, stage_progress
     from ._result import AstridResult, GroupingTestResult
     from ._sample import large_table_defaults
     from ._search import astrid

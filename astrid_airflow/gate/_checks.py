@@ -42,6 +42,7 @@ class _Reference:
     target: str
     utility: Callable[[], Mapping[str, Any]]
     attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
+    progress: Any = None  # the gate's StageProgress: each metric computed is a step
     _utility_value: Mapping[str, Any] | None = field(default=None, repr=False)
     _attack_values: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -54,6 +55,12 @@ class _Reference:
                 self._attack_values[key] = None if self.attacks is None else \
                     self.attacks(grouping, int(n_attacks))
             return self._attack_values[key]
+
+    def step(self, metric: str) -> Any:
+        """The gate's step computing ``metric`` (a GX metric name), counted when done."""
+        if self.progress is None:
+            return contextlib.nullcontext()
+        return self.progress.step(f"check {metric.removeprefix('astrid.')}", part=metric)
 
     def utility_value(self) -> Mapping[str, Any]:
         with self._lock:  # computed once per run, however many expectations ask
@@ -69,8 +76,8 @@ _REFERENCES_LOCK = threading.Lock()
 @contextlib.contextmanager
 def bind_reference(original: pd.DataFrame, *, target: str,
                    utility: Callable[[], Mapping[str, Any]],
-                   attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
-                   ) -> Iterator[str]:
+                   attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None,
+                   progress: Any = None) -> Iterator[str]:
     """Make ``original`` available to the gate's metrics; yield its handle.
 
     Parameters
@@ -85,6 +92,8 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     attacks : callable, optional
         ``attacks(grouping, n_attacks)`` returns the attack-based risks of a shadow
         release (``_risk.shadow_attacks``) or None; called once per grouping and count.
+    progress : StageProgress, optional
+        The gate's progress: every metric computed is counted as one of its steps.
 
     Yields
     ------
@@ -96,7 +105,7 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     handle = f"original-{uuid.uuid4().hex[:12]}"
     with _REFERENCES_LOCK:
         _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility,
-                                         attacks=attacks)
+                                         attacks=attacks, progress=progress)
     try:
         yield handle
     finally:

@@ -31,10 +31,12 @@ from astrid_airflow._errors import AstridError, DataError, GateError, ParameterE
 from astrid_airflow._validation import (
     fresh_seed,
 )
+from astrid_airflow.engine import stage_progress
 from astrid_airflow.io import plain as _plain
 
 from ._policy import REFERENCE_PARAMETER, UTILITY_MAX_ROWS, GatePolicy
 from ._result import ExpectationOutcome, GateResult, result_paths
+from ._stage_cost import plan_gate
 from ._suite import (
     SUITE_FILE,
     build_suite,
@@ -170,30 +172,43 @@ def validate_surrogate(
     suite = build_suite(artefact, effective)
     suite_info["overrides"] = {k: v for k, v in effective.to_dict().items()
                                if stored.to_dict().get(k) != v}
-    original_df, surrogate_df = _read_inputs(original, surrogate, artefact)
-    utility, source = _utility_function(original_df, artefact, effective, seed, metrics,
-                                        remedies)
-    judged_original, surrogate_df, recipe = _release_domain(
-        original_df, surrogate_df, surrogate, artefact, remedies)
-    _keep_default_suite(artefact, location, suite_info)  # every input is checked by now
+    with stage_progress("validate") as tracker:  # estimate and heartbeat (issue 33)
+        with tracker.step("reading the tables"):
+            original_df, surrogate_df = _read_inputs(original, surrogate, artefact)
+        plan_gate(tracker, suite, original_df.shape, computed_utility=metrics is None,
+                  writes=bool(paths))
+        utility, source = _utility_function(original_df, artefact, effective, seed,
+                                            metrics, remedies)
+        with tracker.step("the release's domain (recipe, local suppression)"):
+            judged_original, surrogate_df, recipe = _release_domain(
+                original_df, surrogate_df, surrogate, artefact, remedies)
+        _keep_default_suite(artefact, location, suite_info)  # every input checked by now
 
-    gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target, effective,
-                           utility, verbose=verbose,
-                           attacks=_attack_function(judged_original, artefact.target,
-                                                    seed))
-    outcomes = _outcomes(gx_result)
-    result = GateResult(
-        success=all(o.success for o in outcomes), expectations=tuple(outcomes),
-        policy=effective, random_state=seed, utility_source=source,
-        artefact=_artefact_summary(artefact, location, recipe),
-        validation_json=paths[0] if paths else None, data_docs=paths[1] if paths else None,
-        suite=suite_info, surrogate_sha256=digest, allow_weaker_policy=allow_weaker_policy)
+        gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target,
+                               effective, utility, verbose=verbose,
+                               attacks=_attack_function(judged_original, artefact.target,
+                                                        seed), progress=tracker)
+        outcomes = _outcomes(gx_result)
+        result = GateResult(
+            success=all(o.success for o in outcomes), expectations=tuple(outcomes),
+            policy=effective, random_state=seed, utility_source=source,
+            artefact=_artefact_summary(artefact, location, recipe),
+            validation_json=paths[0] if paths else None,
+            data_docs=paths[1] if paths else None, suite=suite_info,
+            surrogate_sha256=digest, allow_weaker_policy=allow_weaker_policy)
+        _decide(result, gx_result, surrogate, digest, paths, tracker)
+    return result
+
+
+def _decide(result: GateResult, gx_result: Any, surrogate: Any, digest: str | None,
+            paths: tuple[str, str] | None, tracker: Any) -> None:
+    """Refuse a file that changed while it was judged, else write the results."""
     if digest is not None and _file_digest(surrogate) != digest:
         raise GateError(f"{os.fspath(surrogate)!r} changed while the gate judged it; "
                         "nothing was decided.")
     if paths:
-        _write_outputs(result, gx_result, paths)
-    return result
+        with tracker.step("writing the results and Data Docs"):
+            _write_outputs(result, gx_result, paths)
 
 
 def _effective_policy(policy: Any, stored: GatePolicy, classifier: Any) -> GatePolicy:
@@ -422,8 +437,29 @@ def _attack_function(original: pd.DataFrame, target: str, seed: int):
 
 def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.DataFrame,
                target: str, policy: GatePolicy, utility, *, verbose: bool,
-               attacks=None) -> Any:
+               attacks=None, progress: Any = None) -> Any:
     from ._checks import bind_reference
+
+    with contextlib.nullcontext() if progress is None else \
+            progress.step("setting up Great Expectations"):
+        definition = _gx_definition(suite, verbose)
+    with bind_reference(original, target=target, utility=utility,
+                        attacks=attacks, progress=progress) as handle:
+        result = definition.run(
+            batch_parameters={"dataframe": surrogate},
+            expectation_parameters={**policy.parameters(), REFERENCE_PARAMETER: handle},
+            result_format="COMPLETE")
+    errors = [(r.expectation_config.type, r.exception_info.get("exception_message"))
+              for r in result.results
+              if (r.exception_info or {}).get("raised_exception")]
+    if errors:
+        name, message = errors[0]
+        raise GateError(f"The gate could not evaluate {name}: {message}")
+    return result
+
+
+def _gx_definition(suite: Mapping[str, Any], verbose: bool) -> Any:
+    """An ephemeral GX context with the gate's suite, validating a pandas batch."""
     from ._kit import quiet_gx_logging
     from ._registry import register_expectations
 
@@ -444,21 +480,8 @@ def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.D
     except Exception as exc:  # GX raises many types for a bad suite
         raise GateError(f"The gate suite cannot be loaded: {exc}") from None
     gx_suite = context.suites.add(gx_suite)
-    definition = context.validation_definitions.add(
+    return context.validation_definitions.add(
         gx.ValidationDefinition(name="astrid_gate", data=batch, suite=gx_suite))
-    with bind_reference(original, target=target, utility=utility,
-                        attacks=attacks) as handle:
-        result = definition.run(
-            batch_parameters={"dataframe": surrogate},
-            expectation_parameters={**policy.parameters(), REFERENCE_PARAMETER: handle},
-            result_format="COMPLETE")
-    errors = [(r.expectation_config.type, r.exception_info.get("exception_message"))
-              for r in result.results
-              if (r.exception_info or {}).get("raised_exception")]
-    if errors:
-        name, message = errors[0]
-        raise GateError(f"The gate could not evaluate {name}: {message}")
-    return result
 
 
 def _outcomes(gx_result: Any) -> list[ExpectationOutcome]:

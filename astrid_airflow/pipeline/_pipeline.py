@@ -15,9 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from astrid_airflow.engine import stage_progress
 from astrid_airflow.release import (
     ProtectsNothingWarning,
     intact_row_proportion,
+    metrics_rate,
     shuffle_file,
     surrogate_metrics,
     surrogate_paths,
@@ -84,18 +86,25 @@ def stage_surrogate(src: str | os.PathLike, artefact: Any, dest: str | os.PathLi
 
     def measure(tmps: list) -> None:
         # Runs on the complete temporary outputs; raising here publishes nothing.
-        report.update(surrogate_metrics(src, tmps[0], artefact, utility=utility,
-                                        random_state=random_state,
-                                        remedies=remedies).to_dict())
+        with tracker.step("metrics" + (" and the utility check" if utility else ""),
+                          part="metrics"):
+            report.update(surrogate_metrics(src, tmps[0], artefact, utility=utility,
+                                            random_state=random_state,
+                                            remedies=remedies).to_dict())
         if len(tmps) > 1:
-            copies.extend(intact_row_proportion(src, t, columns=list(artefact.columns))
-                          for t in tmps)
+            with tracker.step(f"intact rows of {len(tmps)} copies", part="metrics"):
+                copies.extend(intact_row_proportion(src, t, columns=list(artefact.columns))
+                              for t in tmps)
 
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, \
+            stage_progress("shuffle") as tracker:
         warnings.simplefilter("always", ProtectsNothingWarning)
+        # the metrics follow the shuffle's own steps, in its estimate (issue 33)
+        tracker.part("metrics", 1 + (n_copies > 1), metrics_rate(utility),
+                     "metrics" + (" with the utility check" if utility else ""))
         shuffle_file(src, artefact, dest, random_state=random_state, n_copies=n_copies,
                      overwrite=overwrite, before_publish=measure, remedies=remedies,
-                     record=record)
+                     record=record, progress=tracker)
     # what local suppression removed, per group (JSON key "suppression")
     report["suppression"] = record.get("suppression")
     # per copy: within-class swaps that kept the intact rows within max_intact

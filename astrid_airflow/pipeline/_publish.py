@@ -30,6 +30,7 @@ from pathlib import PurePath
 from typing import Any
 
 from astrid_airflow._errors import ReleaseError
+from astrid_airflow.engine import StageRate, stage_progress
 
 
 @dataclass(frozen=True)
@@ -118,42 +119,75 @@ def publish_release(request: PublishRequest) -> Published:
 
     from ._integrity import canonical_of, require_trust
 
-    surrogate, destination = request.surrogate, request.destination
+    surrogate = request.surrogate
     if not surrogate.exists():
         raise ReleaseError(f"Refusing to publish: no staged surrogate at {surrogate}.")
     key = signing_key()
-    staged = read_bytes(surrogate)  # read once: the bytes checked are the bytes published
-    digest = hashlib.sha256(staged).hexdigest()
-    receipt_file, receipt, gated = _receipt(request, digest)
-    name = request.surrogate_name
-    if name is None and isinstance(receipt, Mapping):
-        name = str(receipt.get("surrogate", surrogate))
-    outcome = {"release_id": request.release_id, "sha256": digest,
-               "receipt_path": receipt_file, "receipt": receipt}
-    try:
-        check_receipt(receipt, surrogate=name or str(surrogate), sha256=digest,
-                      where=str(receipt_file))
-    except ReleaseError as exc:
-        if isinstance(receipt, Mapping) and receipt.get("success") is not True:
-            return Published("failed", str(exc), **outcome)
-        raise
-    if not gated:
-        require_trust(receipt, key, where=str(receipt_file), surrogate=surrogate)
-    canonical = canonical_of(staged, surrogate.suffix, release_id=request.release_id,
-                             random_state=request.random_state, key=key)
-    digest = outcome["sha256"] = canonical.sha256  # what is published, and recorded
-    now = _dt.datetime.now(_dt.UTC)
-    cand = Candidate(request, receipt_file, receipt, digest,
-                     release_time(request.run_after or now), now, canonical, gated)
-    _refuse_inputs(cand)
-    fs, inner = where(destination)
+    gating = request.original is not None and bool(request.artefact)
+    with stage_progress("publish") as tracker:  # estimate and heartbeat (issue 33)
+        with tracker.step("reading and hashing the staged file"):
+            staged = read_bytes(surrogate)  # read once: the bytes checked are published
+            digest = hashlib.sha256(staged).hexdigest()
+        plan_publish(tracker, len(staged), gating=gating)
+        with tracker.step("the gate, run here" if gating else "reading the signed receipt",
+                          part="receipt", own_estimate=gating):
+            receipt_file, receipt, gated = _receipt(request, digest)
+        name = request.surrogate_name
+        if name is None and isinstance(receipt, Mapping):
+            name = str(receipt.get("surrogate", surrogate))
+        outcome = {"release_id": request.release_id, "sha256": digest,
+                   "receipt_path": receipt_file, "receipt": receipt}
+        try:
+            check_receipt(receipt, surrogate=name or str(surrogate), sha256=digest,
+                          where=str(receipt_file))
+        except ReleaseError as exc:
+            if isinstance(receipt, Mapping) and receipt.get("success") is not True:
+                return Published("failed", str(exc), **outcome)
+            raise
+        if not gated:
+            require_trust(receipt, key, where=str(receipt_file), surrogate=surrogate)
+        with tracker.step("the canonical re-write"):
+            canonical = canonical_of(staged, surrogate.suffix, release_id=request.release_id,
+                                     random_state=request.random_state, key=key)
+        digest = outcome["sha256"] = canonical.sha256  # what is published, and recorded
+        now = _dt.datetime.now(_dt.UTC)
+        cand = Candidate(request, receipt_file, receipt, digest,
+                         release_time(request.run_after or now), now, canonical, gated)
+        _refuse_inputs(cand)
+        with tracker.step("promotion: archive, current file, manifest"):
+            return _promote_at(cand, outcome)
+
+
+# What publishing costs, ``seconds = fixed + staged bytes / per_second``: the staged file
+# read and hashed, re-written canonically, archived and promoted (the gate run here has
+# an estimate of its own), measured by benchmarks/bench_stage_rates.py at 100,000 and
+# 300,000 rows x 31 columns of make_mixed_table on the 2-core development machine:
+# benchmarks/results/stage_rates.json ("publish").
+PUBLISH_RATE = StageRate(fixed=0.0, per_second=1.0e6)
+_NO_COST = StageRate(fixed=0.0, per_second=float("inf"))  # reading a receipt: nothing
+
+
+def plan_publish(tracker: Any, size: int, *, gating: bool) -> None:
+    """Log publish's estimate: the gate (if run here), the canonical re-write and the
+    promotion of a ``size``-byte staged file (its read and hash are done by now)."""
+    tracker.part("receipt", 1, _NO_COST,
+                 "the gate run here (its own estimate follows)" if gating else
+                 "the signed receipt")
+    tracker.plan(2, PUBLISH_RATE.seconds(size), f"a staged file of {size / 1e6:,.1f} MB",
+                 size=size)
+
+
+def _promote_at(cand: Candidate, outcome: dict[str, Any]) -> Published:
+    """Promote as the destination's store allows: alone under a lock (local), by a
+    compare-and-swap of the manifest (S3), or as the one publisher (other stores)."""
+    fs, inner = where(cand.request.destination)
     if _is_local(fs):  # one publisher at a time per destination (flock)
         from astrid_airflow.io import file_lock
 
         head, tail = os.path.split(inner)
         stem = os.path.splitext(tail)[0]
         with file_lock(os.path.join(head, f".{stem}.release.lock"),
-                       timeout=request.lock_timeout):
+                       timeout=cand.request.lock_timeout):
             return _promote(cand, outcome)
     from astrid_airflow.io import is_s3
 

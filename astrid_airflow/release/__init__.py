@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         mdav_clusters,
         published_type,
     )
+    from ._shuffle_steps import metrics_rate
     from ._sql_shuffle import shuffle_table
     from ._store import ArtefactStore
     from ._store_names import check_artefact_name, split_artefact_ref

@@ -50,6 +50,7 @@ from astrid_airflow._errors import RecipeError
 from astrid_airflow.engine import Grouping
 
 from ._partition import PARTITION_KEYS, apply_partition, check_partition_step
+from ._shuffle_steps import step
 from ._table_schema import dtype_kind
 
 RECIPE_VERSION = 1
@@ -410,7 +411,7 @@ def _apply_mdav(table: pd.DataFrame, s: Mapping[str, Any], target: str) -> dict[
 
 
 def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
-                 target: str | None = None) -> Any:
+                 target: str | None = None, progress: Any = None) -> Any:
     """Return ``table`` with the recipe's remedies applied (values only; no shuffle).
 
     Parameters
@@ -420,6 +421,9 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
     recipe : ReleaseRecipe or its dict
     target : str, optional
         The class column (default: the recipe's); needed by MDAV steps.
+    progress : StageProgress, optional
+        A stage's progress (:func:`~astrid_airflow.engine.stage_progress`): each step of
+        the recipe is counted as one of its steps.
 
     Returns
     -------
@@ -445,17 +449,20 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
                           f"{type(table).__name__}.")
     recipe.check_columns(list(map(str, frame.columns)))
     new: dict[str, pd.Series] = {}
-    for s in recipe.steps:
+    for i, s in enumerate(recipe.steps):
         m = s["method"]
-        if m == "mdav":
-            if not target or target not in frame.columns:
-                raise RecipeError("An MDAV step needs the class column (target=...).")
-            new.update(_apply_mdav(frame, s, target))
-        elif m == "partition":  # row by row, the tree of cuts (._partition)
-            new.update(apply_partition(frame, s))
-        else:
-            fn = {"bins": _apply_bins, "round": _apply_round, "suppress": _apply_suppress}[m]
-            new[s["column"]] = fn(frame[s["column"]], s)
+        with step(progress, f"recipe step {i + 1}/{len(recipe.steps)}: {m} "
+                  f"{', '.join(s.get('columns') or [s.get('column', '')])}"):
+            if m == "mdav":
+                if not target or target not in frame.columns:
+                    raise RecipeError("An MDAV step needs the class column (target=...).")
+                new.update(_apply_mdav(frame, s, target))
+            elif m == "partition":  # row by row, the tree of cuts (._partition)
+                new.update(apply_partition(frame, s))
+            else:
+                fn = {"bins": _apply_bins, "round": _apply_round,
+                      "suppress": _apply_suppress}[m]
+                new[s["column"]] = fn(frame[s["column"]], s)
     if is_arrow:
         import pyarrow as pa
 

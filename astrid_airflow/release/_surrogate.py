@@ -43,6 +43,8 @@ from astrid_airflow._validation import check_positive_int
 from astrid_airflow.engine import Grouping, as_grouping
 from astrid_airflow.io import TableFile, arrow_writer, csv_schema, file_format, read_arrow
 
+from ._shuffle_steps import plan_shuffle, step
+
 #: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
 CHUNK_ROWS = 1 << 20
 
@@ -103,21 +105,23 @@ def remedied(table: Any, recipe: Any, target: str, grouping: Any = None) -> Any:
     return release_domain(table, recipe, target, grouping)[0]
 
 
-def release_domain(table: Any, recipe: Any, target: str, grouping: Any = None
-                   ) -> tuple[Any, Any]:
+def release_domain(table: Any, recipe: Any, target: str, grouping: Any = None, *,
+                   progress: Any = None) -> tuple[Any, Any]:
     """``(table, Suppression or None)``: the recipe's values, then local suppression of
     every group of ``grouping`` with the recipe's k on this batch's own counts. No
-    recipe (the raw release) or no grouping: nothing is suppressed."""
+    recipe (the raw release) or no grouping: nothing is suppressed. ``progress`` (a
+    stage's :class:`~astrid_airflow.engine.StageProgress`) counts each as a step."""
     if recipe is None:
         return table, None
     from ._remedies import apply_recipe
 
-    table = apply_recipe(table, recipe, target=target)
+    table = apply_recipe(table, recipe, target=target, progress=progress)
     if grouping is None:
         return table, None
     from ._suppression import suppress_table
 
-    return suppress_table(table, as_grouping(grouping).groups, target, recipe.k)
+    with step(progress, "local suppression"):
+        return suppress_table(table, as_grouping(grouping).groups, target, recipe.k)
 
 
 def warn_if_one_group(grouping: Grouping) -> None:
@@ -387,7 +391,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
                  overwrite: bool = False,
                  before_publish: Callable[[list[TableFile]], None] | None = None,
                  remedies: bool = True, max_suppressed_share: float | None = None,
-                 record: dict | None = None) -> str | list[str]:
+                 record: dict | None = None, progress: Any = None) -> str | list[str]:
     """Write GoldenEye surrogate(s) of a Parquet, CSV or ARFF file, atomically.
 
     Parameters
@@ -427,6 +431,10 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     record : dict, optional
         Filled with ``"suppression"`` (:meth:`Suppression.to_dict`, or None for a raw
         release).
+    progress : StageProgress, optional
+        The shuffle stage's progress (:func:`~astrid_airflow.engine.stage_progress`),
+        whose estimate line this call logs once it has read the class column and whose
+        steps it counts (:mod:`._shuffle_steps`); default: a ``"shuffle"`` stage of its own.
 
     Returns
     -------
@@ -464,14 +472,19 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     _check_columns(schema.names, grouping, target)
     warn_if_one_group(grouping)
     with contextlib.ExitStack() as stack:
+        tracker = progress if progress is not None else \
+            stack.enter_context(engine.stage_progress("shuffle"))
         tmps = [stack.enter_context(atomic_path(p, overwrite=overwrite)) for p in outs]
         labels = (table if table is not None else read_arrow(src, [target])).column(target)
         codes = arrow_class_codes(labels, target)
         del labels
+        plan_shuffle(tracker, codes.shape[0], len(schema.names), recipe, n_copies)
         seeds = engine.seed_of_copies(random_state, n_copies)
         # The first copy's permutations are drawn while Arrow reads the table.
-        table, released = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
-        table, suppression = release_domain(table, recipe, target, grouping)
+        with tracker.step(f"reading the table, permuting {grouping.k} groups of copy 1"):
+            table, released = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
+        table, suppression = release_domain(table, recipe, target, grouping,
+                                            progress=tracker)
         if suppression is not None:
             suppression.check_budget(budget)
         swaps: list[dict] = []
@@ -479,13 +492,17 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
             record["suppression"] = None if suppression is None else suppression.to_dict()
             record["intact_swaps"] = swaps  # one entry per copy, filled below
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
+            copy = f"copy {i + 1}/{n_copies}"
             if i:
-                released = engine.release_permutations(codes, grouping.k, seed)
+                with tracker.step(f"{copy}: permuting {grouping.k} groups"):
+                    released = engine.release_permutations(codes, grouping.k, seed)
             if recipe is not None:
-                released, done = _within_intact_budget(table, grouping, target, released,
-                                                       art, seed)
+                with tracker.step(f"{copy}: intact-row swaps"):
+                    released, done = _within_intact_budget(table, grouping, target,
+                                                           released, art, seed)
                 swaps.append(done.to_dict())
-            _write_shuffled(table, grouping, released, target, kind, tmp)
+            with tracker.step(f"{copy}: writing"):
+                _write_shuffled(table, grouping, released, target, kind, tmp)
             del released
         del table, codes
         if before_publish is not None:

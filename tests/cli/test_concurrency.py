@@ -105,7 +105,7 @@ def test_shufflers_racing_for_one_output_one_wins_the_other_fails_cleanly(data, 
                        timeout=300)
     assert r.returncode == 0, r.stderr
     base = ["shuffle", str(data / "syn.parquet"), "--artefact", str(store / "n"),
-            "--no-utility"]
+            "--no-utility", "--quiet"]  # stderr: the loser's one error line, no progress
     refs = {}
     for seed in (1, 2):  # what each racer would write alone
         ref = tmp_path / f"ref{seed}.parquet"

@@ -46,10 +46,13 @@ class TableMetric:
                     metrics, runtime_configuration):
             # GX passes every value key (None when the expectation lacks it)
             values = {key: metric_value_kwargs.get(key) for key in metric.value_keys}
-            if "reference" in values:
-                values["reference"] = bound_reference(values["reference"])
-            return metric.measure(kit.table_of(execution_engine, metric_domain_kwargs),
-                                  **values)
+            if "reference" not in values:
+                return metric.measure(kit.table_of(execution_engine, metric_domain_kwargs),
+                                      **values)
+            values["reference"] = bound_reference(values["reference"])
+            with values["reference"].step(metric.name):  # the gate's progress (issue 33)
+                return metric.measure(kit.table_of(execution_engine, metric_domain_kwargs),
+                                      **values)
 
         # named after the metric (astrid.class_changes -> ClassChanges) for GX's messages
         class_name = "".join(word.title() for word in self.name.split(".")[-1].split("_"))
