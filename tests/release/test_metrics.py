@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.neighbors import KNeighborsClassifier
 
 from astrid_airflow import (
@@ -111,6 +113,28 @@ def test_match_probability_is_exact(m, n):
     if len(m) == 2:  # hypergeometric closed form
         closed = 1 - math.comb(n - m[0], m[1]) / math.comb(n, m[1])
         assert p == pytest.approx(closed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 400), st.lists(st.integers(2, 64), min_size=2, max_size=30),
+       st.data())
+def test_match_probability_is_the_chain_or_an_upper_bound_within_mu_squared(n, m, data):
+    """Every row's probability is the exact chain's, or (mu <= MU_EXACT) mu itself: never
+    below the exact probability, and above it by at most mu^2 / 2 (Bonferroni)."""
+    from astrid_airflow.release._match_probability import MU_EXACT, _p_match_chain
+
+    m = sorted(min(v, n) for v in m)
+    extra = data.draw(st.lists(st.integers(1, n), min_size=0, max_size=10))
+    m = np.sort(np.array([*m, *extra], dtype=np.int64))[None, :]
+    exact = float(_p_match_chain(m, np.array([n]))[0])
+    got = float(match_probabilities(m, np.array([n]))[0])
+    mu = float(n * np.prod(m / n))
+    # the chain's own rounding: it returns 1 - P(no match), so log-gamma's error of
+    # ~1e-13 on P(no match) ~ 1 is an absolute error (relative 1e-6 at P ~ 1e-7)
+    assert got >= exact - 1e-11
+    assert got - exact <= mu * mu / 2 + 1e-11
+    if mu > MU_EXACT and 2 <= m[0, 0] <= EXACT_CAP:
+        assert got == exact
 
 
 def test_match_probability_closed_forms():

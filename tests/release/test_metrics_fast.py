@@ -115,7 +115,7 @@ def test_same_values_as_the_sort_based_implementation(seed, container, tmp_path)
 
 
 def reference_match(m, n):
-    from astrid_airflow.release._match_probability import EXACT_CAP, _p_match_chain
+    from astrid_airflow.release._match_probability import EXACT_CAP, MU_EXACT, _p_match_chain
 
     m = np.sort(np.asarray(m, dtype=np.int64), axis=1)
     n = np.asarray(n, dtype=np.int64)
@@ -126,13 +126,15 @@ def reference_match(m, n):
     frac = m / n[:, None]
     single = m[:, 0] == 1
     out[single] = np.prod(frac[single, 1:], axis=1)
-    chain = ~single & (m[:, 0] <= EXACT_CAP)
+    mu = n * np.prod(frac, axis=1)
+    tiny = ~single & (mu <= MU_EXACT)
+    out[tiny] = mu[tiny]
+    chain = ~single & ~tiny & (m[:, 0] <= EXACT_CAP)
     if chain.any():
         out[chain] = _p_match_chain(m[chain], n[chain])
-    big = ~single & ~chain
+    big = ~single & ~tiny & ~chain
     if big.any():
-        mu = n[big] * np.prod(frac[big], axis=1)
-        out[big] = -np.expm1(-mu)
+        out[big] = -np.expm1(-mu[big])
     return out
 
 
