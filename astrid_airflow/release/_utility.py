@@ -68,7 +68,11 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                       random_state: object = None, n_repeats: int = 1,
                       remedies: bool = True, recipe: Any = None,
                       recipe_fitter: Callable[[pd.DataFrame], Any] | None = None,
-                      suppression: bool = True) -> UtilityResult:
+                      suppression: bool = True,
+                      _original_hits: dict | None = None) -> UtilityResult:
+    # _original_hits: the release choice's memo of the original's classifier per split
+    # (same table, classifier, random_state, n_repeats and test_size for every candidate:
+    # the split and the original's fit do not depend on the grouping or the recipe)
     """Accuracy of a classifier trained on a surrogate vs on the original (Sec. 6.2).
 
     Parameters
@@ -143,7 +147,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     codes = pandas_class_codes(table[target], target)
     acc_o, acc_s, row_diffs = [], [], []
     n_train = n_test = 0
-    for child in check_seed_sequence(random_state).spawn(n_repeats):
+    for i, child in enumerate(check_seed_sequence(random_state).spawn(n_repeats)):
         split_seed, shuffle_seed, model_seed = child.spawn(3)
         try:
             train, test = train_test_split(
@@ -160,12 +164,17 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                                        random_state=shuffle_seed)
         seed = int(model_seed.generate_state(1)[0] >> 1)
         y_test = test[target].to_numpy()
-        hits = []
+        hits = [_original_hits.get(i) if _original_hits is not None else None]
         for data, held in ((train, test), (surrogate, remedied(test, split_recipe, target))):
+            if data is train and hits[0] is not None:
+                continue
             model = make_classifier(classifier, random_state=seed,
                                     n_attributes=len(grouping.columns))
             model.fit(data.drop(columns=[target]), data[target].to_numpy())
             hits.append(model.predict(held.drop(columns=[target])) == y_test)
+        hits = hits[1:] if hits[0] is None else hits
+        if _original_hits is not None:
+            _original_hits[i] = hits[0]
         acc_o.append(float(np.mean(hits[0])))
         acc_s.append(float(np.mean(hits[1])))
         row_diffs.append(hits[1].astype(float) - hits[0].astype(float))

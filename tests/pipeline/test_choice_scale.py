@@ -1,0 +1,70 @@
+"""The release choice at scale (issue 33): what it shares between candidates changes no
+figure, and above CHOICE_MAX_ROWS it measures no grouping coarser than the learned one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from astrid_airflow import GatePolicy, choose_release
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
+
+
+def _table(n: int = 1200) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, n)
+    return pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
+                         "c": rng.integers(0, 1000, n), "d": rng.integers(0, 4, n), "y": y})
+
+
+def _result(groups: list) -> dict:
+    return {"grouping": groups[0], "k": len(groups[0]),
+            "table": [{"k": len(g), "grouping": g} for g in groups], "target": "y",
+            "classifier": {"preset": "nb"}, "scoring": "accuracy", "alpha": 0.05,
+            "n_search": 20, "n_test": 40, "random_state": 0}
+
+
+GROUPS = [[["a", "b"], ["c"], ["d"]], [["a", "b", "c"], ["d"]], [["a", "b", "c", "d"]],
+          [["a"], ["b", "c"], ["d"]], [["a"], ["b"], ["c"], ["d"]]]
+
+
+def test_the_choices_shared_fits_change_no_figure(monkeypatch):
+    from astrid_airflow import release
+    from astrid_airflow.pipeline import _choice
+
+    policy = GatePolicy(max_accuracy_drop=0.1, attack_n=200)
+    shared = choose_release(_table(), _result(GROUPS), policy=policy, random_state=1,
+                            progress=False).release
+    # every split's group fits and the original's classifier refitted for each candidate
+    monkeypatch.setattr(_choice, "_rows_key", lambda rows: object())
+    real = release.surrogate_utility
+    monkeypatch.setattr(release, "surrogate_utility",
+                        lambda *a, _original_hits=None, **kw: real(*a, **kw))
+    alone = choose_release(_table(), _result(GROUPS), policy=policy, random_state=1,
+                           progress=False).release
+    assert alone == shared
+    assert any(c["utility_scored"] == "out of sample" for c in shared["candidates"])
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_above_choice_max_rows_no_grouping_coarser_than_the_learned_one_is_measured(
+        large, monkeypatch):
+    from astrid_airflow.pipeline import _choice
+
+    if large:  # the rule's size, scaled down: the table is "large" above 1,000 rows
+        monkeypatch.setattr(_choice, "CHOICE_MAX_ROWS", 1000)
+    art = choose_release(_table(), _result(GROUPS), policy=GatePolicy(attack_n=200),
+                         random_state=1, progress=False)
+    rel = art.release
+    measured = {c["label"] for c in rel["candidates"]}
+    coarser = {"per-k table, k=2", "per-k table, k=1"}  # {a,b,c}{d} and {a,b,c,d}
+    if large:
+        assert set(rel["coarser_not_measured"]) == {"per-k table, k=2"}  # k=1: no table row
+        assert not coarser & measured and rel["rows_measured"] == 1000
+    else:
+        assert rel["coarser_not_measured"] == [] and "per-k table, k=2" in measured
+    # groupings that split a learned group, and the learned one, are measured either way
+    assert {"learned (k=3)", "per-k table, k=3", "per-k table, k=4"} <= measured
