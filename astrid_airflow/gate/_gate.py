@@ -24,7 +24,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import AstridError, DataError, GateError, ParameterError, StoreError
@@ -383,20 +382,19 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
         return (lambda: {**given, "source": "precomputed"}), "precomputed"
 
     def compute() -> dict[str, Any]:
-        from astrid_airflow.engine import pandas_class_codes
-        from astrid_airflow.release import stratified_subsample, surrogate_utility
+        from astrid_airflow.release import surrogate_utility
 
-        root_seed = np.random.SeedSequence(seed)
-        table, note = original, None
+        note = None
         if len(original) > UTILITY_MAX_ROWS:  # fitting cost grows faster than linearly
-            codes = pandas_class_codes(original[artefact.target], artefact.target)
-            rows = stratified_subsample(codes, UTILITY_MAX_ROWS, root_seed.spawn(1)[0])
-            table = original.iloc[rows].reset_index(drop=True)
-            note = (f"utility computed on a stratified random subsample of {len(rows)} of "
-                    f"{len(original)} rows")
-        u = surrogate_utility(table, artefact, classifier=policy.classifier,
-                              random_state=seed,
-                              n_repeats=policy.utility_repeats_for(len(table)),
+            note = (f"the classifiers trained on stratified samples of the {len(original)} "
+                    f"rows' training part as a {UTILITY_MAX_ROWS}-row table's split would "
+                    "be; the recipe, local suppression and shuffle on all of it (their "
+                    "counts are the batch's)")
+        # the whole batch: suppression at k on a sample's counts is not the release's
+        u = surrogate_utility(original, artefact, classifier=policy.classifier,
+                              random_state=seed, max_fit_rows=UTILITY_MAX_ROWS,
+                              n_repeats=policy.utility_repeats_for(
+                                  min(len(original), UTILITY_MAX_ROWS)),
                               remedies=remedies)
         out = {**u.to_dict(), "source": "computed"}
         if note:

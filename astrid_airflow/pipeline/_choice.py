@@ -262,7 +262,8 @@ class _Choice:
     seed: int  # the choice's own (recorded when random_state was not an int)
     util_seed: int
     attack_seed: int
-    halves: list[pd.DataFrame]  # bootstrap batches like a new one
+    halves: list  # bootstrap batches like a new one: row positions in ``table``
+    work_rows: Any  # positions of ``work`` in ``table`` (None: work is the table)
     repeats: int  # utility splits, as the gate will judge the release
     steps: Any
     # group fits on ``table``, shared by the candidates (most groups recur in each)
@@ -285,11 +286,11 @@ class _Choice:
         seed = random_state if isinstance(random_state, int) else int(
             check_seed_sequence(random_state).generate_state(1)[0] >> 1)
         s_sub, s_util, s_attack = check_seed_sequence(seed).spawn(3)
-        work = table
+        work, rows = table, None
         if len(table) > CHOICE_MAX_ROWS:
             codes = pandas_class_codes(table[target], target)
-            work = table.iloc[stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)]
-            work = work.reset_index(drop=True)
+            rows = stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)
+            work = table.iloc[rows].reset_index(drop=True)
         # as the gate: the policy's classifier, else the preset the grouping was learned
         classifier = classifier if classifier is not None else policy.classifier
         if classifier is None:
@@ -299,7 +300,7 @@ class _Choice:
                    classifier=classifier, seed=seed,
                    util_seed=int(s_util.generate_state(1)[0] >> 1),
                    attack_seed=int(s_attack.generate_state(1)[0] >> 1),
-                   halves=batch_resamples(work, target),
+                   halves=batch_resamples(table, target), work_rows=rows,
                    repeats=policy.utility_repeats_for(len(work)), steps=steps)
 
     def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
@@ -334,12 +335,16 @@ class _Choice:
 
         policy, target = self.policy, self.target
         recipe, report = self.fit(self.table, grouping, method, max_bins)
-        remedied, suppression = release_domain(self.work, recipe, target, grouping)
+        # measured on every reference row: suppression at k depends on the counts,
+        # which a sample of a large table divides (issue 33); attacked on ``work``
+        remedied, suppression = release_domain(self.table, recipe, target, grouping)
         risks, failed = cheap_checks(remedied, grouping, target, policy, suppression)
+        if self.work_rows is not None:
+            remedied = remedied.iloc[self.work_rows].reset_index(drop=True)
         # a new batch has its own counts: the recipe must keep the suppression of
         # batches like it (bootstrap resamples) within the budget too (issue 28)
-        batch = max(release_domain(h, recipe, target, grouping)[1].to_dict()[
-            "max_suppressed_share"] for h in self.halves)
+        batch = max(release_domain(self.table.iloc[h], recipe, target, grouping)[1]
+                    .to_dict()["max_suppressed_share"] for h in self.halves)
         risks["batch_suppressed_share"] = batch
         if batch > policy.max_suppressed_share and "suppression" not in failed:
             failed = [*failed, "suppression"]
@@ -354,7 +359,8 @@ class _Choice:
         scored = "in sample" if failed else "out of sample"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            u = surrogate_utility(self.work, grouping, target=target,
+            u = surrogate_utility(self.table, grouping, target=target,
+                                  max_fit_rows=CHOICE_MAX_ROWS,
                                   classifier=self.classifier, random_state=self.util_seed,
                                   n_repeats=self.repeats, recipe=recipe,
                                   recipe_fitter=None if failed else refit,
@@ -468,11 +474,11 @@ class _Choice:
         grouping = Grouping(chosen["grouping"])
         common = {"target": self.target, "classifier": self.classifier,
                   "random_state": self.util_seed, "n_repeats": self.repeats,
-                  "_original_hits": self.original_hits}
+                  "_original_hits": self.original_hits, "max_fit_rows": CHOICE_MAX_ROWS}
         with self.steps.step("utility of the raw release"):
-            raw = surrogate_utility(self.work, grouping, remedies=False, **common)
+            raw = surrogate_utility(self.table, grouping, remedies=False, **common)
         with self.steps.step("utility without local suppression"):
-            kept = surrogate_utility(self.work, grouping, recipe_fitter=chosen["refit"],
+            kept = surrogate_utility(self.table, grouping, recipe_fitter=chosen["refit"],
                                      suppression=False, **common)
         remedied = chosen["accuracy_surrogate"]
         return {"accuracy_original": chosen["accuracy_original"],

@@ -79,9 +79,11 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
 BATCH_RESAMPLES = 3
 
 
-def batch_resamples(table: pd.DataFrame, target: str) -> list[pd.DataFrame]:
+def batch_resamples(table: pd.DataFrame, target: str) -> list[Any]:
     """Batches like a new one: bootstrap resamples of the reference, its size, drawn
-    within class (fixed seeds): their counts vary as a new batch's would."""
+    within class (fixed seeds): their counts vary as a new batch's would. Row
+    positions (``table.iloc[rows]`` is the batch): a large table's are taken one at a
+    time, not held together."""
     import numpy as np
 
     out = []
@@ -89,7 +91,7 @@ def batch_resamples(table: pd.DataFrame, target: str) -> list[pd.DataFrame]:
         rng = np.random.default_rng(seed)
         rows = np.concatenate([rng.choice(idx, idx.size) for idx in
                                table.groupby(target, observed=True).indices.values()])
-        out.append(table.iloc[np.sort(rows)].reset_index(drop=True))
+        out.append(np.sort(rows))
     return out
 
 

@@ -112,7 +112,15 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
     if utility:
         seed = check_seed_sequence(random_state)
         sub_seed, util_seed = seed.spawn(2)
-        if src.num_rows > utility_max_rows:
+        fit_rows = None
+        if src.num_rows > utility_max_rows and recipe is not None:
+            # a remedied release is suppressed on the batch's own counts: the whole
+            # table, the classifiers on samples (surrogate_utility's max_fit_rows)
+            frame, fit_rows = _as_frame(src), utility_max_rows
+            note = (f"the classifiers trained on stratified samples of the {src.num_rows}"
+                    f" rows' training part as a {utility_max_rows}-row table's split would"
+                    " be; the recipe, local suppression and shuffle on all of it")
+        elif src.num_rows > utility_max_rows:
             codes = pandas_class_codes(pd.Series(row_hashes(src, [target_name])), target_name)
             rows = stratified_subsample(codes, utility_max_rows, sub_seed)
             frame = _take_rows(src, rows)
@@ -124,13 +132,13 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
             res = surrogate_utility(frame, artefact if artefact is not None else grouping,
                                     target=target_name, classifier=classifier,
                                     random_state=util_seed, n_repeats=n_repeats,
-                                    remedies=remedies)
+                                    remedies=remedies, max_fit_rows=fit_rows)
         except DataError as exc:  # e.g. a one-class batch: the surrogate is still valid
             note = f"utility not computed: {exc}"
         else:
             acc_o, acc_s, diff = res.accuracy_original, res.accuracy_surrogate, res.difference
             diff_se = res.difference_se
-            utility_rows = len(frame)
+            utility_rows = fit_rows or len(frame)  # the rows the classifiers saw
     else:
         note = "utility not computed"
     return SurrogateMetrics(

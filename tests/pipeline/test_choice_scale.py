@@ -68,3 +68,27 @@ def test_above_choice_max_rows_no_grouping_coarser_than_the_learned_one_is_measu
         assert rel["coarser_not_measured"] == [] and "per-k table, k=2" in measured
     # groupings that split a learned group, and the learned one, are measured either way
     assert {"learned (k=3)", "per-k table, k=3", "per-k table, k=4"} <= measured
+
+
+def test_a_large_tables_utility_is_suppressed_on_its_own_counts_not_a_samples():
+    """Local suppression at k counts the batch's rows: on all 12,000 rows almost no
+    value of x has a class below k = 3, on a 1,200-row sample most have. The utility of a large
+    table (``max_fit_rows``) suppresses the whole training part, as the release does;
+    before issue 33 the choice and the gate measured a sample's (a continuous column
+    of a 1,000,000-row table was all suppressed there)."""
+    from astrid_airflow.release import ReleaseRecipe, remedied, surrogate_utility
+
+    rng = np.random.default_rng(0)
+    n = 12_000
+    x = rng.integers(0, 400, n)
+    y = np.where(rng.random(n) < 0.7, x < 200, x >= 200).astype(int)
+    t = pd.DataFrame({"x": x, "z": rng.integers(0, 3, n), "y": y})
+    recipe, grouping = ReleaseRecipe(k=3, steps=()), [["x"], ["z"]]
+    assert remedied(t, recipe, "y", grouping)["x"].isna().mean() < 0.01
+    sample = t.sample(1_200, random_state=0)
+    assert remedied(sample, recipe, "y", grouping)["x"].isna().mean() > 0.5
+    u = surrogate_utility(t, grouping, target="y", classifier="nb", recipe=recipe,
+                          random_state=0, max_fit_rows=1_200)
+    assert (u.n_test, u.n_train) == (300, 900)
+    # x kept (suppressed on the sample, it would carry nothing)
+    assert abs(u.difference) < 0.05 and u.accuracy_original > 0.6
