@@ -534,3 +534,10 @@ def test_the_accuracy_check_allows_for_the_noise_of_its_estimate(data, learned, 
     computed = outcome(validate_surrogate(data, surrogate, learned, random_state=0,
                                           policy=GatePolicy.raw_release_demo()), UTILITY)
     assert computed.details["difference_se"] > 0
+
+
+def test_the_utility_check_has_the_spread_between_splits_at_every_size():
+    # one split's standard error is per row only: it misses the classifier's own fit
+    # noise, which refused a 1,000,000-row release by chance (issue 33)
+    p = GatePolicy()
+    assert [p.utility_repeats_for(n) for n in (700, 20_000, 1_000_000)] == [12, 3, 3]
