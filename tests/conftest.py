@@ -164,7 +164,8 @@ def s3(request, monkeypatch):
 # the modules that run the publishing DAG end to end (each learns and chooses a release,
 # about 4-5 minutes on a loaded CI machine) and the longest statistical ones go first,
 # so that no worker is left with one of them at the end while the other idles.
-_LONG_MODULES = ("test_dags.py", "test_ui_links_render.py", "test_dag_subprocesses.py",
+_LONG_MODULES = ("test_release_scale_cli.py", "test_release_scale_cli_20k.py",
+                 "test_dags.py", "test_ui_links_render.py", "test_dag_subprocesses.py",
                  "test_postgres_dag.py", "test_screen_blocks.py", "test_adaptive.py",
                  "test_fusion.py", "test_metrics.py", "test_s3.py", "test_report.py",
                  "test_operators.py")
