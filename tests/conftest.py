@@ -8,6 +8,7 @@ loading are set here, before any test imports ``airflow``: the tests never touch
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import pathlib
 import shutil
@@ -174,3 +175,25 @@ _LONG_MODULES = ("test_release_scale_cli.py", "test_release_scale_cli_20k.py",
 def pytest_collection_modifyitems(session, config, items) -> None:
     rank = {name: i for i, name in enumerate(_LONG_MODULES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: in-module order kept
+
+
+class _RootLines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.name}: {record.getMessage()}")
+
+
+@pytest.fixture
+def root_log():
+    """The ``name: message`` lines of a root handler at INFO, as Airflow's task runner
+    installs, for the test's duration."""
+    handler, root = _RootLines(), logging.getLogger()
+    old = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    yield handler.lines
+    root.removeHandler(handler)
+    root.setLevel(old)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import types
@@ -27,6 +28,20 @@ class Clock:
 
     def perf_counter(self) -> float:
         return self.now
+
+
+@contextlib.contextmanager
+def fake_stage(monkeypatch, stage: str):
+    """A started StageProgress on a fake clock (no beat: the default interval is 30 s
+    and nothing here waits on it)."""
+    clock = Clock()
+    monkeypatch.setattr(_progress, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    p = _progress.StageProgress(stage)
+    p.start()
+    try:
+        yield p, clock
+    finally:
+        p.stop()
 
 
 def test_estimate_line_then_progress_lines_with_time_left_then_the_actual(lines):
@@ -66,11 +81,7 @@ def test_an_error_stops_the_heartbeat_without_the_done_line(lines):
 
 
 def test_time_left_is_the_estimate_scaled_by_the_measured_speed(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(_progress, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
-    p = _progress.StageProgress("shuffle")
-    p.start()  # no thread: the default interval is 30 s, and nothing waits on it here
-    try:
+    with fake_stage(monkeypatch, "shuffle") as (p, clock):
         p.part("metrics", 1, StageRate(fixed=20.0, per_second=10.0), "metrics")
         p.plan(4, 40.0, "work", size=100)  # 4 steps of 10 s, then metrics of 20 + 10 s
         assert p.planned == 5 and p.estimate == pytest.approx(70.0)
@@ -88,39 +99,25 @@ def test_time_left_is_the_estimate_scaled_by_the_measured_speed(monkeypatch):
             clock.now += 100.0  # past its estimate: nothing is left but never below 0
             assert p.seconds_left() == 0.0
         assert p.done == 5 and p.planned == 5
-    finally:
-        p.stop()
 
 
 def test_a_stage_of_its_own_inside_a_step_counts_at_what_it_took(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(_progress, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
-    p = _progress.StageProgress("publish")
-    p.start()
-    try:
+    with fake_stage(monkeypatch, "publish") as (p, clock):
         p.plan(2, 10.0, "file")
         with p.step("the gate, run here", own_estimate=True):
             clock.now += 300.0  # the gate: its own stage, not in publish's estimate
         assert p.estimate == pytest.approx(10.0 + 300.0 - 5.0)
         assert p.seconds_left() == pytest.approx(5.0)  # speed unchanged by the gate
-    finally:
-        p.stop()
 
 
 def test_work_before_the_plan_counts_at_what_it_took(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(_progress, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
-    p = _progress.StageProgress("validate")
-    p.start()
-    try:
+    with fake_stage(monkeypatch, "validate") as (p, clock):
         with p.step("reading the tables"):
             clock.now += 8.0
         assert p.seconds_left() is None  # no plan yet: the time left is unknown
         p.plan(3, 30.0, "rows")
         assert p.planned == 4 and p.seconds_left() == pytest.approx(30.0)
         assert "time left 30 s" in p.line()
-    finally:
-        p.stop()
 
 
 def test_an_unforeseen_step_never_shows_more_than_100_percent():

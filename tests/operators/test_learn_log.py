@@ -10,7 +10,6 @@ stdout for the operator, and looks for each line.
 
 from __future__ import annotations
 
-import logging
 import types
 
 import pytest
@@ -22,28 +21,12 @@ from astrid_airflow.engine import _progress
 pytestmark = pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{record.name}: {record.getMessage()}")
-
-
 @pytest.fixture
-def task_log(monkeypatch):
+def task_log(monkeypatch, root_log):
     """A root handler at INFO, as Airflow's task runner installs, for the test's duration."""
-    handler = _Collect()
-    root = logging.getLogger()
-    old = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
     # a heartbeat every 50 ms so a short search still logs its time-left lines
     monkeypatch.setattr(_progress, "INTERVAL", 0.05)
-    yield handler.lines
-    root.removeHandler(handler)
-    root.setLevel(old)
+    return root_log
 
 
 def test_learn_log_has_the_per_k_table_estimate_and_time_left(tmp_path, task_log, capsys):

@@ -9,7 +9,6 @@ slowed past it.
 
 from __future__ import annotations
 
-import logging
 import time
 import types
 
@@ -24,7 +23,6 @@ from astrid_airflow.engine import _progress
 from astrid_airflow.gate import gate_extra_files
 from astrid_airflow.io import read_table
 from tests.gate.test_gate import artefact_for
-from tests.operators.test_learn_log import _Collect
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
 
@@ -43,19 +41,12 @@ def ctx(task_id: str) -> dict:
 
 
 @pytest.fixture
-def task_log(monkeypatch):
+def task_log(monkeypatch, root_log):
     """A root handler at INFO, as Airflow's task runner installs; the key the gate signs
     its receipt with and publish trusts."""
     monkeypatch.setenv("ASTRID_SIGNING_KEY", "stage-logs-key-0123456789abcdef")
     monkeypatch.setattr(_progress, "INTERVAL", 0.05)
-    handler = _Collect()
-    root = logging.getLogger()
-    old = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    yield handler.lines
-    root.removeHandler(handler)
-    root.setLevel(old)
+    return root_log
 
 
 def slowed(monkeypatch, module, name: str) -> None:

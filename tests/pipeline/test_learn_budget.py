@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
 
 import pytest
@@ -30,25 +29,10 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{record.name}: {record.getMessage()}")
-
-
 @pytest.fixture
-def task_log():
+def task_log(root_log):
     """A root handler at INFO, as Airflow's task runner installs."""
-    handler, root = _Collect(), logging.getLogger()
-    old = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    yield handler.lines
-    root.removeHandler(handler)
-    root.setLevel(old)
+    return root_log
 
 
 class FakeClock:

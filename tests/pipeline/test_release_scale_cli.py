@@ -24,36 +24,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from astrid_airflow import make_mixed_table
+from release_cli import astrid, mixed_tables
 
 ROWS = 1_000
-KEY = "release-scale-cli-test-key-0123456789"
 LEARN = ["--jobs", "2", "--seed", "0", "--r-search", "10", "--r-test", "40", "--screen", "on"]
 
-
-def _astrid(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ASTRID_SIGNING_KEY": KEY}
-    return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=3600)
 
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     """The four stages, run once; each stage's process and parsed JSON output."""
     tmp = tmp_path_factory.mktemp("release_scale")
-    reference, planted = make_mixed_table(ROWS, random_state=0)
-    batch, _ = make_mixed_table(ROWS, random_state=1)
-    ref, new = tmp / "reference.parquet", tmp / "batch.parquet"
-    reference.to_parquet(ref, index=False)
-    batch.to_parquet(new, index=False)
+    ref, new, planted = mixed_tables(tmp, ROWS)
     store, staged = tmp / "store", tmp / "staging" / "surrogate.parquet"
     staged.parent.mkdir()
     dest = tmp / "public" / "release.parquet"
@@ -69,7 +55,7 @@ def release(tmp_path_factory):
     }
     done: dict = {}
     for name, args in stages.items():
-        proc = _astrid(args, tmp)
+        proc = astrid(args, tmp)
         done[name] = (proc, json.loads(proc.stdout) if proc.returncode == 0 else None)
         if proc.returncode != 0:
             break

@@ -20,33 +20,18 @@ same pipeline on 1,000 rows, where a release is chosen, gated and published.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-from astrid_airflow import make_mixed_table
+from release_cli import astrid, mixed_tables
 
 ROWS = 20_002  # above 20,000: the large-table defaults resolve by themselves
-KEY = "release-scale-cli-test-key-0123456789"
 
-
-def _astrid(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ASTRID_SIGNING_KEY": KEY}
-    return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", *args], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=3600)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("release_scale_20k")
-    reference, planted = make_mixed_table(ROWS, random_state=0)
-    batch, _ = make_mixed_table(ROWS, random_state=1)
-    ref, new = tmp / "reference.parquet", tmp / "batch.parquet"
-    reference.to_parquet(ref, index=False)
-    batch.to_parquet(new, index=False)
+    ref, new, planted = mixed_tables(tmp, ROWS)
     store, staging, dest = tmp / "store", tmp / "staging", tmp / "public" / "release.parquet"
     staging.mkdir()
     art = f"{store}/mixed"
@@ -64,7 +49,7 @@ def run(tmp_path_factory):
         "publish_raw": ["publish", str(staging / "raw.parquet"), "--destination", str(dest),
                         "--receipt", str(staging / "raw.gate.json"), "--json"],
     }
-    done = {name: _astrid(args, tmp) for name, args in stages.items()}
+    done = {name: astrid(args, tmp) for name, args in stages.items()}
     return {"planted": planted, "staging": staging, "dest": dest, **done}
 
 
