@@ -410,7 +410,7 @@ def check_attributes(table: pd.DataFrame, attributes: list[str]) -> None:
 
 def _may_nest(dtype: object) -> bool:
     """Object columns and Arrow-backed ones of a nested type (list, struct, map)."""
-    if dtype == object:
+    if isinstance(dtype, np.dtype) and dtype.kind == "O":
         return True
     arrow = getattr(dtype, "pyarrow_dtype", None)
     if arrow is None:

@@ -30,7 +30,12 @@ from astrid_airflow._errors import ParameterError
 from astrid_airflow.engine import Grouping
 
 # MDAV_MAX_ROWS, CHOICE_MAX_ROWS: with the choice's cost model, which sizes them too
-from ._choice_budget import CHOICE_MAX_ROWS, MDAV_MAX_ROWS, candidate_fits, with_choice_steps
+from ._choice_budget import (
+    CHOICE_MAX_ROWS,
+    MDAV_MAX_ROWS,
+    candidate_seconds,
+    with_choice_steps,
+)
 from ._choice_checks import attack_checks, batch_resamples, cheap_checks
 from ._choice_reasons import refusal_reason
 
@@ -393,8 +398,9 @@ class _Choice:
                         if r.get("grouping")}, key=lambda g: (g.k, g.to_list()))
         mdav_ok = len(self.table) <= MDAV_MAX_ROWS
         spf = (d.get("estimate") or {}).get("seconds_per_fit")
+        sampled = (d.get("sample") or {}).get("rows")
         self.steps.plan(len(queue) * (2 if mdav_ok else 1), None if spf is None else
-                        candidate_fits(len(self.table), self.policy) * spf)
+                        candidate_seconds(len(self.table), self.policy, spf, sampled))
         cands: list[dict[str, Any]] = []
         done: set = set()
         split_for: dict[str, Grouping] = {}
