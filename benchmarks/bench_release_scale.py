@@ -44,8 +44,9 @@ run's totals and each task's duration from the metadata database.
 
 Results: ``benchmarks/results/release_scale_<rows>x30.json`` and a summary over every
 such file, ``benchmarks/results/release_scale.md``. The full size is heavy (tens of
-minutes on 2 cores): not part of any test (``tests/pipeline/test_release_scale_cli.py``
-runs the pipeline on 20,000 rows with small settings).
+minutes on 2 cores): not part of any test (``tests/pipeline/test_release_scale_cli_20k.py``
+runs the pipeline on 20,002 rows with the defaults, ``test_release_scale_cli.py`` on
+1,000 rows where a release is chosen and published).
 """
 
 from __future__ import annotations
