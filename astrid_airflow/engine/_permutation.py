@@ -286,15 +286,22 @@ def within_class_permutation(order: np.ndarray, bounds: np.ndarray,
 
 
 def shuffle_frame(table: pd.DataFrame, grouping: Grouping, perms: np.ndarray,
-                  target: str, rows: np.ndarray | None = None) -> pd.DataFrame:
+                  target: str, rows: np.ndarray | None = None, *,
+                  positions: np.ndarray | None = None) -> pd.DataFrame:
     """``table`` with group ``g``'s columns taken from rows ``perms[g]``.
 
     ``rows`` (a row order ``sigma``, :func:`release_permutations`) gathers the class
     column too; without it the class stays in place (:func:`goldeneye_permute`). The
     index is ``table``'s, position for position: an index label never travels with a
-    row's class (it could be an identifier).
+    row's class (it could be an identifier). ``positions``: only these output rows, the
+    frame ``shuffle_frame(...).iloc[positions]`` built without the others (a sample of
+    a large surrogate, issue 33).
     """
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
+    index = table.index
+    if positions is not None:
+        perms, index = perms[:, positions], index[positions]
+        rows = positions if rows is None else rows[positions]
     columns = {}
     for c in table.columns:
         series = table[c]
@@ -304,7 +311,9 @@ def shuffle_frame(table: pd.DataFrame, grouping: Grouping, perms: np.ndarray,
         idx = rows if c == target else perms[group_of[c]]
         values = series.array.take(idx) if not isinstance(series.dtype, np.dtype) else \
             series.to_numpy(copy=False)[idx]
-        columns[c] = pd.Series(values, index=table.index, name=c, dtype=series.dtype)
-    out = pd.DataFrame(columns, index=table.index)
+        # the taken values are new arrays: neither the Series nor the frame copies them
+        # again (a 1M-row surrogate held twice, issue 33)
+        columns[c] = pd.Series(values, index=index, name=c, dtype=series.dtype, copy=False)
+    out = pd.DataFrame(columns, index=index, copy=False)
     out.attrs = dict(table.attrs)
     return out

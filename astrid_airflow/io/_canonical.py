@@ -120,26 +120,37 @@ def _seed(random_state: object) -> int:
     return int(random_state)
 
 
-def canonical_sort(table: Any) -> Any:
-    """The rows of canonical ``table`` sorted by every column (missing last)."""
+def _sort_indices(table: Any) -> Any:
+    """The row indices that sort canonical ``table`` by every column (missing last);
+    ``None`` when it has no column to sort by."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     keys = [(f.name, "ascending", "at_end") for f in table.schema
             if not pa.types.is_null(f.type)]
-    return table.take(pc.sort_indices(table, sort_keys=keys)) if keys else table
+    return pc.sort_indices(table, sort_keys=keys) if keys else None
 
 
-def _permuted(ordered: Any, random_state: int) -> Any:
+def _order_indices(table: Any, random_state: int) -> Any:
+    """The row indices of :func:`canonical_order`: the sort's indices permuted by the
+    seed's permutation, so the order takes one copy of the table, not two."""
     rng = np.random.default_rng(np.random.SeedSequence(_seed(random_state)))
-    return ordered.take(rng.permutation(ordered.num_rows)) if ordered.num_rows else ordered
+    permutation = rng.permutation(table.num_rows)
+    ordered = _sort_indices(table)
+    return permutation if ordered is None else ordered.take(permutation)
+
+
+def canonical_sort(table: Any) -> Any:
+    """The rows of canonical ``table`` sorted by every column (missing last)."""
+    indices = _sort_indices(table)
+    return table if indices is None else table.take(indices)
 
 
 def canonical_order(table: Any, random_state: int) -> Any:
     """The rows of canonical ``table`` sorted by every column, then permuted uniformly
     at random by ``random_state``: an order that depends on the rows, never on the
     order they came in."""
-    return _permuted(canonical_sort(table), random_state)
+    return table.take(_order_indices(table, random_state)) if table.num_rows else table
 
 
 def _csv_cell_texts(array: Any) -> Any:
@@ -232,10 +243,12 @@ def canonical_release(source: str | os.PathLike, *, seed_of: Callable[[str], int
 
     text = os.fspath(source)
     kind = _check_kind(kind or input_format(text))
-    ordered = canonical_sort(canonical_table(read_arrow(text, kind=kind), columns=columns))
-    content = hashlib.sha256(_serialised(ordered, kind)).hexdigest()
+    # one typed copy at a time beside the sorted or ordered one (issue 33: peak memory)
+    typed = canonical_table(read_arrow(text, kind=kind), columns=columns)
+    content = hashlib.sha256(_serialised(canonical_sort(typed), kind)).hexdigest()
     seed = _seed(seed_of(content))
-    data = _serialised(_permuted(ordered, seed), kind)
+    data = _serialised(canonical_order(typed, seed), kind)
+    del typed
     check_fixed_point(data, kind, random_state=seed, columns=columns, shown=text)
     return data, seed, content
 
@@ -263,9 +276,10 @@ def check_fixed_point(data: bytes, kind: str, *, random_state: int,
                       columns: Sequence[str] | None = None, shown: str = "the table") -> None:
     """Raise ``DataError`` unless canonical ``data``, read back and written again, gives
     the same bytes (every value survives the format)."""
-    try:
-        again = canonical_bytes(_read_back(data, kind), kind, random_state=random_state,
-                                columns=columns)
+    kind = _check_kind(kind)
+    try:  # the read-back table is dropped once typed: one copy of it at a time
+        typed = canonical_table(_read_back(data, kind), columns=columns)
+        again = _serialised(canonical_order(typed, random_state), kind)
     except DataError:
         again = None
     if again != data:

@@ -78,7 +78,9 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     rows, drawn = released
     perms = drawn.copy()
     n = int(rows.shape[0])
-    codes = [class_codes(table, target)] + [group_codes(table, cols)[0] for cols in groups]
+    # int32: a code is a row count at most; these are held through every round
+    codes = [class_codes(table, target).astype(np.int32)] + \
+        [group_codes(table, cols)[0].astype(np.int32) for cols in groups]
     original = combine_codes(codes, n)
     distinct = int(np.unique(original).size)
     allowed = math.floor(max_intact * distinct + 1e-9)
@@ -119,7 +121,9 @@ def _intact(codes: list[np.ndarray], original: np.ndarray, rows: np.ndarray,
             perms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Codes of the output rows in the original's numbering, and which are intact."""
     n = original.shape[0]
-    gathered = [codes[0][rows]] + [c[perms[g]] for g, c in enumerate(codes[1:])]
-    both = combine_codes([np.concatenate([c, o]) for c, o in zip(codes, gathered)], 2 * n)
+    # one group's original and output codes at a time, folded (not all groups' at once)
+    gathered = (np.concatenate([c, c[rows] if g < 0 else c[perms[g]]])
+                for g, c in enumerate(codes, start=-1))
+    both = combine_codes(gathered, 2 * n)
     key_o, key_s = both[:n], both[n:]
     return key_s, np.isin(key_s, key_o)

@@ -28,7 +28,7 @@ the Spark path with window counts (``scale/_spark.py``), and both call these two
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,8 +81,9 @@ def tuple_counts(tuples: np.ndarray, classes: np.ndarray, k: int
 
 # ------------------------------------------------------------------ codes of a group
 
-def combine_codes(codes: list[np.ndarray], n: int) -> np.ndarray:
-    """One integer code per distinct tuple of per-column codes (missing = a value)."""
+def combine_codes(codes: Iterable[np.ndarray], n: int) -> np.ndarray:
+    """One integer code per distinct tuple of per-column codes (missing = a value);
+    ``codes`` may be a generator (each array is folded in, then dropped)."""
     out = np.zeros(n, dtype=np.int64)
     for c in codes:
         width = int(c.max()) + 1 if c.size else 1

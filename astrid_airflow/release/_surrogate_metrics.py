@@ -107,6 +107,7 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
                   target_name, grouping), "original")
     intact, expected, unique_share = privacy_metrics(published, surrogate, grouping,
                                                       target_name)
+    del published  # not held through the utility check's copies (peak memory, issue 33)
     acc_o = acc_s = diff = diff_se = None
     utility_rows = note = None
     if utility:

@@ -169,16 +169,20 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         except ValueError as exc:  # a class too small for the held-out share
             raise DataError(f"Cannot split the table for the utility check: {exc}") from None
         split_recipe = recipe if recipe_fitter is None else recipe_fitter(train)
+        train_seed, surrogate_seed = sample_seed.spawn(2)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
             published = remedied(train, split_recipe, target,
                                  grouping if suppression else None)
-            surrogate = make_surrogate(published, grouping, target=target,
-                                       random_state=shuffle_seed)
+            if fit_rows is None:
+                surrogate = make_surrogate(published, grouping, target=target,
+                                           random_state=shuffle_seed)
+            else:  # each classifier on a sample of its training data (issue 33)
+                train = _sample(train, target, fit_rows, train_seed)
+                surrogate = _sampled_surrogate(published, grouping, target, shuffle_seed,
+                                               fit_rows, surrogate_seed)
+            del published
         seed = int(model_seed.generate_state(1)[0] >> 1)
-        if fit_rows is not None:  # each classifier on a sample of its training data
-            train, surrogate = (_sample(d, target, fit_rows, seed) for d, seed in
-                                zip((train, surrogate), sample_seed.spawn(2)))
         y_test = test[target].to_numpy()
         hits = [_original_hits.get(i) if _original_hits is not None else None]
         for data, held in ((train, test), (surrogate, remedied(test, split_recipe, target))):
@@ -209,6 +213,23 @@ def _sample(table: pd.DataFrame, target: str, rows: int, seed: Any) -> pd.DataFr
 
     codes = pandas_class_codes(table[target], target)
     return table.iloc[stratified_subsample(codes, rows, seed)]
+
+
+def _sampled_surrogate(published: pd.DataFrame, grouping: Any, target: str,
+                       shuffle_seed: Any, rows: int, sample_seed: Any) -> pd.DataFrame:
+    """``_sample(make_surrogate(published, grouping, ...), target, rows, sample_seed)``,
+    the same frame, with only the sampled surrogate rows gathered: a whole surrogate of a
+    1M-row training part is never held (peak memory, issue 33)."""
+    from astrid_airflow import engine
+
+    from ._surrogate_metrics import stratified_subsample
+
+    codes = pandas_class_codes(published[target], target)
+    order, perms = engine.release_permutations(
+        codes, grouping.k, engine.seed_of_copies(shuffle_seed, 1)[0])
+    labels = published[target].iloc[order]  # the surrogate's class column's values
+    picked = stratified_subsample(pandas_class_codes(labels, target), rows, sample_seed)
+    return engine.shuffle_frame(published, grouping, perms, target, order, positions=picked)
 
 
 def _difference_se(split_diffs: np.ndarray, row_diffs: list[np.ndarray],

@@ -98,3 +98,29 @@ def test_property_within_class_permutation(codes, n_groups, seed):
     for row in perm:
         assert np.array_equal(np.sort(row), np.arange(codes.size))
         assert np.array_equal(codes[row], codes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(2, 80), data=st.data())
+def test_a_frame_of_some_output_positions_is_those_rows_of_the_whole(seed, n, data):
+    """``shuffle_frame(positions=p)`` is ``shuffle_frame(...).iloc[p]``: the same values,
+    dtypes, index and attrs, built without the other rows (issue 33's peak memory)."""
+    from astrid_airflow.engine import (
+        as_grouping,
+        pandas_class_codes,
+        release_permutations,
+        shuffle_frame,
+    )
+
+    t = _table(n, seed).set_index(pd.Index(np.arange(n) * 3 + 7))
+    t.attrs["note"] = "kept"
+    grouping = as_grouping("x,y;cat,s;w")
+    codes = pandas_class_codes(t["label"], "label")
+    rows, perms = release_permutations(codes, grouping.k, np.random.SeedSequence(seed))
+    positions = np.sort(np.array(data.draw(st.lists(st.integers(0, n - 1), max_size=n,
+                                                    unique=True)), dtype=np.int64))
+    for order in (rows, None):  # the class gathered too, or kept in place
+        whole = shuffle_frame(t, grouping, perms, "label", order)
+        part = shuffle_frame(t, grouping, perms, "label", order, positions=positions)
+        pd.testing.assert_frame_equal(part, whole.iloc[positions])
+        assert part.attrs == whole.attrs
