@@ -122,6 +122,13 @@ class RunProgress:
         elapsed = time.perf_counter() - self._start
         left = self.seconds_left()
         pct = 100.0 * self.done / self.planned if self.planned else 100.0
+        revised = ""
+        if not self.done and left is not None and elapsed > left:
+            # nothing done and the prior's whole time spent: the prior was wrong, and
+            # repeating it every 30 s would be a false figure (1M rows, issue 33). The
+            # running step has taken `elapsed` so far: each step left as long again.
+            revised = f" (revised: past the estimate of {format_seconds(left)})"
+            left = max(1, self.planned - 1) * elapsed
         if self.after is not None and left is not None:
             left += self.after[1]
         eta = "unknown" if left is None else format_seconds(left)
@@ -129,6 +136,7 @@ class RunProgress:
             eta = f"at most {eta}"
         if self.after is not None and left is not None:
             eta += f" (of which about {format_seconds(self.after[1])} for {self.after[0]})"
+        eta += revised
         return (f"astrid progress: {self.phase}, {self.unit} {self.done:,}/{self.planned:,} "
                 f"{self.kind} ({pct:.0f} %), elapsed {format_seconds(elapsed)}, "
                 f"time left {eta}")

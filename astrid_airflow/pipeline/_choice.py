@@ -233,7 +233,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     release: dict[str, Any] = {
         "policy": choice.policy.to_dict(), "learned_grouping": Grouping(d["grouping"]).to_list(),
         "random_state": random_state if isinstance(random_state, int) else choice.seed,
-        "rows_measured": len(choice.work),
+        "rows_measured": choice.rows_measured,
         # the per-k table's groupings that merge learned groups, not measured above
         # CHOICE_MAX_ROWS reference rows (their remedies are at least as coarse)
         "coarser_not_measured": choice.skipped,
@@ -260,7 +260,7 @@ class _Choice:
     splits, bootstrap batches and attack seed (comparable figures)."""
 
     table: pd.DataFrame  # the recipe is fitted on every reference row
-    work: pd.DataFrame  # measured on (a stratified subsample past CHOICE_MAX_ROWS)
+    rows_measured: int  # attacked on (a stratified subsample past CHOICE_MAX_ROWS)
     target: str
     policy: Any
     classifier: Any
@@ -268,7 +268,7 @@ class _Choice:
     util_seed: int
     attack_seed: int
     halves: list  # bootstrap batches like a new one: row positions in ``table``
-    work_rows: Any  # positions of ``work`` in ``table`` (None: work is the table)
+    work_rows: Any  # positions of those rows in ``table`` (None: every row)
     repeats: int  # utility splits, as the gate will judge the release
     steps: Any
     # group fits on ``table``, shared by the candidates (most groups recur in each)
@@ -291,22 +291,22 @@ class _Choice:
         seed = random_state if isinstance(random_state, int) else int(
             check_seed_sequence(random_state).generate_state(1)[0] >> 1)
         s_sub, s_util, s_attack = check_seed_sequence(seed).spawn(3)
-        work, rows = table, None
+        rows = None
         if len(table) > CHOICE_MAX_ROWS:
             codes = pandas_class_codes(table[target], target)
             rows = stratified_subsample(codes, CHOICE_MAX_ROWS, s_sub)
-            work = table.iloc[rows].reset_index(drop=True)
+        measured = len(table) if rows is None else len(rows)
         # as the gate: the policy's classifier, else the preset the grouping was learned
         classifier = classifier if classifier is not None else policy.classifier
         if classifier is None:
             classifier = classifier_preset(None, type("R", (), {"classifier":
                                                                 d.get("classifier")})())
-        return cls(table=table, work=work, target=target, policy=policy,
+        return cls(table=table, rows_measured=measured, target=target, policy=policy,
                    classifier=classifier, seed=seed,
                    util_seed=int(s_util.generate_state(1)[0] >> 1),
                    attack_seed=int(s_attack.generate_state(1)[0] >> 1),
                    halves=batch_resamples(table, target), work_rows=rows,
-                   repeats=policy.utility_repeats_for(len(work)), steps=steps)
+                   repeats=policy.utility_repeats_for(measured), steps=steps)
 
     def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
             max_bins: int | None) -> tuple[Any, Any]:
@@ -341,7 +341,7 @@ class _Choice:
         policy, target = self.policy, self.target
         recipe, report = self.fit(self.table, grouping, method, max_bins)
         # measured on every reference row: suppression at k depends on the counts,
-        # which a sample of a large table divides (issue 33); attacked on ``work``
+        # which a sample of a large table divides (issue 33); attacked on the measured rows
         remedied, suppression = release_domain(self.table, recipe, target, grouping)
         risks, failed = cheap_checks(remedied, grouping, target, policy, suppression)
         if self.work_rows is not None:
