@@ -150,7 +150,8 @@ def canonical_order(table: Any, random_state: int) -> Any:
     """The rows of canonical ``table`` sorted by every column, then permuted uniformly
     at random by ``random_state``: an order that depends on the rows, never on the
     order they came in."""
-    return table.take(_order_indices(table, random_state)) if table.num_rows else table
+    seed = _seed(random_state)  # checked on an empty table too
+    return table.take(_order_indices(table, seed)) if table.num_rows else table
 
 
 def _csv_cell_texts(array: Any) -> Any:

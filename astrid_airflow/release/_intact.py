@@ -78,9 +78,10 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     rows, drawn = released
     perms = drawn.copy()
     n = int(rows.shape[0])
-    # int32: a code is a row count at most; these are held through every round
-    codes = [class_codes(table, target).astype(np.int32)] + \
-        [group_codes(table, cols)[0].astype(np.int32) for cols in groups]
+    # int32 (a code is below the row count): these are held through every round
+    small = np.int32 if n < 2 ** 31 else np.int64
+    codes = [class_codes(table, target).astype(small)] + \
+        [group_codes(table, cols)[0].astype(small) for cols in groups]
     original = combine_codes(codes, n)
     distinct = int(np.unique(original).size)
     allowed = math.floor(max_intact * distinct + 1e-9)
