@@ -380,7 +380,7 @@ def spark_shuffle_main(argv: list[str]) -> int:
     ``spark_shuffle_parquet`` in ``local[2]`` and written as one Parquet file at FILE;
     the report as JSON on stdout (Spark's output goes to stderr); exit 2 on an astrid
     error (a refused release choice among them), as ``astrid shuffle``."""
-    from astrid_airflow._errors import AstridError, one_line
+    from astrid_airflow import AstridError
 
     p = argparse.ArgumentParser(prog="bench_release_scale.py --_spark-shuffle")
     p.add_argument("data")
@@ -397,7 +397,7 @@ def spark_shuffle_main(argv: list[str]) -> int:
     try:
         report = spark_shuffle(args)
     except AstridError as exc:
-        print(f"spark shuffle: error: {one_line(exc)}", file=sys.stderr)
+        print(f"spark shuffle: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     os.write(stdout, (json.dumps(report, default=str) + "\n").encode())
     return 0
@@ -405,8 +405,7 @@ def spark_shuffle_main(argv: list[str]) -> int:
 
 def spark_shuffle(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
-    from astrid_airflow import spark_shuffle_parquet
-    from astrid_airflow._errors import StoreError
+    from astrid_airflow import StoreError, spark_shuffle_parquet
     from astrid_airflow.release import load_artefact, release_recipe
 
     artefact, _ = load_artefact(args.artefact)
