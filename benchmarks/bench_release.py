@@ -124,7 +124,12 @@ def our_risks(ori, rel, ctl, target, grouping) -> dict:
 def _split(name: str):
     from sklearn.model_selection import train_test_split
 
-    table, target = uci.load(name)
+    if name == "synthetic":  # the paper's running example (its seed 0, 1,000 rows)
+        from astrid_airflow import make_synthetic
+
+        table, target = make_synthetic(random_state=0), "class"
+    else:
+        table, target = uci.load(name)
     part, ctl = train_test_split(table, test_size=0.5, stratify=table[target], random_state=0)
     return table, target, part.reset_index(drop=True), ctl.reset_index(drop=True)
 
