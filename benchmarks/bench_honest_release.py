@@ -72,20 +72,32 @@ def _utility_verdict(batch, art, policy, seed: int) -> dict:
     return {"utility_passed": ok, "drop": drop, "drop_se": details["difference_se"]}
 
 
-def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict) -> dict:
+def _new_batch(table, target: str, n: int, seed: int):
+    """A new batch of ``n`` rows from the table's population: drawn with replacement
+    within class from the whole table, in its class proportions (``--batches new``)."""
+    import numpy as np
+
+    rng = np.random.default_rng([28, seed])
+    parts = [rng.choice(idx, round(n * idx.size / len(table)))
+             for idx in table.groupby(target, observed=True).indices.values()]
+    return table.iloc[np.sort(np.concatenate(parts))].reset_index(drop=True)
+
+
+def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict,
+              batches: str = "half") -> dict:
     import pandas as pd
 
     from astrid_airflow import GatePolicy, RecipeError, intact_row_proportion, shuffle_file
     from astrid_airflow import validate_surrogate as validate
     from astrid_airflow.release import published_exposure, remedied
 
-    _, target, ref, batch = bench_release._split(name)
+    table, target, ref, half = bench_release._split(name)
     started = time.perf_counter()
     policy = GatePolicy().with_overrides(**overrides)
     art = _artefact(ref, target, GROUPINGS[name], policy)
     choice_s = time.perf_counter() - started
-    row: dict = {"table": name, "policy": overrides or "default",
-                 "reference_rows": len(ref), "batch_rows": len(batch),
+    row: dict = {"table": name, "policy": overrides or "default", "batches": batches,
+                 "reference_rows": len(ref), "batch_rows": len(half),
                  "release": (art.release or {}).get("status"),
                  "choice_drop": ((art.release or {}).get("utility") or {}).get(
                      "accuracy_drop"),
@@ -94,12 +106,15 @@ def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict) -> dict:
     if art.recipe is None:
         row["reason"] = (art.release or {}).get("reason")
         return row
-    published = remedied(batch, art.recipe, target, art.grouping)
     per_seed = []
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "batch.parquet"
-        batch.to_parquet(src, index=False)
         for s in range(1, seeds + 1):
+            # the same other half every run, or a new batch of its size every run
+            batch = half if batches == "half" else _new_batch(table, target, len(half), s)
+            if s == 1 or batches != "half":
+                batch.to_parquet(src, index=False)
+                published = remedied(batch, art.recipe, target, art.grouping)
             out = Path(tmp) / f"s{s}.parquet"
             record: dict = {}
             entry: dict = {"seed": s}
@@ -152,24 +167,28 @@ def _f(x: float | None) -> str:
 
 def _markdown(rows: list[dict]) -> str:
     out = ["# Honest releases of a new batch (issue 28)", "",
-           "Reference half -> choice of release (the policy shown); batch = other half; "
-           "`shuffle_file` with seeds 1..N; the gate's accuracy check (computed and "
-           "judged as `validate_surrogate` does) on every seed; the whole gate on the "
-           "first seeds.", "",
-           "| table | policy | batch rows | seeds | choice's drop (out of sample) | "
+           "Reference half -> choice of release (the policy shown); batches: `half` = "
+           "the other half on every seed, `new` = on every seed a new batch of its size "
+           "drawn with replacement within class from the whole table; `shuffle_file` "
+           "with seeds 1..N; the gate's accuracy check (computed and judged as "
+           "`validate_surrogate` does) on every seed; the whole gate on the first "
+           "seeds.", "",
+           "| table | policy | batches | batch rows | seeds | choice's drop (out of sample) | "
            "refused: suppression budget | refused: intact rows | worst intact | exposed "
            "published rows | worst suppressed share | seeds with swaps | refused: accuracy "
            "| mean drop (se) | gate seeds | gate refused | failed checks |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         policy = r.get("policy", "default")
         policy = policy if isinstance(policy, str) else ", ".join(
             f"{k}={v}" for k, v in policy.items())
         if r.get("release") != "chosen":
-            out.append(f"| {r['table']} | {policy} | {r['batch_rows']} | - | choice "
+            out.append(f"| {r['table']} | {policy} | {r.get('batches', 'half')} | "
+                       f"{r['batch_rows']} | - | choice "
                        f"refused: {r.get('reason')} |")
             continue
-        out.append(f"| {r['table']} | {policy} | {r['batch_rows']} | {r['seeds']} | "
+        out.append(f"| {r['table']} | {policy} | {r.get('batches', 'half')} | "
+                   f"{r['batch_rows']} | {r['seeds']} | "
                    f"{_f(r.get('choice_drop'))} | "
                    f"{r['refused_by_suppression']} | {r['refused_by_intact']} | "
                    f"{_f(r['max_intact'])} | {r['exposed_rows']} | "
@@ -181,9 +200,10 @@ def _markdown(rows: list[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _earlier_rows(tables: list[str], overrides: dict[str, dict], no_default: bool
-                  ) -> list[dict]:
-    """The results file's rows this run does not redo (another table or policy)."""
+def _earlier_rows(tables: list[str], overrides: dict[str, dict], no_default: bool,
+                  batches: str) -> list[dict]:
+    """The results file's rows this run does not redo (another table, policy or kind
+    of batches)."""
     path = RESULTS / "honest_release.json"
     if not path.exists():
         return []
@@ -192,7 +212,7 @@ def _earlier_rows(tables: list[str], overrides: dict[str, dict], no_default: boo
               + ([overrides[t]] if t in overrides else [])}
     return [r for r in json.loads(path.read_text())["tables"]
             if (r["table"], json.dumps(r.get("policy", "default"), sort_keys=True))
-            not in redone]
+            not in redone or r.get("batches", "half") != batches]
 
 
 def main() -> None:
@@ -200,6 +220,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--gate-seeds", type=int, default=20)
     ap.add_argument("--tables", default="diabetes,credit-a")
+    ap.add_argument("--batches", choices=("half", "new"), default="half",
+                    help="half: every seed releases the other half; new: every seed a "
+                    "new batch of its size drawn from the table's population")
     ap.add_argument("--policy", action="append", default=[], metavar="TABLE:NAME=VALUE",
                     help="a threshold for one table's choice and gate, e.g. "
                     "credit-a:max_accuracy_drop=0.05 (repeatable; default policy else)")
@@ -212,12 +235,13 @@ def main() -> None:
         table, _, pair = spec.partition(":")
         key, _, value = pair.partition("=")
         overrides.setdefault(table, {})[key] = float(value)
-    rows = _earlier_rows(args.tables.split(","), overrides, args.no_default)
+    rows = _earlier_rows(args.tables.split(","), overrides, args.no_default, args.batches)
     for name in args.tables.split(","):
         if not (args.no_default and name in overrides):
-            rows.append(run_table(name, args.seeds, args.gate_seeds, {}))
+            rows.append(run_table(name, args.seeds, args.gate_seeds, {}, args.batches))
         if name in overrides:  # the default's row stays: the policy it refuses under
-            rows.append(run_table(name, args.seeds, args.gate_seeds, overrides[name]))
+            rows.append(run_table(name, args.seeds, args.gate_seeds, overrides[name],
+                                  args.batches))
         RESULTS.mkdir(exist_ok=True)
         doc = {"tables": rows, "machine": platform.platform(),
                "note": "per_seed lists every seed; gate_* are the whole default gate"}

@@ -36,7 +36,14 @@ from ._choice_budget import (
     candidate_seconds,
     with_choice_steps,
 )
-from ._choice_checks import attack_checks, batch_resamples, cheap_checks
+from ._choice_checks import (
+    BATCH_RESAMPLES,
+    LARGE_BATCH_RESAMPLES,
+    attack_checks,
+    batch_resamples,
+    batch_suppressed_share,
+    cheap_checks,
+)
 from ._choice_reasons import refusal_reason
 
 #: Bins per numeric column of the coarser retries of releases only the attacks refuse.
@@ -207,9 +214,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     learned groups are not measured (``coarser_not_measured``): each of their groups
     is a union of learned ones, so its projection is at least as fine and its remedies
     at least as coarse, while the learned grouping already keeps every interaction the
-    search found. When only the attacks refuse, the ``COARSER_RETRIES`` most accurate of those
-    candidates are retried with at most ``COARSER_BINS`` bins per numeric column, in
-    turn.
+    search found. A candidate's suppression is checked on the reference and on
+    ``BATCH_RESAMPLES`` bootstrap batches like it (``LARGE_BATCH_RESAMPLES`` above
+    ``CHOICE_MAX_ROWS`` rows): at most ``BATCH_REFUSAL_RATE`` of them may exceed the
+    budget (``batch_suppressed_share``, ``batch_over_budget``), so the shuffle refuses
+    at most that share of honest new batches. When only the attacks or the suppression
+    budget refuse, the ``COARSER_RETRIES`` most accurate of those candidates are retried
+    with at most ``COARSER_BINS`` bins per numeric column, in turn.
     """
     from astrid_airflow.release import GroupingArtefact
 
@@ -224,7 +235,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                            _steps)
     cands, split_for = choice.measure_candidates(d)
     chosen = choice.attack_in_order(cands)
-    if chosen is None:  # only the attacks refused them: the same releases, coarser
+    if chosen is None:  # the attacks or the batches refused them: the same, coarser
         chosen = choice.retry_coarser(cands)
     _partition_costs(cands, split_for)
     for c in cands:
@@ -305,7 +316,9 @@ class _Choice:
                    classifier=classifier, seed=seed,
                    util_seed=int(s_util.generate_state(1)[0] >> 1),
                    attack_seed=int(s_attack.generate_state(1)[0] >> 1),
-                   halves=batch_resamples(table, target), work_rows=rows,
+                   halves=batch_resamples(table, target, BATCH_RESAMPLES if len(table)
+                                          <= CHOICE_MAX_ROWS else LARGE_BATCH_RESAMPLES),
+                   work_rows=rows,
                    repeats=policy.utility_repeats_for(measured), steps=steps)
 
     def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
@@ -347,10 +360,14 @@ class _Choice:
         if self.work_rows is not None:
             remedied = remedied.iloc[self.work_rows].reset_index(drop=True)
         # a new batch has its own counts: the recipe must keep the suppression of
-        # batches like it (bootstrap resamples) within the budget too (issue 28)
-        batch = max(release_domain(self.table.iloc[h], recipe, target, grouping)[1]
-                    .to_dict()["max_suppressed_share"] for h in self.halves)
-        risks["batch_suppressed_share"] = batch
+        # batches like it (bootstrap resamples) within the budget too, but for at most
+        # BATCH_REFUSAL_RATE of them (issue 28)
+        shares = [release_domain(self.table.iloc[h], recipe, target, grouping)[1]
+                  .to_dict()["max_suppressed_share"] for h in self.halves]
+        batch = batch_suppressed_share(shares)
+        risks.update(batch_suppressed_share=batch, batch_resamples=len(shares),
+                     batch_over_budget=sum(x > policy.max_suppressed_share
+                                           for x in shares) / len(shares))
         if batch > policy.max_suppressed_share and "suppression" not in failed:
             failed = [*failed, "suppression"]
 
@@ -450,11 +467,13 @@ class _Choice:
         return None
 
     def retry_coarser(self, cands: list[dict[str, Any]]) -> dict[str, Any] | None:
-        """The most accurate releases only the attacks refused, with at most
-        ``COARSER_BINS`` bins per numeric column in turn (the attacks combine all
-        columns, so their risk falls with the detail); the retries join ``cands``."""
+        """The most accurate releases only the attacks or the suppression budget refused,
+        with at most ``COARSER_BINS`` bins per numeric column in turn (the attacks
+        combine all columns, so their risk falls with the detail; larger bins hold more
+        rows, so a new batch's counts fall below k less often); the retries join
+        ``cands``."""
         bases = sorted((c for c in cands if c["method"] == "bins" and c["failed"]
-                        and set(c["failed"]) <= set(_ATTACKS)),
+                        and set(c["failed"]) <= {*_ATTACKS, "suppression"}),
                        key=lambda c: -c["accuracy_surrogate"])[:COARSER_RETRIES]
         tried = {c["recipe"].to_json() for c in bases}
         for cap in COARSER_BINS:

@@ -4,7 +4,8 @@
 intact rows, the class from one column) runs on every candidate; :func:`attack_checks`
 (the gate's shadow-release attacks) only on those that pass everything else, most
 accurate first, because the attacks cost the most. :func:`batch_resamples` gives the
-bootstrap batches a candidate's suppression budget is checked on.
+bootstrap batches a candidate's suppression budget is checked on, and
+:func:`batch_suppressed_share` the share at most ``BATCH_REFUSAL_RATE`` of them exceed.
 """
 
 from __future__ import annotations
@@ -75,11 +76,31 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
     return risks, failed
 
 
-#: Bootstrap batches the choice checks a candidate's suppression budget on.
-BATCH_RESAMPLES = 3
+#: Bootstrap batches the choice checks a candidate's suppression budget on (a
+#: reference of at most CHOICE_MAX_ROWS rows; each is a pass over every row, so a larger
+#: one gets LARGE_BATCH_RESAMPLES, where a cell near k is a far smaller share of rows).
+BATCH_RESAMPLES = 100
+LARGE_BATCH_RESAMPLES = 3
+#: At most this share of those batches may exceed the suppression budget: how often the
+#: shuffle may refuse an honest new batch like the reference (issue 28: 1 %). Three
+#: batches (the check before) let a diabetes release through that refused 15 % of them.
+BATCH_REFUSAL_RATE = 0.01
 
 
-def batch_resamples(table: pd.DataFrame, target: str) -> list[Any]:
+def batch_suppressed_share(shares: list[float]) -> float:
+    """The suppressed share that at most ``BATCH_REFUSAL_RATE`` of the bootstrap
+    batches exceed (their worst group's each): the candidate keeps the budget on new
+    batches when this does. With fewer than 1 / rate batches, the largest.
+
+    >>> batch_suppressed_share([0.0] * 98 + [0.04, 0.3]), batch_suppressed_share([0.0, 0.3])
+    (0.04, 0.3)
+    """
+    allowed = int(BATCH_REFUSAL_RATE * len(shares) + 1e-9)
+    return float(sorted(shares)[len(shares) - 1 - allowed])
+
+
+def batch_resamples(table: pd.DataFrame, target: str, n: int = BATCH_RESAMPLES
+                    ) -> list[Any]:
     """Batches like a new one: bootstrap resamples of the reference, its size, drawn
     within class (fixed seeds): their counts vary as a new batch's would. Row
     positions (``table.iloc[rows]`` is the batch): a large table's are taken one at a
@@ -87,7 +108,7 @@ def batch_resamples(table: pd.DataFrame, target: str) -> list[Any]:
     import numpy as np
 
     out = []
-    for seed in range(BATCH_RESAMPLES):
+    for seed in range(n):
         rng = np.random.default_rng(seed)
         rows = np.concatenate([rng.choice(idx, idx.size) for idx in
                                table.groupby(target, observed=True).indices.values()])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._choice_checks import BATCH_REFUSAL_RATE
+
 
 def _cols(columns: list[str]) -> str:
     return "{" + ", ".join(columns[:3]) + (f", +{len(columns) - 3} more" if len(columns) > 3
@@ -23,9 +25,10 @@ def _below_k(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
 
 def _suppression(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
     w = r.get("worst_suppressed_group") or {}
-    return (f"{r['suppressed_share']:.3f} of rows suppressed (a resampled "
-            f"batch: {r.get('batch_suppressed_share', 0.0):.3f}) > "
-            f"{policy.max_suppressed_share} in group {_cols(w.get('columns', []))}")
+    return (f"{r['suppressed_share']:.3f} of rows suppressed, and more than "
+            f"{policy.max_suppressed_share} in {r.get('batch_over_budget', 0.0):.0%} of "
+            f"new batches like the reference (at most {BATCH_REFUSAL_RATE:.0%} may be), "
+            f"worst group {_cols(w.get('columns', []))}")
 
 
 def _class_disclosure(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:

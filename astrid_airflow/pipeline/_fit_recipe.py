@@ -391,7 +391,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
 
 #: The fit asks this many times k rows of every published (tuple, class) cell of the
 #: reference, so that a batch of the same size rarely falls below k (issue 28).
-BATCH_FACTOR = 2
+BATCH_FACTOR = 3
 
 #: A non-numeric column with at least this share of distinct values is an identifier.
 IDENTIFIER_DISTINCT_SHARE = 0.95
@@ -426,8 +426,8 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                max_share_below_k: float = 0.05, max_class_disclosure_share: float = 0.05,
                margin: float = 0.5, method: str = "bins",
                max_class_from_one_column_risk: float | None = None,
-               max_bins: int | None = None, _fits: dict | None = None
-               ) -> tuple[ReleaseRecipe, list[dict]]:
+               max_bins: int | None = None, batch_factor: int = BATCH_FACTOR,
+               _fits: dict | None = None) -> tuple[ReleaseRecipe, list[dict]]:
     # _fits: the release choice's memo of group fits on this same table (a group's
     # remedy depends on its own columns only; candidates share most of their groups)
     """Fit the least generalisation that makes every group's projection safe.
@@ -448,7 +448,10 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     two classes and at least ``k``, then 2k, 4k, 8k rows of each: the first that passes;
     :mod:`._fit_partition`). ``max_bins`` starts the ladder lower (at most
     that many bins per numeric column): the choice's coarser retry of a release the
-    attacks refuse.
+    attacks refuse. Every published cell is fitted to hold ``batch_factor`` times ``k``
+    rows of each class it holds on the reference (default ``BATCH_FACTOR``, 2): the
+    margin that keeps a new batch's local suppression at ``k`` within the budget
+    (1: no margin, for measuring what it costs: ``benchmarks/bench_cell_margin.py``).
 
     Returns
     -------
@@ -491,11 +494,15 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
             max_bins, bool) and max_bins >= min(BIN_LADDER)):
         raise RecipeError(f"Invalid max_bins: {max_bins!r}. Must be an integer >= "
                           f"{min(BIN_LADDER)} or None.")
+    if isinstance(batch_factor, bool) or not isinstance(batch_factor, int) or \
+            batch_factor < 1:
+        raise RecipeError(f"Invalid batch_factor: {batch_factor!r}. Must be an integer "
+                          ">= 1.")
     ids = identifier_columns(table, list(grouping.columns))
     # Fitted for BATCH_FACTOR * k rows per published cell on the reference: a new
     # batch's counts vary around the reference's, and its local suppression (at k)
     # must stay within the budget (benchmarks/bench_honest_release.py)
-    k_fit = BATCH_FACTOR * k
+    k_fit = batch_factor * k
     for cols in grouping.groups:
         rest = [c for c in cols if c not in ids]
         # an identifier is published fully suppressed (all missing), never binned
