@@ -37,9 +37,8 @@ from ._choice_budget import (
     with_choice_steps,
 )
 from ._choice_checks import (
-    BATCH_RESAMPLES,
-    LARGE_BATCH_RESAMPLES,
     attack_checks,
+    batch_resample_count,
     batch_resamples,
     batch_suppressed_share,
     cheap_checks,
@@ -316,8 +315,7 @@ class _Choice:
                    classifier=classifier, seed=seed,
                    util_seed=int(s_util.generate_state(1)[0] >> 1),
                    attack_seed=int(s_attack.generate_state(1)[0] >> 1),
-                   halves=batch_resamples(table, target, BATCH_RESAMPLES if len(table)
-                                          <= CHOICE_MAX_ROWS else LARGE_BATCH_RESAMPLES),
+                   halves=batch_resamples(table, target, batch_resample_count(len(table))),
                    work_rows=rows,
                    repeats=policy.utility_repeats_for(measured), steps=steps)
 

@@ -76,10 +76,10 @@ def candidate_seconds(n_rows: int, policy: Any, seconds_per_fit: float,
     """Expected seconds of measuring one candidate: its classifier fits plus its
     passes over every reference row (1 + the bootstrap batches + 2 per utility split),
     which dominate above a few 100,000 rows."""
-    from ._choice_checks import BATCH_RESAMPLES
+    from ._choice_checks import batch_resample_count
 
     repeats = policy.utility_repeats_for(min(n_rows, CHOICE_MAX_ROWS))
-    passes = 1 + BATCH_RESAMPLES + 2 * repeats
+    passes = 1 + batch_resample_count(n_rows) + 2 * repeats
     return (candidate_fits(n_rows, policy, search_rows) * seconds_per_fit
             + passes * n_rows * ROW_SECONDS)
 

@@ -87,6 +87,13 @@ LARGE_BATCH_RESAMPLES = 3
 BATCH_REFUSAL_RATE = 0.01
 
 
+def batch_resample_count(n_rows: int) -> int:
+    """How many bootstrap batches the choice checks a reference of ``n_rows`` on."""
+    from ._choice_budget import CHOICE_MAX_ROWS
+
+    return BATCH_RESAMPLES if n_rows <= CHOICE_MAX_ROWS else LARGE_BATCH_RESAMPLES
+
+
 def batch_suppressed_share(shares: list[float]) -> float:
     """The suppressed share that at most ``BATCH_REFUSAL_RATE`` of the bootstrap
     batches exceed (their worst group's each): the candidate keeps the budget on new

@@ -449,7 +449,7 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     :mod:`._fit_partition`). ``max_bins`` starts the ladder lower (at most
     that many bins per numeric column): the choice's coarser retry of a release the
     attacks refuse. Every published cell is fitted to hold ``batch_factor`` times ``k``
-    rows of each class it holds on the reference (default ``BATCH_FACTOR``, 2): the
+    rows of each class it holds on the reference (default ``BATCH_FACTOR``, 3): the
     margin that keeps a new batch's local suppression at ``k`` within the budget
     (1: no margin, for measuring what it costs: ``benchmarks/bench_cell_margin.py``).
 

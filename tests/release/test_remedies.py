@@ -493,13 +493,15 @@ def test_fit_coarsens_a_column_that_discloses_the_class_on_its_own():
     from astrid_airflow.privacy import class_from_column_risks
 
     rng = np.random.default_rng(3)
-    n = 2400  # 20 rows of each class per category: kept at 2k (the fit's batch margin)
+    n = 2400  # 20 rows of each class per category: kept at a batch margin of 2k
     t = pd.DataFrame({"x": rng.normal(size=n), "c": rng.choice([f"v{i}" for i in range(60)],
                                                                 size=n),
                       "class": rng.choice(["a", "b"], size=n)})
-    plain, _ = fit_recipe(t, target="class", grouping=[["x"], ["c"]], k=5)
+    # the margin of 2k rows per cell leaves bins fine enough to fit the class (at the
+    # default 3k they are too coarse to: this test is about the risk's coarsening)
+    plain, _ = fit_recipe(t, target="class", grouping=[["x"], ["c"]], k=5, batch_factor=2)
     strict, report = fit_recipe(t, target="class", grouping=[["x"], ["c"]], k=5,
-                                max_class_from_one_column_risk=0.05)
+                                max_class_from_one_column_risk=0.05, batch_factor=2)
     risks = {r.aux_columns[0]: r for r in class_from_column_risks(
         apply_recipe(t, strict), target="class")}
     # within half the bound (the margin), as the report says; fewer, larger bins
@@ -511,7 +513,9 @@ def test_fit_coarsens_a_column_that_discloses_the_class_on_its_own():
     assert len(bins["c"]["keep"]) < len(before.get("c", {"keep": list(range(60))})["keep"])
     # deterministic; a bad bound is refused
     assert fit_recipe(t, target="class", grouping=[["x"], ["c"]], k=5,
-                      max_class_from_one_column_risk=0.05)[0] == strict
+                      max_class_from_one_column_risk=0.05, batch_factor=2)[0] == strict
+    with pytest.raises(RecipeError, match="batch_factor"):
+        fit_recipe(t, target="class", grouping=[["x"], ["c"]], batch_factor=0)
     with pytest.raises(RecipeError, match="max_class_from_one_column_risk"):
         fit_recipe(t, target="class", grouping=[["x"], ["c"]],
                    max_class_from_one_column_risk=1.5)
