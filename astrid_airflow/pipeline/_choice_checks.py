@@ -83,7 +83,8 @@ BATCH_RESAMPLES = 100
 LARGE_BATCH_RESAMPLES = 3
 #: At most this share of those batches may exceed the suppression budget: how often the
 #: shuffle may refuse an honest new batch like the reference (issue 28: 1 %). Three
-#: batches (the check before) let a diabetes release through that refused 15 % of them.
+#: batches (the check before) passed diabetes' recipe of 2k-row cells, which 21 % of
+#: bootstrap batches refuse (benchmarks/results/cell_margin.md).
 BATCH_REFUSAL_RATE = 0.01
 
 

@@ -47,8 +47,8 @@ def _bootstrap(table, target: str, n: int, rng: np.random.Generator):
 @needs_uci
 def test_new_batches_of_the_chosen_release_stay_within_the_suppression_budget():
     """diabetes: the release chosen on one half, batches of the other half's size drawn
-    from the whole table (seeds the choice never used). The release the three-batch
-    check chose (cells of 2k rows) exceeded the budget on 56 of 200 such batches."""
+    from the whole table (seeds the choice never used). It fails on the code before
+    (cells of 2k rows, three batches checked)."""
     from sklearn.model_selection import train_test_split
 
     from astrid_airflow import GatePolicy, Grouping, choose_release
