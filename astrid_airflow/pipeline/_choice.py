@@ -38,9 +38,7 @@ from ._choice_budget import (
 )
 from ._choice_checks import (
     attack_checks,
-    batch_resample_count,
-    batch_resamples,
-    batch_suppressed_share,
+    batch_suppression,
     cheap_checks,
 )
 from ._choice_reasons import refusal_reason
@@ -214,10 +212,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     is a union of learned ones, so its projection is at least as fine and its remedies
     at least as coarse, while the learned grouping already keeps every interaction the
     search found. A candidate's suppression is checked on the reference and on
-    ``BATCH_RESAMPLES`` bootstrap batches like it (``LARGE_BATCH_RESAMPLES`` above
-    ``CHOICE_MAX_ROWS`` rows): at most ``BATCH_REFUSAL_RATE`` of them may exceed the
-    budget (``batch_suppressed_share``, ``batch_over_budget``), so the shuffle refuses
-    at most that share of honest new batches. When only the attacks or the suppression
+    bootstrap batches like a new one, in the bootstrap's own world: its recipe
+    refitted on ``BATCH_REFITS`` resamples of the reference, each judged on
+    ``BATCHES_PER_REFIT`` other resamples counted from the cells (fewer above
+    ``CHOICE_MAX_ROWS``; an MDAV recipe's batches are built): at most
+    ``BATCH_REFUSAL_RATE`` of them may exceed the budget (``batch_suppressed_share``,
+    ``batch_over_budget``), so the shuffle refuses at most that share of honest new
+    batches. When only the attacks or the suppression
     budget refuse, the ``COARSER_RETRIES`` most accurate of those candidates are retried
     with at most ``COARSER_BINS`` bins per numeric column, in turn.
     """
@@ -277,7 +278,6 @@ class _Choice:
     seed: int  # the choice's own (recorded when random_state was not an int)
     util_seed: int
     attack_seed: int
-    halves: list  # bootstrap batches like a new one: row positions in ``table``
     work_rows: Any  # positions of those rows in ``table`` (None: every row)
     repeats: int  # utility splits, as the gate will judge the release
     steps: Any
@@ -315,13 +315,13 @@ class _Choice:
                    classifier=classifier, seed=seed,
                    util_seed=int(s_util.generate_state(1)[0] >> 1),
                    attack_seed=int(s_attack.generate_state(1)[0] >> 1),
-                   halves=batch_resamples(table, target, batch_resample_count(len(table))),
                    work_rows=rows,
                    repeats=policy.utility_repeats_for(measured), steps=steps)
 
     def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
-            max_bins: int | None) -> tuple[Any, Any]:
-        """The recipe (and its report) of a candidate, fitted on ``rows``.
+            max_bins: int | None, key: Any = None) -> tuple[Any, Any]:
+        """The recipe (and its report) of a candidate, fitted on ``rows`` (``key``: the
+        memo's name for them, else which reference rows they are).
 
         What the fit may leave exposed on the reference table: local suppression
         removes it from every batch, and the shuffle refuses a batch over
@@ -337,7 +337,7 @@ class _Choice:
                           max_class_from_one_column_risk=self.policy.
                           max_class_from_one_column_risk, max_bins=max_bins,
                           _fits=self.group_fits if rows is self.table else
-                          self.split_fits.setdefault(_rows_key(rows), {}))
+                          self.split_fits.setdefault(key or _rows_key(rows), {}))
 
     def evaluate(self, label: str, grouping: Grouping, method: str,
                  max_bins: int | None = None) -> dict[str, Any]:
@@ -360,13 +360,12 @@ class _Choice:
         # a new batch has its own counts: the recipe must keep the suppression of
         # batches like it (bootstrap resamples) within the budget too, but for at most
         # BATCH_REFUSAL_RATE of them (issue 28)
-        shares = [release_domain(self.table.iloc[h], recipe, target, grouping)[1]
-                  .to_dict()["max_suppressed_share"] for h in self.halves]
-        batch = batch_suppressed_share(shares)
-        risks.update(batch_suppressed_share=batch, batch_resamples=len(shares),
-                     batch_over_budget=sum(x > policy.max_suppressed_share
-                                           for x in shares) / len(shares))
-        if batch > policy.max_suppressed_share and "suppression" not in failed:
+        risks.update(batch_suppression(
+            self.table, recipe, lambda rows, key: self.fit(rows, grouping, method,
+                                                           max_bins, key)[0],
+            grouping, target, policy.max_suppressed_share))
+        if risks["batch_suppressed_share"] > policy.max_suppressed_share and \
+                "suppression" not in failed:
             failed = [*failed, "suppression"]
 
         def refit(train: pd.DataFrame) -> Any:

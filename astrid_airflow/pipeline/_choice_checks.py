@@ -3,15 +3,18 @@
 :func:`cheap_checks` (per-group disclosure, suppression, largest-group unique share,
 intact rows, the class from one column) runs on every candidate; :func:`attack_checks`
 (the gate's shadow-release attacks) only on those that pass everything else, most
-accurate first, because the attacks cost the most. :func:`batch_resamples` gives the
-bootstrap batches a candidate's suppression budget is checked on, and
-:func:`batch_suppressed_share` the share at most ``BATCH_REFUSAL_RATE`` of them exceed.
+accurate first, because the attacks cost the most. :func:`batch_suppression` checks a
+candidate's suppression budget on bootstrap batches (:func:`batch_multiplicities`), and
+:func:`batch_suppressed_share` gives the share at most ``BATCH_REFUSAL_RATE`` of them
+exceed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from astrid_airflow.engine import Grouping
@@ -76,23 +79,46 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
     return risks, failed
 
 
-#: Bootstrap batches the choice checks a candidate's suppression budget on (a
-#: reference of at most CHOICE_MAX_ROWS rows; each is a pass over every row, so a larger
-#: one gets LARGE_BATCH_RESAMPLES, where a cell near k is a far smaller share of rows).
-BATCH_RESAMPLES = 100
+#: The suppression budget on new batches is checked in the bootstrap's own world: the
+#: candidate's recipe refitted on BATCH_REFITS resamples of the reference (as the
+#: reference is a sample of the population), each judged on BATCHES_PER_REFIT other
+#: resamples (as new batches are), counted from the cells
+#: (release.resampled_suppressed_shares). Resamples of the reference through the
+#: reference's own recipe said 0.3-0.4 % of batches over the budget where 2-3 % of real
+#: other halves were (the fit makes the reference's cells large; the refits repeat that
+#: selection): benchmarks/results/batch_check.md. Above CHOICE_MAX_ROWS, where a refit
+#: is a fit on every row (16 s at 1,000,000 x 30), LARGE_BATCH_REFITS x
+#: LARGE_BATCHES_PER_REFIT.
+BATCH_REFITS = 10
+BATCHES_PER_REFIT = 100
+LARGE_BATCH_REFITS = 1
+LARGE_BATCHES_PER_REFIT = 100
+#: An MDAV recipe's values depend on the batch: its batches are built and remedied
+#: through the reference's recipe, BUILT_BATCH_RESAMPLES of them (LARGE_BATCH_RESAMPLES
+#: above CHOICE_MAX_ROWS, where each is a pass over every row).
+BUILT_BATCH_RESAMPLES = 100
 LARGE_BATCH_RESAMPLES = 3
 #: At most this share of those batches may exceed the suppression budget: how often the
-#: shuffle may refuse an honest new batch like the reference (issue 28: 1 %). Three
-#: batches (the check before) passed diabetes' recipe of 2k-row cells, which 21 % of
-#: bootstrap batches refuse (benchmarks/results/cell_margin.md).
+#: shuffle may refuse an honest new batch like the reference (issue 28: 1 %).
 BATCH_REFUSAL_RATE = 0.01
 
 
-def batch_resample_count(n_rows: int) -> int:
-    """How many bootstrap batches the choice checks a reference of ``n_rows`` on."""
+def batch_plan(n_rows: int, built: bool = False) -> tuple[int, int]:
+    """``(recipes refitted, batches per refit)`` of the batch check of a reference of
+    ``n_rows`` (``built``: no refit, the reference's recipe on built batches)."""
     from ._choice_budget import CHOICE_MAX_ROWS
 
-    return BATCH_RESAMPLES if n_rows <= CHOICE_MAX_ROWS else LARGE_BATCH_RESAMPLES
+    large = n_rows > CHOICE_MAX_ROWS
+    if built:
+        return 0, LARGE_BATCH_RESAMPLES if large else BUILT_BATCH_RESAMPLES
+    return (LARGE_BATCH_REFITS, LARGE_BATCHES_PER_REFIT) if large else \
+        (BATCH_REFITS, BATCHES_PER_REFIT)
+
+
+def batch_resample_count(n_rows: int, built: bool = False) -> int:
+    """How many bootstrap batches the choice checks a reference of ``n_rows`` on."""
+    refits, per = batch_plan(n_rows, built)
+    return max(refits, 1) * per
 
 
 def batch_suppressed_share(shares: list[float]) -> float:
@@ -107,29 +133,54 @@ def batch_suppressed_share(shares: list[float]) -> float:
     return float(sorted(shares)[len(shares) - 1 - allowed])
 
 
-def batch_resamples(table: pd.DataFrame, target: str, n: int = BATCH_RESAMPLES
-                    ) -> list[Any]:
+def batch_multiplicities(table: pd.DataFrame, target: str, n: int, stream: int = 0
+                         ) -> Iterator[np.ndarray]:
     """Batches like a new one: bootstrap resamples of the reference, its size, drawn
-    within class (fixed seeds): their counts vary as a new batch's would. Row
-    positions (``table.iloc[rows]`` is the batch): a large table's are taken one at a
-    time, not held together."""
-    import numpy as np
-
-    out = []
+    within class (fixed seeds, one ``stream`` of them), so their counts vary as a new
+    batch's would. Each is given by its row multiplicities (``m[i]`` copies of row
+    ``i``), one at a time."""
+    classes = list(table.groupby(target, observed=True).indices.values())
     for seed in range(n):
-        rng = np.random.default_rng(seed)
-        rows = np.concatenate([rng.choice(idx, idx.size) for idx in
-                               table.groupby(target, observed=True).indices.values()])
-        out.append(np.sort(rows))
-    return out
+        rng = np.random.default_rng([stream, seed])
+        rows = np.concatenate([rng.choice(idx, idx.size) for idx in classes])
+        yield np.bincount(rows, minlength=len(table))
+
+
+def _rows_of(table: pd.DataFrame, m: np.ndarray) -> pd.DataFrame:
+    return table.iloc[np.repeat(np.arange(m.size), m)].reset_index(drop=True)
+
+
+def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any],
+                      grouping: Grouping, target: str, budget: float) -> dict[str, Any]:
+    """The candidate's suppression on bootstrap batches like a new one: the share at
+    most ``BATCH_REFUSAL_RATE`` of them exceed, their count and the share over
+    ``budget``. ``refit(rows, key)`` fits the candidate's recipe on ``rows`` (``key``
+    names the resample for the choice's memo of group fits)."""
+    from astrid_airflow.release import release_domain, resampled_suppressed_shares
+
+    built = any(step.get("method") == "mdav" for step in recipe.steps)
+    refits, per = batch_plan(len(table), built)
+    if built:
+        shares = [release_domain(_rows_of(table, m), recipe, target, grouping)[1]
+                  .to_dict()["max_suppressed_share"]
+                  for m in batch_multiplicities(table, target, per)]
+    else:
+        shares = []
+        for r, m in enumerate(batch_multiplicities(table, target, refits, stream=1)):
+            applied = release_domain(table, refit(_rows_of(table, m), ("batch refit", r)),
+                                     target)[0]
+            shares += resampled_suppressed_shares(
+                applied, grouping.groups, target, recipe.k,
+                batch_multiplicities(table, target, per, stream=2 + r))
+    return {"batch_suppressed_share": batch_suppressed_share(shares),
+            "batch_resamples": len(shares), "batch_refits": refits,
+            "batch_over_budget": sum(x > budget for x in shares) / len(shares)}
 
 
 def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,
                         max_intact: float) -> float:
     """Intact-row proportion of one release of ``remedied`` (a fixed seed) after the
     shuffle's within-class swaps."""
-    import numpy as np
-
     from astrid_airflow.engine import pandas_class_codes, release_permutations
     from astrid_airflow.release import break_intact_rows
 

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         MAX_SUPPRESSED_SHARE,
         Suppression,
         published_exposure,
+        resampled_suppressed_shares,
         suppress_counted,
         suppress_table,
         suppressed_share,

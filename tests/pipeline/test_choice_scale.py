@@ -95,13 +95,32 @@ def test_a_large_tables_utility_is_suppressed_on_its_own_counts_not_a_samples():
 
 
 def test_the_choices_estimate_counts_its_passes_over_every_reference_row():
-    # at 1,000,000 x 30 a candidate took ~40 s; the estimate in fits alone said 0.1 s
-    # for the whole choice (the search's fits were on a 40,000-row sample)
+    # at 1,000,000 x 30 a candidate took ~40 s (session 16, three built batches; the
+    # batch check's refit and 100 counted batches add ~20 s); the estimate in fits alone
+    # said 0.1 s for the whole choice (the search's fits were on a 40,000-row sample)
     from astrid_airflow.pipeline._choice_budget import candidate_seconds
 
     policy = GatePolicy()
     big = candidate_seconds(1_000_000, policy, 0.5, search_rows=40_000)
-    assert 25 < big < 60
+    assert 25 < big < 90
     small = candidate_seconds(700, policy, 0.02)  # the paper's size: fits dominate
-    # passes: the release domain, 100 bootstrap batches (3 above 20,000 rows), 2 per split
-    assert small == pytest.approx(2 * 12 * 0.75 / 0.5 * 0.02 + (1 + 100 + 24) * 700 * 3e-6)
+    # passes: the release domain, the batch check's 10 refits (5 passes each) and
+    # 1,000 counted batches (0.07 of a pass each), 2 per split
+    assert small == pytest.approx(2 * 12 * 0.75 / 0.5 * 0.02
+                                  + (1 + 50 + 1000 * 0.07 + 24) * 700 * 3e-6)
+
+
+def test_above_choice_max_rows_every_candidate_is_checked_on_100_batches():
+    """The suppression budget on new batches (issue 28) is checked on 100 bootstrap
+    batches above CHOICE_MAX_ROWS too (1 refit x 100): each is counted from the cells,
+    not built. Before, such a reference had three, so a recipe refusing 1 new batch in 5
+    could pass."""
+    from astrid_airflow.pipeline._choice_budget import CHOICE_MAX_ROWS
+
+    table = _table(CHOICE_MAX_ROWS + 500)
+    rel = choose_release(table, _result(GROUPS[:1]), policy=GatePolicy(attack_n=200),
+                         random_state=1, progress=False).release
+    checked = [c["risks"] for c in rel["candidates"] if c.get("method") != "mdav"
+               and "batch_resamples" in c.get("risks", {})]
+    assert checked and all(r["batch_resamples"] == 100 and r["batch_refits"] == 1
+                           for r in checked)
