@@ -212,10 +212,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     is a union of learned ones, so its projection is at least as fine and its remedies
     at least as coarse, while the learned grouping already keeps every interaction the
     search found. A candidate's suppression is checked on the reference and on
-    bootstrap batches like a new one, in the bootstrap's own world: its recipe
-    refitted on ``BATCH_REFITS`` resamples of the reference, each judged on
-    ``BATCHES_PER_REFIT`` other resamples counted from the cells (fewer above
-    ``CHOICE_MAX_ROWS``; an MDAV recipe's batches are built): at most
+    ``BATCH_RESAMPLES`` bootstrap batches like it, counted from its cells at any size
+    (``BATCH_REFITS`` > 0: the recipe refitted on resamples, each judged on others; an
+    MDAV recipe's batches are built): at most
     ``BATCH_REFUSAL_RATE`` of them may exceed the budget (``batch_suppressed_share``,
     ``batch_over_budget``), so the shuffle refuses at most that share of honest new
     batches. When only the attacks or the suppression

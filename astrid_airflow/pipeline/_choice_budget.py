@@ -88,7 +88,8 @@ def candidate_seconds(n_rows: int, policy: Any, seconds_per_fit: float,
 
     repeats = policy.utility_repeats_for(min(n_rows, CHOICE_MAX_ROWS))
     refits, per = batch_plan(n_rows)
-    passes = 1 + REFIT_PASSES * refits + COUNTED_BATCH_PASS * refits * per + 2 * repeats
+    passes = 1 + REFIT_PASSES * refits + COUNTED_BATCH_PASS * max(refits, 1) * per \
+        + 2 * repeats
     return (candidate_fits(n_rows, policy, search_rows) * seconds_per_fit
             + passes * n_rows * ROW_SECONDS)
 

@@ -104,15 +104,15 @@ def test_the_choices_estimate_counts_its_passes_over_every_reference_row():
     big = candidate_seconds(1_000_000, policy, 0.5, search_rows=40_000)
     assert 25 < big < 90
     small = candidate_seconds(700, policy, 0.02)  # the paper's size: fits dominate
-    # passes: the release domain, the batch check's 10 refits (5 passes each) and
-    # 1,000 counted batches (0.07 of a pass each), 2 per split
+    # passes: the release domain, 100 counted bootstrap batches (0.07 of a pass each),
+    # 2 per split
     assert small == pytest.approx(2 * 12 * 0.75 / 0.5 * 0.02
-                                  + (1 + 50 + 1000 * 0.07 + 24) * 700 * 3e-6)
+                                  + (1 + 100 * 0.07 + 24) * 700 * 3e-6)
 
 
 def test_above_choice_max_rows_every_candidate_is_checked_on_100_batches():
     """The suppression budget on new batches (issue 28) is checked on 100 bootstrap
-    batches above CHOICE_MAX_ROWS too (1 refit x 100): each is counted from the cells,
+    batches above CHOICE_MAX_ROWS too: each is counted from the cells,
     not built. Before, such a reference had three, so a recipe refusing 1 new batch in 5
     could pass."""
     from astrid_airflow.pipeline._choice_budget import CHOICE_MAX_ROWS
@@ -122,5 +122,20 @@ def test_above_choice_max_rows_every_candidate_is_checked_on_100_batches():
                          random_state=1, progress=False).release
     checked = [c["risks"] for c in rel["candidates"] if c.get("method") != "mdav"
                and "batch_resamples" in c.get("risks", {})]
-    assert checked and all(r["batch_resamples"] == 100 and r["batch_refits"] == 1
+    assert checked and all(r["batch_resamples"] == 100 and r["batch_refits"] == 0
+                           for r in checked)
+
+
+def test_the_refitted_batch_check_judges_each_refit_on_its_own_batches(monkeypatch):
+    """BATCH_REFITS > 0 (the calibrated check, off by default): the recipe refitted on
+    that many resamples of the reference, each judged on BATCHES_PER_REFIT others."""
+    from astrid_airflow.pipeline import _choice_checks
+
+    monkeypatch.setattr(_choice_checks, "BATCH_REFITS", 3)
+    monkeypatch.setattr(_choice_checks, "BATCHES_PER_REFIT", 20)
+    rel = choose_release(_table(), _result(GROUPS[:1]), policy=GatePolicy(attack_n=200),
+                         random_state=1, progress=False).release
+    checked = [c["risks"] for c in rel["candidates"] if c.get("method") != "mdav"
+               and "batch_resamples" in c.get("risks", {})]
+    assert checked and all(r["batch_resamples"] == 60 and r["batch_refits"] == 3
                            for r in checked)
