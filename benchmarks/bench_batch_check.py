@@ -23,7 +23,8 @@ batches over the budget; one that is far below promises a refusal rate it does n
 
 Run: ``.venv/bin/python benchmarks/bench_batch_check.py [--seeds 60] [--batches 500]
 [--tables diabetes,credit-a,vehicle] [--factors 2,3]`` (needs ``ASTRID_UCI_DIR``).
-Writes ``results/batch_check.{json,md}``.
+Writes ``results/batch_check.{json,md}``. ``--timing 700,20000,1000000``: the cost of one
+batch counted from the cells against one built, at those sizes (``results/batch_check_timing.*``).
 """
 
 from __future__ import annotations
@@ -212,10 +213,15 @@ def main() -> None:
     ap.add_argument("--stem", default="batch_check")
     ap.add_argument("--choice", action="store_true",
                     help="the whole default release choice per split seed instead")
+    ap.add_argument("--timing", default="", metavar="ROWS,...",
+                    help="instead: the cost of one counted and one built batch on "
+                    "synthetic tables of ROWS x 30 (e.g. 700,20000,1000000)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     if args.choice:
         return choice_main(args)
+    if args.timing:
+        return timing_report([int(x) for x in args.timing.split(",")])
     rows = []
     for name in args.tables.split(","):
         for factor in (int(x) for x in args.factors.split(",")):
@@ -258,6 +264,67 @@ def choice_main(args) -> None:
     (RESULTS / f"{args.stem}.md").write_text("\n".join(out) + "\n")
     print("\n".join(out))
 
+
+def _timed(f, repeats: int = 1) -> float:
+    t = time.perf_counter()
+    for _ in range(repeats):
+        f()
+    return (time.perf_counter() - t) / repeats
+
+
+def timing_main(n: int, repeats: int = 3) -> dict:
+    """Seconds per batch of the choice's check on an ``n`` x 30 table of 15 two-column
+    groups: counted from the cells (``resampled_suppressed_shares``; its once-per-recipe
+    preparation apart, the resample's draw included) against built (the batch's rows put
+    through the recipe and suppressed), beside one pass."""
+    import pandas as pd
+
+    from astrid_airflow import Grouping, fit_recipe
+    from astrid_airflow.pipeline._choice_checks import _rows_of, batch_multiplicities
+    from astrid_airflow.release import release_domain, resampled_suppressed_shares
+
+    rng = np.random.default_rng(0)
+    t = pd.DataFrame({f"x{i}": rng.normal(size=n).round(2) for i in range(30)})
+    t["y"] = np.where(t.x0 + t.x1 + rng.normal(size=n) > 0, "a", "b")
+    g = Grouping([[f"x{2 * i}", f"x{2 * i + 1}"] for i in range(15)])
+    recipe = fit_recipe(t, target="y", grouping=g)[0]
+    applied = release_domain(t, recipe, "y")[0]
+    m = next(batch_multiplicities(t, "y", 1))
+
+    def counted(b: int) -> float:
+        return _timed(lambda: resampled_suppressed_shares(
+            applied, g.groups, "y", recipe.k, batch_multiplicities(t, "y", b)), repeats)
+
+    batches = 100 if n <= 100_000 else 10  # a batch's count is well above the timer
+    prep = counted(0)
+    row = {"rows": n, "columns": 30, "groups": 15,
+           "pass_s": _timed(lambda: release_domain(t, recipe, "y", g), repeats),
+           "built_batch_s": _timed(lambda: release_domain(_rows_of(t, m), recipe, "y", g),
+                                   repeats),
+           "counted_preparation_s": prep,
+           "counted_batch_s": (counted(batches) - prep) / batches}
+    row["counted_batch_passes"] = row["counted_batch_s"] / row["pass_s"]
+    return row
+
+
+def timing_report(sizes: list[int]) -> None:
+    rows = [timing_main(n) for n in sizes]
+    md = ["# The batch check's cost per batch (issue 28)", "",
+          "Synthetic rows x 30 columns, 15 two-column groups, the mean of 3 runs; a pass: "
+          "the reference put through the recipe and suppressed; a counted batch: its draw "
+          "and one weighted count per group (the cells' preparation, once per recipe, "
+          "apart).", "",
+          "| rows | one pass (s) | built batch (s) | counted: preparation (s) | counted "
+          "batch (s) | counted, in passes |", "|---|---|---|---|---|---|"]
+    md += [f"| {r['rows']:,} | {r['pass_s']:.3f} | {r['built_batch_s']:.3f} | "
+           f"{r['counted_preparation_s']:.3f} | {r['counted_batch_s']:.4f} | "
+           f"{r['counted_batch_passes']:.2f} |" for r in rows]
+    RESULTS.mkdir(exist_ok=True)
+    meta = {"python": platform.python_version(), "machine": platform.machine()}
+    (RESULTS / "batch_check_timing.json").write_text(json.dumps({"meta": meta,
+                                                                 "rows": rows}, indent=1))
+    (RESULTS / "batch_check_timing.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
 
 if __name__ == "__main__":
     main()

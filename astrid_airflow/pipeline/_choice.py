@@ -37,19 +37,34 @@ from ._choice_budget import (
     with_choice_steps,
 )
 from ._choice_checks import (
+    BATCH_REFUSAL_RATE,
     attack_checks,
+    batch_plan,
     batch_suppression,
+    built_batches,
     cheap_checks,
 )
 from ._choice_reasons import refusal_reason
 
-#: Bins per numeric column of the coarser retries of releases only the attacks refuse.
+#: Bins per numeric column of the coarser retries of releases only the attacks or the
+#: suppression budget refuse.
 COARSER_BINS = (20, 8, 4, 2)
-#: How many of those releases (most accurate first) are retried coarser.
+#: How many of those releases (closest to the batch check, then most accurate) are
+#: retried coarser.
 COARSER_RETRIES = 3
 _ATTACKS = ("singling_out", "linkability", "inference")
 #: The label suffix of a candidate whose unsafe multi-column groups are partitioned.
 _PARTITION = "unsafe group(s) partitioned"
+
+
+def _retry_order(c: Mapping[str, Any]) -> tuple[float, float]:
+    """Coarser retries first of the releases nearest to the batch check (their share of
+    bootstrap batches over the budget beyond ``BATCH_REFUSAL_RATE``; 0 for those only
+    the attacks refused), then the most accurate: a few bins less keeps a near miss, while
+    a group whose batches mostly fail stays failing at any cap per column (its cells
+    are the product of its columns' bins)."""
+    excess = c["risks"].get("batch_over_budget", 0.0) - BATCH_REFUSAL_RATE
+    return max(0.0, excess), -c["accuracy_surrogate"]
 
 
 def _candidates(result: Mapping[str, Any], attrs: list[str], *, coarser: bool = True
@@ -212,14 +227,17 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     is a union of learned ones, so its projection is at least as fine and its remedies
     at least as coarse, while the learned grouping already keeps every interaction the
     search found. A candidate's suppression is checked on the reference and on
-    ``BATCH_RESAMPLES`` bootstrap batches like it, counted from its cells at any size
-    (``BATCH_REFITS`` > 0: the recipe refitted on resamples, each judged on others; an
-    MDAV recipe's batches are built): at most
-    ``BATCH_REFUSAL_RATE`` of them may exceed the budget (``batch_suppressed_share``,
-    ``batch_over_budget``), so the shuffle refuses at most that share of honest new
-    batches. When only the attacks or the suppression
-    budget refuse, the ``COARSER_RETRIES`` most accurate of those candidates are retried
-    with at most ``COARSER_BINS`` bins per numeric column, in turn.
+    ``BATCH_RESAMPLES`` bootstrap batches like it, counted from its cells at any size (an
+    MDAV recipe's batches are built); one that passed every other check is checked again
+    before its attacks, up to ``CHOICE_MAX_ROWS`` rows, in the bootstrap's own world
+    (``BATCH_REFITS`` recipes refitted on resamples, each judged on
+    ``BATCHES_PER_REFIT`` others: :meth:`_Choice.keeps_new_batches`). At most
+    ``BATCH_REFUSAL_RATE`` of the batches may exceed the budget
+    (``batch_suppressed_share``, ``batch_over_budget``), so the shuffle refuses at most
+    that share of honest new batches. When only the attacks or the suppression budget
+    refuse, the ``COARSER_RETRIES`` of those candidates nearest to the batch check, then
+    most accurate, are retried with at most ``COARSER_BINS`` bins per numeric column, in
+    turn.
     """
     from astrid_airflow.release import GroupingArtefact
 
@@ -358,7 +376,8 @@ class _Choice:
             remedied = remedied.iloc[self.work_rows].reset_index(drop=True)
         # a new batch has its own counts: the recipe must keep the suppression of
         # batches like it (bootstrap resamples) within the budget too, but for at most
-        # BATCH_REFUSAL_RATE of them (issue 28)
+        # BATCH_REFUSAL_RATE of them (issue 28); the calibrated step comes before the
+        # attacks (keeps_new_batches)
         risks.update(batch_suppression(
             self.table, recipe, lambda rows, key: self.fit(rows, grouping, method,
                                                            max_bins, key)[0],
@@ -451,7 +470,7 @@ class _Choice:
         """Attack the batch's candidates that passed everything else, most accurate
         first; the first that passes the attacks too is the release."""
         for c in sorted(batch, key=lambda c: -c["accuracy_surrogate"]):
-            if c["failed"]:
+            if c["failed"] or not self.keeps_new_batches(c):
                 continue
             with self.steps.step(f"attacking {c['label']}"):
                 risks, failed = attack_checks(c["remedied"], Grouping(c["grouping"]),
@@ -462,6 +481,25 @@ class _Choice:
                 return c
         return None
 
+    def keeps_new_batches(self, c: dict[str, Any]) -> bool:
+        """The calibrated step of the batch check (``batch_suppression(refitted=True)``),
+        on a candidate that passed every other check: its figures replace the first
+        step's in ``c["risks"]``; one over the budget fails ``suppression``."""
+        if not batch_plan(len(self.table), built_batches(c["recipe"]), refitted=True)[1]:
+            return True
+        grouping = Grouping(c["grouping"])
+        with self.steps.step(f"checking {c['label']} on refitted batches"):
+            found = batch_suppression(
+                self.table, c["recipe"],
+                lambda rows, key: self.fit(rows, grouping, c["method"], c["max_bins"],
+                                           key)[0],
+                grouping, self.target, self.policy.max_suppressed_share, refitted=True)
+        c["risks"].update(found)
+        if found["batch_suppressed_share"] > self.policy.max_suppressed_share:
+            c["failed"] = ["suppression"]
+            return False
+        return True
+
     def retry_coarser(self, cands: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The most accurate releases only the attacks or the suppression budget refused,
         with at most ``COARSER_BINS`` bins per numeric column in turn (the attacks
@@ -470,7 +508,7 @@ class _Choice:
         ``cands``."""
         bases = sorted((c for c in cands if c["method"] == "bins" and c["failed"]
                         and set(c["failed"]) <= {*_ATTACKS, "suppression"}),
-                       key=lambda c: -c["accuracy_surrogate"])[:COARSER_RETRIES]
+                       key=_retry_order)[:COARSER_RETRIES]
         tried = {c["recipe"].to_json() for c in bases}
         for cap in COARSER_BINS:
             batch = []

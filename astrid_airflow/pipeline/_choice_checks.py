@@ -79,17 +79,19 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
     return risks, failed
 
 
-#: The suppression budget on new batches is checked on BATCH_RESAMPLES bootstrap
-#: resamples of the reference through the candidate's recipe, counted from the cells
-#: (release.resampled_suppressed_shares), at any size. BATCH_REFITS > 0 checks it in
-#: the bootstrap's own world instead: the recipe refitted on that many resamples, each
-#: judged on BATCHES_PER_REFIT others. That estimate matches the real rate (resamples
-#: through the reference's own recipe said 0.3-0.4 % of batches over the budget where
-#: 2-3 % of real other halves were: benchmarks/results/batch_check*.md), but with it the
-#: bundled diabetes demo is refused (its best private candidate loses 0.023 > 0.02), so
-#: it is off until the choice's coarser retries can meet it (issue 28, open).
+#: The suppression budget on new batches is checked in two steps. Every candidate: its
+#: recipe on BATCH_RESAMPLES bootstrap resamples of the reference, counted from the
+#: cells (release.resampled_suppressed_shares), at any size. A candidate that passed
+#: every other check, before it is attacked: the check in the bootstrap's own world,
+#: the recipe refitted on BATCH_REFITS resamples, each judged on BATCHES_PER_REFIT
+#: others. Only the second matches the real rate (resamples through the reference's own
+#: recipe said 0.3-0.4 % of batches over the budget where 2-3 % of real other halves
+#: were: its cells were fitted to be large on those very rows;
+#: benchmarks/results/batch_check*.md); its refits cost 10 group fits per group, so it
+#: runs on the few candidates that could be released. Above CHOICE_MAX_ROWS a refit is
+#: minutes of passes over every row: there the first step is the check (docs/privacy.md).
 BATCH_RESAMPLES = 100
-BATCH_REFITS = 0
+BATCH_REFITS = 10
 BATCHES_PER_REFIT = 100
 #: An MDAV recipe's values depend on the batch: its batches are built and remedied
 #: through the reference's recipe, BUILT_BATCH_RESAMPLES of them (LARGE_BATCH_RESAMPLES
@@ -101,21 +103,25 @@ LARGE_BATCH_RESAMPLES = 3
 BATCH_REFUSAL_RATE = 0.01
 
 
-def batch_plan(n_rows: int, built: bool = False) -> tuple[int, int]:
+def batch_plan(n_rows: int, built: bool = False, refitted: bool = False
+               ) -> tuple[int, int]:
     """``(recipes refitted, batches per refit)`` of the batch check of a reference of
-    ``n_rows`` (``built``: the reference's recipe on built batches)."""
+    ``n_rows`` (``built``: the reference's recipe on built batches; ``refitted``: the
+    calibrated step, ``(0, 0)`` where it does not run)."""
     from ._choice_budget import CHOICE_MAX_ROWS
 
     if built:
-        return 0, LARGE_BATCH_RESAMPLES if n_rows > CHOICE_MAX_ROWS else \
-            BUILT_BATCH_RESAMPLES
-    return (BATCH_REFITS, BATCHES_PER_REFIT) if BATCH_REFITS else (0, BATCH_RESAMPLES)
+        return (0, 0) if refitted else \
+            (0, LARGE_BATCH_RESAMPLES if n_rows > CHOICE_MAX_ROWS else BUILT_BATCH_RESAMPLES)
+    if refitted:
+        return (BATCH_REFITS, BATCHES_PER_REFIT) if BATCH_REFITS and \
+            n_rows <= CHOICE_MAX_ROWS else (0, 0)
+    return 0, BATCH_RESAMPLES
 
 
-def batch_resample_count(n_rows: int, built: bool = False) -> int:
-    """How many bootstrap batches the choice checks a reference of ``n_rows`` on."""
-    refits, per = batch_plan(n_rows, built)
-    return max(refits, 1) * per
+def built_batches(recipe: Any) -> bool:
+    """Whether the recipe's values depend on the batch (MDAV): its batches are built."""
+    return any(step.get("method") == "mdav" for step in recipe.steps)
 
 
 def batch_suppressed_share(shares: list[float]) -> float:
@@ -148,15 +154,19 @@ def _rows_of(table: pd.DataFrame, m: np.ndarray) -> pd.DataFrame:
 
 
 def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any],
-                      grouping: Grouping, target: str, budget: float) -> dict[str, Any]:
+                      grouping: Grouping, target: str, budget: float,
+                      refitted: bool = False) -> dict[str, Any] | None:
     """The candidate's suppression on bootstrap batches like a new one: the share at
     most ``BATCH_REFUSAL_RATE`` of them exceed, their count and the share over
-    ``budget``. ``refit(rows, key)`` fits the candidate's recipe on ``rows`` (``key``
-    names the resample for the choice's memo of group fits)."""
+    ``budget`` (``refitted``: the calibrated step; None where it does not run).
+    ``refit(rows, key)`` fits the candidate's recipe on ``rows`` (``key`` names the
+    resample for the choice's memo of group fits)."""
     from astrid_airflow.release import release_domain, resampled_suppressed_shares
 
-    built = any(step.get("method") == "mdav" for step in recipe.steps)
-    refits, per = batch_plan(len(table), built)
+    built = built_batches(recipe)
+    refits, per = batch_plan(len(table), built, refitted)
+    if not per:
+        return None
     if built:
         shares = [release_domain(_rows_of(table, m), recipe, target, grouping)[1]
                   .to_dict()["max_suppressed_share"]

@@ -16,7 +16,9 @@ from the copy's seed, so the result is deterministic for the seed). A swap withi
 keeps every class's multiset of every group's tuples and the alignment of each group's
 columns: the output is still a GoldenEye surrogate; only its distribution is
 conditioned away from draws with too many intact rows (docs/privacy.md). The number of
-swaps is recorded.
+swaps is recorded. When no number of rounds reaches the budget (values so coarse that
+most rows are intact), the shuffle refuses the batch (:meth:`IntactSwaps.check_budget`):
+nothing is published.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from astrid_airflow._errors import RecipeError
 
 from ._suppression import class_codes, combine_codes, group_codes
 
@@ -48,6 +52,19 @@ class IntactSwaps:
     def to_dict(self) -> dict[str, Any]:
         return {"swaps": self.swaps, "intact_rows": self.intact_rows,
                 "allowed_intact_rows": self.allowed, "distinct_rows": self.distinct_rows}
+
+    def check_budget(self) -> None:
+        """Refuse a copy whose intact rows the swaps could not bring within the budget:
+        the shuffle never publishes more than its policy allows (the gate would refuse
+        it later, after the file was written)."""
+        if self.intact_rows > self.allowed:
+            raise RecipeError(
+                f"This batch's surrogate would keep {self.intact_rows} of its "
+                f"{self.distinct_rows} distinct rows intact, more than the {self.allowed} "
+                f"the policy's max_intact allows, even after {MAX_ROUNDS} rounds of "
+                "within-class swaps: the release's values are too coarse for this batch "
+                "(most rows share a few tuples). Nothing is published; learn on more data "
+                "or choose a finer release.")
 
 
 def intact_budget(value: float | None, artefact: Any = None) -> float:

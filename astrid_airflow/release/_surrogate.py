@@ -501,6 +501,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
                     released, done = _within_intact_budget(table, grouping, target,
                                                            released, art, seed)
                 swaps.append(done.to_dict())
+                done.check_budget()
             with tracker.step(f"{copy}: writing"):
                 _write_shuffled(table, grouping, released, target, kind, tmp)
             del released

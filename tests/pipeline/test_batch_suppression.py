@@ -71,7 +71,9 @@ def test_new_batches_of_the_chosen_release_stay_within_the_suppression_budget():
     if art.recipe is None:
         pytest.fail(f"the choice refused diabetes: {art.release['reason']}")
     chosen = art.release["candidates"][art.release["chosen"]]
-    assert chosen["risks"]["batch_resamples"] == 100
+    # the calibrated step ran on it: 10 refits, each judged on 100 batches
+    assert (chosen["risks"]["batch_refits"], chosen["risks"]["batch_resamples"]) == \
+        (10, 1000)
     assert chosen["risks"]["batch_over_budget"] <= BATCH_REFUSAL_RATE
     rng = np.random.default_rng(2026)
     over = [release_domain(_bootstrap(table, target, len(batch), rng), art.recipe, target,

@@ -95,9 +95,10 @@ def test_a_large_tables_utility_is_suppressed_on_its_own_counts_not_a_samples():
 
 
 def test_the_choices_estimate_counts_its_passes_over_every_reference_row():
-    # at 1,000,000 x 30 a candidate took ~40 s (session 16, three built batches; the
-    # batch check's refit and 100 counted batches add ~20 s); the estimate in fits alone
-    # said 0.1 s for the whole choice (the search's fits were on a 40,000-row sample)
+    # at 1,000,000 x 30 a candidate took ~40 s (session 16, three built batches; 100
+    # counted batches cost about 7 passes: results/batch_check_timing.md); the estimate
+    # in fits alone said 0.1 s for the whole choice (the search's fits were on a
+    # 40,000-row sample)
     from astrid_airflow.pipeline._choice_budget import candidate_seconds
 
     policy = GatePolicy()
@@ -105,7 +106,7 @@ def test_the_choices_estimate_counts_its_passes_over_every_reference_row():
     assert 25 < big < 90
     small = candidate_seconds(700, policy, 0.02)  # the paper's size: fits dominate
     # passes: the release domain, 100 counted bootstrap batches (0.07 of a pass each),
-    # 2 per split
+    # 2 per split (the calibrated step's refits run only before a candidate's attacks)
     assert small == pytest.approx(2 * 12 * 0.75 / 0.5 * 0.02
                                   + (1 + 100 * 0.07 + 24) * 700 * 3e-6)
 
@@ -127,15 +128,50 @@ def test_above_choice_max_rows_every_candidate_is_checked_on_100_batches():
 
 
 def test_the_refitted_batch_check_judges_each_refit_on_its_own_batches(monkeypatch):
-    """BATCH_REFITS > 0 (the calibrated check, off by default): the recipe refitted on
-    that many resamples of the reference, each judged on BATCHES_PER_REFIT others."""
+    """Up to CHOICE_MAX_ROWS a candidate that passed every other check is checked in
+    the bootstrap's own world before it is attacked: the recipe refitted on BATCH_REFITS
+    resamples of the reference, each judged on BATCHES_PER_REFIT others. The others keep
+    the first step's figures (100 resamples through the reference's recipe)."""
     from astrid_airflow.pipeline import _choice_checks
 
     monkeypatch.setattr(_choice_checks, "BATCH_REFITS", 3)
     monkeypatch.setattr(_choice_checks, "BATCHES_PER_REFIT", 20)
     rel = choose_release(_table(), _result(GROUPS[:1]), policy=GatePolicy(attack_n=200),
                          random_state=1, progress=False).release
-    checked = [c["risks"] for c in rel["candidates"] if c.get("method") != "mdav"
-               and "batch_resamples" in c.get("risks", {})]
-    assert checked and all(r["batch_resamples"] == 60 and r["batch_refits"] == 3
-                           for r in checked)
+    risks = [c["risks"] for c in rel["candidates"] if c.get("method") != "mdav"
+             and "batch_resamples" in c.get("risks", {})]
+    refitted = [r for r in risks if r["batch_refits"]]
+    assert rel["chosen"] is not None and \
+        rel["candidates"][rel["chosen"]]["risks"]["batch_refits"] == 3
+    assert refitted and all(r["batch_resamples"] == 60 and r["batch_refits"] == 3
+                            for r in refitted)
+    assert all(r["batch_resamples"] == 100 for r in risks if not r["batch_refits"])
+
+
+def test_the_batch_check_is_calibrated_up_to_choice_max_rows():
+    from astrid_airflow.pipeline._choice_budget import CHOICE_MAX_ROWS
+    from astrid_airflow.pipeline._choice_checks import batch_plan
+
+    assert batch_plan(700) == (0, 100)  # every candidate: the reference's recipe
+    assert batch_plan(700, refitted=True) == (10, 100)  # before its attacks
+    assert batch_plan(CHOICE_MAX_ROWS, refitted=True) == (10, 100)
+    assert batch_plan(CHOICE_MAX_ROWS + 1, refitted=True) == (0, 0)
+    assert batch_plan(700, built=True, refitted=True) == (0, 0)  # MDAV: built batches
+
+
+def test_the_coarser_retries_start_from_the_near_misses_of_the_batch_check():
+    """A group whose bootstrap batches mostly fail stays failing at any cap per column
+    (diabetes: 17 % of batches over the budget with at most 20, 8 or 4 bins), while a
+    near miss (1.2 %) passes with a few bins less: the retries take the near misses
+    first, then the most accurate; those only the attacks refused count as near."""
+    from astrid_airflow.pipeline._choice import _retry_order
+
+    def cand(label, acc, over):
+        return {"label": label, "accuracy_surrogate": acc,
+                "risks": {"batch_over_budget": over}}
+
+    cands = [cand("far, most accurate", 0.80, 0.17), cand("near", 0.74, 0.012),
+             cand("attacked only", 0.70, 0.004), cand("nearer", 0.72, 0.011)]
+    # fails before: by accuracy alone, the far miss came first
+    assert [c["label"] for c in sorted(cands, key=_retry_order)] == [
+        "attacked only", "nearer", "near", "far, most accurate"]

@@ -133,9 +133,12 @@ def test_a_released_file_is_the_same_bytes_for_a_seed(tmp_path):
     result = {"grouping": [["a", "b", "c", "d"]], "k": 1, "table": [], "target": "y",
               "classifier": "nb", "scoring": "accuracy", "alpha": 0.05, "n_search": 20,
               "n_test": 40, "random_state": 0}
+    # one group: every output row is an original one, which the shuffle refuses at the
+    # default max_intact; this test is about the bytes
     art = dataclasses.replace(
         GroupingArtefact.from_result(result, t, created_at="2026-01-01T00:00:00Z"),
-        release={"status": "given", "recipe": recipe.to_dict()})
+        release={"status": "given", "recipe": recipe.to_dict(),
+                 "policy": {"max_intact": 1.0}})
     src = tmp_path / "t.parquet"
     t.to_parquet(src, index=False)
     a = shuffle_file(src, art, tmp_path / "a.parquet", random_state=7)

@@ -92,6 +92,13 @@ def _keep_mask(batch: pd.DataFrame, cols: list[str], k: int) -> np.ndarray:
     return (size >= k) & (key.map(n_big).to_numpy() >= 2)
 
 
+#: The census-like table's release is so coarse (3 x 3 tuples, a few bins of hours, 2
+#: classes) that nearly every output row matches an original row: the shuffle refuses
+#: it at the default max_intact (test_batch_whose_intact_rows_swaps_cannot_fix_is_
+#: refused). The tests of suppression on it allow any intact share.
+COARSE = {"max_intact": 1.0}
+
+
 def _census_like(n: int = 600, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     t = pd.DataFrame({
@@ -109,7 +116,7 @@ def test_rare_two_column_combination_is_published_suppressed(tmp_path):
 
     t = _census_like()
     recipe, _ = fit_recipe(t, target="y", grouping="marital,relationship;hours", k=5)
-    art = _artefact(t, "marital,relationship;hours", recipe)
+    art = _artefact(t, "marital,relationship;hours", recipe, policy=COARSE)
     t.to_parquet(tmp_path / "t.parquet", index=False)
     record: dict = {}
     out = shuffle_file(tmp_path / "t.parquet", art, tmp_path / "s.parquet", random_state=1,
@@ -132,7 +139,7 @@ def test_unique_identifier_column_is_never_published(tmp_path):
     recipe, report = fit_recipe(t, target="y", grouping=groups, k=5)
     assert any("identifier" in n for n in recipe.notes)
     assert "identifier" in report[0]["remedy"]
-    art = _artefact(t, groups, recipe)
+    art = _artefact(t, groups, recipe, policy=COARSE)
     t.to_parquet(tmp_path / "t.parquet", index=False)
     s = pd.read_parquet(shuffle_file(tmp_path / "t.parquet", art, tmp_path / "s.parquet",
                                      random_state=2))
@@ -164,6 +171,25 @@ def test_batch_over_the_suppression_budget_is_refused(tmp_path):
     with pytest.raises(RecipeError, match="max_suppressed_share"):
         shuffle_file(tmp_path / "t.parquet", art, tmp_path / "s.parquet", random_state=1)
     assert not (tmp_path / "s.parquet").exists()
+
+
+def test_batch_whose_intact_rows_swaps_cannot_fix_is_refused(tmp_path):
+    # fails before: the shuffle published the uniform draw (185 of 198 distinct rows
+    # intact, 1 allowed) and only the gate, later, refused the written file
+    from astrid_airflow import shuffle_file
+    from astrid_airflow._errors import RecipeError
+
+    t = _census_like()
+    recipe, _ = fit_recipe(t, target="y", grouping="marital,relationship;hours", k=5)
+    art = _artefact(t, "marital,relationship;hours", recipe)  # the default max_intact
+    t.to_parquet(tmp_path / "t.parquet", index=False)
+    record: dict = {}
+    with pytest.raises(RecipeError, match=r"max_intact allows.*Nothing is published"):
+        shuffle_file(tmp_path / "t.parquet", art, tmp_path / "s.parquet", random_state=1,
+                     record=record)
+    assert not (tmp_path / "s.parquet").exists()
+    (done,) = record["intact_swaps"]  # what the swaps reached, recorded
+    assert done["intact_rows"] > done["allowed_intact_rows"] == 1
 
 
 def test_intact_rows_are_kept_within_the_policy_by_swaps():
@@ -213,7 +239,7 @@ def test_the_pipelines_own_release_passes_the_integrity_checks(tmp_path, ext):
     t.insert(0, "email", [f"p{i}@example.org" for i in range(300)])
     groups = "email;marital,relationship;hours"
     recipe, _ = fit_recipe(t, target="y", grouping=groups, k=5)
-    art = _artefact(t, groups, recipe)
+    art = _artefact(t, groups, recipe, policy=COARSE)
     t.to_parquet(tmp_path / "t.parquet", index=False)
     out = shuffle_file(tmp_path / "t.parquet", art, tmp_path / f"s.{ext}", random_state=2)
     r = validate_surrogate(t, out, art, random_state=0)
