@@ -280,7 +280,6 @@ def timing_main(n: int, repeats: int = 3) -> dict:
     import pandas as pd
 
     from astrid_airflow import Grouping, fit_recipe
-    from astrid_airflow.pipeline._choice_checks import _rows_of, batch_multiplicities
     from astrid_airflow.release import release_domain, resampled_suppressed_shares
 
     rng = np.random.default_rng(0)
@@ -289,18 +288,18 @@ def timing_main(n: int, repeats: int = 3) -> dict:
     g = Grouping([[f"x{2 * i}", f"x{2 * i + 1}"] for i in range(15)])
     recipe = fit_recipe(t, target="y", grouping=g)[0]
     applied = release_domain(t, recipe, "y")[0]
-    m = next(batch_multiplicities(t, "y", 1))
+    m = next(_draws(t, "y", 1, False, 0))
 
     def counted(b: int) -> float:
         return _timed(lambda: resampled_suppressed_shares(
-            applied, g.groups, "y", recipe.k, batch_multiplicities(t, "y", b)), repeats)
+            applied, g.groups, "y", recipe.k, _draws(t, "y", b, False, 0)), repeats)
 
     batches = 100 if n <= 100_000 else 10  # a batch's count is well above the timer
     prep = counted(0)
     row = {"rows": n, "columns": 30, "groups": 15,
            "pass_s": _timed(lambda: release_domain(t, recipe, "y", g), repeats),
-           "built_batch_s": _timed(lambda: release_domain(_rows_of(t, m), recipe, "y", g),
-                                   repeats),
+           "built_batch_s": _timed(lambda: release_domain(
+               t.iloc[np.repeat(np.arange(m.size), m)], recipe, "y", g), repeats),
            "counted_preparation_s": prep,
            "counted_batch_s": (counted(batches) - prep) / batches}
     row["counted_batch_passes"] = row["counted_batch_s"] / row["pass_s"]

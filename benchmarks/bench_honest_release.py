@@ -119,8 +119,9 @@ def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict,
             entry: dict = {"seed": s}
             try:
                 shuffle_file(src, art, out, random_state=s, record=record, overwrite=True)
-            except RecipeError as exc:
-                entry.update(refused_by="suppression", error=str(exc))
+            except RecipeError as exc:  # the shuffle's refusal: which budget
+                entry.update(refused_by="intact" if "max_intact" in str(exc)
+                             else "suppression", error=str(exc))
                 per_seed.append(entry)
                 continue
             sur = pd.read_parquet(out)
@@ -148,7 +149,8 @@ def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict,
     gated = [e for e in per_seed if "gate_passed" in e]
     row.update(
         refused_by_suppression=sum(e.get("refused_by") == "suppression" for e in per_seed),
-        refused_by_intact=sum(e["intact_fail"] for e in done),
+        refused_by_intact=sum(e["intact_fail"] for e in done)
+        + sum(e.get("refused_by") == "intact" for e in per_seed),
         max_intact=max((e["intact"] for e in done), default=None),
         exposed_rows=sum(e["exposed"] for e in done),
         max_suppressed_share=max((e["suppressed_share"] for e in done), default=None),
