@@ -70,8 +70,9 @@ def candidate_fits(n_rows: int, policy: Any, search_rows: int | None = None) -> 
 #: 1,000,000 x 30 on this 2-core machine (steps of ~40 s, 9 s of them classifier fits).
 ROW_SECONDS = 3e-6
 #: A bootstrap batch counted from the reference's cells (its draw and one weighted count
-#: per group) costs about this share of a pass: 0.27 s against 4.1 s at 1,000,000 rows x
-#: 30 columns in 15 groups (0.026 s against 0.35 s at 200,000 x 10 in 5).
+#: per group) costs at most this share of a pass: 0.046 s after a 2.2 s preparation per
+#: recipe, against a 3.4 s pass, at 1,000,000 rows x 30 columns in 15 groups
+#: (results/batch_check_timing.md): 100 batches are about 2 passes, counted as 7.
 COUNTED_BATCH_PASS = 0.07
 #: Passes one refit of the batch check costs: the fit (16 s there, about 4 passes) and
 #: the recipe applied to the reference.
