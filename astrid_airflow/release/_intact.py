@@ -87,7 +87,8 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     """``((rows, perms), IntactSwaps)``: ``released`` with intact rows over the budget
     broken by within-class swaps of one group's part (a new ``perms``; the drawn one is
     returned unchanged when no swap is needed, or when no number of rounds reaches the
-    budget: values so coarse that most rows are intact, which the gate refuses).
+    budget: values so coarse that most rows are intact, which the shuffle then refuses,
+    :meth:`IntactSwaps.check_budget`).
 
     ``table`` is the published original (recipe and suppression applied), pandas or
     Arrow; ``released`` is :func:`~astrid_airflow.engine.release_permutations`' output.
