@@ -96,9 +96,9 @@ def test_a_large_tables_utility_is_suppressed_on_its_own_counts_not_a_samples():
 
 def test_the_choices_estimate_counts_its_passes_over_every_reference_row():
     # at 1,000,000 x 30 a candidate took ~40 s (session 16, three built batches; 100
-    # counted batches cost about 7 passes: results/batch_check_timing.md); the estimate
-    # in fits alone said 0.1 s for the whole choice (the search's fits were on a
-    # 40,000-row sample)
+    # counted batches cost about 2 passes, counted as 7: results/batch_check_timing.md);
+    # the estimate in fits alone said 0.1 s for the whole choice (the search's fits were
+    # on a 40,000-row sample)
     from astrid_airflow.pipeline._choice_budget import candidate_seconds
 
     policy = GatePolicy()
