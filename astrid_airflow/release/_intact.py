@@ -12,7 +12,10 @@ rows exactly (on the published values' codes, missing = a value) and, while the
 distinct original rows hit exceed ``floor(max_intact * distinct)``, breaks the excess:
 for each output row of a hit chosen to break, one group's part is swapped with that of
 another output row of the same class (random partner and group, from a stream derived
-from the copy's seed, so the result is deterministic for the seed). A swap within class
+from the copy's seed, so the result is deterministic for the seed). Of the proposals
+drawn for a row, the first whose two new rows are both not intact is made, so no round
+adds an intact row (a blind swap on coarse values often lands on another intact tuple,
+and on some batches never converged). A swap within class
 keeps every class's multiset of every group's tuples and the alignment of each group's
 columns: the output is still a GoldenEye surrogate; only its distribution is
 conditioned away from draws with too many intact rows (docs/privacy.md). The number of
@@ -34,8 +37,12 @@ from astrid_airflow._errors import RecipeError
 
 from ._suppression import class_codes, combine_codes, group_codes
 
-#: Rounds of swaps tried before giving up (the gate still judges what is left).
+#: Rounds of swaps tried before giving up (the shuffle then refuses the batch).
 MAX_ROUNDS = 20
+#: Swaps proposed per output row to break, per round: the first whose two new rows are
+#: both not intact is made (a blind swap lands on another intact tuple as often as the
+#: values are coarse, and on credit-a's coarsened singletons it did not converge).
+PROPOSALS = 16
 #: The spawn key that separates the swap stream from the copy's other children.
 _SWAP_KEY = 0x1A7AC7
 
@@ -90,6 +97,9 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     budget: values so coarse that most rows are intact, which the shuffle then refuses,
     :meth:`IntactSwaps.check_budget`).
 
+    A swap is made only when neither of the two rows it changes becomes intact, so the
+    count of intact rows never rises from one round to the next.
+
     ``table`` is the published original (recipe and suppression applied), pandas or
     Arrow; ``released`` is :func:`~astrid_airflow.engine.release_permutations`' output.
     """
@@ -103,37 +113,92 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     original = combine_codes(codes, n)
     distinct = int(np.unique(original).size)
     allowed = math.floor(max_intact * distinct + 1e-9)
-    rng = np.random.default_rng(_swap_seed(seed))
-    out_class = codes[0][rows]
-    order_c = np.argsort(out_class, kind="stable")
-    starts = np.searchsorted(out_class[order_c], np.arange(int(out_class.max()) + 2))
+    swapper = _Swapper(codes, original, rows, np.random.default_rng(_swap_seed(seed)))
     swaps = 0
-    hits = np.zeros(0, dtype=np.int64)
     for _ in range(MAX_ROUNDS):
         key, hit = _intact(codes, original, rows, perms)
         hits = np.unique(key[hit])
-        excess = hits.size - allowed
-        if excess <= 0:
-            break
-        # break the hits matched by the fewest output rows, in a random order
-        order = rng.permutation(hits.size)
+        if hits.size <= allowed:
+            return (rows, perms), IntactSwaps(swaps=swaps, intact_rows=int(hits.size),
+                                              allowed=allowed, distinct_rows=distinct)
+        swaps += swapper.round(perms, key, hit, hits, hits.size - allowed)
+    key, hit = _intact(codes, original, rows, perms)
+    hits = np.unique(key[hit])
+    if hits.size <= allowed:
+        return (rows, perms), IntactSwaps(swaps=swaps, intact_rows=int(hits.size),
+                                          allowed=allowed, distinct_rows=distinct)
+    # out of reach on these values: keep the uniform draw (the shuffle refuses it)
+    key, hit = _intact(codes, original, rows, drawn)
+    return (rows, drawn), IntactSwaps(swaps=0, intact_rows=int(np.unique(key[hit]).size),
+                                      allowed=allowed, distinct_rows=distinct)
+
+
+class _Swapper:
+    """One round of swaps: break the output rows of the ``excess`` hits matched by the
+    fewest output rows (in a random order among equals)."""
+
+    def __init__(self, codes: list[np.ndarray], original: np.ndarray, rows: np.ndarray,
+                 rng: np.random.Generator) -> None:
+        self.codes, self.original, self.rows, self.rng = codes, original, rows, rng
+        out_class = codes[0][rows]
+        self.out_class = out_class
+        self.order_c = np.argsort(out_class, kind="stable")
+        self.starts = np.searchsorted(out_class[self.order_c],
+                                      np.arange(int(out_class.max()) + 2))
+
+    def round(self, perms: np.ndarray, key: np.ndarray, hit: np.ndarray,
+              hits: np.ndarray, excess: int) -> int:
+        """Make this round's swaps in ``perms``; return how many."""
+        order = self.rng.permutation(hits.size)
         per_hit = np.bincount(np.searchsorted(hits, key[hit]), minlength=hits.size)
         chosen = hits[order[np.argsort(per_hit[order], kind="stable")[:excess]]]
-        for j in np.flatnonzero(hit & np.isin(key, chosen)):
-            c = out_class[j]
-            partner = order_c[starts[c] + rng.integers(starts[c + 1] - starts[c])]
-            g = int(rng.integers(len(groups)))
-            perms[g, j], perms[g, partner] = perms[g, partner], perms[g, j]
-            swaps += 1
-    else:
-        key, hit = _intact(codes, original, rows, perms)
-        hits = np.unique(key[hit])
-        if hits.size > allowed:  # out of reach on these values: keep the uniform draw
-            key, hit = _intact(codes, original, rows, drawn)
-            return (rows, drawn), IntactSwaps(swaps=0, intact_rows=int(np.unique(
-                key[hit]).size), allowed=allowed, distinct_rows=distinct)
-    return (rows, perms), IntactSwaps(swaps=swaps, intact_rows=int(hits.size),
-                                      allowed=allowed, distinct_rows=distinct)
+        targets = np.flatnonzero(hit & np.isin(key, chosen))
+        j, partner, swap = self._proposals(targets, len(perms))
+        ok = np.flatnonzero(self._both_broken(perms, j, partner, swap))
+        used = np.zeros(perms.shape[1], dtype=bool)
+        made = 0
+        for i in ok:  # one swap per row per round: each was judged on the rows as they are
+            a, b = j[i], partner[i]
+            if used[a] or used[b]:
+                continue
+            used[a] = used[b] = True
+            groups = swap[:, i]
+            perms[groups, a], perms[groups, b] = perms[groups, b], perms[groups, a]
+            made += 1
+        return made
+
+    def _proposals(self, targets: np.ndarray, n_groups: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """PROPOSALS (row, partner of its class, groups to swap) per target: the groups
+        are one at random, or (every other proposal) each with probability 1/2, because
+        on dense values every one-group neighbour of a row can be another intact row."""
+        j = np.repeat(targets, PROPOSALS)
+        c = self.out_class[j]
+        size = self.starts[c + 1] - self.starts[c]
+        partner = self.order_c[self.starts[c] + (self.rng.random(j.size) * size)
+                               .astype(np.int64)]
+        one = np.arange(n_groups)[:, None] == self.rng.integers(n_groups, size=j.size)
+        several = self.rng.random((n_groups, j.size)) < 0.5
+        swap = np.where(np.arange(j.size) % 2 == 0, one, one | several)
+        keep = partner != j
+        return j[keep], partner[keep], swap[:, keep]
+
+    def _both_broken(self, perms: np.ndarray, j: np.ndarray, partner: np.ndarray,
+                     swap: np.ndarray) -> np.ndarray:
+        """Whether the swap leaves neither of its two rows intact."""
+        n, m = self.original.shape[0], j.size
+
+        def column(k: int, c: np.ndarray) -> np.ndarray:
+            if k < 0:  # the class: a swap within class keeps it
+                return np.concatenate([c, c[self.rows[j]], c[self.rows[partner]]])
+            mine, theirs = perms[k, j], perms[k, partner]
+            return np.concatenate([c, c[np.where(swap[k], theirs, mine)],
+                                   c[np.where(swap[k], mine, theirs)]])
+
+        keys = combine_codes((column(k, c) for k, c in enumerate(self.codes, start=-1)),
+                             n + 2 * m)
+        intact = np.isin(keys[n:], keys[:n])
+        return ~intact[:m] & ~intact[m:]
 
 
 def _intact(codes: list[np.ndarray], original: np.ndarray, rows: np.ndarray,
