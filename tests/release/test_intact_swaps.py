@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from astrid_airflow import ReleaseRecipe
 from astrid_airflow.release import break_intact_rows
-
 from tests.release.test_local_suppression import _artefact
 
 
