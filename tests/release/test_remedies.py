@@ -135,6 +135,45 @@ def test_mdav_step_aggregates_within_class():
         assert part.groupby(["a", "b"]).size().min() >= 5
 
 
+def test_mdav_publishes_each_clusters_mean_or_most_common_value():
+    # a second statement of the rule, by pandas per cluster: the rounded mean of an
+    # integer, the mean of a float (missing values skipped), the most common category
+    # (the least in the category order among equals, missing when none)
+    from astrid_airflow.release._remedies import _mdav_members
+
+    rng = np.random.default_rng(7)
+    n = 157
+    t = pd.DataFrame({"i": rng.integers(0, 50, n),
+                      "f": np.where(rng.random(n) < 0.2, np.nan, rng.normal(size=n)),
+                      "c": pd.Categorical(rng.choice(["u", "v", "w", None], n),
+                                          categories=["w", "u", "v"]),
+                      "y": rng.choice(["p", "q"], n)})
+    spec = {"method": "mdav", "columns": ["i", "f", "c"], "k": 6,
+            "published_types": ["integer", "float", "category"]}
+    out = apply_recipe(t, ReleaseRecipe(k=6, target="y", steps=(spec,)))
+    members = _mdav_members(t[["i", "f", "c"]], t["y"], 6)
+    assert sorted(np.concatenate(members).tolist()) == list(range(n))
+    for rows in members:
+        part = t.iloc[rows]
+        assert part["y"].nunique() == 1 and len(rows) >= 6  # within class, k rows
+        assert (out["i"].iloc[rows] == np.floor(part["i"].mean() + 0.5)).all()
+        mean = part["f"].mean()
+        assert np.allclose(out["f"].iloc[rows], mean, equal_nan=True)
+        mode = part["c"].mode(dropna=True)
+        expected = mode.iloc[0] if len(mode) else None
+        got = set(out["c"].iloc[rows].astype(object).where(out["c"].iloc[rows].notna()))
+        assert got == {expected if expected is not None else np.nan} or \
+            (expected is None and out["c"].iloc[rows].isna().all())
+    assert out["c"].dtype == t["c"].dtype and out["i"].dtype == t["i"].dtype
+
+
+def test_bins_keep_a_nullable_integer_column_without_missing_values():
+    # fails before: numpy cannot cast to pandas' Int64 ("Cannot interpret 'Int64Dtype()'")
+    t = pd.DataFrame({"a": pd.array([0, 2, 4, 5, 99, -3], dtype="Int64"), "y": list("xxyyxy")})
+    out = apply_recipe(t, ReleaseRecipe(k=1, target="y", steps=(BINS,)))
+    assert out["a"].dtype == t["a"].dtype and out["a"].tolist() == [1, 3, 3, 7, 7, 1]
+
+
 # --------------------------------------------------------------------------- property
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
