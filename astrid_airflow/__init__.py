@@ -20,11 +20,13 @@ if TYPE_CHECKING:
         DataError,
         GateError,
         GroupingError,
+        IntactBudgetError,
         ParameterError,
         RecipeError,
         ReleaseError,
         SchemaMismatchError,
         StoreError,
+        SuppressionBudgetError,
     )
     from ._version import __version__
     from .engine import (

@@ -45,6 +45,16 @@ class GateError(AstridError):
 
 class RecipeError(ParameterError):
     """A release recipe is malformed or does not fit the table it is applied to."""
+
+
+class SuppressionBudgetError(RecipeError):
+    """A batch needs more local suppression than the policy's ``max_suppressed_share``:
+    the shuffle refuses it and publishes nothing."""
+
+
+class IntactBudgetError(RecipeError):
+    """A batch keeps more intact rows than the policy's ``max_intact`` after the
+    shuffle's within-class swaps: the shuffle refuses it and publishes nothing."""
 class ReleaseError(AstridError):
     """A release is refused: failed or stale gate receipt, or an archive it would change."""
 

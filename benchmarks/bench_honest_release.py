@@ -87,7 +87,7 @@ def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict,
               batches: str = "half") -> dict:
     import pandas as pd
 
-    from astrid_airflow import GatePolicy, RecipeError, shuffle_file
+    from astrid_airflow import GatePolicy, IntactBudgetError, RecipeError, shuffle_file
     from astrid_airflow import validate_surrogate as validate
     from astrid_airflow.release import published_exposure
 
@@ -120,7 +120,7 @@ def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict,
             try:
                 shuffle_file(src, art, out, random_state=s, record=record, overwrite=True)
             except RecipeError as exc:  # the shuffle's refusal: which budget
-                entry.update(refused_by="intact" if "max_intact" in str(exc)
+                entry.update(refused_by="intact" if isinstance(exc, IntactBudgetError)
                              else "suppression", error=str(exc))
                 per_seed.append(entry)
                 continue

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from astrid_airflow._errors import RecipeError
+from astrid_airflow._errors import IntactBudgetError
 
 from ._suppression import class_codes, combine_codes, group_codes
 
@@ -65,7 +65,7 @@ class IntactSwaps:
         the shuffle never publishes more than its policy allows (the gate would refuse
         it later, after the file was written)."""
         if self.intact_rows > self.allowed:
-            raise RecipeError(
+            raise IntactBudgetError(
                 f"This batch's surrogate would keep {self.intact_rows} of its "
                 f"{self.distinct_rows} distinct rows intact, more than the {self.allowed} "
                 f"the policy's max_intact allows, even after {MAX_ROUNDS} rounds of "

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from astrid_airflow._errors import ParameterError, RecipeError
+from astrid_airflow._errors import ParameterError, SuppressionBudgetError
 
 #: The policy's default suppression budget: the share of a batch's rows whose group
 #: values may be published as missing, per group (``GatePolicy.max_suppressed_share``).
@@ -209,7 +209,7 @@ class Suppression:
         over = [g for g in self.groups if g["suppressed_share"] > max_share + 1e-12]
         if over:
             g = max(over, key=lambda g: g["suppressed_share"])
-            raise RecipeError(
+            raise SuppressionBudgetError(
                 f"This batch needs {g['suppressed_share']:.4f} of its rows suppressed in "
                 f"group {g['columns']} ({g['suppressed_rows']} of {self.rows}), more than "
                 f"the policy's max_suppressed_share {max_share}: rows of that group are too "

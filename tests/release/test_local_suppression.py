@@ -161,14 +161,13 @@ def test_bin_edges_and_values_are_never_one_persons_value():
 
 
 def test_batch_over_the_suppression_budget_is_refused(tmp_path):
-    from astrid_airflow import shuffle_file
-    from astrid_airflow._errors import RecipeError
+    from astrid_airflow import SuppressionBudgetError, shuffle_file
 
     t = _census_like(200)
     recipe = ReleaseRecipe(k=5, steps=(), target="y")
     art = _artefact(t, "marital,relationship,hours", recipe)
     t.to_parquet(tmp_path / "t.parquet", index=False)
-    with pytest.raises(RecipeError, match="max_suppressed_share"):
+    with pytest.raises(SuppressionBudgetError, match="max_suppressed_share"):
         shuffle_file(tmp_path / "t.parquet", art, tmp_path / "s.parquet", random_state=1)
     assert not (tmp_path / "s.parquet").exists()
 
@@ -176,15 +175,14 @@ def test_batch_over_the_suppression_budget_is_refused(tmp_path):
 def test_batch_whose_intact_rows_swaps_cannot_fix_is_refused(tmp_path):
     # fails before: the shuffle published the uniform draw (185 of 198 distinct rows
     # intact, 1 allowed) and only the gate, later, refused the written file
-    from astrid_airflow import shuffle_file
-    from astrid_airflow._errors import RecipeError
+    from astrid_airflow import IntactBudgetError, shuffle_file
 
     t = _census_like()
     recipe, _ = fit_recipe(t, target="y", grouping="marital,relationship;hours", k=5)
     art = _artefact(t, "marital,relationship;hours", recipe)  # the default max_intact
     t.to_parquet(tmp_path / "t.parquet", index=False)
     record: dict = {}
-    with pytest.raises(RecipeError, match=r"max_intact allows.*Nothing is published"):
+    with pytest.raises(IntactBudgetError, match=r"max_intact allows.*Nothing is published"):
         shuffle_file(tmp_path / "t.parquet", art, tmp_path / "s.parquet", random_state=1,
                      record=record)
     assert not (tmp_path / "s.parquet").exists()
