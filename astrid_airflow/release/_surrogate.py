@@ -238,6 +238,15 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     ProtectsNothingWarning
         With a one-group grouping (every surrogate row is an original row).
 
+    Notes
+    -----
+    This is the in-memory surrogate the release choice and the utility measures draw;
+    it applies the recipe, the local suppression and the intact-row swaps, but does not
+    refuse a batch over the policy's budgets. :func:`shuffle_file` (``astrid shuffle``,
+    the operators) is the publishing path: it refuses such a batch
+    (:class:`~astrid_airflow.SuppressionBudgetError`,
+    :class:`~astrid_airflow.IntactBudgetError`) and writes nothing.
+
     Examples
     --------
     >>> import pandas as pd
