@@ -341,7 +341,8 @@ def main() -> int:
     ap.add_argument("--stem", default="e2e_release",
                     help="results file name (a table run apart, merged with --merge)")
     ap.add_argument("--merge", action="store_true",
-                    help="add these tables to the existing results (replacing their rows)")
+                    help="add these tables to the existing results (replacing their rows; "
+                    "without --sdv a table keeps its earlier SDV row)")
     ap.add_argument("--render", action="store_true",
                     help="only rewrite results/e2e_release.md from its JSON")
     ap.add_argument("--sdv", action="store_true",
@@ -368,9 +369,13 @@ def main() -> int:
                           json.dumps(plain(doc), indent=1) + "\n", overwrite=True)
         _render()
         return 0
+    kept_sdv: dict[str, dict] = {}
     if args.merge and (RESULTS / "e2e_release.json").exists():
         old = json.loads((RESULTS / "e2e_release.json").read_text())["tables"]
         rows = [r for r in old if r["table"] not in names]
+        # SDV sees the raw release part only, never this code: without --sdv a re-run
+        # table keeps its earlier SDV row
+        kept_sdv = {r["table"]: r["sdv"] for r in old if r.get("sdv")}
     _benchlib.anonymeter_python()  # create the venv first (not timed with a table)
     with tempfile.TemporaryDirectory(prefix="astrid_e2e_") as tmp:
         for name in names:
@@ -378,6 +383,8 @@ def main() -> int:
             rows.append(run_table(name, Path(tmp)))
             if args.sdv:
                 rows[-1]["sdv"] = sdv_table(name, Path(tmp))
+            elif name in kept_sdv:
+                rows[-1]["sdv"] = kept_sdv[name]
             print(f"  {_verdict(rows[-1])}", flush=True)
             rows.sort(key=lambda r: ALL_TABLES.index(r["table"]))
             _write(rows, started, args.stem)
