@@ -55,6 +55,8 @@ class SuppressionBudgetError(RecipeError):
 class IntactBudgetError(RecipeError):
     """A batch keeps more intact rows than the policy's ``max_intact`` after the
     shuffle's within-class swaps: the shuffle refuses it and publishes nothing."""
+
+
 class ReleaseError(AstridError):
     """A release is refused: failed or stale gate receipt, or an archive it would change."""
 

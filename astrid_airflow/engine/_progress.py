@@ -309,7 +309,8 @@ def stage_progress(stage: str, steps: int | None = None,
             progress.plan(steps, estimate_seconds, what or stage)
         with progress:
             yield progress
-            log.info("%s", progress.done_line())
+        # after the heartbeat has stopped: no progress line may follow the actual
+        log.info("%s", progress.done_line())
     finally:
         stack.remove(progress)
         if stack:

@@ -113,23 +113,20 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     original = combine_codes(codes, n)
     distinct = int(np.unique(original).size)
     allowed = math.floor(max_intact * distinct + 1e-9)
-    swapper = _Swapper(codes, original, rows, np.random.default_rng(_swap_seed(seed)))
-    swaps = 0
-    for _ in range(MAX_ROUNDS):
+    swapper = _Swapper(codes, rows, np.random.default_rng(_swap_seed(seed)))
+    swaps = drawn_hits = 0
+    for made in range(MAX_ROUNDS + 1):  # the draw's count, then one after each round
         key, hit = _intact(codes, original, rows, perms)
         hits = np.unique(key[hit])
+        if made == 0:
+            drawn_hits = hits.size
         if hits.size <= allowed:
             return (rows, perms), IntactSwaps(swaps=swaps, intact_rows=int(hits.size),
                                               allowed=allowed, distinct_rows=distinct)
-        swaps += swapper.round(perms, key, hit, hits, hits.size - allowed)
-    key, hit = _intact(codes, original, rows, perms)
-    hits = np.unique(key[hit])
-    if hits.size <= allowed:
-        return (rows, perms), IntactSwaps(swaps=swaps, intact_rows=int(hits.size),
-                                          allowed=allowed, distinct_rows=distinct)
+        if made < MAX_ROUNDS:
+            swaps += swapper.round(perms, key, hit, hits, hits.size - allowed)
     # out of reach on these values: keep the uniform draw (the shuffle refuses it)
-    key, hit = _intact(codes, original, rows, drawn)
-    return (rows, drawn), IntactSwaps(swaps=0, intact_rows=int(np.unique(key[hit]).size),
+    return (rows, drawn), IntactSwaps(swaps=0, intact_rows=int(drawn_hits),
                                       allowed=allowed, distinct_rows=distinct)
 
 
@@ -137,9 +134,9 @@ class _Swapper:
     """One round of swaps: break the output rows of the ``excess`` hits matched by the
     fewest output rows (in a random order among equals)."""
 
-    def __init__(self, codes: list[np.ndarray], original: np.ndarray, rows: np.ndarray,
+    def __init__(self, codes: list[np.ndarray], rows: np.ndarray,
                  rng: np.random.Generator) -> None:
-        self.codes, self.original, self.rows, self.rng = codes, original, rows, rng
+        self.codes, self.rows, self.rng = codes, rows, rng
         out_class = codes[0][rows]
         self.out_class = out_class
         self.order_c = np.argsort(out_class, kind="stable")
@@ -186,7 +183,7 @@ class _Swapper:
     def _both_broken(self, perms: np.ndarray, j: np.ndarray, partner: np.ndarray,
                      swap: np.ndarray) -> np.ndarray:
         """Whether the swap leaves neither of its two rows intact."""
-        n, m = self.original.shape[0], j.size
+        n, m = self.rows.size, j.size
 
         def column(k: int, c: np.ndarray) -> np.ndarray:
             if k < 0:  # the class: a swap within class keeps it

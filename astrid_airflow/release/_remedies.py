@@ -390,7 +390,7 @@ def _apply_mdav(table: pd.DataFrame, s: Mapping[str, Any], target: str) -> dict[
     index = table.index
     return {c: pd.Series(out[c], index=index, name=c).astype(table[c].dtype)
             if published_type(table[c]) != "integer" else
-            _typed(as_float(pd.Series(out[c])), table[c]) for c in cols}
+            _typed(out[c], table[c]) for c in cols}
 
 
 def _mdav_members(sub: pd.DataFrame, target: pd.Series, k: int) -> list[np.ndarray]:
