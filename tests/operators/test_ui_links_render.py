@@ -18,6 +18,7 @@ Under CI (``CI=true``) a missing Chromium fails the test instead of skipping it.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -25,7 +26,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import types
 import urllib.error
@@ -126,29 +126,88 @@ def api_server(finished_run, tmp_path_factory, base_url):
                 proc.wait()
 
 
-def _chromium(binary: str, url: str, *extra: str) -> str:
-    # headless Chromium now and then never settles its virtual time on a loaded machine
-    # (seen with --screenshot after a long session): a hard stop, then one fresh retry
-    for attempt in (1, 2):
-        with tempfile.TemporaryDirectory() as profile:
-            cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu",
-                   "--disable-background-networking", "--disable-component-update",
-                   "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-                   # React fetches the task instance and its links after load
-                   "--virtual-time-budget=30000", "--timeout=60000",
-                   "--window-size=1400,1000", *extra, url]
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            except subprocess.TimeoutExpired:
-                if attempt == 2:
-                    raise
-                continue
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout
-    raise AssertionError("unreachable")
+class _Page:
+    """Headless Chromium driven over the DevTools protocol: load a URL, wait for a condition.
+
+    A React page fetches after load, so a fixed wait (``--virtual-time-budget``) is either
+    long or flaky: under CI's load Chromium twice outran a 120 s stop with it. Here the test
+    polls the DOM in real time until what it checks is there (or a deadline), then reads it.
+    """
+
+    def __init__(self, binary: str, profile: str):
+        self.proc = subprocess.Popen(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+             "--remote-debugging-port=0", "--window-size=1400,1000", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.ws = self._connect()
+        self._id = 0
+
+    def _connect(self):
+        from websockets.sync.client import connect
+
+        for line in self.proc.stderr:  # Chromium announces its endpoint on stderr
+            if "DevTools listening on " in line:
+                port = urllib.parse.urlsplit(line.split("listening on ", 1)[1].strip()).port
+                break
+        else:
+            raise AssertionError(f"Chromium exited ({self.proc.wait()}) without DevTools")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as r:
+            page = next(t for t in json.loads(r.read()) if t["type"] == "page")
+        return connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=30)
+
+    def call(self, method: str, **params):
+        self._id += 1
+        self.ws.send(json.dumps({"id": self._id, "method": method, "params": params}))
+        while True:  # events arrive in between; the answer carries our id
+            answer = json.loads(self.ws.recv(timeout=120))
+            if answer.get("id") == self._id:
+                assert "error" not in answer, answer
+                return answer["result"]
+
+    def evaluate(self, expression: str):
+        done = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return done["result"].get("value")
+
+    def load(self, url: str, until: str, deadline: float = 240.0) -> str:
+        """Navigate, wait until the JS expression ``until`` is true, return the DOM."""
+        self.call("Page.navigate", url=url)
+        stop = time.monotonic() + deadline
+        while not self.evaluate(until):
+            if time.monotonic() > stop:
+                raise AssertionError(f"{url}: {until} still false after {deadline:.0f} s; "
+                                     f"DOM: {self.dom()[:3000]}")
+            time.sleep(0.5)
+        return self.dom()
+
+    def dom(self) -> str:
+        return self.evaluate("document.documentElement.outerHTML") or ""
+
+    def screenshot(self, png: Path) -> None:
+        png.write_bytes(base64.b64decode(self.call("Page.captureScreenshot")["data"]))
+
+    def close(self) -> None:
+        self.ws.close()
+        self.proc.kill()
+        self.proc.wait()
 
 
-def test_task_page_shows_the_extra_links(chromium, api_server, finished_run):
+@pytest.fixture
+def browser(chromium, tmp_path):
+    tab = _Page(chromium, str(tmp_path / "profile"))
+    yield tab
+    tab.close()
+
+
+def _shows(*texts: str) -> str:
+    """JS: every text is some link's text, and the page has finished loading."""
+    wanted = json.dumps(list(texts))
+    return (f"document.readyState === 'complete' && {wanted}.every(t => "
+            "[...document.querySelectorAll('a')].some(a => a.textContent.trim() === t))")
+
+
+def test_task_page_shows_the_extra_links(browser, api_server, finished_run):
     run_id = urllib.parse.quote(finished_run.dr.run_id, safe="")
     # the task instance's Details tab renders the extra links (as buttons: <a>)
     url = f"{api_server}/dags/{PUBLISH}/runs/{run_id}/tasks/gate/details"
@@ -166,7 +225,7 @@ def test_task_page_shows_the_extra_links(chromium, api_server, finished_run):
     page = f"{api_server}/astrid/runs/{PUBLISH}/{run_id}/gate/"
     assert links == {"Data Docs": page + "data-docs", "Release report": page + "report/",
                      "Artefact": page + "artefact"}, served
-    dom = _chromium(chromium, url, "--dump-dom")
+    dom = browser.load(url, until=_shows(*LINKS))
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "ui_gate_task_links.html").write_text(dom)
     anchors = dict((text, href.replace("&amp;", "&")) for href, text in
@@ -176,12 +235,13 @@ def test_task_page_shows_the_extra_links(chromium, api_server, finished_run):
     assert {name: anchors[name] for name in LINKS} == links, anchors
     png = ARTIFACTS / "ui_gate_task_links.png"
     png.unlink(missing_ok=True)
-    _chromium(chromium, url, f"--screenshot={png}")
+    browser.screenshot(png)
     assert png.is_file() and png.stat().st_size > 10_000  # a rendered page, not a blank
 
     # the buttons open: the plugin serves the gate's pages from the store
     recorded = Path(finished_run.root)
-    docs_dom = _chromium(chromium, anchors["Data Docs"], "--dump-dom")
+    docs_dom = browser.load(anchors["Data Docs"], until="document.readyState === 'complete' && "
+                         "document.documentElement.outerHTML.includes('expect_')")
     (ARTIFACTS / "plugin_data_docs.html").write_text(docs_dom)
     validation = next(p for p in recorded.rglob("surrogate.validation.html")
                       if "staging" in p.parts).read_text()
@@ -190,7 +250,7 @@ def test_task_page_shows_the_extra_links(chromium, api_server, finished_run):
     assert "expect_" in docs_dom  # the expectations the gate ran
     DOCS_PNG.parent.mkdir(exist_ok=True)
     DOCS_PNG.unlink(missing_ok=True)
-    _chromium(chromium, anchors["Data Docs"], f"--screenshot={DOCS_PNG}")
+    browser.screenshot(DOCS_PNG)
     assert DOCS_PNG.is_file() and DOCS_PNG.stat().st_size > 10_000
     for name in ("Release report", "Artefact"):
         with urllib.request.urlopen(anchors[name], timeout=30) as answer:
