@@ -43,6 +43,7 @@ from ._choice_checks import (
     batch_suppression,
     built_batches,
     cheap_checks,
+    keeps_batch_budget,
 )
 from ._choice_reasons import refusal_reason
 
@@ -63,7 +64,9 @@ def _retry_order(c: Mapping[str, Any]) -> tuple[float, float]:
     the attacks refused), then the most accurate: a few bins less keeps a near miss, while
     a group whose batches mostly fail stays failing at any cap per column (its cells
     are the product of its columns' bins)."""
-    excess = c["risks"].get("batch_over_budget", 0.0) - BATCH_REFUSAL_RATE
+    r = c["risks"]
+    excess = r.get("batch_over_budget_upper", r.get("batch_over_budget", 0.0)) - \
+        BATCH_REFUSAL_RATE
     return max(0.0, excess), -c["accuracy_surrogate"]
 
 
@@ -232,9 +235,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     before its attacks, up to ``CHOICE_MAX_ROWS`` rows, in the bootstrap's own world
     (``BATCH_REFITS`` recipes refitted on resamples, each judged on
     ``BATCHES_PER_REFIT`` others: :meth:`_Choice.keeps_new_batches`). At most
-    ``BATCH_REFUSAL_RATE`` of the batches may exceed the budget
-    (``batch_suppressed_share``, ``batch_over_budget``), so the shuffle refuses at most
-    that share of honest new batches. When only the attacks or the suppression budget
+    ``BATCH_REFUSAL_RATE`` of the batches may exceed the budget (``batch_suppressed_share``,
+    ``batch_over_budget``), and in the calibrated step that rate's 95 % upper bound too
+    (``batch_over_budget_upper``), so the shuffle refuses at most that share of honest
+    new batches. When only the attacks or the suppression budget
     refuse, the ``COARSER_RETRIES`` of those candidates nearest to the batch check, then
     most accurate, are retried with at most ``COARSER_BINS`` bins per numeric column, in
     turn.
@@ -382,7 +386,7 @@ class _Choice:
             self.table, recipe, lambda rows, key: self.fit(rows, grouping, method,
                                                            max_bins, key)[0],
             grouping, target, policy.max_suppressed_share))
-        if risks["batch_suppressed_share"] > policy.max_suppressed_share and \
+        if not keeps_batch_budget(risks, policy.max_suppressed_share) and \
                 "suppression" not in failed:
             failed = [*failed, "suppression"]
 
@@ -495,7 +499,7 @@ class _Choice:
                                            key)[0],
                 grouping, self.target, self.policy.max_suppressed_share, refitted=True)
         c["risks"].update(found)
-        if found["batch_suppressed_share"] > self.policy.max_suppressed_share:
+        if not keeps_batch_budget(found, self.policy.max_suppressed_share):
             c["failed"] = ["suppression"]
             return False
         return True

@@ -6,7 +6,8 @@ intact rows, the class from one column) runs on every candidate; :func:`attack_c
 accurate first, because the attacks cost the most. :func:`batch_suppression` checks a
 candidate's suppression budget on bootstrap batches (:func:`batch_multiplicities`), and
 :func:`batch_suppressed_share` gives the share at most ``BATCH_REFUSAL_RATE`` of them
-exceed.
+exceed; :func:`keeps_batch_budget` judges it (with :func:`batch_rate_upper` where the
+recipe was refitted).
 """
 
 from __future__ import annotations
@@ -87,11 +88,15 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
 #: others. Only the second matches the real rate (resamples through the reference's own
 #: recipe said 0.3-0.4 % of batches over the budget where 2-3 % of real other halves
 #: were: its cells were fitted to be large on those very rows;
-#: benchmarks/results/batch_check*.md); its refits cost 10 group fits per group, so it
+#: benchmarks/results/batch_check*.md); its refits cost BATCH_REFITS group fits per group, so it
 #: runs on the few candidates that could be released. Above CHOICE_MAX_ROWS a refit is
 #: minutes of passes over every row: there the first step is the check (docs/privacy.md).
+#: 40 refits, not 10: the bar is the rate's upper bound over the refits
+#: (BATCH_RATE_CONFIDENCE), which 10 left too wide to keep a release that keeps the rate
+#: (diabetes: 0.5 % estimated, bound 1.4 %; with 40, 0.6 % and 0.9 %, and 0 of 200 new
+#: batches refused).
 BATCH_RESAMPLES = 100
-BATCH_REFITS = 10
+BATCH_REFITS = 40
 BATCHES_PER_REFIT = 100
 #: An MDAV recipe's values depend on the batch: its batches are built and remedied
 #: through the reference's recipe, BUILT_BATCH_RESAMPLES of them (LARGE_BATCH_RESAMPLES
@@ -101,6 +106,13 @@ LARGE_BATCH_RESAMPLES = 3
 #: At most this share of those batches may exceed the suppression budget: how often the
 #: shuffle may refuse an honest new batch like the reference (issue 28: 1 %).
 BATCH_REFUSAL_RATE = 0.01
+#: The calibrated step bounds that rate, not its estimate: the one-sided upper bound at
+#: this confidence of the mean over the refits of each refit's share of batches over the
+#: budget (Student's t; the refits, not the batches, are the independent draws). A
+#: recipe whose estimate sits at the rate is refused up front rather than on a share of
+#: the days it runs (credit-a at max_accuracy_drop 0.07: 1.0 % estimated, 6 of 200 new
+#: batches refused, results/honest_release.md).
+BATCH_RATE_CONFIDENCE = 0.95
 
 
 def batch_plan(n_rows: int, built: bool = False, refitted: bool = False
@@ -134,6 +146,25 @@ def batch_suppressed_share(shares: list[float]) -> float:
     """
     allowed = int(BATCH_REFUSAL_RATE * len(shares) + 1e-9)
     return float(sorted(shares)[len(shares) - 1 - allowed])
+
+
+def batch_rate_upper(rates: list[float]) -> float:
+    """One-sided ``BATCH_RATE_CONFIDENCE`` upper bound of the mean of per-refit rates
+    (Student's t over the refits); one rate is its own bound, and rates all equal are
+    their value.
+
+    >>> batch_rate_upper([0.0] * 10), batch_rate_upper([0.02])
+    (0.0, 0.02)
+    >>> round(batch_rate_upper([0.0] * 9 + [0.1]), 4)
+    0.0283
+    """
+    mean = float(np.mean(rates))
+    if len(rates) < 2:
+        return mean
+    from scipy.stats import t
+
+    se = float(np.std(rates, ddof=1)) / np.sqrt(len(rates))
+    return float(min(1.0, mean + float(t.ppf(BATCH_RATE_CONFIDENCE, len(rates) - 1)) * se))
 
 
 def batch_multiplicities(table: pd.DataFrame, target: str, n: int,
@@ -176,16 +207,30 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
             release_domain(table, recipe, target)[0], grouping.groups, target, recipe.k,
             batch_multiplicities(table, target, per))
     else:
-        shares = []
+        shares, rates = [], []
         for r, m in enumerate(batch_multiplicities(table, target, refits, stream=1)):
             applied = release_domain(table, refit(_rows_of(table, m), ("batch refit", r)),
                                      target)[0]
-            shares += resampled_suppressed_shares(
+            judged = resampled_suppressed_shares(
                 applied, grouping.groups, target, recipe.k,
                 batch_multiplicities(table, target, per, stream=2 + r))
-    return {"batch_suppressed_share": batch_suppressed_share(shares),
-            "batch_resamples": len(shares), "batch_refits": refits,
-            "batch_over_budget": sum(x > budget for x in shares) / len(shares)}
+            shares += judged
+            rates.append(sum(x > budget for x in judged) / len(judged))
+    over = sum(x > budget for x in shares) / len(shares)
+    found = {"batch_suppressed_share": batch_suppressed_share(shares),
+             "batch_resamples": len(shares), "batch_refits": refits,
+             "batch_over_budget": over}
+    if refits:
+        found["batch_over_budget_upper"] = batch_rate_upper(rates)
+    return found
+
+
+def keeps_batch_budget(found: dict[str, Any], budget: float) -> bool:
+    """Whether a candidate's batch check (:func:`batch_suppression`) keeps the budget:
+    at most ``BATCH_REFUSAL_RATE`` of the batches over it, and, where the recipe was
+    refitted, that rate's upper bound too (:func:`batch_rate_upper`)."""
+    return found["batch_suppressed_share"] <= budget and \
+        found.get("batch_over_budget_upper", 0.0) <= BATCH_REFUSAL_RATE
 
 
 def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,

@@ -25,9 +25,11 @@ def _below_k(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
 
 def _suppression(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
     w = r.get("worst_suppressed_group") or {}
+    upper = r.get("batch_over_budget_upper")
+    bound = "" if upper is None else f" (95 % upper bound {upper:.1%})"
     return (f"{r['suppressed_share']:.3f} of rows suppressed, and more than "
-            f"{policy.max_suppressed_share} in {r.get('batch_over_budget', 0.0):.0%} of "
-            f"new batches like the reference (at most {BATCH_REFUSAL_RATE:.0%} may be), "
+            f"{policy.max_suppressed_share} in {r.get('batch_over_budget', 0.0):.1%}{bound} "
+            f"of new batches like the reference (at most {BATCH_REFUSAL_RATE:.0%} may be), "
             f"worst group {_cols(w.get('columns', []))}")
 
 
