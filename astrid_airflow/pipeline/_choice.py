@@ -37,8 +37,8 @@ from ._choice_budget import (
     with_choice_steps,
 )
 from ._choice_checks import (
-    BATCH_REFUSAL_RATE,
     attack_checks,
+    batch_excess,
     batch_plan,
     batch_suppression,
     built_batches,
@@ -64,10 +64,7 @@ def _retry_order(c: Mapping[str, Any]) -> tuple[float, float]:
     the attacks refused), then the most accurate: a few bins less keeps a near miss, while
     a group whose batches mostly fail stays failing at any cap per column (its cells
     are the product of its columns' bins)."""
-    r = c["risks"]
-    excess = r.get("batch_over_budget_upper", r.get("batch_over_budget", 0.0)) - \
-        BATCH_REFUSAL_RATE
-    return max(0.0, excess), -c["accuracy_surrogate"]
+    return batch_excess(c["risks"]), -c["accuracy_surrogate"]
 
 
 def _candidates(result: Mapping[str, Any], attrs: list[str], *, coarser: bool = True

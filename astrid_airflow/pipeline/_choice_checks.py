@@ -225,6 +225,13 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
     return found
 
 
+def batch_excess(risks: dict[str, Any]) -> float:
+    """How far a candidate's batch check is over ``BATCH_REFUSAL_RATE`` (its bound where
+    the recipe was refitted, else its share of batches over the budget; 0 within it)."""
+    over = risks.get("batch_over_budget_upper", risks.get("batch_over_budget", 0.0))
+    return max(0.0, over - BATCH_REFUSAL_RATE)
+
+
 def keeps_batch_budget(found: dict[str, Any], budget: float) -> bool:
     """Whether a candidate's batch check (:func:`batch_suppression`) keeps the budget:
     at most ``BATCH_REFUSAL_RATE`` of the batches over it, and, where the recipe was

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._choice_checks import BATCH_REFUSAL_RATE
+from ._choice_checks import BATCH_REFUSAL_RATE, batch_excess
 
 
 def _cols(columns: list[str]) -> str:
@@ -94,7 +94,9 @@ def refusal_reason(cands: list[dict[str, Any]], policy: Any) -> str:
                 f"expectation checked before the attacks ({best['label']}) loses "
                 f"{best['accuracy_drop']:.3f} accuracy on held-out real rows, above "
                 f"max_accuracy_drop {policy.max_accuracy_drop}" + within)
-    closest = min(cands, key=lambda c: (len(c["failed"]), -c["accuracy_surrogate"]))
+    # fewest checks failed, then nearest to the batch check, then the most accurate
+    closest = min(cands, key=lambda c: (len(c["failed"]), batch_excess(c["risks"]),
+                                        -c["accuracy_surrogate"]))
     worst = sorted({f for c in cands for f in c["failed"]})
     return ("privacy: no candidate grouping with remedies passes every privacy expectation "
             f"of the policy (failing: {', '.join(worst)}; closest: {closest['label']}: "

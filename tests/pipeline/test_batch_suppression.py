@@ -124,3 +124,23 @@ def test_a_release_whose_rate_is_only_estimated_within_the_bar_is_refused(monkey
     assert refitted and rel["chosen"] is None, rel.get("reason")
     assert all(c["failed"] == ["suppression"] for c in refitted)
     assert "95 % upper bound" in rel["reason"]
+
+
+def test_a_refusal_by_the_batch_check_names_the_nearest_miss():
+    """Among candidates failing as many checks, the refusal names the one nearest to the
+    batch check (credit-a at 0.07: 0.9 %, bound 1.4 %), not a more accurate one over
+    the budget on 89 % of batches. It fails on the code before (accuracy alone)."""
+    from astrid_airflow import GatePolicy
+    from astrid_airflow.pipeline._choice_reasons import refusal_reason
+
+    def cand(label, acc, over, upper):
+        return {"label": label, "failed": ["suppression"], "accuracy_surrogate": acc,
+                "accuracy_drop": 0.05, "risks": {
+                    "suppressed_share": 0.0, "batch_over_budget": over,
+                    "batch_over_budget_upper": upper,
+                    "worst_suppressed_group": {"columns": ["a"]}}}
+
+    why = refusal_reason([cand("far", 0.85, 0.89, 0.93), cand("near", 0.80, 0.009, 0.014),
+                          {**cand("useless", 0.5, 0.0, 0.0), "failed": ["suppression", "utility"]}],
+                         GatePolicy(max_accuracy_drop=0.07))
+    assert "closest: near: " in why and "0.9% (95 % upper bound 1.4%)" in why, why
