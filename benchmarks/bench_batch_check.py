@@ -118,7 +118,7 @@ def one_seed(name: str, seed: int, factor: int, batches: int, refits: int) -> di
             rates.append(_over(ref, fitted, grouping, target,
                                _draws(ref, target, batches // refits, False, 20_000 + r)))
         out["refit_bootstrap"] = statistics.fmean(rates)
-        # what the choice's bar is since session 22: the rate's upper bound over refits
+        # what the choice records beside its estimate: the rate's upper bound over refits
         out["refit_bound"] = batch_rate_upper(rates)
     real = release_domain(other, recipe, target, grouping)[1].to_dict()
     out["real_batch_share"] = real["max_suppressed_share"]
@@ -178,7 +178,7 @@ def run(name: str, factor: int, seeds: int, batches: int, refits: int = 0) -> di
 
 KINDS = (("bootstrap", "bootstrap"), ("double_bootstrap", "double bootstrap"),
          ("refit_bootstrap", "refit bootstrap"),
-         ("refit_bound", "refit bootstrap's 95 % upper bound (the bar since session 22)"))
+         ("refit_bound", "refit bootstrap's 95 % upper bound (recorded, not the bar)"))
 
 
 def markdown(rows: list[dict]) -> str:

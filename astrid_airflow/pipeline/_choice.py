@@ -233,8 +233,8 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     (``BATCH_REFITS`` recipes refitted on resamples, each judged on
     ``BATCHES_PER_REFIT`` others: :meth:`_Choice.keeps_new_batches`). At most
     ``BATCH_REFUSAL_RATE`` of the batches may exceed the budget (``batch_suppressed_share``,
-    ``batch_over_budget``), and in the calibrated step that rate's 95 % upper bound too
-    (``batch_over_budget_upper``), so the shuffle refuses at most that share of honest
+    ``batch_over_budget``; the calibrated step records the rate's 95 % upper bound beside
+    it, ``batch_over_budget_upper``), so the shuffle refuses about that share of honest
     new batches. When only the attacks or the suppression budget
     refuse, the ``COARSER_RETRIES`` of those candidates nearest to the batch check, then
     most accurate, are retried with at most ``COARSER_BINS`` bins per numeric column, in

@@ -153,8 +153,8 @@ def test_the_batch_check_is_calibrated_up_to_choice_max_rows():
     from astrid_airflow.pipeline._choice_checks import batch_plan
 
     assert batch_plan(700) == (0, 100)  # every candidate: the reference's recipe
-    assert batch_plan(700, refitted=True) == (40, 100)  # before its attacks
-    assert batch_plan(CHOICE_MAX_ROWS, refitted=True) == (40, 100)
+    assert batch_plan(700, refitted=True) == (10, 100)  # before its attacks
+    assert batch_plan(CHOICE_MAX_ROWS, refitted=True) == (10, 100)
     assert batch_plan(CHOICE_MAX_ROWS + 1, refitted=True) == (0, 0)
     assert batch_plan(700, built=True, refitted=True) == (0, 0)  # MDAV: built batches
 

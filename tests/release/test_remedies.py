@@ -626,7 +626,7 @@ def test_choice_allows_for_the_gates_own_draw_of_the_attacks(monkeypatch):
 @pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
 def test_a_release_only_the_attacks_refuse_is_retried_with_fewer_bins(monkeypatch):
     from astrid_airflow import GatePolicy, choose_release
-    from astrid_airflow.pipeline import _choice, _choice_checks
+    from astrid_airflow.pipeline import _choice
 
     rng = np.random.default_rng(0)
     n = 1200
@@ -644,9 +644,6 @@ def test_a_release_only_the_attacks_refuse_is_retried_with_fewer_bins(monkeypatc
             ["inference"] if widest > 20 else []
 
     monkeypatch.setattr(_choice, "attack_checks", attacks)
-    # the attacks alone refuse here: without the calibrated batch check, whose bound
-    # refuses this table's finer recipes on its own (tests/pipeline/test_batch_suppression.py)
-    monkeypatch.setattr(_choice_checks, "BATCH_REFITS", 0)
     art = choose_release(t, result, policy=GatePolicy(max_accuracy_drop=0.2), random_state=1)
     rel = art.release
     assert rel["status"] == "chosen", rel["reason"]
