@@ -43,7 +43,6 @@ from ._choice_checks import (
     batch_suppression,
     built_batches,
     cheap_checks,
-    keeps_batch_budget,
 )
 from ._choice_reasons import refusal_reason
 
@@ -383,7 +382,7 @@ class _Choice:
             self.table, recipe, lambda rows, key: self.fit(rows, grouping, method,
                                                            max_bins, key)[0],
             grouping, target, policy.max_suppressed_share))
-        if not keeps_batch_budget(risks, policy.max_suppressed_share) and \
+        if risks["batch_suppressed_share"] > policy.max_suppressed_share and \
                 "suppression" not in failed:
             failed = [*failed, "suppression"]
 
@@ -496,7 +495,7 @@ class _Choice:
                                            key)[0],
                 grouping, self.target, self.policy.max_suppressed_share, refitted=True)
         c["risks"].update(found)
-        if not keeps_batch_budget(found, self.policy.max_suppressed_share):
+        if found["batch_suppressed_share"] > self.policy.max_suppressed_share:
             c["failed"] = ["suppression"]
             return False
         return True

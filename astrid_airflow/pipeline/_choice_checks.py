@@ -6,7 +6,7 @@ intact rows, the class from one column) runs on every candidate; :func:`attack_c
 accurate first, because the attacks cost the most. :func:`batch_suppression` checks a
 candidate's suppression budget on bootstrap batches (:func:`batch_multiplicities`), and
 :func:`batch_suppressed_share` gives the share at most ``BATCH_REFUSAL_RATE`` of them
-exceed; :func:`keeps_batch_budget` judges it.
+exceed.
 """
 
 from __future__ import annotations
@@ -224,12 +224,6 @@ def batch_excess(risks: dict[str, Any]) -> float:
     """How far a candidate's share of batches over the budget is above
     ``BATCH_REFUSAL_RATE`` (0 within it)."""
     return max(0.0, risks.get("batch_over_budget", 0.0) - BATCH_REFUSAL_RATE)
-
-
-def keeps_batch_budget(found: dict[str, Any], budget: float) -> bool:
-    """Whether a candidate's batch check (:func:`batch_suppression`) keeps the budget:
-    at most ``BATCH_REFUSAL_RATE`` of the batches over it."""
-    return found["batch_suppressed_share"] <= budget
 
 
 def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,

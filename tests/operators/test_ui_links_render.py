@@ -26,6 +26,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import types
 import urllib.error
@@ -141,7 +142,14 @@ class _Page:
              "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
              "--remote-debugging-port=0", "--window-size=1400,1000", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.ws = self._connect()
+        try:
+            self.ws = self._connect()
+        except BaseException:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        # keep reading its stderr: a full pipe would block Chromium mid-test
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
         self._id = 0
 
     def _connect(self):
