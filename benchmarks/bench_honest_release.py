@@ -133,6 +133,9 @@ def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict,
             entry.update(intact=p, intact_fail=p > policy.max_intact,
                          exposed=sum(g["exposed_rows"] for g in exp),
                          suppressed_share=record["suppression"]["max_suppressed_share"],
+                         # groups published with a coarser fallback of the recipe
+                         fallback_groups=sum(g.get("recipe_rung", 0) > 0 for g in
+                                             record["suppression"]["groups"]),
                          swaps=record["intact_swaps"][0]["swaps"])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -155,6 +158,8 @@ def run_table(name: str, seeds: int, gate_seeds: int, overrides: dict,
         exposed_rows=sum(e["exposed"] for e in done),
         max_suppressed_share=max((e["suppressed_share"] for e in done), default=None),
         seeds_with_swaps=sum(e["swaps"] > 0 for e in done),
+        seeds_with_fallback=sum(e["fallback_groups"] > 0 for e in done),
+        recipe_rungs=len(art.recipe.rungs),
         swaps=sum(e["swaps"] for e in done),
         refused_by_utility=sum(not e["utility_passed"] for e in done),
         mean_drop=statistics.fmean(e["drop"] for e in done) if done else None,
@@ -178,10 +183,11 @@ def _markdown(rows: list[dict]) -> str:
            "`validate_surrogate` does) on every seed; the whole gate on the first "
            "seeds.", "",
            "| table | policy | batches | batch rows | seeds | choice's drop (out of sample) | "
+           "recipe rungs | published with a fallback | "
            "refused: suppression budget | refused: intact rows | worst intact | exposed "
            "published rows | worst suppressed share | seeds with swaps | refused: accuracy "
            "| mean drop (se) | gate seeds | gate refused | failed checks |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         policy = r.get("policy", "default")
         policy = policy if isinstance(policy, str) else ", ".join(
@@ -193,7 +199,8 @@ def _markdown(rows: list[dict]) -> str:
             continue
         out.append(f"| {r['table']} | {policy} | {r.get('batches', 'half')} | "
                    f"{r['batch_rows']} | {r['seeds']} | "
-                   f"{_f(r.get('choice_drop'))} | "
+                   f"{_f(r.get('choice_drop'))} | {r.get('recipe_rungs', 1)} | "
+                   f"{r.get('seeds_with_fallback', '-')} | "
                    f"{r['refused_by_suppression']} | {r['refused_by_intact']} | "
                    f"{_f(r['max_intact'])} | {r['exposed_rows']} | "
                    f"{_f(r['max_suppressed_share'])} | {r['seeds_with_swaps']} | "

@@ -243,15 +243,19 @@ def _release_domain(original_df: pd.DataFrame, surrogate_df: pd.DataFrame, surro
                     artefact: Any, remedies: bool) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
     """The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
     and what an attacker who knows the published recipe compares against. Returns the
-    remedied original, the surrogate read as its types, and the recipe (or None)."""
+    remedied original, the surrogate read as its types, and ``(recipe applied, rung per
+    group)`` (None for the raw release)."""
     from astrid_airflow.io import csv_floats_like, suppressed_like
-    from astrid_airflow.release import release_recipe, remedied
+    from astrid_airflow.release import release_domain, release_recipe
 
     recipe = release_recipe(artefact, remedies)
-    judged_original = remedied(original_df, recipe, artefact.target, artefact.grouping)
+    # with fallbacks, each group's rung on this batch: the shuffle's
+    judged_original, found = release_domain(original_df, recipe, artefact.target,
+                                            artefact.grouping)
     surrogate_df = suppressed_like(csv_floats_like(surrogate_df, surrogate, judged_original),
                                    judged_original)  # a suppressed column has no type
-    return judged_original, surrogate_df, recipe
+    return judged_original, surrogate_df, None if found is None else \
+        (recipe.mixed(found.recipe_rungs, artefact.grouping.groups), found.recipe_rungs)
 
 
 def _artefact_summary(artefact: Any, location: Any, recipe: Any) -> dict[str, Any]:
@@ -262,7 +266,10 @@ def _artefact_summary(artefact: Any, location: Any, recipe: Any) -> dict[str, An
             "fingerprint": dict(artefact.fingerprint),
             "location": getattr(location, "path", None),
             "sha256": artefact_sha256(artefact),  # what a sealed receipt binds
-            "remedies": None if recipe is None else recipe.to_dict()}
+            # what the batch was judged with: per group, the artefact's recipe rung (0:
+            # the chosen recipe, i: its i-th coarser fallback), mixed into one recipe
+            "remedies": None if recipe is None else recipe[0].to_dict(),
+            "recipe_rungs": None if recipe is None else recipe[1]}
 
 
 def _file_digest(source: Any) -> str | None:

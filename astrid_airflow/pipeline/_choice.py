@@ -45,6 +45,7 @@ from ._choice_checks import (
     cheap_checks,
 )
 from ._choice_reasons import refusal_reason
+from ._fit_recipe import BATCH_FACTOR
 
 #: Bins per numeric column of the coarser retries of releases only the attacks or the
 #: suppression budget refuse.
@@ -52,6 +53,12 @@ COARSER_BINS = (20, 8, 4, 2)
 #: How many of those releases (closest to the batch check, then most accurate) are
 #: retried coarser.
 COARSER_RETRIES = 3
+#: Cell margins of the chosen release's coarser fallbacks: its recipe refitted for this
+#: many times k rows of each class per published cell (the release's own is
+#: ``BATCH_FACTOR``, 3). A batch on which the chosen recipe would need more suppression
+#: than the budget is published with the first fallback that keeps it
+#: (``ReleaseRecipe.rungs``), so the shuffle refuses only a batch no rung can publish.
+FALLBACK_FACTORS = (6, 12)
 _ATTACKS = ("singling_out", "linkability", "inference")
 #: The label suffix of a candidate whose unsafe multi-column groups are partitioned.
 _PARTITION = "unsafe group(s) partitioned"
@@ -254,6 +261,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     chosen = choice.attack_in_order(cands)
     if chosen is None:  # the attacks or the batches refused them: the same, coarser
         chosen = choice.retry_coarser(cands)
+    rungs = [] if chosen is None else choice.fallbacks(chosen, cands)
     _partition_costs(cands, split_for)
     for c in cands:
         c["passed"] = c is chosen
@@ -272,8 +280,12 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                        reason=refusal_reason(cands, choice.policy))
         artefact_dict = d
     else:
-        release.update(status="chosen", recipe=chosen["recipe"].to_dict(),
+        recipe = chosen["recipe"] if not rungs else dataclasses.replace(
+            chosen["recipe"], fallbacks=tuple(r["recipe"] for r in rungs),
+            fallback_share=choice.policy.max_suppressed_share)
+        release.update(status="chosen", recipe=recipe.to_dict(),
                        chosen=cands.index(chosen), reason=None,
+                       fallbacks=[cands.index(r) for r in rungs],
                        utility=choice.release_utility(chosen))
         # the artefact records the released grouping (what the gate ties the file to);
         # the learned one stays in release["learned_grouping"] and the per-k table
@@ -336,7 +348,8 @@ class _Choice:
                    repeats=policy.utility_repeats_for(measured), steps=steps)
 
     def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
-            max_bins: int | None, key: Any = None) -> tuple[Any, Any]:
+            max_bins: int | None, key: Any = None, batch_factor: int = BATCH_FACTOR
+            ) -> tuple[Any, Any]:
         """The recipe (and its report) of a candidate, fitted on ``rows`` (``key``: the
         memo's name for them, else which reference rows they are).
 
@@ -353,13 +366,16 @@ class _Choice:
                           max_class_disclosure_share=budget, method=method,
                           max_class_from_one_column_risk=self.policy.
                           max_class_from_one_column_risk, max_bins=max_bins,
+                          batch_factor=batch_factor,
                           _fits=self.group_fits if rows is self.table else
                           self.split_fits.setdefault(key or _rows_key(rows), {}))
 
     def evaluate(self, label: str, grouping: Grouping, method: str,
-                 max_bins: int | None = None) -> dict[str, Any]:
-        """A candidate fitted, put through the checks before the attacks, and measured
-        (the same utility splits for all: comparable figures)."""
+                 max_bins: int | None = None, batch_factor: int = BATCH_FACTOR
+                 ) -> dict[str, Any]:
+        """A candidate fitted (for ``batch_factor`` times k rows per published cell),
+        put through the checks before the attacks, and measured (the same utility
+        splits for all: comparable figures)."""
         from astrid_airflow.release import (
             ProtectsNothingWarning,
             release_domain,
@@ -367,7 +383,8 @@ class _Choice:
         )
 
         policy, target = self.policy, self.target
-        recipe, report = self.fit(self.table, grouping, method, max_bins)
+        recipe, report = self.fit(self.table, grouping, method, max_bins,
+                                  batch_factor=batch_factor)
         # measured on every reference row: suppression at k depends on the counts,
         # which a sample of a large table divides (issue 33); attacked on the measured rows
         remedied, suppression = release_domain(self.table, recipe, target, grouping)
@@ -380,14 +397,14 @@ class _Choice:
         # attacks (keeps_new_batches)
         risks.update(batch_suppression(
             self.table, recipe, lambda rows, key: self.fit(rows, grouping, method,
-                                                           max_bins, key)[0],
+                                                           max_bins, key, batch_factor)[0],
             grouping, target, policy.max_suppressed_share))
         if risks["batch_suppressed_share"] > policy.max_suppressed_share and \
                 "suppression" not in failed:
             failed = [*failed, "suppression"]
 
         def refit(train: pd.DataFrame) -> Any:
-            return self.fit(train, grouping, method, max_bins)[0]
+            return self.fit(train, grouping, method, max_bins, batch_factor=batch_factor)[0]
 
         # a candidate that may be released is scored out of sample, as a new batch
         # meets its recipe: refitted on each split's training part (credit-a looked
@@ -406,7 +423,8 @@ class _Choice:
         if drop > policy.max_accuracy_drop:
             failed = [*failed, "utility"]
         return {"label": label, "grouping": grouping.to_list(), "method": method,
-                "max_bins": max_bins, "recipe": recipe, "remedies": report, "risks": risks,
+                "max_bins": max_bins, "batch_factor": batch_factor, "recipe": recipe,
+                "remedies": report, "risks": risks,
                 "failed": failed, "remedied": remedied,
                 "accuracy_original": u.accuracy_original,
                 "accuracy_surrogate": u.accuracy_surrogate, "accuracy_drop": drop,
@@ -492,7 +510,7 @@ class _Choice:
             found = batch_suppression(
                 self.table, c["recipe"],
                 lambda rows, key: self.fit(rows, grouping, c["method"], c["max_bins"],
-                                           key)[0],
+                                           key, c["batch_factor"])[0],
                 grouping, self.target, self.policy.max_suppressed_share, refitted=True)
         c["risks"].update(found)
         if found["batch_suppressed_share"] > self.policy.max_suppressed_share:
@@ -524,6 +542,45 @@ class _Choice:
             if chosen is not None:
                 return chosen
         return None
+
+    def fallbacks(self, chosen: dict[str, Any], cands: list[dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
+        """The chosen release refitted with larger cells (``FALLBACK_FACTORS``), each
+        measured and attacked as any candidate and joining ``cands``; those that pass
+        every privacy check, finest first, are its recipe's fallbacks
+        (``fallback_rung``). Their accuracy is recorded, not required: a batch falls
+        back in the groups that need it only, and the gate judges its accuracy. A refit
+        equal to a finer rung is not kept; a step past the budget ends the list (the
+        release is whole without fallbacks, its batches only refused more often)."""
+        from astrid_airflow._errors import BudgetError
+
+        if self.policy.max_suppressed_share >= 1:  # no budget to keep
+            return []
+        grouping = Grouping(chosen["grouping"])
+        seen, rungs = {chosen["recipe"].to_json()}, []
+        for factor in (f for f in FALLBACK_FACTORS if f > chosen["batch_factor"]):
+            label = _then(chosen["label"], f"fallback for {factor}k rows per cell")
+            try:
+                with self.steps.step(f"measuring {label}"):
+                    c = self.evaluate(label, grouping, chosen["method"],
+                                      chosen["max_bins"], factor)
+                if c["recipe"].to_json() in seen:
+                    continue
+                if set(c["failed"]) <= {"utility"}:
+                    with self.steps.step(f"attacking {label}"):
+                        risks, failed = attack_checks(c["remedied"], grouping, self.target,
+                                                      self.policy, self.attack_seed)
+                    c["risks"].update(risks)
+                    c["failed"] = [*c["failed"], *failed]
+            except BudgetError:
+                break
+            seen.add(c["recipe"].to_json())
+            ok = set(c["failed"]) <= {"utility"}
+            c["fallback_rung"] = len(rungs) + 1 if ok else None
+            cands.append(c)
+            if ok:
+                rungs.append(c)
+        return rungs
 
     def release_utility(self, chosen: dict[str, Any]) -> dict[str, Any]:
         """The chosen release's accuracies: without remedies, with them, and without

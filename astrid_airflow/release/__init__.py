@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from ._suppression import (
         MAX_SUPPRESSED_SHARE,
         Suppression,
+        climb_rungs,
+        mixed_suppression,
         published_exposure,
         resampled_suppressed_shares,
         suppress_counted,
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
     from ._surrogate import (
         CHUNK_ROWS,
         ProtectsNothingWarning,
+        applied_recipe,
         make_surrogate,
         release_domain,
         release_recipe,

@@ -35,6 +35,7 @@ refused with a :class:`~astrid_airflow.RecipeError`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -167,6 +168,15 @@ class ReleaseRecipe:
         Human-readable notes (e.g. how a new batch is treated).
     version : int
         Schema version of the recipe (1).
+    fallbacks : tuple of ReleaseRecipe
+        Coarser recipes of the same release, each checked by the release choice as any
+        release is (``choose_release``), finest first: a batch on which this recipe
+        needs more local suppression than ``fallback_share`` in some group is published
+        with the first of them that does not (:attr:`rungs`,
+        :func:`~astrid_airflow.release._surrogate.release_domain`). Empty: no fallback.
+    fallback_share : float or None
+        The per-group suppressed share the rungs are chosen by (the policy's
+        ``max_suppressed_share`` at the choice); required with ``fallbacks``.
 
     Examples
     --------
@@ -181,6 +191,8 @@ class ReleaseRecipe:
     target: str | None = None
     notes: tuple = ()
     version: int = RECIPE_VERSION
+    fallbacks: tuple = ()
+    fallback_share: float | None = None
     _by_column: dict = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -207,10 +219,58 @@ class ReleaseRecipe:
             raise RecipeError("Invalid recipe: notes must be strings.")
         object.__setattr__(self, "k", int(self.k))
         object.__setattr__(self, "steps", steps)
+        self._check_fallbacks()
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "_by_column", seen)
 
     __hash__ = None  # holds dicts
+
+    def _check_fallbacks(self) -> None:
+        if isinstance(self.fallbacks, (str, bytes, Mapping)) or not isinstance(
+                self.fallbacks, Sequence):
+            raise RecipeError("Invalid recipe: fallbacks must be a list of recipes.")
+        rungs = tuple(f if isinstance(f, ReleaseRecipe) else ReleaseRecipe.from_dict(f)
+                      for f in self.fallbacks)
+        for i, f in enumerate(rungs, 1):
+            if f.fallbacks or f.k != self.k or f.target != self.target:
+                raise RecipeError(f"Invalid recipe fallback #{i}: it must have the "
+                                  f"recipe's k ({self.k}) and target ({self.target!r}) "
+                                  "and no fallbacks of its own.")
+        share = self.fallback_share
+        if rungs and (isinstance(share, bool) or not _finite(share)
+                      or not 0 <= share <= 1):
+            raise RecipeError(f"Invalid recipe fallback_share: {share!r}. A recipe with "
+                              "fallbacks needs the share they are chosen by, in [0, 1].")
+        object.__setattr__(self, "fallbacks", rungs)
+        object.__setattr__(self, "fallback_share", float(share) if rungs else None)
+
+    @property
+    def rungs(self) -> tuple[ReleaseRecipe, ...]:
+        """This recipe without its fallbacks, then each fallback: what a batch may be
+        published with, finest first (rung 0 is the chosen release)."""
+        if not self.fallbacks:
+            return (self,)
+        return (dataclasses.replace(self, fallbacks=(), fallback_share=None),
+                *self.fallbacks)
+
+    def keeps_fallback_share(self, worst_share: float) -> bool:
+        """Whether a batch whose worst group needs ``worst_share`` suppressed stays on
+        the current rung (always, without fallbacks)."""
+        return self.fallback_share is None or worst_share <= self.fallback_share + 1e-12
+
+    def mixed(self, picks: Sequence[int], groups: Sequence[Sequence[str]]
+              ) -> ReleaseRecipe:
+        """The recipe (without fallbacks) whose steps for ``groups[g]``'s columns are
+        those of rung ``picks[g]``: what a batch whose groups fell back is published
+        with (a step never spans groups, ``check_columns``)."""
+        rungs = self.rungs
+        if not any(picks):
+            return rungs[0]
+        steps = []
+        for cols, p in zip(groups, picks):
+            steps += [s for s in rungs[p].steps if set(s.get("columns") or [s["column"]])
+                      <= set(cols)]
+        return dataclasses.replace(rungs[0], steps=tuple(steps))
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -221,6 +281,8 @@ class ReleaseRecipe:
                       ) -> None:
         """Refuse a recipe naming unknown columns, or an MDAV/partition step across
         groups."""
+        for f in self.fallbacks:
+            f.check_columns(columns, grouping)
         missing = [c for c in self.columns if c not in set(columns)]
         if missing:
             raise RecipeError(f"The recipe names column(s) {missing} the table does not "
@@ -235,10 +297,15 @@ class ReleaseRecipe:
                                       "grouping.")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-native dict (``version``, ``k``, ``target``, ``steps``, ``notes``)."""
-        return {"version": self.version, "k": self.k, "target": self.target,
-                "steps": [json.loads(json.dumps(s, allow_nan=False)) for s in self.steps],
-                "notes": list(self.notes)}
+        """JSON-native dict (``version``, ``k``, ``target``, ``steps``, ``notes``; with
+        fallbacks, ``fallbacks`` and ``fallback_share`` too)."""
+        out = {"version": self.version, "k": self.k, "target": self.target,
+               "steps": [json.loads(json.dumps(s, allow_nan=False)) for s in self.steps],
+               "notes": list(self.notes)}
+        if self.fallbacks:
+            out.update(fallbacks=[f.to_dict() for f in self.fallbacks],
+                       fallback_share=self.fallback_share)
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) \
@@ -250,7 +317,7 @@ class ReleaseRecipe:
         if not isinstance(data, Mapping):
             raise RecipeError(f"Invalid recipe: expected an object, got "
                               f"{type(data).__name__}.")
-        known = {"version", "k", "target", "steps", "notes"}
+        known = {"version", "k", "target", "steps", "notes", "fallbacks", "fallback_share"}
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown or "k" not in data or "steps" not in data:
             raise RecipeError(f"Invalid recipe: unknown key(s) {unknown}; 'k' and 'steps' "
@@ -261,8 +328,12 @@ class ReleaseRecipe:
         notes = data.get("notes", [])
         if not isinstance(notes, list):
             raise RecipeError("Invalid recipe: notes must be a list of strings.")
+        fallbacks = data.get("fallbacks", [])
+        if not isinstance(fallbacks, list):
+            raise RecipeError("Invalid recipe: fallbacks must be a list of recipes.")
         return cls(k=data["k"], steps=tuple(steps), target=data.get("target"),
-                   notes=tuple(notes), version=data.get("version", RECIPE_VERSION))
+                   notes=tuple(notes), version=data.get("version", RECIPE_VERSION),
+                   fallbacks=tuple(fallbacks), fallback_share=data.get("fallback_share"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ReleaseRecipe:

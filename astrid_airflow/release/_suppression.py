@@ -28,7 +28,8 @@ the Spark path with window counts (``scale/_spark.py``), and both call these two
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,12 +183,21 @@ class Suppression:
     """What local suppression removed from one batch, per group.
 
     ``groups`` lists ``{"columns", "suppressed_rows", "suppressed_share"}`` in the
-    grouping's order; ``rows`` is the batch's row count and ``k`` the recipe's k.
+    grouping's order, with a recipe's fallbacks also ``"recipe_rung"``: which of the
+    recipe's rungs the group was published with (0: the chosen recipe; ``i``: its
+    ``i``-th coarser fallback, ``ReleaseRecipe.rungs``); ``rows`` is the batch's row
+    count, ``k`` the recipe's k and ``rungs`` how many the recipe has.
     """
 
     k: int
     rows: int
     groups: tuple = ()
+    rungs: int = 1
+
+    @property
+    def recipe_rungs(self) -> list[int]:
+        """Per group, the recipe rung it was published with."""
+        return [int(g.get("recipe_rung", 0)) for g in self.groups]
 
     @property
     def suppressed_rows(self) -> int:
@@ -199,10 +209,17 @@ class Suppression:
         return max(self.groups, key=lambda g: g["suppressed_share"], default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        worst = self.worst
         return {"k": self.k, "rows": self.rows,
-                "max_suppressed_share": 0.0 if worst is None else worst["suppressed_share"],
-                "groups": [dict(g) for g in self.groups]}
+                "max_suppressed_share": self.max_share,
+                "groups": [dict(g) for g in self.groups],
+                # the coarsest rung any group was published with (0: the chosen recipe)
+                "recipe_rung": max(self.recipe_rungs, default=0)}
+
+    @property
+    def max_share(self) -> float:
+        """The worst group's suppressed share (0 without groups)."""
+        worst = self.worst
+        return 0.0 if worst is None else float(worst["suppressed_share"])
 
     def check_budget(self, max_share: float) -> None:
         """Refuse a batch that needs more suppression than ``max_share`` in any group."""
@@ -213,8 +230,57 @@ class Suppression:
                 f"This batch needs {g['suppressed_share']:.4f} of its rows suppressed in "
                 f"group {g['columns']} ({g['suppressed_rows']} of {self.rows}), more than "
                 f"the policy's max_suppressed_share {max_share}: rows of that group are too "
-                f"rare in this batch for k={self.k}. Nothing is published; coarsen the "
-                "recipe (learn again on more data) or raise the budget knowingly.")
+                f"rare in this batch for k={self.k}{self._rung_note()}. Nothing is "
+                "published; coarsen the recipe (learn again on more data) or raise the "
+                "budget knowingly.")
+
+    def _rung_note(self) -> str:
+        if self.rungs < 2:
+            return ""
+        return (f", with the least suppressed of the recipe and its {self.rungs - 1} "
+                "coarser fallback(s)")
+
+
+def pick_rungs(tried: Sequence[Suppression], share: float | None) -> list[int]:
+    """Per group, the first of the ``tried`` rungs (finest first) whose suppressed share
+    keeps ``share``, else the least suppressed (the finest among equals).
+
+    >>> s = [Suppression(5, 10, ({"suppressed_share": x},)) for x in (0.3, 0.2, 0.1)]
+    >>> pick_rungs(s, 0.25), pick_rungs(s, 0.05), pick_rungs(s[:1], 0.05)
+    ([1], [2], [0])
+    """
+    picks = []
+    for g in range(len(tried[0].groups)):
+        shares = [t.groups[g]["suppressed_share"] for t in tried]
+        kept = [i for i, x in enumerate(shares) if share is None or x <= share + 1e-12]
+        picks.append(kept[0] if kept else min(range(len(shares)), key=shares.__getitem__))
+    return picks
+
+
+def climb_rungs(recipe: Any, suppressed: Callable[[int, Any], Suppression]
+                ) -> tuple[list[int], list[Suppression]]:
+    """The recipe's rungs tried finest first (``suppressed(i, rung)``: what rung ``i``
+    suppresses on the batch) while a group needs a coarser one; returns the rung
+    picked per group (:func:`pick_rungs`) and the Suppression of every rung tried."""
+    tried: list[Suppression] = []
+    for i, rung in enumerate(recipe.rungs):
+        tried.append(suppressed(i, rung))
+        picks = pick_rungs(tried, recipe.fallback_share)
+        if all(recipe.keeps_fallback_share(tried[p].groups[g]["suppressed_share"])
+               for g, p in enumerate(picks)):
+            break
+    return picks, tried
+
+
+def mixed_suppression(tried: Sequence[Suppression], picks: Sequence[int], rungs: int
+                      ) -> Suppression:
+    """What a batch whose group ``g`` is published with rung ``picks[g]`` of a recipe of
+    ``rungs`` rungs suppresses (each group's figures from its rung, with its
+    ``recipe_rung``); with one rung, the rung's own."""
+    if rungs == 1:
+        return tried[0]
+    groups = tuple({**tried[p].groups[g], "recipe_rung": int(p)} for g, p in enumerate(picks))
+    return dataclasses.replace(tried[0], groups=groups, rungs=rungs)
 
 
 def suppress_counted(batch: Any, groups: Sequence[Sequence[str]], k: int,

@@ -110,18 +110,59 @@ def release_domain(table: Any, recipe: Any, target: str, grouping: Any = None, *
     """``(table, Suppression or None)``: the recipe's values, then local suppression of
     every group of ``grouping`` with the recipe's k on this batch's own counts. No
     recipe (the raw release) or no grouping: nothing is suppressed. ``progress`` (a
-    stage's :class:`~astrid_airflow.engine.StageProgress`) counts each as a step."""
+    stage's :class:`~astrid_airflow.engine.StageProgress`) counts each as a step.
+
+    A recipe with fallbacks (``ReleaseRecipe.rungs``) publishes each group with its
+    first rung that keeps ``fallback_share`` on this batch; a group no rung keeps it for
+    with its least suppressed (the finest among equals), which the caller's budget then
+    judges. A group's suppression depends on its own columns and the class alone, so the
+    rungs of groups mix freely (``ReleaseRecipe.mixed``); the choice depends on the
+    batch alone, so the shuffle and the gate find the same one
+    (``Suppression.recipe_rungs``).
+    """
     if recipe is None:
         return table, None
     from ._remedies import apply_recipe
 
-    table = apply_recipe(table, recipe, target=target, progress=progress)
     if grouping is None:
-        return table, None
-    from ._suppression import suppress_table
+        return apply_recipe(table, recipe, target=target, progress=progress), None
+    from ._suppression import climb_rungs, mixed_suppression, suppress_table
 
-    with step(progress, "local suppression"):
-        return suppress_table(table, as_grouping(grouping).groups, target, recipe.k)
+    groups = as_grouping(grouping).groups
+    tables = []  # per rung tried, the batch in its domain
+
+    def suppressed(i: int, rung: Any) -> Any:
+        applied = apply_recipe(table, rung, target=target, progress=progress)
+        with step(progress, "local suppression" if not i else
+                  f"local suppression (fallback recipe {i})"):
+            out, found = suppress_table(applied, groups, target, recipe.k)
+        tables.append(out)
+        return found
+
+    picks, tried = climb_rungs(recipe, suppressed)
+    out = tables[0]
+    for g, p in enumerate(picks):  # each group's columns from its rung's table
+        if p:
+            out = _with_columns(out, tables[p], groups[g])
+    return out, mixed_suppression(tried, picks, len(recipe.rungs))
+
+
+def _with_columns(table: Any, source: Any, columns: Sequence[str]) -> Any:
+    if isinstance(table, pd.DataFrame):
+        return table.assign(**{c: source[c] for c in columns})
+    for c in columns:
+        i = table.schema.get_field_index(c)
+        table = table.set_column(i, source.schema.field(c), source.column(c))
+    return table
+
+
+def applied_recipe(table: Any, recipe: Any, target: str, grouping: Any) -> Any:
+    """What ``recipe`` (without fallbacks) a batch ``table`` is published with: each
+    group's rung (:func:`release_domain`) mixed into one recipe."""
+    if recipe is None or not recipe.fallbacks:
+        return recipe if recipe is None else recipe.rungs[0]
+    found = release_domain(table, recipe, target, grouping)[1]
+    return recipe.mixed(found.recipe_rungs, as_grouping(grouping).groups)
 
 
 def warn_if_one_group(grouping: Grouping) -> None:

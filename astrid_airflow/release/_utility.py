@@ -24,6 +24,7 @@ from astrid_airflow.engine import pandas_class_codes
 
 from ._surrogate import (
     ProtectsNothingWarning,
+    applied_recipe,
     is_arrow_table,
     make_surrogate,
     release_recipe,
@@ -151,6 +152,9 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     classifier = classifier_preset(classifier, artefact)
     if recipe is None:
         recipe = release_recipe(artefact, remedies)
+    if recipe_fitter is None and recipe is not None and recipe.fallbacks:
+        # the rung the whole batch is published with, on every split (not each split's)
+        recipe = applied_recipe(table, recipe, target, grouping)
     codes = pandas_class_codes(table[target], target)
     acc_o, acc_s, row_diffs = [], [], []
     n_train = n_test = 0

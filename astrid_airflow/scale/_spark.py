@@ -195,9 +195,10 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     columns = _check_spark_table(df, grouping, target, artefact)
     warn_if_one_group(grouping)
     if recipe is not None:
-        df = _spark_remedied(df, recipe, target, grouping,
-                             budget=suppression_budget(max_suppressed_share, artefact),
-                             record=record)
+        df, found = _spark_published(df, recipe, target, grouping)
+        if record is not None:
+            record["suppression"] = found.to_dict()
+        found.check_budget(suppression_budget(max_suppressed_share, artefact))
     elif record is not None:
         record["suppression"] = None
     spark = df.sparkSession
@@ -254,10 +255,27 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     return out.where(F.col(_GROUP) == 0).select(*columns)
 
 
+def _spark_published(df: Any, recipe: Any, target: str, grouping: Grouping
+                     ) -> tuple[Any, Any]:
+    """``(df in the release's domain, Suppression)``: each group on the rung the local
+    path picks (:func:`~astrid_airflow.release.release_domain`, the same functions),
+    one counting job per rung tried."""
+    from astrid_airflow.release import climb_rungs, mixed_suppression
+
+    def suppressed(i: int, rung: Any) -> Any:
+        return _spark_remedied(df, rung, target, grouping, count=True)[1]
+
+    picks, tried = climb_rungs(recipe, suppressed)
+    applied = recipe.mixed(picks, grouping.groups)
+    return _spark_remedied(df, applied, target, grouping), \
+        mixed_suppression(tried, picks, len(recipe.rungs))
+
+
 def _spark_remedied(df: Any, recipe: Any, target: str, grouping: Grouping | None = None,
-                    budget: float | None = None, record: dict | None = None) -> Any:
-    """``df`` with the recipe applied partition by partition (the local code, in pandas),
-    then, given the grouping, locally suppressed (:func:`_spark_suppressed`)."""
+                    count: bool = False) -> Any:
+    """``df`` with the recipe's steps applied partition by partition (the local code, in
+    pandas), then, given the grouping, locally suppressed (:func:`_spark_suppressed`;
+    ``count``: ``(df, Suppression)``)."""
     from astrid_airflow._errors import RecipeError
     from astrid_airflow.release import apply_recipe
 
@@ -274,17 +292,17 @@ def _spark_remedied(df: Any, recipe: Any, target: str, grouping: Grouping | None
     out = df.mapInPandas(apply, schema=schema)
     if grouping is None:
         return out
-    return _spark_suppressed(out, grouping, target, recipe.k, budget, record)
+    return _spark_suppressed(out, grouping, target, recipe.k, count)
 
 
 def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
-                      budget: float | None, record: dict | None) -> Any:
+                      count: bool = False) -> Any:
     """Local suppression of ``df``: the counts of every row's (group tuple, class) and of
     its tuple's classes of ``k`` rows or more come from windows over the whole
     DataFrame (nulls compare equal, as in the local codes); the rule and the nulling
     are the local path's (:func:`~astrid_airflow.release._suppression.suppress_counted`),
-    on Arrow batches. With ``budget`` or ``record`` one more job counts what is
-    suppressed (the same function), and a batch over the budget is refused."""
+    on Arrow batches. ``count``: one more job counts what is suppressed (the same
+    function), returned beside the DataFrame as a ``Suppression``."""
     import pyarrow as pa
 
     from astrid_airflow.release import Suppression, suppress_counted
@@ -310,20 +328,17 @@ def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
                                                  pa.int64()),
                                    "rows": pa.array([b.num_rows] * len(groups), pa.int64())})
 
-    if budget is not None or record is not None:
-        sums = {r["g"]: (int(r["n"]), int(r["rows"])) for r in counted.mapInArrow(
-            tally, "g int, n long, rows long").groupBy("g").agg(
-            F.sum("n").alias("n"), F.sum("rows").alias("rows")).collect()}
-        rows = max((r for _, r in sums.values()), default=0)
-        report = Suppression(k=int(k), rows=rows, groups=tuple(
-            {"columns": cols, "suppressed_rows": sums.get(g, (0, 0))[0],
-             "suppressed_share": sums.get(g, (0, 0))[0] / rows if rows else 0.0}
-            for g, cols in enumerate(groups)))
-        if record is not None:
-            record["suppression"] = report.to_dict()
-        if budget is not None:
-            report.check_budget(budget)
-    return counted.mapInArrow(suppressed, schema=df.schema)
+    out = counted.mapInArrow(suppressed, schema=df.schema)
+    if not count:
+        return out
+    sums = {r["g"]: (int(r["n"]), int(r["rows"])) for r in counted.mapInArrow(
+        tally, "g int, n long, rows long").groupBy("g").agg(
+        F.sum("n").alias("n"), F.sum("rows").alias("rows")).collect()}
+    rows = max((r for _, r in sums.values()), default=0)
+    return out, Suppression(k=int(k), rows=rows, groups=tuple(
+        {"columns": cols, "suppressed_rows": sums.get(g, (0, 0))[0],
+         "suppressed_share": sums.get(g, (0, 0))[0] / rows if rows else 0.0}
+        for g, cols in enumerate(groups)))
 
 
 def _slots(grouping: Grouping, types: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
@@ -540,7 +555,10 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
                             f"source's {expected}: the source was not deterministic "
                             "(persist or checkpoint it) or changed while being read.")
         recipe = release_recipe(art, remedies)
-        published = df if recipe is None else _spark_remedied(df, recipe, target, grouping)
+        # the source in the release's domain, with the rung the surrogate was made with
+        published = df if recipe is None else _spark_remedied(df, recipe.mixed(
+            [g.get("recipe_rung", 0) for g in record["suppression"]["groups"]],
+            grouping.groups), target, grouping)
         p_anon = spark_intact_row_proportion(published, written) if metrics else None
         _publish(fs, tmp, dest, overwrite)
     except BaseException:
