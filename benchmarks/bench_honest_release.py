@@ -226,6 +226,16 @@ def _earlier_rows(tables: list[str], overrides: dict[str, dict], no_default: boo
             not in redone or r.get("batches", "half") != batches]
 
 
+def parse_policies(specs: list[str]) -> dict[str, dict]:
+    """``TABLE:NAME=VALUE`` specs -> ``{table: {name: value}}``."""
+    overrides: dict[str, dict] = {}
+    for spec in specs:
+        table, _, pair = spec.partition(":")
+        key, _, value = pair.partition("=")
+        overrides.setdefault(table, {})[key] = float(value)
+    return overrides
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=200)
@@ -241,11 +251,7 @@ def main() -> None:
                     help="for a table given a --policy, run only that policy (the results "
                     "file keeps its earlier rows)")
     args = ap.parse_args()
-    overrides: dict[str, dict] = {}
-    for spec in args.policy:
-        table, _, pair = spec.partition(":")
-        key, _, value = pair.partition("=")
-        overrides.setdefault(table, {})[key] = float(value)
+    overrides = parse_policies(args.policy)
     rows = _earlier_rows(args.tables.split(","), overrides, args.no_default, args.batches)
     for name in args.tables.split(","):
         if not (args.no_default and name in overrides):

@@ -183,7 +183,9 @@ def _report_release(release: dict | None, *, quiet: bool) -> None:
               f"remedied column(s)/group(s); accuracy {u['accuracy_remedied_release']:.3f} "
               f"vs original {u['accuracy_original']:.3f} (remedies cost "
               f"{u['remedy_cost']:+.3f}{suppression}); "
-              f"{release['candidates']} candidates tried")
+              f"{release['candidates']} candidates tried"
+              + (f"; {release['fallbacks']} coarser fallback(s) for batches that need "
+                 "them" if release.get("fallbacks") else ""))
 
 
 def _adaptive_config(args: argparse.Namespace) -> AdaptiveConfig:
@@ -226,4 +228,5 @@ def _release_summary(artefact: object) -> dict | None:
             "grouping": str(artefact.grouping),
             "remedied": len((release.get("recipe") or {}).get("steps", [])),
             "utility": release.get("utility"),
-            "candidates": len(release.get("candidates", []))}
+            "candidates": len(release.get("candidates", [])),
+            "fallbacks": len((release.get("recipe") or {}).get("fallbacks", []))}

@@ -8,7 +8,8 @@ a failure (exit 2) leaves no output behind. ``--json`` prints one object whose k
 ``intact_row_proportion``, ``expected_intact_row_proportion``,
 ``largest_group_unique_share``, ``accuracy_original``, ``accuracy_surrogate``, ``rows``
 and ``out`` are a contract; ``suppression`` says what local suppression removed, per
-group (``suppressed_rows``, ``suppressed_share``; null for a raw release).
+group (``suppressed_rows``, ``suppressed_share``; null for a raw release) and, with a
+recipe's fallbacks, which rung each group was published with (``recipe_rung``).
 """
 
 from __future__ import annotations
@@ -136,6 +137,9 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
         worst = max(sup["groups"], key=lambda g: g["suppressed_share"])
         print(f"locally suppressed (k={sup['k']}): at most {worst['suppressed_share']:.4f} "
               f"of rows per group ({worst['suppressed_rows']} in {worst['columns']})")
+        fell = [g["columns"] for g in sup["groups"] if g.get("recipe_rung")]
+        if fell:
+            print(f"published with a coarser fallback of the recipe: {fell}")
     if out["accuracy_original"] is not None:
         print(f"accuracy, trained on original: {out['accuracy_original']:.4f}   on surrogate: "
               f"{out['accuracy_surrogate']:.4f}   (same held-out original rows)")

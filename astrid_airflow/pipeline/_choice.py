@@ -19,7 +19,6 @@ Mateo-Sanz, IEEE TKDE 14(1), 2002 (MDAV).
 from __future__ import annotations
 
 import dataclasses
-import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +34,13 @@ from ._choice_budget import (
     MDAV_MAX_ROWS,
     candidate_seconds,
     with_choice_steps,
+)
+from ._choice_candidates import (
+    _candidates,
+    _partition_costs,
+    _split,
+    _split_along_table,
+    _then,
 )
 from ._choice_checks import (
     attack_checks,
@@ -60,6 +66,9 @@ COARSER_RETRIES = 3
 #: (``ReleaseRecipe.rungs``), so the shuffle refuses only a batch no rung can publish.
 FALLBACK_FACTORS = (6, 12)
 _ATTACKS = ("singling_out", "linkability", "inference")
+#: What a fallback may fail in full: each batch is judged on it with the groups that fell
+#: back only (the shuffle's intact-row swaps, the gate's accuracy check).
+_PER_BATCH = {"utility", "intact_rows"}
 #: The label suffix of a candidate whose unsafe multi-column groups are partitioned.
 _PARTITION = "unsafe group(s) partitioned"
 
@@ -71,91 +80,6 @@ def _retry_order(c: Mapping[str, Any]) -> tuple[float, float]:
     a group whose batches mostly fail stays failing at any cap per column (its cells
     are the product of its columns' bins)."""
     return batch_excess(c["risks"]), -c["accuracy_surrogate"]
-
-
-def _candidates(result: Mapping[str, Any], attrs: list[str], *, coarser: bool = True
-                ) -> tuple[list[tuple[str, Grouping]], list[str]]:
-    """The groupings tried, and the labels of those left out (``coarser=False``: the
-    per-k table's groupings that merge learned groups)."""
-    seen: dict[Grouping, str] = {}
-    learned = Grouping(result["grouping"])
-    seen[learned] = f"learned (k={learned.k})"
-    skipped = []
-    for row in result.get("table") or []:
-        g = row.get("grouping")
-        if g and len(g) > 1:
-            gg = Grouping(g)
-            if not coarser and gg != learned and _merges(gg, learned):
-                skipped.append(f"per-k table, k={gg.k}")
-                continue
-            seen.setdefault(gg, f"per-k table, k={gg.k}")
-    seen.setdefault(Grouping.singletons(attrs), "all singletons")
-    return [(label, g) for g, label in seen.items()], skipped
-
-
-def _merges(grouping: Grouping, learned: Grouping) -> bool:
-    """Every learned group inside one group of ``grouping``: its groups are unions of
-    learned ones, so each projection is at least as fine (its remedies at least as
-    coarse), and the learned grouping already keeps every interaction found."""
-    where = {c: i for i, g in enumerate(grouping.groups) for c in g}
-    return all(len({where[c] for c in g}) == 1 for g in learned.groups)
-
-
-def _split(grouping: Grouping, failing: list[tuple[str, ...]]) -> Grouping:
-    groups: list[list[str]] = []
-    for g in grouping.groups:
-        groups.extend([[c] for c in g] if tuple(g) in failing else [list(g)])
-    return Grouping(groups)
-
-
-def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
-                       finer: list[Grouping]) -> Grouping | None:
-    """Each failing group cut into its parts in the next finer grouping of the table.
-
-    ASTRID's per-k table is a hierarchy of dependence: the first finer grouping that
-    cuts a group into several parts is the split that keeps the most of the group's
-    joint structure (the other groups are kept as they are). ``None``: no finer
-    grouping cuts any failing group.
-    """
-    groups: list[list[str]] = []
-    changed = False
-    for g in grouping.groups:
-        parts = [list(g)]
-        if tuple(g) in failing:
-            for f in finer:  # ordered by k, coarsest first
-                cut = [[c for c in h if c in g] for h in f.groups]
-                cut = [h for h in cut if h]
-                if len(cut) > 1:
-                    parts, changed = cut, True
-                    break
-        groups.extend(parts)
-    return Grouping(groups) if changed else None
-
-
-def _partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping]) -> None:
-    """Each partitioned candidate records what the partition costs or saves: its
-    accuracy beside the same grouping's with the unsafe groups split instead
-    (``without_partition``: that candidate's label and accuracy)."""
-    for c in cands:
-        if c["method"] != "partition":
-            continue
-        split = next((o for o in cands if o["method"] == "bins" and o["max_bins"] is None
-                      and Grouping(o["grouping"]) == split_for[c["label"]]), None)
-        c["without_partition"] = None if split is None else {
-            "label": split["label"], "accuracy_surrogate": split["accuracy_surrogate"],
-            "accuracy_drop": split["accuracy_drop"], "failed": list(split["failed"])}
-
-
-def _then(label: str, step: str) -> str:
-    """``label, step``; a step repeated in a row is counted (``step ×3``), not restated.
-
-    >>> _then(_then("per-k table, k=4", "split"), "split")
-    'per-k table, k=4, split ×2'
-    """
-    m = re.fullmatch(rf"(.*), {re.escape(step)}(?: ×(\d+))?", label)
-    if m is None:
-        return f"{label}, {step}"
-    return f"{m.group(1)}, {step} ×{int(m.group(2) or 1) + 1}"
 
 
 def _rows_key(rows: pd.DataFrame) -> tuple[int, str]:
@@ -209,7 +133,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         (index) and ``utility`` (accuracies of the original, the raw release and the
         remedied release of the chosen grouping; ``remedy_cost`` = raw - remedied;
         ``accuracy_unsuppressed_release`` and ``suppression_cost`` = that - remedied:
-        what local suppression costs on top of the recipe).
+        what local suppression costs on top of the recipe), ``fallbacks`` (the
+        candidates whose recipes are the chosen recipe's coarser fallbacks, finest
+        first; each has ``fallback_rung``).
         The artefact's grouping is the chosen one (the learned one when refused).
 
     Notes
@@ -244,7 +170,12 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     new batches. When only the attacks or the suppression budget
     refuse, the ``COARSER_RETRIES`` of those candidates nearest to the batch check, then
     most accurate, are retried with at most ``COARSER_BINS`` bins per numeric column, in
-    turn.
+    turn. The chosen release is then refitted for ``FALLBACK_FACTORS`` times k rows per
+    cell; each refit that passes every privacy check (attacks included; accuracy and
+    intact rows are judged per batch) becomes a fallback of its recipe: a batch on which
+    a group would need more suppression than the budget publishes that group with its
+    first fallback that keeps it, so the shuffle refuses only a batch no rung can
+    publish (``ReleaseRecipe.rungs``, :func:`~astrid_airflow.release.release_domain`).
     """
     from astrid_airflow.release import GroupingArtefact
 
@@ -547,11 +478,12 @@ class _Choice:
                   ) -> list[dict[str, Any]]:
         """The chosen release refitted with larger cells (``FALLBACK_FACTORS``), each
         measured and attacked as any candidate and joining ``cands``; those that pass
-        every privacy check, finest first, are its recipe's fallbacks
-        (``fallback_rung``). Their accuracy is recorded, not required: a batch falls
-        back in the groups that need it only, and the gate judges its accuracy. A refit
-        equal to a finer rung is not kept; a step past the budget ends the list (the
-        release is whole without fallbacks, its batches only refused more often)."""
+        every other check, finest first, are its recipe's fallbacks (``fallback_rung``).
+        Their accuracy and intact rows (``_PER_BATCH``) are recorded, not required: a
+        batch falls back only in the groups that need it, its shuffle keeps intact rows
+        within the policy or refuses it, and the gate judges its accuracy. A refit equal
+        to a finer rung is not kept; a step past the budget ends the list (the release
+        is whole without fallbacks, its batches only refused more often)."""
         from astrid_airflow._errors import BudgetError
 
         if self.policy.max_suppressed_share >= 1:  # no budget to keep
@@ -566,7 +498,7 @@ class _Choice:
                                       chosen["max_bins"], factor)
                 if c["recipe"].to_json() in seen:
                     continue
-                if set(c["failed"]) <= {"utility"}:
+                if set(c["failed"]) <= _PER_BATCH:
                     with self.steps.step(f"attacking {label}"):
                         risks, failed = attack_checks(c["remedied"], grouping, self.target,
                                                       self.policy, self.attack_seed)
@@ -575,7 +507,7 @@ class _Choice:
             except BudgetError:
                 break
             seen.add(c["recipe"].to_json())
-            ok = set(c["failed"]) <= {"utility"}
+            ok = set(c["failed"]) <= _PER_BATCH
             c["fallback_rung"] = len(rungs) + 1 if ok else None
             cands.append(c)
             if ok:

@@ -582,7 +582,9 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     """Write ``src`` (Parquet/CSV) with the artefact's recipe applied, atomically.
 
     The file's schema is checked against the artefact first; the output keeps the
-    input's column types and row order. Returns ``{"out", "rows"}``.
+    input's column types and row order. Returns ``{"out", "rows"}``. The recipe's values
+    only (its first rung): the fallbacks and local suppression depend on a batch's
+    counts, which the shuffle applies (``release_domain``).
     """
     import contextlib
     import os

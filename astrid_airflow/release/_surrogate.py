@@ -477,9 +477,13 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         The policy's suppression budget per group (default: that of the policy the
         artefact's release was chosen for, else
         :data:`~._suppression.MAX_SUPPRESSED_SHARE`, 0.05): a batch needing more is
-        refused (``RecipeError`` with the figure) before anything is written.
+        refused (``RecipeError`` with the figure) before anything is written. A recipe
+        with fallbacks first publishes each group that needs it with its first coarser
+        rung keeping the recipe's ``fallback_share`` (:func:`release_domain`); this
+        budget judges what the rungs leave.
     record : dict, optional
-        Filled with ``"suppression"`` (:meth:`Suppression.to_dict`, or None for a raw
+        Filled with ``"suppression"`` (:meth:`Suppression.to_dict`: per group, with a
+        recipe's fallbacks, the ``recipe_rung`` it was published with; None for a raw
         release).
     progress : StageProgress, optional
         The shuffle stage's progress (:func:`~astrid_airflow.engine.stage_progress`),

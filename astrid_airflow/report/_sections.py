@@ -227,6 +227,16 @@ def release_html(metrics: Mapping[str, Any] | None, checks: list[ColumnCheck] | 
     return "".join(parts)
 
 
+def _fallbacks(release: Mapping[str, Any]) -> str:
+    """The sentence on the recipe's coarser fallbacks (none: nothing)."""
+    rungs = release.get("fallbacks") or []
+    if not rungs:
+        return ""
+    return (f" A batch on which a group would need more local suppression than the "
+            f"budget publishes that group with the first of {len(rungs)} coarser "
+            f"fallback(s) that keeps it (candidate(s) {_e(', '.join(map(str, rungs)))}).")
+
+
 def tradeoff_html(release: Mapping[str, Any], figure: str) -> str:
     """The privacy-aware choice: verdict, utility cost and the candidates tried."""
     rows = []
@@ -239,6 +249,9 @@ def tradeoff_html(release: Mapping[str, Any], figure: str) -> str:
         cls = ' class="chosen"' if i == chosen else ""
         outcome = ", ".join(c.get("failed") or []) or (
             "passed" if c.get("passed") else "not attacked")
+        if c.get("fallback_rung"):  # what it failed in full, each batch is judged on
+            outcome = f"fallback {c['fallback_rung']} of the release" + (
+                f" (in full: {outcome})" if c.get("failed") else "")
         rows.append(
             f"<tr{cls}><td>{i}</td><td>{_e(c.get('label'))}</td>"
             f"<td>{_e(len(c.get('grouping') or []))}</td>"
@@ -268,7 +281,8 @@ def tradeoff_html(release: Mapping[str, Any], figure: str) -> str:
                    f"Accuracy on held-out real rows: original {_f(u.get('accuracy_original'))}, "
                    f"raw GoldenEye release {_f(u.get('accuracy_raw_release'))}, remedied "
                    f"release {_f(u.get('accuracy_remedied_release'))} (the remedies cost "
-                   f"{_f(u.get('remedy_cost'))}{_suppression_cost(u)}).</p>")
+                   f"{_f(u.get('remedy_cost'))}{_suppression_cost(u)}).{_fallbacks(release)}"
+                   "</p>")
     return f"""<h2>Release: privacy-aware choice</h2>
 <p class="sub">Candidate releases (a grouping of the per-k table or a split of it, plus
 per-group remedies) measured as the gate measures them; the most accurate one that passes

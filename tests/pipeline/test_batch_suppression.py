@@ -75,6 +75,12 @@ def test_new_batches_of_the_chosen_release_stay_within_the_suppression_budget():
     assert (chosen["risks"]["batch_refits"], chosen["risks"]["batch_resamples"]) == \
         (10, 1000)
     assert chosen["risks"]["batch_over_budget"] <= BATCH_REFUSAL_RATE
+    # its coarser fallbacks passed every privacy check of the choice, attacks included
+    fallbacks = [art.release["candidates"][i] for i in art.release["fallbacks"]]
+    assert len(fallbacks) == len(art.recipe.fallbacks) >= 1
+    for rung, c in enumerate(fallbacks, 1):
+        assert c["fallback_rung"] == rung and "singling_out_upper" in c["risks"]
+        assert set(c["failed"]) <= {"utility", "intact_rows"}, c["failed"]
     rng = np.random.default_rng(2026)
     over = [release_domain(_bootstrap(table, target, len(batch), rng), art.recipe, target,
                            art.grouping)[1].to_dict()["max_suppressed_share"] > BUDGET

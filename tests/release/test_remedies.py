@@ -489,7 +489,7 @@ def test_cli_risk_puts_the_original_into_the_release_domain(tmp_path, capsys):
 
 def test_a_failing_group_is_split_along_the_per_k_table_first():
     from astrid_airflow import Grouping
-    from astrid_airflow.pipeline._choice import _split_along_table
+    from astrid_airflow.pipeline._choice_candidates import _split_along_table
 
     g = Grouping([["a", "b", "c", "d"], ["e", "f"]])
     finer = [g, Grouping([["a", "b"], ["c", "d"], ["e", "f"]]),

@@ -368,6 +368,42 @@ def test_local_suppression_is_the_same_on_spark_and_locally(spark):
     assert not (remote["a"] == 7).any()
 
 
+def test_recipe_fallbacks_are_the_same_on_spark_and_locally(spark):
+    """Issue 28: a group the recipe over-suppresses falls back to the same coarser rung
+    on both paths (the same climb_rungs), with the same figures and multisets."""
+    import dataclasses
+
+    from astrid_airflow import GroupingArtefact, ReleaseRecipe, make_surrogate
+    from astrid_airflow.release._surrogate import release_domain
+
+    rng = np.random.default_rng(8)
+    table = categorical_table(400, 6).assign(a=rng.integers(0, 60, 400))
+    coarse = ReleaseRecipe(k=5, target="y", steps=(
+        {"method": "round", "column": "a", "step": 30, "low": None, "high": None,
+         "published_type": "integer"},))
+    recipe = ReleaseRecipe(k=5, steps=(), target="y", fallbacks=(coarse,),
+                           fallback_share=0.05)
+    result = {"grouping": GROUPS, "k": 3, "table": [], "target": "y", "classifier": "nb",
+              "scoring": "accuracy", "alpha": 0.05, "n_search": 20, "n_test": 40,
+              "random_state": 0}
+    art = dataclasses.replace(
+        GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z"),
+        release={"status": "given", "recipe": recipe.to_dict(),
+                 "policy": {"max_suppressed_share": 0.5}})
+    _, local_report = release_domain(table, recipe, "y", art.grouping)
+    assert local_report.recipe_rungs == [1, 0, 0]  # only (a, b) falls back
+    record: dict = {}
+    remote = spark_surrogate(spark.createDataFrame(table), art, random_state=4,
+                             record=record).toPandas()
+    assert record["suppression"] == local_report.to_dict()
+    local = make_surrogate(table, art, random_state=4)
+    for label in table["y"].unique():
+        lo, re = local[local["y"] == label], remote[remote["y"] == label]
+        for cols in GROUPS:
+            assert rows_of(lo, cols) == rows_of(re, cols), (label, cols)
+    assert set(remote["a"].dropna()) <= {0, 30, 60}
+
+
 def test_partitioned_groups_spark_and_local_give_identical_multisets(spark):
     """Issue 32: the partition's tree of cuts routes rows the same on both paths."""
     from astrid_airflow import ReleaseRecipe
