@@ -258,6 +258,10 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
              ("thresholds applied", ", ".join(f"{k} = {_fmt(v)}" for k, v in
                                               (gate.get("thresholds") or {}).items())),
              ("suite", _suite_fact(gate.get("suite") or {}))]
+    fell = [", ".join(g) for g, r in zip(artefact.get("grouping", []),
+                                          artefact.get("recipe_rungs") or []) if r]
+    if fell:  # the batch's groups published with a coarser fallback of the recipe
+        facts.append(("recipe fallbacks", " | ".join(fell)))
     fact_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in facts)
     docs = str(gate.get("data_docs") or "")
     if docs.endswith(".validation.html"):

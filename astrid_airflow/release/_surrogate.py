@@ -22,7 +22,9 @@ column, computes ``sigma`` and the per-group index arrays already composed with 
 (int32 when they fit; groups on one thread per core) while reading the table once in
 Arrow, and writes the output in row chunks, every column (the class by ``sigma``)
 gathered with Arrow ``take`` on both cores while the previous chunk is written; the
-peak memory is the Arrow table plus the k + 1 index arrays plus two output chunks. Output
+peak memory is the Arrow table plus the k + 1 index arrays plus two output chunks (a
+batch whose groups fall back to a coarser rung of the recipe holds one more table in
+the release's domain per rung tried, until the groups are mixed). Output
 bytes never depend on the thread count (:data:`~astrid_airflow.engine._permutation.THREADS`).
 """
 

@@ -110,12 +110,14 @@ def test_a_batch_the_recipe_would_refuse_is_published_with_its_fallback(tmp_path
     rungs = [g["recipe_rung"] for g in record["suppression"]["groups"]]
     assert rungs == [1, 1] and record["suppression"]["recipe_rung"] == 1
     assert record["suppression"]["max_suppressed_share"] <= 0.05
-    r = validate_surrogate(t, out, art, random_state=0)
+    r = validate_surrogate(t, out, art, random_state=0, out_dir=tmp_path)
     integrity = [o for o in r.expectations if o.category == "integrity"]
     assert integrity and all(o.success for o in integrity), [
         (o.name, o.details) for o in integrity if not o.success]
     assert r.artefact["recipe_rungs"] == rungs
     assert r.artefact["remedies"] == recipe.mixed(rungs, art.grouping.groups).to_dict()
+    page = open(r.data_docs, encoding="utf-8").read()
+    assert "recipe fallbacks" in page and "marital, hours" in page
 
 
 def test_a_group_no_rung_keeps_within_the_budget_is_still_refused(tmp_path):
