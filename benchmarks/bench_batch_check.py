@@ -267,6 +267,18 @@ def main() -> None:
     print(markdown(rows))
 
 
+def _policy_text(policy) -> str:
+    return policy if isinstance(policy, str) else ", ".join(
+        f"{k}={v}" for k, v in policy.items())
+
+
+def _write(stem: str, rows: list[dict], lines: list[str]) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"rows": rows}, indent=1, default=str))
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def choice_main(args) -> None:
     policies = bench_honest_release.parse_policies(args.policy)
     rows = []
@@ -289,16 +301,11 @@ def choice_main(args) -> None:
         rate = "-" if r["real_over_rate"] is None else f"{r['real_over_rate']:.3f}"
         est = "-" if r["estimate_mean"] is None else f"{r['estimate_mean']:.4f}"
         drop = "-" if r["drop_mean"] is None else f"{r['drop_mean']:.3f}"
-        policy = r["policy"] if isinstance(r["policy"], str) else ", ".join(
-            f"{k}={v}" for k, v in r["policy"].items())
+        policy = _policy_text(r["policy"])
         out.append(f"| {r['table']} | {policy} | {r['seeds']} | {r['released']} | "
                    f"{r['with_fallbacks']} | {r['rung0_over']} | {r['fell_back']} | "
                    f"**{r['real_over']}** ({rate}) | {est} | {drop} |")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.stem}.json").write_text(json.dumps({"rows": rows}, indent=1,
-                                                          default=str))
-    (RESULTS / f"{args.stem}.md").write_text("\n".join(out) + "\n")
-    print("\n".join(out))
+    _write(args.stem, rows, out)
 
 
 def ladder_main(args) -> None:
@@ -344,18 +351,13 @@ def ladder_main(args) -> None:
            "published with a fallback | over with the fallbacks (refused) |",
            "|---|---|---|---|---|---|---|"]
     for r in rows:
-        policy = r["policy"] if isinstance(r["policy"], str) else ", ".join(
-            f"{k}={v}" for k, v in r["policy"].items())
+        policy = _policy_text(r["policy"])
         if "over" not in r:
             out.append(f"| {r['table']} | {policy} | - | choice {r['status']} | | | |")
             continue
         out.append(f"| {r['table']} | {policy} | {r['batches']} | {r['rungs']} | "
                    f"{r['rung0_over']} | {r['fell_back']} | **{r['over']}** |")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.stem}.json").write_text(json.dumps({"rows": rows}, indent=1,
-                                                          default=str))
-    (RESULTS / f"{args.stem}.md").write_text("\n".join(out) + "\n")
-    print("\n".join(out))
+    _write(args.stem, rows, out)
 
 
 def _timed(f, repeats: int = 1) -> float:

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -338,24 +339,42 @@ def test_remedied_surrogate_spark_and_local_give_identical_class_multisets(spark
 def test_local_suppression_is_the_same_on_spark_and_locally(spark):
     """Issue 28: one rule, two counters: the Spark path suppresses exactly the rows the
     local path does (a rare (a, b) pair and a rare (d, e) pair planted), and records it."""
-    import dataclasses
 
-    from astrid_airflow import GroupingArtefact, ReleaseRecipe, make_surrogate
+    from astrid_airflow import ReleaseRecipe
     from astrid_airflow.release._surrogate import release_domain
 
     table = categorical_table(400, 5)
     table.loc[3, ["a", "b"]] = [7, 0]
     table.loc[9, ["d", "e"]] = [5.0, None]
     recipe = ReleaseRecipe(k=5, steps=(), target="y")
+    art = _given_release(table, recipe)
+    _, local_report = release_domain(table, recipe, "y", art.grouping)
+    assert local_report.groups[0]["suppressed_rows"] >= 1
+    remote = _same_suppression_as_local(spark, table, art, local_report)
+    assert not (remote["a"] == 7).any()
+
+
+def _given_release(table: pd.DataFrame, recipe: Any) -> Any:
+    """An artefact of ``GROUPS`` releasing ``recipe`` (a suppression budget of 0.5)."""
+    import dataclasses
+
+    from astrid_airflow import GroupingArtefact
+
     result = {"grouping": GROUPS, "k": 3, "table": [], "target": "y", "classifier": "nb",
               "scoring": "accuracy", "alpha": 0.05, "n_search": 20, "n_test": 40,
               "random_state": 0}
-    art = dataclasses.replace(
+    return dataclasses.replace(
         GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z"),
         release={"status": "given", "recipe": recipe.to_dict(),
                  "policy": {"max_suppressed_share": 0.5}})
-    _, local_report = release_domain(table, recipe, "y", art.grouping)
-    assert local_report.groups[0]["suppressed_rows"] >= 1
+
+
+def _same_suppression_as_local(spark: Any, table: pd.DataFrame, art: Any,
+                               local_report: Any) -> pd.DataFrame:
+    """The Spark surrogate, after checking that it records the local report and has the
+    local surrogate's per-class multisets of every group."""
+    from astrid_airflow import make_surrogate
+
     record: dict = {}
     remote = spark_surrogate(spark.createDataFrame(table), art, random_state=4,
                              record=record).toPandas()
@@ -365,15 +384,14 @@ def test_local_suppression_is_the_same_on_spark_and_locally(spark):
         lo, re = local[local["y"] == label], remote[remote["y"] == label]
         for cols in GROUPS:
             assert rows_of(lo, cols) == rows_of(re, cols), (label, cols)
-    assert not (remote["a"] == 7).any()
+    return remote
 
 
 def test_recipe_fallbacks_are_the_same_on_spark_and_locally(spark):
     """Issue 28: a group the recipe over-suppresses falls back to the same coarser rung
     on both paths (the same climb_rungs), with the same figures and multisets."""
-    import dataclasses
 
-    from astrid_airflow import GroupingArtefact, ReleaseRecipe, make_surrogate
+    from astrid_airflow import ReleaseRecipe
     from astrid_airflow.release._surrogate import release_domain
 
     rng = np.random.default_rng(8)
@@ -383,24 +401,10 @@ def test_recipe_fallbacks_are_the_same_on_spark_and_locally(spark):
          "published_type": "integer"},))
     recipe = ReleaseRecipe(k=5, steps=(), target="y", fallbacks=(coarse,),
                            fallback_share=0.05)
-    result = {"grouping": GROUPS, "k": 3, "table": [], "target": "y", "classifier": "nb",
-              "scoring": "accuracy", "alpha": 0.05, "n_search": 20, "n_test": 40,
-              "random_state": 0}
-    art = dataclasses.replace(
-        GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z"),
-        release={"status": "given", "recipe": recipe.to_dict(),
-                 "policy": {"max_suppressed_share": 0.5}})
+    art = _given_release(table, recipe)
     _, local_report = release_domain(table, recipe, "y", art.grouping)
     assert local_report.recipe_rungs == [1, 0, 0]  # only (a, b) falls back
-    record: dict = {}
-    remote = spark_surrogate(spark.createDataFrame(table), art, random_state=4,
-                             record=record).toPandas()
-    assert record["suppression"] == local_report.to_dict()
-    local = make_surrogate(table, art, random_state=4)
-    for label in table["y"].unique():
-        lo, re = local[local["y"] == label], remote[remote["y"] == label]
-        for cols in GROUPS:
-            assert rows_of(lo, cols) == rows_of(re, cols), (label, cols)
+    remote = _same_suppression_as_local(spark, table, art, local_report)
     assert set(remote["a"].dropna()) <= {0, 30, 60}
 
 
