@@ -36,11 +36,11 @@ from ._choice_budget import (
     with_choice_steps,
 )
 from ._choice_candidates import (
-    _candidates,
-    _partition_costs,
-    _split,
-    _split_along_table,
-    _then,
+    candidate_groupings,
+    partition_costs,
+    split_along_table,
+    split_unsafe,
+    then,
 )
 from ._choice_checks import (
     attack_checks,
@@ -193,7 +193,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     if chosen is None:  # the attacks or the batches refused them: the same, coarser
         chosen = choice.retry_coarser(cands)
     rungs = [] if chosen is None else choice.fallbacks(chosen, cands)
-    _partition_costs(cands, split_for)
+    partition_costs(cands, split_for)
     for c in cands:
         c["passed"] = c is chosen
         c["attacked"] = "singling_out_upper" in c["risks"]
@@ -372,7 +372,7 @@ class _Choice:
         # above CHOICE_MAX_ROWS each coarser grouping costs minutes of fits on every
         # reference row, and at 30,000 x 30 every one lost 0.20-0.30 accuracy to its
         # remedies where the learned grouping's lost 0.08-0.11: measured no more there
-        queue, self.skipped = _candidates(d, attrs,
+        queue, self.skipped = candidate_groupings(d, attrs,
                                           coarser=len(self.table) <= CHOICE_MAX_ROWS)
         # the table's groupings, coarsest first: where a failing group is split
         finer = sorted({Grouping(r["grouping"]) for r in d.get("table") or []
@@ -404,14 +404,14 @@ class _Choice:
             if failing and method == "bins":
                 # the unsafe groups generalised together first, then split (the
                 # interactions ASTRID found survive only the former)
-                queue.append((_then(label, _PARTITION), grouping))
-                split_for[_then(label, _PARTITION)] = _split(grouping, failing)
-                along = _split_along_table(grouping, failing, finer)
+                queue.append((then(label, _PARTITION), grouping))
+                split_for[then(label, _PARTITION)] = split_unsafe(grouping, failing)
+                along = split_along_table(grouping, failing, finer)
                 if along is not None:
-                    queue.append((_then(label, "unsafe group(s) split along the per-k "
+                    queue.append((then(label, "unsafe group(s) split along the per-k "
                                          "table"), along))
-                queue.append((_then(label, "unsafe group(s) split"),
-                              _split(grouping, failing)))
+                queue.append((then(label, "unsafe group(s) split"),
+                              split_unsafe(grouping, failing)))
             cands.append(c)
         return cands, split_for
 
@@ -463,7 +463,7 @@ class _Choice:
             batch = []
             for c in bases:
                 with self.steps.step(f"measuring {c['label']} with at most {cap} bins"):
-                    retry = self.evaluate(_then(c["label"], f"at most {cap} bins"),
+                    retry = self.evaluate(then(c["label"], f"at most {cap} bins"),
                                           Grouping(c["grouping"]), "bins", cap)
                 if retry["recipe"].to_json() not in tried:  # fewer bins than before
                     tried.add(retry["recipe"].to_json())
@@ -491,7 +491,7 @@ class _Choice:
         grouping = Grouping(chosen["grouping"])
         seen, rungs = {chosen["recipe"].to_json()}, []
         for factor in (f for f in FALLBACK_FACTORS if f > chosen["batch_factor"]):
-            label = _then(chosen["label"], f"fallback for {factor}k rows per cell")
+            label = then(chosen["label"], f"fallback for {factor}k rows per cell")
             try:
                 with self.steps.step(f"measuring {label}"):
                     c = self.evaluate(label, grouping, chosen["method"],

@@ -11,7 +11,7 @@ from typing import Any
 from astrid_airflow.engine import Grouping
 
 
-def _candidates(result: Mapping[str, Any], attrs: list[str], *, coarser: bool = True
+def candidate_groupings(result: Mapping[str, Any], attrs: list[str], *, coarser: bool = True
                 ) -> tuple[list[tuple[str, Grouping]], list[str]]:
     """The groupings tried, and the labels of those left out (``coarser=False``: the
     per-k table's groupings that merge learned groups)."""
@@ -23,7 +23,7 @@ def _candidates(result: Mapping[str, Any], attrs: list[str], *, coarser: bool = 
         g = row.get("grouping")
         if g and len(g) > 1:
             gg = Grouping(g)
-            if not coarser and gg != learned and _merges(gg, learned):
+            if not coarser and gg != learned and merges(gg, learned):
                 skipped.append(f"per-k table, k={gg.k}")
                 continue
             seen.setdefault(gg, f"per-k table, k={gg.k}")
@@ -31,7 +31,7 @@ def _candidates(result: Mapping[str, Any], attrs: list[str], *, coarser: bool = 
     return [(label, g) for g, label in seen.items()], skipped
 
 
-def _merges(grouping: Grouping, learned: Grouping) -> bool:
+def merges(grouping: Grouping, learned: Grouping) -> bool:
     """Every learned group inside one group of ``grouping``: its groups are unions of
     learned ones, so each projection is at least as fine (its remedies at least as
     coarse), and the learned grouping already keeps every interaction found."""
@@ -39,14 +39,14 @@ def _merges(grouping: Grouping, learned: Grouping) -> bool:
     return all(len({where[c] for c in g}) == 1 for g in learned.groups)
 
 
-def _split(grouping: Grouping, failing: list[tuple[str, ...]]) -> Grouping:
+def split_unsafe(grouping: Grouping, failing: list[tuple[str, ...]]) -> Grouping:
     groups: list[list[str]] = []
     for g in grouping.groups:
         groups.extend([[c] for c in g] if tuple(g) in failing else [list(g)])
     return Grouping(groups)
 
 
-def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
+def split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
                        finer: list[Grouping]) -> Grouping | None:
     """Each failing group cut into its parts in the next finer grouping of the table.
 
@@ -70,7 +70,7 @@ def _split_along_table(grouping: Grouping, failing: list[tuple[str, ...]],
     return Grouping(groups) if changed else None
 
 
-def _partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping]) -> None:
+def partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping]) -> None:
     """Each partitioned candidate records what the partition costs or saves: its
     accuracy beside the same grouping's with the unsafe groups split instead
     (``without_partition``: that candidate's label and accuracy)."""
@@ -84,10 +84,10 @@ def _partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping]
             "accuracy_drop": split["accuracy_drop"], "failed": list(split["failed"])}
 
 
-def _then(label: str, step: str) -> str:
+def then(label: str, step: str) -> str:
     """``label, step``; a step repeated in a row is counted (``step ×3``), not restated.
 
-    >>> _then(_then("per-k table, k=4", "split"), "split")
+    >>> then(then("per-k table, k=4", "split"), "split")
     'per-k table, k=4, split ×2'
     """
     m = re.fullmatch(rf"(.*), {re.escape(step)}(?: ×(\d+))?", label)

@@ -489,18 +489,18 @@ def test_cli_risk_puts_the_original_into_the_release_domain(tmp_path, capsys):
 
 def test_a_failing_group_is_split_along_the_per_k_table_first():
     from astrid_airflow import Grouping
-    from astrid_airflow.pipeline._choice_candidates import _split_along_table
+    from astrid_airflow.pipeline._choice_candidates import split_along_table
 
     g = Grouping([["a", "b", "c", "d"], ["e", "f"]])
     finer = [g, Grouping([["a", "b"], ["c", "d"], ["e", "f"]]),
              Grouping([["a"], ["b"], ["c", "d"], ["e"], ["f"]])]
     # only the failing group is cut, into its parts in the first finer grouping
-    assert _split_along_table(g, [("a", "b", "c", "d")], finer).to_list() == \
+    assert split_along_table(g, [("a", "b", "c", "d")], finer).to_list() == \
         Grouping([["a", "b"], ["c", "d"], ["e", "f"]]).to_list()
-    assert _split_along_table(g, [("e", "f")], finer).to_list() == \
+    assert split_along_table(g, [("e", "f")], finer).to_list() == \
         Grouping([["a", "b", "c", "d"], ["e"], ["f"]]).to_list()
     # no finer grouping cuts it: no candidate (the split into singletons remains)
-    assert _split_along_table(g, [("e", "f")], finer[:2]) is None
+    assert split_along_table(g, [("e", "f")], finer[:2]) is None
 
 
 def test_a_refusal_names_each_failed_check_with_its_figure_and_group():
