@@ -192,8 +192,8 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     chosen = choice.attack_in_order(cands)
     if chosen is None:  # the attacks or the batches refused them: the same, coarser
         chosen = choice.retry_coarser(cands)
+    partition_costs(cands, split_for)  # of the candidates the choice was made among
     rungs = [] if chosen is None else choice.fallbacks(chosen, cands)
-    partition_costs(cands, split_for)
     for c in cands:
         c["passed"] = c is chosen
         c["attacked"] = "singling_out_upper" in c["risks"]

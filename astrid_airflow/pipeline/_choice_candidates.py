@@ -75,7 +75,8 @@ def partition_costs(cands: list[dict[str, Any]], split_for: dict[str, Grouping])
     accuracy beside the same grouping's with the unsafe groups split instead
     (``without_partition``: that candidate's label and accuracy)."""
     for c in cands:
-        if c["method"] != "partition":
+        # a fallback of a chosen partitioned release was not measured against a split
+        if c["method"] != "partition" or c["label"] not in split_for:
             continue
         split = next((o for o in cands if o["method"] == "bins" and o["max_bins"] is None
                       and Grouping(o["grouping"]) == split_for[c["label"]]), None)

@@ -149,3 +149,21 @@ def test_fallbacks_round_trip_and_bad_ones_are_refused():
     for extra in bad:
         with pytest.raises(RecipeError):
             ReleaseRecipe.from_dict({**ReleaseRecipe(k=5, target="y").to_dict(), **extra})
+
+
+def test_a_partitioned_releases_fallbacks_need_no_split_alternative():
+    """Fails before: a chosen partitioned release's fallbacks (partitioned too, with
+    labels of their own) stopped the choice with a KeyError looking up their split (the
+    release-scale CLI test's learn, where per-k table k=28 partitioned was chosen)."""
+    from astrid_airflow.pipeline._choice_candidates import partition_costs
+
+    split = {"method": "bins", "max_bins": None, "grouping": [["a"], ["b"]],
+             "label": "learned, unsafe group(s) split", "accuracy_surrogate": 0.7,
+             "accuracy_drop": 0.1, "failed": []}
+    chosen = {"method": "partition", "label": "learned, unsafe group(s) partitioned"}
+    fallback = {"method": "partition",
+                "label": "learned, unsafe group(s) partitioned, fallback for 6k rows per cell"}
+    cands = [split, chosen, fallback]
+    partition_costs(cands, {chosen["label"]: Grouping([["a"], ["b"]])})
+    assert chosen["without_partition"]["label"] == split["label"]
+    assert "without_partition" not in fallback
