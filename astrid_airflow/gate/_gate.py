@@ -176,11 +176,14 @@ def validate_surrogate(
             original_df, surrogate_df = _read_inputs(original, surrogate, artefact)
         plan_gate(tracker, suite, original_df.shape, computed_utility=metrics is None,
                   writes=bool(paths))
-        utility, source = _utility_function(original_df, artefact, effective, seed,
-                                            metrics, remedies)
+        given = _given_metrics(metrics)  # bad figures refused before any work
         with tracker.step("the release's domain (recipe, local suppression)"):
             judged_original, surrogate_df, recipe = _release_domain(
                 original_df, surrogate_df, surrogate, artefact, remedies)
+        # the utility scores the batch with the recipe it was judged with (its rungs)
+        utility, source = (given, "precomputed") if given is not None else (
+            _computed_utility(original_df, artefact, effective, seed, remedies,
+                              None if recipe is None else recipe[0]), "computed")
         _keep_default_suite(artefact, location, suite_info)  # every input checked by now
 
         gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target,
@@ -371,22 +374,29 @@ def _check_seed(random_state: object) -> int:
     return int(random_state)
 
 
-def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy, seed: int,
-                      metrics: Mapping[str, Any] | None, remedies: bool = True):
-    if metrics is not None:
-        if not isinstance(metrics, Mapping):
-            raise ParameterError(f"Invalid metrics: expected a mapping, got "
-                                 f"{type(metrics).__name__}.")
-        missing = [k for k in ("accuracy_original", "accuracy_surrogate")
-                   if not _is_number(metrics.get(k))]
-        if missing:
-            raise ParameterError(f"Invalid metrics: {missing} missing or not numbers; "
-                                 "pass the JSON of `astrid shuffle --json`.")
-        given = {k: float(metrics[k]) for k in ("accuracy_original", "accuracy_surrogate")}
-        se = metrics.get("accuracy_difference_se", metrics.get("difference_se"))
-        if _is_number(se):  # the noise allowance of the figures (shuffle's JSON has it)
-            given["difference_se"] = float(se)
-        return (lambda: {**given, "source": "precomputed"}), "precomputed"
+def _given_metrics(metrics: Mapping[str, Any] | None):
+    """The precomputed figures' function (None: the gate computes them), checked."""
+    if metrics is None:
+        return None
+    if not isinstance(metrics, Mapping):
+        raise ParameterError(f"Invalid metrics: expected a mapping, got "
+                             f"{type(metrics).__name__}.")
+    missing = [k for k in ("accuracy_original", "accuracy_surrogate")
+               if not _is_number(metrics.get(k))]
+    if missing:
+        raise ParameterError(f"Invalid metrics: {missing} missing or not numbers; "
+                             "pass the JSON of `astrid shuffle --json`.")
+    given = {k: float(metrics[k]) for k in ("accuracy_original", "accuracy_surrogate")}
+    se = metrics.get("accuracy_difference_se", metrics.get("difference_se"))
+    if _is_number(se):  # the noise allowance of the figures (shuffle's JSON has it)
+        given["difference_se"] = float(se)
+    return lambda: {**given, "source": "precomputed"}
+
+
+def _computed_utility(original: pd.DataFrame, artefact: Any, policy: GatePolicy, seed: int,
+                      remedies: bool = True, recipe: Any = None):
+    """The gate's utility figures, computed when the suite asks (``recipe``: the one the
+    batch was judged with, its groups' rungs mixed; None: the artefact's)."""
 
     def compute() -> dict[str, Any]:
         from astrid_airflow.release import surrogate_utility
@@ -402,13 +412,13 @@ def _utility_function(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
                               random_state=seed, max_fit_rows=UTILITY_MAX_ROWS,
                               n_repeats=policy.utility_repeats_for(
                                   min(len(original), UTILITY_MAX_ROWS)),
-                              remedies=remedies)
+                              remedies=remedies, recipe=recipe)
         out = {**u.to_dict(), "source": "computed"}
         if note:
             out["note"] = note
         return out
 
-    return compute, "computed"
+    return compute
 
 
 def gate_utility(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
@@ -416,8 +426,7 @@ def gate_utility(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
     """The figures the gate's accuracy check judges, computed as
     :func:`validate_surrogate` computes them with that ``random_state`` (for
     benchmarks of the check over seeds; judge them with ``judge_utility``)."""
-    return _utility_function(original, artefact, policy, _check_seed(random_state),
-                             None)[0]()
+    return _computed_utility(original, artefact, policy, _check_seed(random_state))()
 
 
 def _is_number(value: object) -> bool:

@@ -253,10 +253,10 @@ class ReleaseRecipe:
         return (dataclasses.replace(self, fallbacks=(), fallback_share=None),
                 *self.fallbacks)
 
-    def keeps_fallback_share(self, worst_share: float) -> bool:
-        """Whether a batch whose worst group needs ``worst_share`` suppressed stays on
-        the current rung (always, without fallbacks)."""
-        return self.fallback_share is None or worst_share <= self.fallback_share + 1e-12
+    def keeps_fallback_share(self, share: float) -> bool:
+        """Whether a group of a batch that needs ``share`` of its rows suppressed on a
+        rung may be published with it (always, without fallbacks)."""
+        return self.fallback_share is None or share <= self.fallback_share + 1e-12
 
     def mixed(self, picks: Sequence[int], groups: Sequence[Sequence[str]]
               ) -> ReleaseRecipe:

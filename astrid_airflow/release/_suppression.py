@@ -241,18 +241,21 @@ class Suppression:
                 "coarser fallback(s)")
 
 
-def pick_rungs(tried: Sequence[Suppression], share: float | None) -> list[int]:
+def pick_rungs(tried: Sequence[Suppression], keeps: Callable[[float], bool]) -> list[int]:
     """Per group, the first of the ``tried`` rungs (finest first) whose suppressed share
-    keeps ``share``, else the least suppressed (the finest among equals).
+    ``keeps`` accepts (``ReleaseRecipe.keeps_fallback_share``), else the least
+    suppressed (the finest among equals).
 
     >>> s = [Suppression(5, 10, ({"suppressed_share": x},)) for x in (0.3, 0.2, 0.1)]
-    >>> pick_rungs(s, 0.25), pick_rungs(s, 0.05), pick_rungs(s[:1], 0.05)
-    ([1], [2], [0])
+    >>> pick_rungs(s, lambda x: x <= 0.25), pick_rungs(s, lambda x: x <= 0.05)
+    ([1], [2])
+    >>> pick_rungs(s[:1], lambda x: x <= 0.05)
+    [0]
     """
     picks = []
     for g in range(len(tried[0].groups)):
         shares = [t.groups[g]["suppressed_share"] for t in tried]
-        kept = [i for i, x in enumerate(shares) if share is None or x <= share + 1e-12]
+        kept = [i for i, x in enumerate(shares) if keeps(x)]
         picks.append(kept[0] if kept else min(range(len(shares)), key=shares.__getitem__))
     return picks
 
@@ -265,7 +268,7 @@ def climb_rungs(recipe: Any, suppressed: Callable[[int, Any], Suppression]
     tried: list[Suppression] = []
     for i, rung in enumerate(recipe.rungs):
         tried.append(suppressed(i, rung))
-        picks = pick_rungs(tried, recipe.fallback_share)
+        picks = pick_rungs(tried, recipe.keeps_fallback_share)
         if all(recipe.keeps_fallback_share(tried[p].groups[g]["suppressed_share"])
                for g, p in enumerate(picks)):
             break

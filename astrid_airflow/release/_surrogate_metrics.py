@@ -19,10 +19,7 @@ from astrid_airflow.io import read_arrow
 
 from ._hashing import row_hashes
 from ._metrics import prepared_source, privacy_metrics
-from ._surrogate import (
-    release_recipe,
-    remedied,
-)
+from ._surrogate import release_domain, release_recipe
 from ._table_source import TableSource, table_source
 from ._utility import surrogate_utility
 
@@ -102,9 +99,14 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
     """
     src, grouping, target_name, artefact = prepared_source(original, grouping_or_artefact, target)
     recipe = release_recipe(artefact, remedies)
-    published = src if recipe is None else table_source(
-        remedied(_as_frame(src) if src.path is None else read_arrow(src.path), recipe,
-                  target_name, grouping), "original")
+    published = src
+    if recipe is not None:
+        domain, found = release_domain(
+            _as_frame(src) if src.path is None else read_arrow(src.path), recipe,
+            target_name, grouping)
+        published = table_source(domain, "original")
+        # the utility scores the batch with the groups' rungs found here (not again)
+        recipe = recipe.mixed(found.recipe_rungs, grouping.groups)
     intact, expected, unique_share = privacy_metrics(published, surrogate, grouping,
                                                       target_name)
     del published  # not held through the utility check's copies (peak memory, issue 33)
@@ -133,7 +135,8 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
             res = surrogate_utility(frame, artefact if artefact is not None else grouping,
                                     target=target_name, classifier=classifier,
                                     random_state=util_seed, n_repeats=n_repeats,
-                                    remedies=remedies, max_fit_rows=fit_rows)
+                                    remedies=remedies, max_fit_rows=fit_rows,
+                                    recipe=recipe)
         except DataError as exc:  # e.g. a one-class batch: the surrogate is still valid
             note = f"utility not computed: {exc}"
         else:
