@@ -40,6 +40,10 @@ def manifest_bytes(name: str, version: str, files: Mapping[str, bytes],
     }
     if key is not None:
         document = sign(document, key)
+    return _manifest_text(document)
+
+
+def _manifest_text(document: Mapping[str, Any]) -> bytes:
     return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
@@ -77,6 +81,11 @@ def verify_manifest(raw: bytes, *, name: str, version: str,
                              "signing key, or changed since).")
     elif SIGNATURE in doc and not isinstance(doc[SIGNATURE], dict):
         raise StoreError(f"{shown}: a malformed signature; the version is refused.")
+    if raw != _manifest_text(doc):
+        # the signature covers the parsed document: a re-formatted manifest (a byte of
+        # whitespace) would otherwise pass as the one the store wrote
+        raise StoreError(f"{shown}: the manifest is not byte for byte as the store writes "
+                         "it (re-formatted or edited); the version is refused.")
     out = {}
     for fname, digest in sorted(files.items()):
         try:

@@ -63,12 +63,25 @@ def test_with_a_key_even_a_rewritten_manifest_is_refused(tmp_path):
     for f in manifest["files"]:  # the attacker recomputes every digest, cannot sign
         manifest["files"][f] = hashlib.sha256((vdir / f).read_bytes()).hexdigest()
     (vdir / MANIFEST_FILE).chmod(0o644)
-    (vdir / MANIFEST_FILE).write_text(json.dumps(manifest))
+    # written as the store writes it, so only the signature can tell
+    (vdir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     with pytest.raises(StoreError, match="signature does not hold: its signature does not "
                                          "match"):
         store.load("diab")
     # without the key the store cannot tell (documented): the key is what it rests on
     assert ArtefactStore(tmp_path / "store").load("diab") == make_artefact()
+
+
+@pytest.mark.parametrize("key", [KEY, None])
+def test_a_reformatted_manifest_is_refused(tmp_path, key):
+    """The same document in other whitespace is not the manifest the store wrote (the
+    signature covers the parsed document, so the bytes are checked too)."""
+    store = _saved(tmp_path, signing_key=key)
+    path = tmp_path / "store" / "diab" / "v0001" / MANIFEST_FILE
+    path.chmod(0o644)
+    path.write_text(json.dumps(json.loads(path.read_text()), indent=4, sort_keys=True) + "\n")
+    with pytest.raises(StoreError, match="not byte for byte as the store writes it"):
+        store.load("diab")
 
 
 def test_a_key_refuses_unsigned_and_foreign_manifests(tmp_path, monkeypatch):
