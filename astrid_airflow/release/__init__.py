@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         seal_gate_receipt,
         seal_receipt,
     )
+    from ._recipe import BIN_LADDER, ReleaseRecipe
     from ._release import (
         ReleaseDecision,
         check_receipt,
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
         release_time,
     )
     from ._remedies import (
-        BIN_LADDER,
-        ReleaseRecipe,
         apply_recipe,
         as_float,
         generalise_file,

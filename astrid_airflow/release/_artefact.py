@@ -156,7 +156,7 @@ class GroupingArtefact:
         """The release recipe (a :class:`~astrid_airflow.ReleaseRecipe`) or None."""
         if not self.release or self.release.get("recipe") is None:
             return None
-        from ._remedies import ReleaseRecipe
+        from ._recipe import ReleaseRecipe
 
         return ReleaseRecipe.from_dict(self.release["recipe"])
 

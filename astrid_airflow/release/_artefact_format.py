@@ -195,7 +195,7 @@ def _validate_release(release: Any, names: Sequence[str], target: Any, grouping:
         return
     from astrid_airflow._errors import RecipeError
 
-    from ._remedies import ReleaseRecipe
+    from ._recipe import ReleaseRecipe
 
     if not isinstance(release, Mapping):
         raise ArtefactError(f"Invalid artefact release: expected an object, got "
