@@ -207,6 +207,9 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
     """
     if not isinstance(recipe, ReleaseRecipe):
         recipe = ReleaseRecipe.from_dict(recipe)
+    # its steps, not its fallbacks (a batch's rungs are chosen by release_domain): a
+    # fallback may remedy a column these steps leave alone, which the projection lacks
+    recipe = recipe.rungs[0]
     target = target or recipe.target
     is_arrow = type(table).__module__.startswith("pyarrow")
     frame = table.select(list(recipe.columns) + ([target] if target and any(

@@ -167,3 +167,28 @@ def test_a_partitioned_releases_fallbacks_need_no_split_alternative():
     partition_costs(cands, {chosen["label"]: Grouping([["a"], ["b"]])})
     assert chosen["without_partition"]["label"] == split["label"]
     assert "without_partition" not in fallback
+
+
+def test_a_recipe_applies_when_a_fallback_remedies_a_column_it_leaves_alone(tmp_path):
+    """``apply_recipe`` (and ``astrid generalise``) apply rung 0; a fallback that also
+    remedies another column must not make the table look short of it (an arrow table
+    is projected on the columns rung 0 changes)."""
+    import pyarrow as pa
+
+    from astrid_airflow import apply_recipe
+    from astrid_airflow.release import generalise_file
+
+    t = pd.DataFrame({"a": [1.0, 2.0, 3.0, 14.0] * 5, "b": [5.0, 6.0, 17.0, 8.0] * 5,
+                      "y": ["p", "q"] * 10})
+    recipe = ReleaseRecipe(k=2, steps=(_round("a", 10),), target="y", fallbacks=(
+        ReleaseRecipe(k=2, steps=(_round("a", 20), _round("b", 20)), target="y"),),
+        fallback_share=0.05)
+    expected = apply_recipe(t, recipe.rungs[0])
+    assert list(expected["a"]) == [0.0, 0.0, 0.0, 10.0] * 5
+    pd.testing.assert_frame_equal(apply_recipe(t, recipe), expected)
+    got = apply_recipe(pa.Table.from_pandas(t, preserve_index=False), recipe)
+    pd.testing.assert_frame_equal(got.to_pandas(), expected)
+    t.to_parquet(tmp_path / "t.parquet", index=False)
+    generalise_file(tmp_path / "t.parquet", _artefact(t, "a;b", recipe),
+                    tmp_path / "g.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "g.parquet"), expected)
