@@ -1,12 +1,12 @@
 """Issue 32: would class-informed Mondrian cuts make the partition cheap enough?
 
-The library's partition (``pipeline/_fit_partition.py``) cuts a cell at the allowed cut
-nearest the median of its widest dimension (Mondrian, LeFevre et al., ICDE 2006). The
-variant measured here cuts where the class entropy of the two sides is lowest, over
-every dimension (InfoGain Mondrian, LeFevre, DeWitt and Ramakrishnan, "Workload-aware
-anonymization", KDD 2006), under exactly the same allowed cuts (both sides with at least
-two classes and ``min_class_rows`` rows of each class they hold), so the guarantee is the
-same and only the cost can differ.
+The library's partition (``fit_partition``, ``cuts="median"``) cuts a cell at the
+allowed cut nearest the median of its widest dimension (Mondrian, LeFevre et al., ICDE
+2006). The variant measured here (``cuts="class-entropy"``) cuts where the class entropy
+of the two sides is lowest, over every dimension (InfoGain Mondrian, LeFevre, DeWitt and
+Ramakrishnan, "Workload-aware anonymization", KDD 2006), under exactly the same allowed
+cuts (both sides with at least two classes and ``min_class_rows`` rows of each class
+they hold), so the guarantee is the same and only the cost can differ.
 
 Per table (UCI ARFF cleaned by ``uci.py``, 50/50 stratified split, seed 0, as
 ``bench_release.py``) and per grouping of the stored ASTRID run's per-k table
@@ -44,64 +44,21 @@ import bench_e2e  # noqa: E402  (the accuracy measure)
 import bench_release  # noqa: E402  (the split)
 
 
-def _class_entropy(counts: np.ndarray) -> np.ndarray:
-    """Rows times the class entropy (bits) of each row of ``counts`` (cells x classes)."""
-    n = counts.sum(axis=-1, keepdims=True)
-    p = counts / np.maximum(n, 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        h = -np.where(p > 0, p * np.log2(p), 0.0).sum(axis=-1)
-    return h * n[..., 0]
-
-
-def _informed_fitter():
-    from astrid_airflow.pipeline._fit_partition import _Fitter
-
-    class InformedFitter(_Fitter):
-        """The library's fitter with the cut of least class entropy, over every
-        dimension, among the same allowed cuts."""
-
-        def cut(self, rows):
-            onehot = np.eye(len(self.need), dtype=np.int64)[self.y[rows]]
-            best = None
-            for d in range(len(self.keys)):
-                order = np.argsort(self.keys[d][rows], kind="stable")
-                xs = self.keys[d][rows][order]
-                cum = np.cumsum(onehot[order], axis=0)
-                left = cum[:-1]
-                allowed = (np.isfinite(xs[1:]) & (xs[1:] > xs[:-1]) & self.ok(left)
-                           & self.ok(cum[-1] - left))
-                if not allowed.any():
-                    continue
-                h = np.where(allowed, _class_entropy(left) + _class_entropy(cum[-1] - left),
-                             np.inf)
-                j = int(np.argmin(h))
-                if best is None or h[j] < best[0] - 1e-9:
-                    best = (h[j], d, j + 1, rows[order])
-            return None if best is None else best[1:]
-
-    return InformedFitter
-
-
-def _step(fitter, frame, labels, k: int, min_rows: int) -> dict:
-    f = fitter(frame, labels, k, min_rows)
-    f.fit()
-    return {"method": "partition", "columns": f.cols, "k": k, "min_class_rows": min_rows,
-            "diversity": "distinct-2", "published_types": f.types, "nodes": f.nodes,
-            "cells": f.cells}
-
-
-def _loss(part, ctl, target: str, groups: list, fitter, base: float, factor: int) -> dict:
-    from astrid_airflow import Grouping, ProtectsNothingWarning, make_surrogate
-    from astrid_airflow.release._partition import apply_partition
+def _loss(part, ctl, target: str, groups: list, cuts: str, base: float, factor: int) -> dict:
+    from astrid_airflow import (
+        Grouping,
+        ProtectsNothingWarning,
+        ReleaseRecipe,
+        apply_recipe,
+        make_surrogate,
+    )
+    from astrid_airflow.pipeline import fit_partition
 
     k = 5
-    steps = [_step(fitter, part[g], part[target], k, factor * k)
+    steps = [fit_partition(part[g], part[target], k, factor * k, cuts=cuts)
              for g in groups if len(g) > 1]
-    part_d, ctl_d = part.copy(), ctl.copy()
-    for s in steps:
-        for frame, out in ((part, part_d), (ctl, ctl_d)):
-            for c, v in apply_partition(frame, s).items():
-                out[c] = v.array
+    recipe = ReleaseRecipe(k=k, steps=tuple(steps), target=target)
+    part_d, ctl_d = apply_recipe(part, recipe), apply_recipe(ctl, recipe)
     accs = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ProtectsNothingWarning)
@@ -112,13 +69,11 @@ def _loss(part, ctl, target: str, groups: list, fitter, base: float, factor: int
 
 
 def run_table(name: str) -> dict:
-    from astrid_airflow.pipeline._fit_partition import _Fitter
-    from astrid_airflow.pipeline._fit_recipe import BATCH_FACTOR
+    from astrid_airflow.pipeline import BATCH_FACTOR
 
     _, target, part, ctl = bench_release._split(name)
     run = json.loads((RESULTS / "astrid_runs" / f"adaptive_{name}_svm_j1.json").read_text())
     base = bench_e2e._accuracy(part, ctl, target, "svm")
-    informed = _informed_fitter()
     rows = []
     for entry in run["result"]["table"]:
         groups = entry["grouping"]
@@ -126,11 +81,12 @@ def run_table(name: str) -> dict:
             continue
         rows.append({"k": entry["k"], "group_sizes": sorted(len(g) for g in groups
                                                             if len(g) > 1),
-                     "median": _loss(part, ctl, target, groups, _Fitter, base, BATCH_FACTOR),
-                     "informed": _loss(part, ctl, target, groups, informed, base,
+                     "median": _loss(part, ctl, target, groups, "median", base,
+                                     BATCH_FACTOR),
+                     "informed": _loss(part, ctl, target, groups, "class-entropy", base,
                                        BATCH_FACTOR),
                      # without the batch margin: k rows of each class per cell
-                     "median_k": _loss(part, ctl, target, groups, _Fitter, base, 1)})
+                     "median_k": _loss(part, ctl, target, groups, "median", base, 1)})
     return {"table": name, "release_rows": len(part), "classes": int(part[target].nunique()),
             "svm_original": base, "groupings": rows}
 

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from ._choice import choose_release
     from ._choice_budget import release_choice_fits
     from ._choice_checks import batch_rate_upper
-    from ._fit_recipe import column_class_risk, fit_recipe, group_risk
+    from ._fit_partition import CUT_RULES, fit_partition
+    from ._fit_recipe import BATCH_FACTOR, column_class_risk, fit_recipe, group_risk
     from ._integrity import CanonicalRelease, trusted_canonical
     from ._pipeline import (
         Learned,

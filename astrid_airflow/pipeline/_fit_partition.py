@@ -19,8 +19,14 @@ Distinct rather than entropy diversity: it is the condition the gate's class-dis
 check states, and the per-class ``k`` already keeps a minority class from being a
 single row. The cuts are median cuts, fitted to the values and never to the labels
 beyond the diversity constraint, so the boundaries do not tell the released rows from
-others. The step (:mod:`astrid_airflow.release._partition`) records the tree and each
-cell's representative tuple (per-column lower median, or most frequent value).
+others. ``cuts="class-entropy"`` instead takes, over every dimension, the allowed cut
+whose two sides have the least class entropy (InfoGain Mondrian: LeFevre, DeWitt and
+Ramakrishnan, "Workload-aware anonymization", KDD 2006): the same guarantee, offered for
+comparison; it lowered no table's best accuracy loss
+(``benchmarks/bench_partition_cuts.py``), so the release fit does not use it.
+
+The step (:mod:`astrid_airflow.release._partition`) records the tree and each cell's
+representative tuple (per-column lower median, or most frequent value).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from astrid_airflow.release import as_float, published_type
 #: ``min_class_rows`` tried, as multiples of ``k``, finest first (the first that passes
 #: the group's checks is kept).
 PARTITION_LADDER = (1, 2, 4, 8)
+#: How a cell is cut (the module doc); the release fit uses the first.
+CUT_RULES = ("median", "class-entropy")
 _NUMBER_TYPES = ("integer", "float")
 
 
@@ -61,6 +69,15 @@ def _span(x: np.ndarray) -> float:
     return float(f.max() - f.min()) if f.size else 0.0
 
 
+def _class_entropy(counts: np.ndarray) -> np.ndarray:
+    """Rows times the class entropy (bits) of each row of ``counts`` (cuts x classes)."""
+    n = counts.sum(axis=-1, keepdims=True)
+    p = counts / np.maximum(n, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -np.where(p > 0, p * np.log2(p), 0.0).sum(axis=-1)
+    return h * n[..., 0]
+
+
 def _scalar(v: Any) -> Any:
     v = v.item() if hasattr(v, "item") else v
     return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
@@ -69,7 +86,8 @@ def _scalar(v: Any) -> Any:
 class _Fitter:
     """The top-down cutting of one group's reference tuples (see the module doc)."""
 
-    def __init__(self, frame: pd.DataFrame, labels: Any, k: int, min_class_rows: int):
+    def __init__(self, frame: pd.DataFrame, labels: Any, k: int, min_class_rows: int,
+                 cuts: str = "median"):
         self.frame = frame.reset_index(drop=True)
         self.cols = list(map(str, frame.columns))
         self.types = [published_type(frame[c]) for c in frame.columns]
@@ -80,6 +98,7 @@ class _Fitter:
         # per class, the rows a cell holding it needs (0: a class below k in all)
         self.need = np.where(total >= k, np.minimum(min_class_rows, total), 0)
         self.k = k
+        self.cuts = cuts
         self.nodes: list[dict[str, Any]] = []
         self.cells: list[list[Any]] = []
 
@@ -88,25 +107,45 @@ class _Fitter:
         return (((counts == 0) | (counts >= self.need)).all(axis=-1)
                 & ((counts > 0).sum(axis=-1) >= 2) & (counts.sum(axis=-1) >= self.k))
 
+    def allowed(self, d: int, rows: np.ndarray, onehot: np.ndarray):
+        """``rows`` in dimension ``d``'s order, and per position p (1..n-1) the class
+        counts left of it and whether a cut there is allowed."""
+        order = np.argsort(self.keys[d][rows], kind="stable")  # NaN last
+        xs = self.keys[d][rows][order]
+        left = np.cumsum(onehot[order], axis=0)[:-1]
+        total = np.bincount(self.y[rows], minlength=onehot.shape[1])
+        valid = np.isfinite(xs[1:]) & (xs[1:] > xs[:-1])
+        return rows[order], left, valid & self.ok(left) & self.ok(total - left)
+
     def cut(self, rows: np.ndarray) -> tuple[int, int, np.ndarray] | None:
         """``(column, position, rows in that column's order)`` of the cut, or ``None``."""
+        onehot = np.eye(len(self.need), dtype=np.int64)[self.y[rows]]
+        if self.cuts == "class-entropy":
+            return self._least_entropy_cut(rows, onehot)
         widths = [(_span(x[rows]) / s if s > 0 else 0.0) for x, s in
                   zip(self.keys, self.spans)]
-        onehot = np.eye(len(self.need), dtype=np.int64)[self.y[rows]]
+        p = np.arange(1, rows.size)
         for d in sorted(range(len(widths)), key=lambda d: (-widths[d], d)):
             if widths[d] <= 0:
                 break
-            order = np.argsort(self.keys[d][rows], kind="stable")  # NaN last
-            xs = self.keys[d][rows][order]
-            cum = np.cumsum(onehot[order], axis=0)
-            p = np.arange(1, rows.size)
-            valid = np.isfinite(xs[1:]) & (xs[1:] > xs[:-1])
-            left = cum[:-1]
-            allowed = valid & self.ok(left) & self.ok(cum[-1] - left)
+            ordered, _, allowed = self.allowed(d, rows, onehot)
             if allowed.any():
                 j = int(np.argmin(np.where(allowed, np.abs(p - rows.size / 2), np.inf)))
-                return d, int(p[j]), rows[order]
+                return d, int(p[j]), ordered
         return None
+
+    def _least_entropy_cut(self, rows: np.ndarray, onehot: np.ndarray):
+        best = None
+        for d in range(len(self.keys)):
+            ordered, left, allowed = self.allowed(d, rows, onehot)
+            if not allowed.any():
+                continue
+            right = onehot.sum(axis=0) - left
+            h = np.where(allowed, _class_entropy(left) + _class_entropy(right), np.inf)
+            j = int(np.argmin(h))
+            if best is None or h[j] < best[0] - 1e-9:  # ties: the first dimension
+                best = (h[j], d, j + 1, ordered)
+        return None if best is None else best[1:]
 
     def leaf(self, rows: np.ndarray) -> dict[str, Any]:
         rep = []
@@ -154,9 +193,10 @@ class _Fitter:
 
 
 def fit_partition(frame: pd.DataFrame, labels: Any, k: int,
-                  min_class_rows: int | None = None) -> dict[str, Any]:
+                  min_class_rows: int | None = None, cuts: str = "median"
+                  ) -> dict[str, Any]:
     """The ``partition`` recipe step of ``frame``'s columns (a group), fitted with the
-    class ``labels`` (see the module doc).
+    class ``labels`` (see the module doc; ``cuts`` one of ``CUT_RULES``).
 
     >>> import pandas as pd
     >>> f = pd.DataFrame({"a": range(8), "b": [0, 1] * 4})
@@ -169,10 +209,12 @@ def fit_partition(frame: pd.DataFrame, labels: Any, k: int,
     m = k if min_class_rows is None else min_class_rows
     if isinstance(m, bool) or not isinstance(m, int) or m < k:
         raise RecipeError(f"Invalid min_class_rows: {m!r}. Must be an integer >= k.")
+    if cuts not in CUT_RULES:
+        raise RecipeError(f"Invalid cuts: {cuts!r}; known: {list(CUT_RULES)}.")
     if frame.shape[1] < 2 or len(frame) != len(labels):
         raise RecipeError("A partition needs a group of at least two columns and one label "
                           "per row.")
-    f = _Fitter(frame, labels, k, m)
+    f = _Fitter(frame, labels, k, m, cuts)
     f.fit()
     return {"method": "partition", "columns": f.cols, "k": k, "min_class_rows": m,
             "diversity": "distinct-2", "published_types": f.types, "nodes": f.nodes,

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from astrid_airflow import RecipeError, ReleaseRecipe, apply_recipe, fit_recipe
-from astrid_airflow.pipeline._fit_partition import fit_partition
+from astrid_airflow.pipeline import CUT_RULES, fit_partition
 from astrid_airflow.release._partition import partition_cells
 
 
@@ -212,15 +212,15 @@ def _tables(draw):
                       "c": rng.choice(["p", "q", "r", None], n)}).assign(y=y)
     if draw(st.booleans()):
         t.loc[rng.random(n) < 0.1, "a"] = np.nan
-    return t, k, draw(st.sampled_from([1, 2, 4]))
+    return t, k, draw(st.sampled_from([1, 2, 4])), draw(st.sampled_from(CUT_RULES))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_tables())
 def test_every_cell_and_every_published_group_tuple_is_k_anonymous_and_2_diverse(case):
-    t, k, mult = case
+    t, k, mult, cuts = case  # either cut rule: the guarantee is in the allowed cuts
     y = t["y"].to_numpy()
-    step = fit_partition(t[["a", "b", "c"]], y, k, k * mult)
+    step = fit_partition(t[["a", "b", "c"]], y, k, k * mult, cuts=cuts)
     recipe = _recipe(step, k)  # the recipe checker accepts what the fit writes
     _cells_ok(partition_cells(t, step), y, k, k * mult)
     out = apply_recipe(t, recipe)
@@ -263,6 +263,22 @@ def test_bad_fit_arguments_are_refused():
         fit_partition(t[["a", "b"]], t["y"], 5, 3)
     with pytest.raises(RecipeError, match="two columns"):
         fit_partition(t[["a"]], t["y"], 5)
+    with pytest.raises(RecipeError, match="cuts"):
+        fit_partition(t[["a", "b"]], t["y"], 5, cuts="mean")
+
+
+def test_class_entropy_cuts_separate_the_classes_where_median_cuts_do_not():
+    """The class-entropy rule cuts where the classes part (``b``); the median rule takes
+    the widest column relative to its range, here a tie the first column (``a``) wins.
+    Both keep every cell 2-diverse with k rows of each class."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 100)
+    t = pd.DataFrame({"a": rng.uniform(0, 1, 200), "b": y * 0.5 + rng.uniform(0, 1, 200)})
+    informed = fit_partition(t, y, 5, cuts="class-entropy")
+    median = fit_partition(t, y, 5)
+    assert informed["nodes"][0]["column"] == "b" and median["nodes"][0]["column"] == "a"
+    for step in (informed, median):
+        _cells_ok(partition_cells(t, step), y, 5)
 
 
 # ---------------------------------------------------------------------- the choice
