@@ -2,9 +2,9 @@
 
 Adaptive mode (``astrid(..., adaptive=True)``) races the candidates of the search and
 computes sequential Monte Carlo p-values (``_racing.py``, ``_sequential.py``;
-docs/engine.md, "Adaptive mode"). Its seven settings used to be seven ``adaptive_*``
-parameters of :func:`~astrid_airflow.astrid`; those keywords still work and are mapped
-into this object (:meth:`AdaptiveConfig.from_keywords`).
+docs/engine.md, "Adaptive mode"). The ``adaptive_*`` keywords of
+:func:`~astrid_airflow.astrid` still work and are mapped into this object
+(:meth:`AdaptiveConfig.from_keywords`).
 """
 
 from __future__ import annotations

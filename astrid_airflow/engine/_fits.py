@@ -134,8 +134,8 @@ def _run_batch(data: FitData, tasks: Sequence[Task]) -> tuple[list[float], float
 
     start = time.process_time()
     # a batch is one worker's: a classifier's own joblib calls (a ColumnTransformer's)
-    # run here, not sent back to a Dask cluster as tasks of their own (2,712 of them
-    # beside 216 batches at 25,000 x 30, issue 33)
+    # run here, not sent back to a Dask cluster as tasks of their own
+    # (docs/scale-out.md)
     with threadpool_limits(limits=1), parallel_config(backend="sequential"):
         scores = [run_one(data, t) for t in tasks]
     return scores, time.process_time() - start

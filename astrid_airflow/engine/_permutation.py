@@ -295,7 +295,7 @@ def shuffle_frame(table: pd.DataFrame, grouping: Grouping, perms: np.ndarray,
     index is ``table``'s, position for position: an index label never travels with a
     row's class (it could be an identifier). ``positions``: only these output rows, the
     frame ``shuffle_frame(...).iloc[positions]`` built without the others (a sample of
-    a large surrogate, issue 33).
+    a large surrogate).
     """
     group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
     index = table.index

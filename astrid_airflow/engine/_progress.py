@@ -25,7 +25,7 @@ from typing import Any
 
 log = logging.getLogger("astrid_airflow")
 
-# Seconds between log lines; the issue asks for at least one line every 30 s.
+# Seconds between log lines: a long stage logs at least one line this often.
 INTERVAL = 30.0
 
 
@@ -125,7 +125,7 @@ class RunProgress:
         revised = ""
         if not self.done and left is not None and elapsed > left:
             # nothing done and the prior's whole time spent: the prior was wrong, and
-            # repeating it every 30 s would be a false figure (1M rows, issue 33). The
+            # repeating it at every heartbeat would be a false figure. The
             # running step has taken `elapsed` so far: each step left as long again.
             revised = f" (revised: past the estimate of {format_seconds(left)})"
             left = max(1, self.planned - 1) * elapsed

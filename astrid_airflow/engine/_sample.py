@@ -48,11 +48,11 @@ AUTO_START = 5_000
 AUTO_EVAL_ROWS = 20_000
 AUTO_TOLERANCE = 0.005
 # A curve fit slower than this ends the curve at its size: a search of thousands of such
-# fits would not be affordable anyway (an RBF SVM on 20,000 rows takes ~20 s).
+# fits would not be affordable anyway (docs/engine.md).
 AUTO_MAX_FIT_SECONDS = 30.0
 # Above this many rows `astrid learn` without a choice uses the scalable path: where an
-# RBF-SVM fit (~20 s at 20,000 rows, growing quadratically) stops being affordable, and
-# where "auto" starts sampling; every table of the paper is below it.
+# RBF-SVM fit stops being affordable, and where "auto" starts sampling; every table of
+# the paper is below it.
 LARGE_TABLE_ROWS = AUTO_MIN_ROWS
 
 

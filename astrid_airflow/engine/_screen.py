@@ -1,4 +1,4 @@
-"""Screening attributes before the sorting phase: many columns (issue 19).
+"""Screening attributes before the sorting phase: many columns.
 
 The sorting phase of Alg. 1 evaluates every remaining attribute at every step:
 R'·(m(m+1)/2 − 1) fits, 505,000 at m = 100. Most columns of a wide table interact with
@@ -41,9 +41,8 @@ MAX_ROWS = 100_000
 # "auto" screens a table wider than MIN_ATTRIBUTES, or one of more than MIN_ROWS rows
 # (the large-table path) with at least MIN_ATTRIBUTES_LARGE attributes: the paper's
 # tables (at most 36 attributes, 8,124 rows) are searched whole, as in the paper. On
-# the large-table path a fit costs ~0.3-0.6 s, and the sorting's O(m^2) fits are what
-# does not fit a budget at 15-40 columns (issue 33: 19,111 fits expected at 300,000 x
-# 40 unscreened, 2,331 screened); at MIN_ROWS rows the pair test sees any pairwise
+# the large-table path the sorting's O(m^2) fits do not fit a budget at 15-40 columns
+# (docs/engine.md); at MIN_ROWS rows the pair test sees any pairwise
 # dependence it can, so the risk it adds is only the pure higher-order one above.
 MIN_ATTRIBUTES = 40
 MIN_ROWS = LARGE_TABLE_ROWS  # where `astrid learn` takes the large-table path

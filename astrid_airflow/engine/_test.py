@@ -74,8 +74,7 @@ def test_grouping(
         A partition of the attribute columns.
     classifier : {"svm", "rf", "nb", "hgb"} or scikit-learn classifier, default="svm"
     classifier_params : dict or None
-        Parameters for the preset's model (e.g. ``{"n_estimators": 100}`` for ``rf``) or
-        ``set_params`` names for a user pipeline.
+        Parameters of the preset's model, or ``set_params`` names for a user pipeline.
     n_permutations : int, default=250
         R, the number of GoldenEye permutations.
     scoring : {"accuracy", "balanced_accuracy", "f1_macro"}, default="accuracy"
@@ -89,15 +88,12 @@ def test_grouping(
     progress : bool or None
         Progress bar/log lines; None shows a bar on a terminal only.
     adaptive : bool, default=False
-        Sequential Monte Carlo p-value (``_sequential``): the permutations of the exact
-        test, in the same order, drawn in batches until the decision at ``alpha`` is
-        known (stopping early when clearly not rejected, or clearly rejected with the
-        computed risk). ``n_permutations`` is then the budget.
+        Sequential Monte Carlo p-value: the exact test's permutations, in order, drawn in
+        batches until the decision at ``alpha`` is known; ``n_permutations`` is the budget.
     alpha : float, default=0.05
-        Level of the adaptive test's decision (unused otherwise).
+        Level of the adaptive test's decision.
     adaptive_risk : float, default=0.01
-        Bound on the chance that the adaptive test decides differently from the exact
-        test with ``n_permutations`` draws.
+        Bound on the chance that the adaptive test decides unlike the exact test.
     adaptive_batch : int, default=10
         Permutations per look.
 
@@ -163,8 +159,6 @@ def test_grouping(
                 "adaptive": record})
 
 
-# keep pytest from collecting the imported function. ``test_grouping`` (and the module
-# name ``_test``, which forces the CLI module to be ``cli/_testcmd.py``) are public
-# contract and stay; the layout move puts this module at ``engine/grouping_test.py``
-# (issue 20), and only the public name keeps needing this flag.
+# keep pytest from collecting the imported function: ``test_grouping`` is a public
+# name (a contract), so it keeps the prefix pytest collects.
 test_grouping.__test__ = False
