@@ -259,7 +259,7 @@ def _scalar(value: Any) -> Any:
 
 #: One-sided 99 % normal quantile: the accuracy check refuses a drop only when it is
 #: above the threshold by more than this many standard errors, so a release whose true
-#: drop is at the threshold is refused by chance at most 1 % of the time (issue 28).
+#: drop is at the threshold is refused by chance at most 1 % of the time.
 UTILITY_Z = 2.326
 
 

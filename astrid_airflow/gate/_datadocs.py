@@ -315,7 +315,7 @@ def _bar(value: Any, threshold: Any) -> str:
 
 
 def _disclosure_html(gate: Mapping[str, Any]) -> str:
-    """Risk per group beside the grouping (issue 16): k_min, share below k and class
+    """Risk per group beside the grouping: k_min, share below k and class
     disclosure for every group, and the pairs of groups that stayed linked."""
     by_name = {e.get("name"): e for e in gate.get("expectations", [])}
     below, disc = by_name.get(_BELOW_K) or {}, by_name.get(_CLASS_DISCLOSURE) or {}

@@ -68,49 +68,29 @@ def validate_surrogate(
     Parameters
     ----------
     original : DataFrame or path
-        The table the surrogate was made from (reference table or a new batch). It must
-        match the artefact's schema (``SchemaMismatchError`` otherwise: bad input, not a
-        failed gate).
+        The table the surrogate was made from; it must match the artefact's schema.
     surrogate : DataFrame or path
-        The table to release. Its differences from the original are gate failures.
+        The table to release; its differences from the original are gate failures.
     artefact : GroupingArtefact, or a reference for ``load_artefact``
-        (``artefact.json`` path, version directory, ``ROOT/NAME[@VERSION]``). With a
-        stored artefact the suite is read from ``suite.json`` beside it (and written
-        there, once, if missing, after every input was checked: bad input writes
-        nothing).
+        A stored artefact's suite is read from (or, once, written to) ``suite.json``.
     policy : GatePolicy or dict, optional
-        A ``GatePolicy`` replaces the stored thresholds; a dict overrides some of them
-        (e.g. ``{"max_intact": 0.005}``). Default: the policy stored with the suite.
+        A ``GatePolicy`` replaces the stored thresholds, a dict overrides some of them.
     out_dir : path, optional
-        Where to write ``<stem>.validation.json`` and ``<stem>.validation.html``;
-        default beside the surrogate file (a DataFrame surrogate writes nothing).
-    classifier : str or dict, optional
-        Classifier of the utility check; overrides the policy's and the artefact's.
-    random_state : int, optional
-        Seed of the utility check; drawn (and recorded in the result) if omitted.
+        Where the validation JSON and HTML go; default beside the surrogate file.
+    classifier, random_state : optional
+        The utility check's classifier (overrides policy and artefact) and seed.
     metrics : mapping, optional
-        Precomputed ``accuracy_original`` and ``accuracy_surrogate`` (e.g. the JSON of
-        ``astrid shuffle --json``); they are then used instead of refitting. Privacy
-        and integrity are always measured on the tables given.
+        Precomputed ``accuracy_original`` / ``accuracy_surrogate`` used instead of refitting.
     verbose : bool, default False
-        Let Great Expectations log at DEBUG (it is kept at WARNING otherwise).
+        Let Great Expectations log at DEBUG.
     remedies : bool, default True
-        The surrogate is the artefact's *remedied* release (its recipe, issue 17): the
-        original is put into the release's domain with the published recipe before
-        every privacy and integrity check (the attacker is assumed to know the recipe,
-        so the shadow release's targets and control rows are remedied too), and the
-        utility check scores the remedied release on held-out real rows. ``False``
-        judges a raw release (``--no-remedies``).
+        Judge the remedied release: the original is put in the release's domain (the
+        attacker knows the recipe) before every check; False judges a raw release.
     fs : fsspec.AbstractFileSystem, optional
-        An authenticated filesystem (Airflow's ``ObjectStoragePath.fs``) for the URLs of
-        its protocol: the artefact reference, its suite and ``out_dir``. Default:
-        fsspec's own credential chain.
+        The filesystem for URLs of its protocol (Airflow's ``ObjectStoragePath.fs``).
     allow_weaker_policy : bool, optional
-        False refuses (``ParameterError``) a ``policy`` that loosens any privacy
-        threshold of the default policy; True accepts it; either is recorded in the
-        result. None (the default, a library call) does not check; the result still
-        names every loosened threshold (``policy_note``). Only the ``policy`` given is
-        checked: a weaker stored policy was accepted when it was saved.
+        False refuses a ``policy`` looser than the default, True accepts it, None does not
+        check; the result names every loosened threshold either way.
 
     Returns
     -------
@@ -119,27 +99,16 @@ def validate_surrogate(
     Raises
     ------
     GateError
-        The gate could not be evaluated (a metric raised; a suite that is corrupt or not
-        the one saved with the artefact version; a file that changed while judged).
-    DataError
-        Also: a surrogate file carrying more than the artefact's columns (index columns,
-        metadata, unreferenced bytes...; see :mod:`._file_shape`).
+        The gate could not be evaluated (a metric raised, a wrong suite, a file changed).
     DataError, SchemaMismatchError, ArtefactError, ParameterError
-        Bad input.
+        Bad input, including a surrogate file carrying more than its columns.
 
-    Notes
-    -----
-    Utility is measured with :func:`~astrid_airflow.surrogate_utility`: the original is
-    split into a training and a held-out part, a surrogate of the *training part* is
-    made with the artefact's grouping, and classifiers trained on the training part and
-    on its surrogate are scored on the same held-out real rows. The held-out rows never
-    contribute to a scored surrogate, so rows left intact by the shuffle cannot leak
-    into the score. The released file itself is tied to that grouping by the
-    integrity expectation on group multisets.
+    Utility is :func:`~astrid_airflow.surrogate_utility` on held-out real rows (see
+    docs/gate.md).
     """
     if fs is not None:  # every store URL of fs's protocol opens with it (see ._fs)
-        # every other argument is forwarded as given (locals() holds only them here):
-        # naming them one by one once dropped ``remedies`` on remote stores (issue 30)
+        # every other argument is forwarded as given (locals() holds only them here),
+        # so a new parameter cannot be dropped on remote stores
         arguments = {name: value for name, value in locals().items() if name != "fs"}
         from astrid_airflow.io import using
 
@@ -171,7 +140,7 @@ def validate_surrogate(
     suite = build_suite(artefact, effective)
     suite_info["overrides"] = {k: v for k, v in effective.to_dict().items()
                                if stored.to_dict().get(k) != v}
-    with stage_progress("validate") as tracker:  # estimate and heartbeat (issue 33)
+    with stage_progress("validate") as tracker:  # estimate and heartbeat
         with tracker.step("reading the tables"):
             original_df, surrogate_df = _read_inputs(original, surrogate, artefact)
         plan_gate(tracker, suite, original_df.shape, computed_utility=metrics is None,

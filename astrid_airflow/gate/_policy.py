@@ -51,9 +51,9 @@ class GatePolicy:
         original's unique rows that appear unchanged in the surrogate.
     max_largest_group_unique_share : float, default 0.05
         Largest allowed share of rows whose values on the largest group's columns are
-        unique in the table (linkage risk the intact-row figure misses). It used to
-        default to 1.0, which could never fail; it is now the same budget as
-        ``max_share_below_k`` (it is the k = 2, largest-group, class-blind case of it).
+        unique in the table (linkage risk the intact-row figure misses); the same
+        budget as the suppression's (it is the k = 2, largest-group, class-blind case
+        of the per-group check).
     max_accuracy_drop : float, default 0.02
         Largest allowed ``accuracy_original - accuracy_surrogate`` on the same held-out
         original rows.
@@ -63,16 +63,12 @@ class GatePolicy:
     utility_repeats : int, default 3
         The fewest independent splits (and surrogates) the utility check averages over:
         the standard error needs the spread between splits, which one split's per-row
-        figure misses when the classifier's own fit varies (``hgb`` on 15,000 rows of
-        ``make_mixed_table``: accuracy 0.874-0.919 over six splits; one split's drop
-        was -0.041 +- 0.005 in the release choice and 0.065 +- 0.005 in the gate,
-        issue 33).
+        figure misses when the classifier's own fit varies (docs/gate.md).
     utility_test_rows : int, default 2000
         Held-out rows the utility check scores in all: a small table gets as many
         splits as it takes to reach them (at most ``UTILITY_MAX_REPEATS``), see
-        :meth:`utility_repeats_for`. One split of a table of 700 rows scores 175 rows,
-        an accuracy difference with a standard error of about 0.03 — more than the
-        0.02 tolerance, so one split would pass or fail a release at random.
+        :meth:`utility_repeats_for`; one split of a small table would pass or fail a
+        release at random (docs/gate.md).
     disclosure_k : int, default 5
         The k of the per-group k-anonymity check: a (group values, class) combination
         shared by fewer than k rows singles those rows out.
@@ -115,29 +111,20 @@ class GatePolicy:
         :func:`~astrid_airflow.privacy.class_from_column_risks`). It is ``1 / m`` for
         a value shared by ``m`` rows of mixed classes (0 for one class only, which the
         class-disclosure check bounds), so 0.2 fails values shared by fewer than about
-        five rows and raw continuous columns (close to 1). The 0.2 is
-        issue 17's target for anonymeter's class-from-one-column inference.
+        five rows and raw continuous columns (close to 1); 0.2 is the target set for
+        anonymeter's class-from-one-column inference (docs/privacy.md).
 
     Notes
     -----
     The privacy defaults are what a privacy officer can sign for a table published as
-    is (docs/privacy.md): k = 5 with a 5 % budget is the usual k-anonymity rule with a
-    suppression limit (Hundepool et al., *Statistical Disclosure Control*, 2012), the
-    same 5 % bounds class disclosure, and the linkage tolerance (0.03, or 6 sd) let
-    none of ~140 000 simulated genuine pair shuffles of seven UCI tables fail, while a
-    release with one column shuffled and the rest aligned exceeds its expectation by
-    0.7-1.0 (docs/privacy.md). A raw GoldenEye
-    surrogate of a table with continuous columns fails the per-group checks (every
-    exact value is its own equivalence class); :meth:`raw_release_demo` is the explicit
-    policy for demonstrating such releases.
+    is: k = 5 with a 5 % suppression budget is the usual k-anonymity rule (Hundepool et
+    al., *Statistical Disclosure Control*, 2012), and the linkage tolerance and attack
+    thresholds were set so that genuine shuffles and coarsened releases pass while raw
+    ones fail (the figures: docs/privacy.md). The attack thresholds bound the *upper*
+    95 % bound, so a noisy estimate fails safe. A raw GoldenEye surrogate of a table
+    with continuous columns fails the per-group checks; :meth:`raw_release_demo` is the
+    explicit policy for demonstrating such releases.
 
-    The attack thresholds bound the *upper* 95 % bound, so a noisy estimate fails safe.
-    They were set on shadow releases of vehicle, diabetes, credit-a and the synthetic
-    table with 500 attacks (docs/privacy.md): releases with values coarsened to five
-    levels reach at most 0.06 (singling-out), 0.02 (linkability) and 0.29 (inference:
-    the interval of a relative risk widens as ``1 / (1 - r_control)`` when the secret is
-    predictable from the population), while raw releases reach 0.67-1.0, 0.36-0.42 with
-    vehicle's 15-column group, and 0.73-1.0.
     Examples
     --------
     >>> p = GatePolicy(max_intact=0.005)
@@ -241,7 +228,7 @@ class GatePolicy:
         to 1.0 (report only) and keeps every other check, the intact-row proportion and
         the cross-group linkage included (a real shuffle passes those). **A release
         passed with it is NOT protected against singling out, class disclosure or
-        linkage through a large group**; coarsen the values first (issue 17).
+        linkage through a large group**; coarsen the values first.
         ``overrides`` replace further fields.
 
         Examples

@@ -1,6 +1,6 @@
-"""The gate's steps and cost model, for its estimate and progress lines (issue 33).
+"""The gate's steps and cost model, for its estimate and progress lines.
 
-At a million rows the gate runs for minutes, which used to pass in silence in a task log.
+At a million rows the gate runs for minutes: a task log shows its estimate and progress.
 :func:`~._gate.validate_surrogate` runs as the ``validate`` stage
 (:func:`~astrid_airflow.engine.stage_progress`): once the tables are read,
 :func:`plan_gate` logs the estimate (``astrid validate: 1,000,000 rows x 31 columns, 15

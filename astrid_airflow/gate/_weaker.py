@@ -26,7 +26,7 @@ from astrid_airflow._errors import ParameterError
 LARGER_IS_WEAKER: dict[str, float] = {
     "max_intact": 0.01,
     "max_largest_group_unique_share": 0.05,
-    "max_share_below_k": 0.0,  # published rows: 0 by construction (issue 28)
+    "max_share_below_k": 0.0,  # published rows: 0 by construction
     "max_class_disclosure_share": 0.0,
     "max_linkage_excess": 0.03,
     "max_singling_out_risk": 0.2,

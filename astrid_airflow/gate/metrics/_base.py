@@ -50,7 +50,7 @@ class TableMetric:
                 return metric.measure(kit.table_of(execution_engine, metric_domain_kwargs),
                                       **values)
             values["reference"] = bound_reference(values["reference"])
-            with values["reference"].step(metric.name):  # the gate's progress (issue 33)
+            with values["reference"].step(metric.name):  # the gate's progress lines
                 return metric.measure(kit.table_of(execution_engine, metric_domain_kwargs),
                                       **values)
 
