@@ -98,6 +98,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                    _steps: Any = None) -> Any:
     """Learned result -> artefact with the release of least utility loss within policy.
 
+    Each candidate (grouping + fitted recipe) is measured as the gate measures a release;
+    the most accurate one passing every check, attacks last, is the release, and its recipe
+    gets coarser fallbacks (steps and constants: docs/privacy.md, "The privacy-aware choice").
+
     Parameters
     ----------
     table : DataFrame
@@ -105,77 +109,20 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     result : AstridResult or its dict
         ASTRID's result, with its per-k table of groupings.
     policy : GatePolicy or dict, optional
-        The gate's policy the release must pass (default: ``GatePolicy()``, the
-        default gate). Never loosened.
+        The gate's policy the release must pass (default ``GatePolicy()``); never loosened.
     remedies : bool, default True
-        ``False``: record no release (the artefact of the learned grouping, as before).
-    random_state : None or int
-        Seeds the candidates' shadow attacks and utility splits (spawned per candidate).
-    classifier : str or dict, optional
-        Classifier of the utility measure (default: the policy's, else the result's).
-    created_at : str or datetime, optional
-    max_seconds : float or None
-        What the choice may spend (the learn's budget left after the search, see
-        :func:`~astrid_airflow.save_learned`): a step that would end past it raises
-        ``BudgetError``. None: no bound.
-    progress : bool or None
-        False: no progress lines; otherwise an estimate, then a line at least every
-        30 s with the steps done and the time left, on the ``astrid_airflow`` logger.
+        ``False``: record no release (the artefact of the learned grouping).
+    random_state, classifier, created_at : optional
+        Seed of the attacks and utility splits; the utility's classifier; the timestamp.
+    max_seconds, progress : optional
+        The choice's time budget (``BudgetError`` past it); False: no progress lines.
 
     Returns
     -------
     GroupingArtefact
-        With ``release``: ``status`` (``"chosen"`` or ``"refused"``), ``recipe``,
-        ``reason`` (refused: the trade-off that could not be made), ``policy``,
-        ``learned_grouping``, ``candidates`` (each: ``label``, ``grouping``,
-        ``remedies`` per group, ``risks``, ``accuracy_original``,
-        ``accuracy_surrogate``, ``accuracy_drop``, ``passed``, ``failed``), ``chosen``
-        (index) and ``utility`` (accuracies of the original, the raw release and the
-        remedied release of the chosen grouping; ``remedy_cost`` = raw - remedied;
-        ``accuracy_unsuppressed_release`` and ``suppression_cost`` = that - remedied:
-        what local suppression costs on top of the recipe), ``fallbacks`` (the
-        candidates whose recipes are the chosen recipe's coarser fallbacks, finest
-        first; each has ``fallback_rung``).
-        The artefact's grouping is the chosen one (the learned one when refused).
-
-    Notes
-    -----
-    Candidates are measured as the gate measures a release: per-group disclosure on
-    the remedied table, the largest group's unique share, the *expected* intact-row
-    proportion, the exact class-from-one-column risk of every column (which the recipe
-    was fitted to keep within half the policy's bound, coarsening the column it names),
-    and the accuracy drop (classifier trained on a surrogate of the
-    remedied training part, tested on held-out real rows put into the release's domain
-    with the recipe). Candidates are then attacked in order of accuracy (the gate's
-    shadow releases, ``policy.attack_n`` attacks) until one passes everything: that is
-    the release; later candidates are recorded as not attacked. An attack passes when
-    the upper bound the gate may find with its own seed stays within the limit (this
-    draw's bound plus a one-sided 95 % margin for a second draw). A candidate with
-    multi-column groups the bins cannot make safe is tried with those groups
-    partitioned (a Mondrian partition across classes, :mod:`._fit_partition`) before
-    it is tried with them split; ``without_partition`` records the split's accuracy.
-    Above ``CHOICE_MAX_ROWS`` reference rows the per-k table's groupings that merge
-    learned groups are not measured (``coarser_not_measured``): each of their groups
-    is a union of learned ones, so its projection is at least as fine and its remedies
-    at least as coarse, while the learned grouping already keeps every interaction the
-    search found. A candidate's suppression is checked on the reference and on
-    ``BATCH_RESAMPLES`` bootstrap batches like it, counted from its cells at any size (an
-    MDAV recipe's batches are built); one that passed every other check is checked again
-    before its attacks, up to ``CHOICE_MAX_ROWS`` rows, in the bootstrap's own world
-    (``BATCH_REFITS`` recipes refitted on resamples, each judged on
-    ``BATCHES_PER_REFIT`` others: :meth:`_Choice.keeps_new_batches`). At most
-    ``BATCH_REFUSAL_RATE`` of the batches may exceed the budget (``batch_suppressed_share``,
-    ``batch_over_budget``; the calibrated step records the rate's 95 % upper bound beside
-    it, ``batch_over_budget_upper``), so the shuffle refuses about that share of honest
-    new batches. When only the attacks or the suppression budget
-    refuse, the ``COARSER_RETRIES`` of those candidates nearest to the batch check, then
-    most accurate, are retried with at most ``COARSER_BINS`` bins per numeric column, in
-    turn. The chosen release is then refitted for ``FALLBACK_FACTORS`` times k rows per
-    cell; each refit that passes every privacy check (attacks included; accuracy and
-    intact rows are judged per batch) becomes a fallback of its recipe: a batch on which
-    a group would need more suppression than the budget publishes that group with its
-    first fallback that keeps it, so the shuffle refuses only a batch no rung can
-    publish (``ReleaseRecipe.rungs``, :func:`~astrid_airflow.release.release_domain`).
+        Its grouping is the chosen one (the learned one when refused); its ``release``
+        records status, reason, recipe, policy, candidates, utility and fallbacks
+        (docs/artefacts.md).
     """
     from astrid_airflow.release import GroupingArtefact
 
@@ -317,14 +264,14 @@ class _Choice:
         recipe, report = self.fit(self.table, grouping, method, max_bins,
                                   batch_factor=batch_factor)
         # measured on every reference row: suppression at k depends on the counts,
-        # which a sample of a large table divides (issue 33); attacked on the measured rows
+        # which a sample of a large table divides; attacked on the measured rows
         remedied, suppression = release_domain(self.table, recipe, target, grouping)
         risks, failed = cheap_checks(remedied, grouping, target, policy, suppression)
         if self.work_rows is not None:
             remedied = remedied.iloc[self.work_rows].reset_index(drop=True)
         # a new batch has its own counts: the recipe must keep the suppression of
         # batches like it (bootstrap resamples) within the budget too, but for at most
-        # BATCH_REFUSAL_RATE of them (issue 28); the calibrated step comes before the
+        # BATCH_REFUSAL_RATE of them; the calibrated step comes before the
         # attacks (keeps_new_batches)
         risks.update(batch_suppression(
             self.table, recipe, lambda rows, key: self.fit(rows, grouping, method,
@@ -338,9 +285,9 @@ class _Choice:
             return self.fit(train, grouping, method, max_bins, batch_factor=batch_factor)[0]
 
         # a candidate that may be released is scored out of sample, as a new batch
-        # meets its recipe: refitted on each split's training part (credit-a looked
-        # 0.05 better in sample, issue 28); one already refused by a privacy check
-        # only informs the report, in sample (the refits cost most of the choice)
+        # meets its recipe: refitted on each split's training part (in sample is
+        # optimistic); one already refused by a privacy check only informs the report,
+        # in sample (the refits cost most of the choice)
         scored = "in sample" if failed else "out of sample"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
@@ -370,8 +317,8 @@ class _Choice:
         split alternative (by label)."""
         attrs = [c for c in self.table.columns if c != self.target]
         # above CHOICE_MAX_ROWS each coarser grouping costs minutes of fits on every
-        # reference row, and at 30,000 x 30 every one lost 0.20-0.30 accuracy to its
-        # remedies where the learned grouping's lost 0.08-0.11: measured no more there
+        # reference row and loses more to its remedies than the learned grouping
+        # (docs/performance.md): not measured there
         queue, self.skipped = candidate_groupings(d, attrs,
                                           coarser=len(self.table) <= CHOICE_MAX_ROWS)
         # the table's groupings, coarsest first: where a failing group is split

@@ -2,8 +2,8 @@
 
 After the search, :func:`~astrid_airflow.choose_release` measures candidate releases
 (a recipe fit, the checks, a utility measure of ``2 x repeats`` classifier fits each) and
-attacks the most accurate ones: 38-45 s on a paper-size table, which used to pass in
-silence and outside ``max_seconds``. Here:
+attacks the most accurate ones: tens of seconds on a paper-size table, which the logs
+show and ``max_seconds`` counts. Here:
 
 * :func:`release_choice_fits` is its expected cost in fits of the search's calibrated
   kind, what ``astrid(reserve_fits=)`` keeps of the budget before the search starts;
@@ -66,16 +66,14 @@ def candidate_fits(n_rows: int, policy: Any, search_rows: int | None = None) -> 
 
 
 #: Seconds per reference row of one pass of a candidate over the whole table (its
-#: release domain, a bootstrap batch's, a utility split's remedy or shuffle): 3e-6 at
-#: 1,000,000 x 30 on this 2-core machine (steps of ~40 s, 9 s of them classifier fits).
+#: release domain, a bootstrap batch's, a utility split's remedy or shuffle); the
+#: measurements behind this and the next two constants: docs/performance.md.
 ROW_SECONDS = 3e-6
 #: A bootstrap batch counted from the reference's cells (its draw and one weighted count
-#: per group) costs at most this share of a pass: 0.046 s after a 2.2 s preparation per
-#: recipe, against a 3.4 s pass, at 1,000,000 rows x 30 columns in 15 groups
-#: (results/batch_check_timing.md): 100 batches are about 2 passes, counted as 7.
+#: per group) costs at most this share of a pass.
 COUNTED_BATCH_PASS = 0.07
-#: Passes one refit of the batch check costs: the fit (16 s there, about 4 passes) and
-#: the recipe applied to the reference.
+#: Passes one refit of the batch check costs: the fit and the recipe applied to the
+#: reference.
 REFIT_PASSES = 5
 
 

@@ -99,7 +99,7 @@ BATCHES_PER_REFIT = 100
 BUILT_BATCH_RESAMPLES = 100
 LARGE_BATCH_RESAMPLES = 3
 #: At most this share of those batches may exceed the suppression budget: how often the
-#: shuffle may refuse an honest new batch like the reference (issue 28: 1 %).
+#: shuffle may refuse an honest new batch like the reference.
 BATCH_REFUSAL_RATE = 0.01
 #: The confidence of the rate's upper bound the calibrated step records beside its
 #: estimate (``batch_over_budget_upper``, :func:`batch_rate_upper`). It is not the bar:

@@ -38,11 +38,11 @@ def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, 
     n = len(frame)
     if n == 0:
         return 0.0, 0.0, 0
-    # hashing, no sort and no boxing of values (1,000,000 rows: issue 33); missing
+    # hashing, no sort and no boxing of values (a million rows); missing
     # values are one value (use_na_sentinel=False)
     codes = [pd.factorize(frame[c], use_na_sentinel=False)[0] for c in frame.columns]
     tup = codes[0] if codes else np.zeros(n, dtype=np.int64)
-    for c in codes[1:]:  # one int64 key per column pair (a MultiIndex took 6 s at 200k)
+    for c in codes[1:]:  # one int64 key per column pair (a MultiIndex is slow)
         tup = pd.factorize(tup.astype(np.int64) * (int(c.max()) + 1) + c)[0]
     y = pd.factorize(pd.Series(labels), sort=False)[0]
     n_y = int(y.max()) + 1
@@ -71,7 +71,7 @@ def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
     # Edges and representatives are published (file, recipe, validation JSON): never one
     # person's value. An edge is the roundest number between the values it separates
     # (the same cut); a representative the roundest number among the middle half of
-    # its bin's values, or the median when k rows share it (issue 29).
+    # its bin's values, or the median when k rows share it.
     uniq, counts = np.unique(v, return_counts=True)
     rare = frozenset(uniq[counts < k].tolist())
     edges = [_roundest(float(v[a - 1]), float(v[a]), True, rare) for a in bounds[1:-1]]
@@ -165,18 +165,13 @@ CANDIDATE_CUTS = 1024
 def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[float]:
     """Cuts of sorted ``v`` (class codes ``y``) into at most ``n_bins`` class-aware bins.
 
-    Top-down, as a decision tree on one column (Fayyad and Irani, IJCAI 1993): the bin
-    whose best cut gains the most class information is cut next, among the column's
-    quantiles (``CANDIDATE_CUTS``). A cut is allowed only when both sides keep at least
-    two classes and, of every class they hold, at least ``k`` rows: so every bin is
-    k-anonymous with its class and distinct 2-diverse (Machanavajjhala et al., ACM TKDD
-    1(1), 2007) by construction, and the detail goes where it tells the classes apart.
-    A class with fewer than ``k`` rows in all is below k wherever it goes (the per-group
-    budget counts it) and does not stop a cut. A cut must pass Fayyad and Irani's
-    minimum-description-length test: one whose gain the sample's noise explains would
-    fit the bins to the released rows' own labels, and the boundaries would then tell
-    members from non-members; a bin with no such cut is cut at its median when allowed,
-    the largest such bin first, after every informative cut.
+    Top-down, as a decision tree on one column (Fayyad and Irani, IJCAI 1993): the bin whose
+    best cut among the quantiles (``CANDIDATE_CUTS``) gains the most class information is
+    cut next. A cut keeps on each side two classes and ``k`` rows of every class held, so
+    every bin is k-anonymous and distinct 2-diverse by construction. A cut must pass the
+    minimum-description-length test (a noise-explained cut would let the boundaries tell
+    members from non-members); then uninformative bins are cut at their median, largest
+    first.
     """
     import heapq
 
@@ -390,7 +385,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
 
 
 #: The fit asks this many times k rows of every published (tuple, class) cell of the
-#: reference, so that a batch of the same size rarely falls below k (issue 28).
+#: reference, so that a batch of the same size rarely falls below k (docs/privacy.md).
 BATCH_FACTOR = 3
 
 #: A non-numeric column with at least this share of distinct values is an identifier.
@@ -432,40 +427,27 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     # remedy depends on its own columns only; candidates share most of their groups)
     """Fit the least generalisation that makes every group's projection safe.
 
-    For each group of ``grouping``, the most detailed remedy of the ladder whose
-    per-group ``share_below_k`` and ``class_disclosure_share`` (on the reference
-    ``table``) stay within ``margin`` times the thresholds (the slack absorbs a new
-    batch), and, with ``max_class_from_one_column_risk``, whose every column's exact
-    class-from-one-column risk (upper 95 % bound, the gate's measure) stays within
-    ``margin`` times that threshold: unchanged; else rare categories suppressed (and,
-    for that risk, the smallest kept categories next) and numeric columns cut into at
-    most 64, 32, 20, 12, ... 2 class-aware bins, each with at least two classes and at
-    least ``k`` rows of every class it holds (all of a group's numeric columns with the
-    same count: fewer, larger bins for a column the risk names);
-    ``method="mdav"`` microaggregates multi-column groups within class instead
-    (Domingo-Ferrer & Mateo-Sanz 2002); ``method="partition"`` gives a multi-column
-    group the bins cannot make safe a Mondrian partition across classes (every cell with
-    two classes and at least ``k``, then 2k, 4k, 8k rows of each: the first that passes;
-    :mod:`._fit_partition`). ``max_bins`` starts the ladder lower (at most
-    that many bins per numeric column): the choice's coarser retry of a release the
-    attacks refuse. Every published cell is fitted to hold ``batch_factor`` times ``k``
-    rows of each class it holds on the reference (default ``BATCH_FACTOR``, 3): the
-    margin that keeps a new batch's local suppression at ``k`` within the budget
-    (1: no margin, for measuring what it costs: ``benchmarks/bench_cell_margin.py``).
+    For each group of ``grouping``: the most detailed remedy of the ladder (unchanged; rare
+    categories suppressed; numeric columns in at most 64, 32, 20, 12, ... 2 class-aware
+    bins) whose ``share_below_k``, ``class_disclosure_share`` and, if asked, exact
+    class-from-one-column risk on the reference ``table`` stay within ``margin`` times
+    their thresholds, the slack a new batch needs. ``method="mdav"`` microaggregates
+    multi-column groups within class instead; ``method="partition"`` gives a multi-column
+    group the bins cannot make safe a Mondrian partition (:mod:`._fit_partition`).
+    ``max_bins`` starts the ladder lower (the choice's coarser retry). Every published
+    cell holds ``batch_factor`` times ``k`` rows of each of its classes, so a new batch's
+    local suppression stays within the budget (docs/privacy.md).
 
     Returns
     -------
     (ReleaseRecipe, list of dict)
         The recipe and, per group, ``{"columns", "passed", "share_below_k",
-        "class_disclosure_share", "class_from_one_column_risk", "remedy"}`` (the risk is
-        the worst column's upper bound, ``None`` when not asked for or not reached; a
-        group that did not pass needs a split; see
-        :func:`~astrid_airflow.choose_release`).
+        "class_disclosure_share", "class_from_one_column_risk", "remedy"}``; a group that
+        did not pass needs a split.
 
     References
     ----------
-    Hundepool et al., *Statistical Disclosure Control*, Wiley 2012 (global recoding,
-    top/bottom coding, local suppression, microaggregation).
+    Hundepool et al., *Statistical Disclosure Control*, Wiley 2012.
     """
     from astrid_airflow.release import resolve_grouping
 

@@ -1,4 +1,4 @@
-"""What publish may rely on, and the bytes it writes (issue 29).
+"""What publish may rely on, and the bytes it writes.
 
 * **Which receipts are trusted.** With a signing key configured, only a receipt whose
   HMAC signature holds (:func:`~astrid_airflow.release.receipt_trusted`); without one,

@@ -124,7 +124,7 @@ def publish_release(request: PublishRequest) -> Published:
         raise ReleaseError(f"Refusing to publish: no staged surrogate at {surrogate}.")
     key = signing_key()
     gating = request.original is not None and bool(request.artefact)
-    with stage_progress("publish") as tracker:  # estimate and heartbeat (issue 33)
+    with stage_progress("publish") as tracker:  # estimate and heartbeat
         with tracker.step("reading and hashing the staged file"):
             staged = read_bytes(surrogate)  # read once: the bytes checked are published
             digest = hashlib.sha256(staged).hexdigest()
@@ -243,7 +243,7 @@ class Candidate:
 
 
 def _refuse_inputs(cand: Candidate) -> None:
-    """A release never replaces what it was made from (issue 29): the surrogate, its
+    """A release never replaces what it was made from: the surrogate, its
     receipt, the original, the artefact or its store."""
     from astrid_airflow._errors import StoreError
     from astrid_airflow.io import refuse_overwriting_inputs
@@ -276,7 +276,7 @@ def _text(path: Any) -> str:
 
 
 def _refuse_links(cand: Candidate) -> None:
-    """The archive is never written through a symbolic link (issue 29): ``releases/``
+    """The archive is never written through a symbolic link: ``releases/``
     or ``releases/<id>`` pointing elsewhere would put the release outside its place."""
     releases = cand.archived.parent.parent
     for p in (releases, cand.archived.parent, cand.archived):
