@@ -86,7 +86,7 @@ class GroupingArtefact:
         without extra files). Not part of equality: it records where the artefact was
         saved, not what was learned.
     release : dict or None
-        The release chosen for this grouping (issue 17; optional, absent in older
+        The release chosen for this grouping (optional, absent in older
         artefacts): ``{"recipe": ReleaseRecipe dict or None, "status": "chosen" |
         "refused" | "given", ...}`` plus, from :func:`~astrid_airflow.choose_release`,
         the policy, the candidates tried (risks and accuracy), the learned grouping and

@@ -1,11 +1,11 @@
 """The steps of a file shuffle: what :func:`~._surrogate.shuffle_file` does between its
-read and its write, and the estimate and progress lines it logs (issue 33).
+read and its write, and the estimate and progress lines it logs.
 
-A shuffle of a million rows takes tens of seconds to minutes, which used to pass in
-silence in a task log. :func:`plan_shuffle` logs the estimate (``astrid shuffle: 1,000,000
-rows x 31 columns, 1 copy, recipe of 10 steps, ..., estimated 40 s (an estimate: ...)``)
-and the stage's heartbeat (:func:`~astrid_airflow.engine.stage_progress`) a line at least
-every 30 s with the steps done and the time left. The steps: reading the table (the first
+A shuffle of a million rows takes tens of seconds to minutes: :func:`plan_shuffle` logs
+the estimate (``astrid shuffle: 1,000,000 rows x 31 columns, 1 copy, recipe of 10 steps,
+..., estimated 40 s (an estimate: ...)``) and the stage's heartbeat
+(:func:`~astrid_airflow.engine.stage_progress`) a line at least every 30 s with the steps
+done and the time left. The steps: reading the table (the first
 copy's permutations drawn meanwhile), each step of the recipe, local suppression, then per
 copy its permutations (after the first), its intact-row swaps (a remedied release) and its
 write; the metrics that ``stage_surrogate`` measures before publishing follow

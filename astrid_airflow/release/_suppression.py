@@ -332,8 +332,8 @@ def resampled_suppressed_shares(table: Any, groups: Sequence[Sequence[str]], tar
     ``i``: a bootstrap resample). The figure is what :func:`suppress_table` finds on the
     batch built from those rows, counted from the (tuple, class) cells instead: the
     rule depends on the batch's counts only, so a batch costs one weighted count per
-    group, not the recipe and the suppression of a new table (100 batches of 1,000,000
-    rows, issue 28). Not for a recipe whose values depend on the batch (MDAV).
+    group, not the recipe and the suppression of a new table. Not for a recipe whose
+    values depend on the batch (MDAV).
     """
     y = class_codes(table, target)
     n_cls = int(y.max()) + 1 if y.size else 1

@@ -245,16 +245,18 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
                    remedies: bool = True) -> Any:
     """Return GoldenEye surrogate(s) of ``table`` under a learned grouping.
 
+    The in-memory surrogate the release choice and utility measures draw: recipe, local
+    suppression and intact-row swaps, but no budget refusal (:func:`shuffle_file` is the
+    publishing path that refuses a batch over the policy's budgets).
+
     Parameters
     ----------
     table : pandas.DataFrame or pyarrow.Table
-        Attributes plus the class column: the reference table or a new batch with the
-        same schema. Rows of classes unseen at learning time are shuffled within their
-        own class.
+        Attributes plus the class column (reference table or a batch of the same schema);
+        rows of unseen classes are shuffled within their own class.
     artefact_or_grouping : GroupingArtefact, Grouping, str or list of lists
-        With an artefact, ``table`` is first checked against the artefact's schema
-        (``SchemaMismatchError`` names the difference) and the class column is the
-        artefact's. A grouping needs ``target``.
+        An artefact checks ``table``'s schema and names the class; a grouping needs
+        ``target``.
     target : str, optional
         Name of the class column (required with a grouping).
     random_state : None, int, SeedSequence or Generator
@@ -262,33 +264,19 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     n_copies : int, default 1
         Number of independent surrogates.
     remedies : bool, default True
-        Apply the artefact's release recipe (``artefact.recipe``: generalisation per
-        group, :func:`~astrid_airflow.apply_recipe`) before the shuffle; ``False`` gives
-        the raw GoldenEye release. A grouping has no recipe.
+        Apply the artefact's recipe before the shuffle; ``False``: raw GoldenEye release.
 
     Returns
     -------
     DataFrame or pyarrow.Table, or a list of ``n_copies`` of them
-        The same type, columns, dtypes, index (pandas) and row count as ``table``. In
-        each class every column keeps its multiset of (published) values and the
-        columns of one group stay aligned row-wise; the class column keeps its multiset
-        of labels, its rows in a uniformly random order (see the module docstring). The
-        pandas index is ``table``'s position for position: labels do not travel with the
-        rows.
+        Same type, columns, dtypes, index and row count as ``table``; within each class
+        every column keeps its multiset of values and each group's columns stay aligned.
+        The pandas index is ``table``'s position for position.
 
     Warns
     -----
     ProtectsNothingWarning
         With a one-group grouping (every surrogate row is an original row).
-
-    Notes
-    -----
-    This is the in-memory surrogate the release choice and the utility measures draw;
-    it applies the recipe, the local suppression and the intact-row swaps, but does not
-    refuse a batch over the policy's budgets. :func:`shuffle_file` (``astrid shuffle``,
-    the operators) is the publishing path: it refuses such a batch
-    (:class:`~astrid_airflow.SuppressionBudgetError`,
-    :class:`~astrid_airflow.IntactBudgetError`) and writes nothing.
 
     Examples
     --------
@@ -446,62 +434,46 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
                  record: dict | None = None, progress: Any = None) -> str | list[str]:
     """Write GoldenEye surrogate(s) of a Parquet, CSV or ARFF file, atomically.
 
+    Every output is written to a temporary file and moved into place only after all copies
+    are complete, so an error leaves no output; the table is held once, in Arrow.
+
     Parameters
     ----------
     src : str or path-like
-        ``.parquet``/``.pq``, ``.csv`` or ``.arff`` file, local or fsspec URL (read like
-        every other command reads it: :func:`~astrid_airflow.io._io.read_arrow`). It must not
-        be one of the outputs (``StoreError``), even through a link.
+        ``.parquet``/``.pq``, ``.csv`` or ``.arff`` file, local or fsspec URL; never one
+        of the outputs (``StoreError``).
     artefact : GroupingArtefact, or Grouping / grouping text with ``target``
         The learned grouping; with an artefact the file's schema is checked first.
     out : str or path-like
-        Output file; its suffix chooses Parquet or CSV. With ``n_copies > 1`` the copies
-        are written to ``stem-1.ext``, ``stem-2.ext``, ... (see :func:`surrogate_paths`).
+        Output file, Parquet or CSV by suffix; copies go to ``stem-1.ext``, ...
+        (:func:`surrogate_paths`).
     target : str, optional
         Class column, needed only when ``artefact`` is a grouping.
     random_state : None, int, SeedSequence or Generator
-        Seed. The same seed gives byte-identical output files, and the same surrogate as
-        :func:`make_surrogate` on the same table.
+        The same seed gives byte-identical files and :func:`make_surrogate`'s surrogate.
     n_copies : int, default 1
-        Number of independent surrogates, at most :data:`MAX_FILE_COPIES` (100).
+        Number of independent surrogates, at most :data:`MAX_FILE_COPIES`.
     overwrite : bool, default False
-        Replace existing outputs; without it an existing output raises ``StoreError``
-        before any work is done.
+        Replace existing outputs; otherwise one raises ``StoreError`` before any work.
     before_publish : callable, optional
-        Called with the complete temporary outputs (a list of :class:`TableFile`, one per
-        copy) before any is moved into place, e.g. to compute metrics or run a gate; if
-        it raises, nothing is published.
+        Called with the complete temporary outputs (``TableFile`` per copy) before any is
+        moved into place (metrics, a gate); if it raises, nothing is published.
     remedies : bool, default True
-        Apply the artefact's release recipe before the shuffle (as
-        :func:`make_surrogate`; the same bytes for a seed); ``False``: raw release.
-        The recipe includes local suppression of this batch (:mod:`._suppression`).
+        Put the batch in the release's domain first (recipe, rungs, local suppression);
+        ``False``: raw release.
     max_suppressed_share : float, optional
-        The policy's suppression budget per group (default: that of the policy the
-        artefact's release was chosen for, else
-        :data:`~._suppression.MAX_SUPPRESSED_SHARE`, 0.05): a batch needing more is
-        refused (``RecipeError`` with the figure) before anything is written. A recipe
-        with fallbacks first publishes each group that needs it with its first coarser
-        rung keeping the recipe's ``fallback_share`` (:func:`release_domain`); this
-        budget judges what the rungs leave.
+        Suppression budget per group (default: the artefact's policy's, else
+        :data:`~._suppression.MAX_SUPPRESSED_SHARE`); a batch the rungs leave over it is
+        refused (``RecipeError``) before anything is written.
     record : dict, optional
-        Filled with ``"suppression"`` (:meth:`Suppression.to_dict`: per group, with a
-        recipe's fallbacks, the ``recipe_rung`` it was published with; None for a raw
-        release).
+        Filled with ``"suppression"`` (per group, with its ``recipe_rung``; None raw).
     progress : StageProgress, optional
-        The shuffle stage's progress (:func:`~astrid_airflow.engine.stage_progress`),
-        whose estimate line this call logs once it has read the class column and whose
-        steps it counts (:mod:`._shuffle_steps`); default: a ``"shuffle"`` stage of its own.
+        The shuffle stage's progress (estimate line and step counts); default: its own.
 
     Returns
     -------
     str or list of str
         The path written, or the list of paths with ``n_copies > 1``.
-
-    Notes
-    -----
-    Every output is written to a temporary file and renamed only after all copies were
-    written completely, so an error leaves no output behind. The table is held once in
-    Arrow (never in pandas); see the module docstring for the memory bound.
     """
     from astrid_airflow.io import atomic_path, input_format, refuse_overwriting_inputs
 

@@ -109,7 +109,7 @@ def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, 
         recipe = recipe.mixed(found.recipe_rungs, grouping.groups)
     intact, expected, unique_share = privacy_metrics(published, surrogate, grouping,
                                                       target_name)
-    del published  # not held through the utility check's copies (peak memory, issue 33)
+    del published  # not held through the utility check's copies (peak memory)
     acc_o = acc_s = diff = diff_se = None
     utility_rows = note = None
     if utility:

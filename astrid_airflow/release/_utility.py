@@ -76,6 +76,9 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     # the split and the original's fit do not depend on the grouping or the recipe)
     """Accuracy of a classifier trained on a surrogate vs on the original (Sec. 6.2).
 
+    The split comes first and the surrogate is made from the training part only: no
+    held-out row can reappear intact in the data a scored classifier was trained on.
+
     Parameters
     ----------
     table : DataFrame or pyarrow.Table
@@ -89,46 +92,29 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         Held-out share of every class.
     random_state : None, int, SeedSequence or Generator
     n_repeats : int, default 1
-        Independent splits (and surrogates) averaged, as the paper averages 100.
+        Independent splits (and surrogates) averaged.
     remedies : bool, default True
-        With an artefact that records a release recipe, score the *remedied* release:
-        the surrogate is made from the remedied training part, and its classifier is
-        tested on the held-out real rows put into the release's domain with the same
-        (published) recipe, as a downstream user would. ``accuracy_original`` is always
-        the raw table's, so the difference is the full cost of shuffle plus remedies.
+        Score the artefact's remedied release: the surrogate of the remedied training part,
+        tested on held-out rows put in the release's domain. ``accuracy_original`` is
+        always the raw table's, so the difference is the cost of shuffle plus remedies.
     recipe : ReleaseRecipe, optional
-        A recipe to score instead of the artefact's (e.g. a candidate release).
+        A recipe to score instead of the artefact's.
     recipe_fitter : callable, optional
-        ``fitter(train) -> ReleaseRecipe``, called on each split's training part: the
-        recipe is then fitted without the held-out rows it is scored on, as a recipe
-        meets a new batch. A class-aware recipe scored on the rows it was fitted on can
-        be optimistic (credit-a's release choice: a drop of 0.003 in sample, 0.049 out
-        of sample; docs/privacy.md). Overrides ``recipe``.
+        ``fitter(train) -> ReleaseRecipe`` fitted on each training part, so the recipe is
+        scored out of sample (in sample is optimistic); overrides ``recipe``.
     suppression : bool, default True
-        Locally suppress the remedied training part before it is shuffled, as the
-        shuffle publishes it; False scores the recipe alone (the choice reports the
-        difference as the suppression's cost).
+        Locally suppress the remedied training part as the shuffle does; False scores the
+        recipe alone.
     max_fit_rows : int, optional
-        A table of more rows is scored as one of ``max_fit_rows`` rows would be (the
-        same held-out count, each classifier trained on a stratified sample of that
-        many rows less the held-out ones), but the recipe is fitted, the rows suppressed
-        and the surrogate made on the whole training part: suppression at k depends on
-        the counts, and a 20,000-row sample of a 1,000,000-row batch has 50 times
-        fewer rows per value (a continuous column all suppressed, issue 33).
+        Train the classifiers on a stratified sample of this many rows; the recipe,
+        suppression and surrogate still use the whole training part (suppression depends
+        on the counts).
 
     Returns
     -------
     UtilityResult
-        ``accuracy_original``: trained on the original training part; ``accuracy_surrogate``:
-        trained on a surrogate of that same training part; ``difference`` = surrogate −
-        original; both scored on the same held-out original rows.
-
-    Notes
-    -----
-    The split comes first and the surrogate is made from the training part only, so no
-    held-out row contributes to the scored surrogate. Shuffling the whole table and then
-    splitting would leak: with a one-group grouping the surrogate is the original rows
-    reordered, so test rows would reappear intact in the training data.
+        ``accuracy_original``, ``accuracy_surrogate`` and ``difference`` (surrogate −
+        original), both scored on the same held-out original rows.
     """
     from sklearn.model_selection import train_test_split
 
@@ -181,7 +167,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
             if fit_rows is None:
                 surrogate = make_surrogate(published, grouping, target=target,
                                            random_state=shuffle_seed)
-            else:  # each classifier on a sample of its training data (issue 33)
+            else:  # each classifier on a sample of its training data
                 train = _sample(train, target, fit_rows, train_seed)
                 surrogate = _sampled_surrogate(published, grouping, target, shuffle_seed,
                                                fit_rows, surrogate_seed)
@@ -223,7 +209,7 @@ def _sampled_surrogate(published: pd.DataFrame, grouping: Any, target: str,
                        shuffle_seed: Any, rows: int, sample_seed: Any) -> pd.DataFrame:
     """``_sample(make_surrogate(published, grouping, ...), target, rows, sample_seed)``,
     the same frame, with only the sampled surrogate rows gathered: a whole surrogate of a
-    1M-row training part is never held (peak memory, issue 33)."""
+    1M-row training part is never held (peak memory)."""
     from astrid_airflow import engine
 
     from ._surrogate_metrics import stratified_subsample
