@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         fs, path = fsspec.core.url_to_fs(args.out)
         if fs.exists(path):
             raise DataError(f"{args.out!r} exists; pass --overwrite to replace it.")
-    # --overwrite used to be checked here only: the write itself still refused
+    # the write itself refuses an existing file too (not only the check above)
     atomic_write_bytes(args.out, buf.getvalue(), overwrite=args.overwrite)
     print(args.out)
     return 0

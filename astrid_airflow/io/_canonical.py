@@ -244,7 +244,7 @@ def canonical_release(source: str | os.PathLike, *, seed_of: Callable[[str], int
 
     text = os.fspath(source)
     kind = _check_kind(kind or input_format(text))
-    # one typed copy at a time beside the sorted or ordered one (issue 33: peak memory)
+    # one typed copy at a time beside the sorted or ordered one (peak memory)
     typed = canonical_table(read_arrow(text, kind=kind), columns=columns)
     content = hashlib.sha256(_serialised(canonical_sort(typed), kind)).hexdigest()
     seed = _seed(seed_of(content))

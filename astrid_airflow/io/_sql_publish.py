@@ -230,54 +230,33 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
                   types_from: str | os.PathLike | None = None) -> dict[str, Any]:
     """Publish a table into PostgreSQL atomically: readers see the old or the new release.
 
+    One transaction locks, stages with ``COPY`` and swaps by rename; any error
+    (``SqlConnectionError``, ``SqlPublishError``, ``DataError``) rolls it back.
+
     Parameters
     ----------
     surrogate : DataFrame, pyarrow Table, or Parquet/CSV path
         The table to publish (normally a gated surrogate file).
-    destination : str, sqlalchemy URL or SqlSource
-        The database, with ``?table=NAME`` unless ``table`` is given.
-    table : str, optional
-        ``NAME`` or ``SCHEMA.NAME`` of the published table.
-    like : str, optional
-        A table in the destination database whose column types the new table copies
-        (by column name). Default: the types recorded in the surrogate's schema metadata
-        when it was read from PostgreSQL, else types mapped from its Arrow types.
-        Missing enum types are created with the recorded labels.
+    destination, table : str, sqlalchemy URL or SqlSource; str, optional
+        The database, and ``[SCHEMA.]NAME`` unless ``destination`` has ``?table=NAME``.
+    like, types_from : str; path, optional
+        A destination table, or a Parquet file's recorded ``astrid.sql`` types, whose
+        column types the new table takes; default: the surrogate's, else from Arrow.
     comment : str or dict, optional
-        ``COMMENT ON TABLE`` of the new release (a dict is stored as JSON), e.g. the
-        release id and the SHA-256 of the gated file.
-    lock_timeout : float, default 30
-        Seconds to wait for the published table's lock (readers still running on the
-        old release) before giving up with a transient ``SqlPublishError``.
-    chunk_rows : int
-        Rows per ``COPY`` batch read from the file.
+        ``COMMENT ON TABLE`` of the new release (a dict as JSON).
+    lock_timeout, chunk_rows : float, int
+        Seconds to wait for the table's lock (then a transient error); rows per ``COPY``.
     replace : bool, default True
-        Replace an existing table (a new release). False refuses with ``StoreError``
-        if the table exists (``astrid shuffle`` without ``--overwrite``).
-    before_swap : callable, optional
-        ``before_swap(cursor, staging_identifier)`` runs in the transaction after the
-        load and before the swap (tests use it to inject failures).
-    guard : callable, optional
-        ``guard(comment)`` gets the published table's current comment (None if there is
-        no table or no comment) under the publication lock, before anything is loaded;
-        an exception it raises rolls the transaction back and propagates (the release
-        protocol of ``_release`` refuses an older release this way, race-free).
-    types_from : path, optional
-        A Parquet file whose recorded SQL column types (``astrid.sql``) the new table
-        takes when ``like`` is not given: the staged surrogate, when ``surrogate`` is its
-        canonical form (which carries no metadata).
+        Replace an existing table; False refuses one with ``StoreError``.
+    before_swap, guard : callable, optional
+        ``before_swap(cursor, staging)`` runs before the swap; ``guard(comment)`` gets the
+        current comment under the lock, before any load, and may raise to refuse.
 
     Returns
     -------
     dict
-        ``table`` (``schema.name``), ``rows``, ``columns`` (name → SQL type),
-        ``replaced`` (a previous release existed), ``grants_copied``,
-        ``enum_types_created``, ``swap_seconds`` (lock + renames + commit), ``seconds``.
-
-    Raises
-    ------
-    SqlConnectionError, SqlPublishError, DataError
-        Nothing is published in every case: the single transaction is rolled back.
+        ``table``, ``rows``, ``columns`` (name → SQL type), ``replaced``,
+        ``grants_copied``, ``enum_types_created``, ``swap_seconds``, ``seconds``.
     """
     from psycopg import sql
 

@@ -80,21 +80,13 @@ def class_from_column_risks(released: pd.DataFrame, *, target: str,
                             columns: Sequence[str] | None = None) -> list[AttackRisk]:
     """Risk of inferring the class from each single column, exact, with left-out control.
 
-    The inference attack of Giomi et al. (2023) with one known column: every released
-    row is a target twice, once in the release (a member) and once left out of it (a
-    non-member with the same values: the control, free of sampling noise), and the
-    success of each is the *expected* success over the tied nearest rows (no random
-    draw). With ``s_in`` and ``s_out`` the mean successes,
-    ``risk = (s_in - s_out) / (1 - s_out)``: what the release teaches about its own rows
-    beyond what it teaches about people like them. A GoldenEye release keeps every
-    (value, class) pair of a column, so this is the same on the release and on the
-    (remedied) table it was made from. The 95 % interval is the normal interval of the
-    mean paired difference, propagated to the ratio (with the error of ``s_out``), and
-    clipped to [0, 1].
-
-    For a column whose every value is shared by ``m`` rows of mixed classes the figure
-    is exactly ``1 / m`` (whatever the mix), near 1 for a column of unique values: it
-    bounds how small a bin or category may be.
+    Giomi et al.'s (2023) inference attack with one known column: every released row is a
+    target twice, in the release (member) and left out of it (control), each scored by its
+    *expected* success over the tied nearest rows, so nothing is sampled;
+    ``risk = (s_in - s_out) / (1 - s_out)`` with a normal 95 % interval clipped to [0, 1].
+    A column whose every value is shared by ``m`` rows of mixed classes scores ``1 / m``;
+    GoldenEye keeps each column's (value, class) pairs, so the release and its remedied
+    table score the same (docs/privacy.md).
 
     Parameters
     ----------
@@ -109,9 +101,8 @@ def class_from_column_risks(released: pd.DataFrame, *, target: str,
     -------
     list of AttackRisk
         One per column: ``attack="inference"``, ``variant="class_from_one_column_exact"``,
-        ``secret=target``, ``aux_columns=(column,)``, ``n_attacks`` = rows;
-        ``n_success`` and ``n_control_success`` are the expected successes, rounded;
-        ``n_baseline_success`` that of guessing a random released row's class.
+        ``secret=target``, ``aux_columns=(column,)``, ``n_attacks`` = rows; expected
+        successes (member, control, random-guess baseline) rounded.
     """
     if not isinstance(released, pd.DataFrame):
         raise DataError(f"The released table must be a pandas DataFrame, got "

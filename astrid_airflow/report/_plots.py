@@ -353,7 +353,7 @@ def tradeoff_figure(candidates: Sequence[Mapping[str, Any]], chosen: int | None,
 
 def disclosure_figure(groups: Sequence[Mapping[str, Any]], *, max_share_below_k: float,
                       max_class_disclosure_share: float) -> Any:
-    """Risk per group (issue 16): one row per group, lettered as in the grouping table.
+    """Risk per group: one row per group, lettered as in the grouping table.
 
     Left: share of rows in (group values, class) equivalence classes smaller than k;
     right: share of rows whose group values occur in one class only. Red bars exceed the

@@ -374,7 +374,7 @@ def _summary(result: Any, ref: str | None, generated: str, figs: Mapping[str, An
 
 def _disclosure(original: pd.DataFrame, surrogate: pd.DataFrame, result: Any
                 ) -> dict[str, Any]:
-    """Per-group disclosure and per-pair linkage of the release (issue 16), judged
+    """Per-group disclosure and per-pair linkage of the release, judged
     against the gate's default policy."""
     from astrid_airflow.gate import GatePolicy
     from astrid_airflow.privacy import LINKAGE_Z, disclosure_risk

@@ -79,7 +79,7 @@ def _e(v: Any) -> str:
 
 
 def _suppression_cost(u: dict) -> str:
-    """The local suppression's part of the remedies' cost (artefacts since issue 28)."""
+    """The local suppression's part of the remedies' cost (absent in older artefacts)."""
     if u.get("suppression_cost") is None:
         return ""
     return (f"; local suppression {_f(u['suppression_cost'])} of it: "

@@ -372,46 +372,28 @@ def fuse_parts(
     Parameters
     ----------
     parts : sequence of tables, or mapping {group number: table}
-        One table per group of ``artefact.grouping`` (DataFrame or path to a CSV,
-        Parquet or ARFF file), each holding that group's columns plus the class column,
-        with any number of rows. A sequence is matched to groups by its columns; a
-        mapping's keys are 1-based group numbers (as :func:`collection_plan` prints).
+        One table (DataFrame or file) per group of ``artefact.grouping``: its columns plus
+        the class; a sequence is matched by columns, a mapping by 1-based group number.
     artefact : GroupingArtefact
         Supplies the grouping, the class column and the schema the parts must fit.
     n_rows : int or None
-        Rows of the fused table, split over classes by their pooled share. None: the
-        largest table with those shares that repeats no row (see
-        :func:`fused_class_sizes`). At most :data:`MAX_ROWS_FACTOR` times the rows of
-        the largest part (``ParameterError`` above).
+        Rows fused, split by the pooled class shares; None: the most that repeat no row
+        (:func:`fused_class_sizes`); at most :data:`MAX_ROWS_FACTOR` times the largest part.
     replace : bool or None
-        None: for each part and class, sample without replacement when the part has
-        enough rows of the class and with replacement otherwise. True: always with
-        replacement (a bootstrap). False: never (an error when a part is too small).
+        None: with replacement only where a part lacks rows of a class; True: always;
+        False: never (an error when a part is too small).
     random_state : None, int, SeedSequence or Generator
-        The root seed. It spawns one stream per group (in the grouping's order), which
-        draws that part's rows class by class, and one more for the output row order,
-        so a part's draw does not depend on the other parts' contents.
+        One stream per group and one for the row order: a part's draw ignores the others.
 
     Returns
     -------
     FusionResult
-        ``(table, report)``: the fused table has the artefact's columns in schema order
-        (each column with the dtype of its part) and rows in random order; fused row
-        ``i`` of class c takes group j's columns from the ``i``-th row drawn from part
-        j's rows of class c. The :class:`FusionReport` states the sizes and where
-        replacement was used.
+        ``(table, report)``: the artefact's columns, rows in random order, fused row ``i``
+        of class c taking group j's columns from the ``i``-th row drawn from part j's class
+        c; the :class:`FusionReport` states the sizes and where replacement was used.
 
-    Raises
-    ------
-    DataError
-        A part misses a column of its group, has columns of another group or of
-        several groups, has no class column, no rows or missing class labels; a group
-        has no part or several; a part lacks a class label another part has.
-    SchemaMismatchError
-        A column is not in the artefact's schema or has an incompatible kind.
-    ParameterError
-        Bad ``n_rows``/``replace``/``random_state``; ``replace=False`` with a part too
-        small for its share.
+    Raises ``DataError`` (parts that do not match the groups or lack classes or rows),
+    ``SchemaMismatchError`` or ``ParameterError``.
     """
     grouping, target = artefact.grouping, artefact.target
     if n_rows is not None:

@@ -151,43 +151,35 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
                     record: dict | None = None) -> Any:
     """Return a GoldenEye surrogate of a Spark DataFrame (lazy, except two small jobs).
 
+    Two jobs count the class sizes and every group's buckets; the returned DataFrame does
+    the rest when written, in two shuffles whatever the number of groups
+    (docs/scale-out.md).
+
     Parameters
     ----------
     df : pyspark.sql.DataFrame
-        Attributes plus the class column. Its rows must be the same on every evaluation
-        (a DataFrame read from files is; see the module notes).
+        Attributes plus the class column; its rows must be the same on every evaluation
+        (a DataFrame read from files is).
     artefact_or_grouping : GroupingArtefact, Grouping, str or list of lists
         With an artefact, ``df``'s schema is checked first (``SchemaMismatchError``).
     target : str, optional
         The class column (needed with a grouping).
     random_state : None, int, SeedSequence or Generator
     remedies : bool, default True
-        Apply the artefact's release recipe before the shuffle, as the local path does
-        (:func:`~astrid_airflow.apply_recipe` on every partition: its row-wise steps
-        give the same values whatever the partitioning); ``False``: the raw release.
-        A recipe with an MDAV step needs the whole batch and is refused here
-        (``RecipeError``): use the local path for it. The recipe includes local
-        suppression of the batch, with the local path's code
-        (:mod:`astrid_airflow.release._suppression`), counted with windows.
+        Apply the artefact's recipe and local suppression first, with the local path's
+        row-wise code on every partition; a recipe with an MDAV step needs the whole batch
+        and is refused (``RecipeError``). ``False``: the raw release.
     max_suppressed_share : float, optional
-        The suppression budget per group (default 0.05): a batch needing more is
-        refused (``RecipeError`` with the figure).
+        The suppression budget per group (default 0.05): a batch needing more is refused.
     record : dict, optional
         Filled with ``"suppression"`` (what was suppressed, per group).
 
     Returns
     -------
     pyspark.sql.DataFrame
-        The same columns and types; per class the same row count, every column's
-        multiset and every group's multiset of row parts. Evaluating it fails (Spark
-        ``assert_true``) if a slot does not get exactly one part of every group, which
-        happens only if ``df`` changed between the counting job and the evaluation.
-
-    Notes
-    -----
-    Runs two jobs at once: the class sizes (rejecting missing classes) and the bucket
-    counts of every group; the returned DataFrame does the rest when written, in two
-    shuffles whatever the number of groups (see the module docstring).
+        The same columns and types; per class the same row count, column multisets and
+        group multisets. Evaluating it fails (``assert_true``) if ``df`` changed between
+        the counting jobs and the evaluation.
     """
     _, Window, F = _pyspark()
     grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
@@ -477,45 +469,29 @@ def spark_shuffle_parquet(src: str | os.PathLike, artefact: Any, out: str | os.P
                           ) -> SparkShuffleResult:
     """Write a GoldenEye surrogate of a Parquet dataset with Spark, atomically.
 
+    The surrogate goes to a hidden temporary directory beside ``out``, is checked against
+    the source's per-class counts, then renamed to ``out`` (atomic on HDFS and POSIX, a copy
+    on S3A: docs/scale-out.md); an error leaves ``out`` untouched.
+
     Parameters
     ----------
-    src : str or path-like
-        Parquet file or directory on storage the cluster reads (``hdfs://``, ``s3a://``,
-        a shared mount).
+    src, out : str or path-like
+        Source Parquet file or directory the cluster reads; output Parquet directory.
     artefact : GroupingArtefact, or Grouping / grouping text with ``target``
         With an artefact the dataset's schema is checked first.
-    out : str or path-like
-        Output Parquet directory.
-    target : str, optional
-        Class column, needed only with a grouping.
-    random_state : None, int, SeedSequence or Generator
-        Seed; the same seed and source files give the same surrogate.
+    target, random_state, remedies, max_suppressed_share
+        As :func:`spark_surrogate`; the same seed and files give the same surrogate.
     spark : SparkSession, optional
-        Default: ``SparkSession.builder.getOrCreate()`` (the session of ``spark-submit``).
+        Default: ``SparkSession.builder.getOrCreate()``.
     overwrite : bool, default False
-        Replace an existing ``out``; without it an existing ``out`` raises ``StoreError``
-        before any work.
+        Replace an existing ``out``; otherwise it raises ``StoreError`` before any work.
     metrics : bool, default True
-        Compute the intact-row proportion (in Spark) on the complete temporary output
-        (against the source in the release's domain when a recipe is applied).
-    remedies : bool, default True
-        Apply the artefact's release recipe first (see :func:`spark_surrogate`).
-    max_suppressed_share : float, optional
-        The suppression budget per group (default 0.05; see :func:`spark_surrogate`).
+        Compute the intact-row proportion (in Spark) on the complete temporary output.
 
     Returns
     -------
     SparkShuffleResult
         ``out``, ``rows``, ``groups``, ``intact_row_proportion``, ``seed``, ``seconds``.
-
-    Notes
-    -----
-    The surrogate is written to a hidden temporary directory beside ``out``; its row
-    count and per-class counts are checked against the source (and P_anon computed) and
-    only then is it renamed to ``out``. Renaming a directory is atomic on HDFS and local
-    file systems; on object stores (S3A) it is a copy, so publish there with a marker
-    file or a table format instead. An error leaves ``out`` untouched and removes the
-    temporary directory.
     """
     start = time.perf_counter()
     _pyspark()
