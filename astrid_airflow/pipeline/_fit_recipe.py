@@ -427,14 +427,14 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     # remedy depends on its own columns only; candidates share most of their groups)
     """Fit the least generalisation that makes every group's projection safe.
 
-    For each group of ``grouping``: the most detailed remedy of the ladder (unchanged; rare
+    For each group of ``grouping``: the most detailed remedy in coarsening order (none; rare
     categories suppressed; numeric columns in at most 64, 32, 20, 12, ... 2 class-aware
     bins) whose ``share_below_k``, ``class_disclosure_share`` and, if asked, exact
     class-from-one-column risk on the reference ``table`` stay within ``margin`` times
     their thresholds, the slack a new batch needs. ``method="mdav"`` microaggregates
     multi-column groups within class instead; ``method="partition"`` gives a multi-column
     group the bins cannot make safe a Mondrian partition (:mod:`._fit_partition`).
-    ``max_bins`` starts the ladder lower (the choice's coarser retry). Every published
+    ``max_bins`` starts the order lower (the choice's coarser retry). Every published
     cell holds ``batch_factor`` times ``k`` rows of each of its classes, so a new batch's
     local suppression stays within the budget (docs/privacy.md).
 
