@@ -162,9 +162,10 @@ def class_changes(original: pd.DataFrame, surrogate: pd.DataFrame, target: str) 
     Notes
     -----
     A release publishes its rows in a random order (docs/privacy.md), so labels are not
-    compared row for row: position is no evidence of integrity. What row for row used to
-    catch is caught on multisets: a relabelling changes this count unless it swaps labels
-    between rows, which moves those rows' group tuples to another class and so fails
+    compared row for row: position is no evidence of integrity. What a row-for-row
+    comparison would catch is caught on multisets: a relabelling changes this count
+    unless it swaps labels between rows, which moves those rows' group tuples to another
+    class and so fails
     :func:`multiset_differences`; added or dropped columns fail
     :func:`schema_differences`.
     """

@@ -1,7 +1,8 @@
 """Bounded reads of small inputs: a policy, a metrics or receipt JSON, never unbounded.
 
-``--policy /dev/zero`` used to read until the out-of-memory killer stopped the machine,
-and a FIFO given as ``--policy`` or ``--surrogate-metrics`` blocked for ever. Every small
+Unbounded, ``--policy /dev/zero`` would read until the out-of-memory killer stopped the
+machine, and a FIFO given as ``--policy`` or ``--surrogate-metrics`` would block for
+ever. Every small
 file input goes through :func:`read_bounded`: a regular file only (no pipe, socket or
 device), and at most ``limit`` bytes, read as ``limit + 1`` so a larger file is refused
 without reading it whole (docs/reliability.md).

@@ -366,8 +366,8 @@ def check_table(table: pd.DataFrame, target: str, *, min_rows_per_class: int = 1
             f"{min_rows_per_class} rows ({counts_shown}); too few for the split"
             + (" (is the target a continuous number? every distinct value is a class)."
                if len(small) > 10 else "."))
-    # only an object column can hold a list or dict (a per-value check: 16 % of a
-    # release choice at 1,000,000 rows ran it on string and number columns)
+    # only an object column can hold a list or dict (a per-value check, too costly to
+    # run on string and number columns of a large table)
     nested = [c for c in table.columns if c != target and _may_nest(table[c].dtype)
               and table[c].map(_is_nested).any()]
     if nested:

@@ -30,7 +30,7 @@ def splitmix(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
     In place when ``out`` is given (``out=x`` overwrites ``x``). Long arrays are mixed
     in blocks of :data:`BLOCK` values with one cached scratch block: the six steps then
-    run in cache (~3x faster on 10M values than whole-array passes), same bits.
+    run in cache (faster than whole-array passes), same bits.
     """
     if isinstance(x, np.ndarray) and x.ndim == 1 and x.dtype == U64 \
             and x.shape[0] > BLOCK and (out is None or (
@@ -188,8 +188,8 @@ def code_cap(n: int) -> int:
 
 class Scratch:
     """Buffers reused from one group to the next, per thread, during one metrics pass:
-    on 10M rows a fresh array costs more in page faults (~0.5 ms a MiB on this kind of
-    VM) than the pass that fills it."""
+    on large tables a fresh array costs more in page faults than the pass that fills
+    it."""
 
     def __init__(self) -> None:
         import threading
