@@ -108,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     with progress_lines(args):  # the gate's estimate and progress lines on stderr
         gated = gate_release(GateRequest(
             original=args.original, surrogate=surrogate, artefact=args.artefact,
-            out_dir=out_dir, policy={k: v for k, v in overrides.items() if v is not None},
+            surrogate_file=args.surrogate, out_dir=out_dir,
+            policy={k: v for k, v in overrides.items() if v is not None},
             random_state=args.seed, verbose=args.verbose, remedies=not args.no_remedies,
             metrics=_read_metrics(args.metrics) if args.metrics else None,
             allow_weaker_policy=bool(args.allow_weaker_policy), seal=seal))

@@ -223,8 +223,9 @@ class Candidate:
 
     @property
     def manifest_path(self) -> Any:
-        d = self.request.destination
-        return d.parent / f"{d.stem}.release.json"
+        from ._release_plan import manifest_path
+
+        return manifest_path(self.request.destination)
 
     @property
     def archived(self) -> Any:

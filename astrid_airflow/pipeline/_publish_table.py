@@ -82,6 +82,7 @@ def promote_table(cand: Any, outcome: dict[str, Any]) -> Any:
 
     from ._integrity import release_record
     from ._publish import Published, manifest_text, write_text_atomic
+    from ._release_plan import manifest_path as manifest_beside
     from ._release_plan import release_manifest
 
     req, canonical, receipt = cand.request, cand.canonical, cand.receipt
@@ -90,7 +91,7 @@ def promote_table(cand: Any, outcome: dict[str, Any]) -> Any:
     comment = {"astrid_release": req.release_id, "sha256": cand.digest,
                "artefact": receipt.get("artefact"), "run_id": req.run_id,
                "run_after": cand.run_after, "published_at": published_at}
-    manifest_path = surrogate.parent / f"{surrogate.stem}.release.json"
+    manifest_path = manifest_beside(surrogate)
     decided: list[Any] = []
 
     def guard(current: str | None) -> None:

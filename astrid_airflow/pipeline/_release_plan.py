@@ -60,6 +60,12 @@ def release_manifest(receipt: Mapping[str, Any], *, release_id: str, published: 
     }
 
 
+def manifest_path(published: Any) -> Any:
+    """``<dir>/<stem>.release.json`` beside ``published`` (a file release: the published
+    file; a table release: the staged file)."""
+    return published.parent / f"{published.stem}.release.json"
+
+
 @dataclass(frozen=True)
 class ReleasePlan:
     """How to promote a gated surrogate: the writes, in order, then the manifest.
@@ -127,5 +133,5 @@ def release_plan(surrogate: Any, destination: Any, receipt: Mapping[str, Any],
              "archived": str(archived), "sha256": sha256,
              "artefact": receipt.get("artefact")}
     return ReleasePlan(copies=copies,
-                       manifest_path=destination.parent / f"{destination.stem}.release.json",
+                       manifest_path=manifest_path(destination),
                        manifest=manifest, extra=extra)

@@ -22,7 +22,7 @@ from astrid_airflow.operators.publish import PublishSurrogateOperator
 
 from astrid_airflow import ArtefactStore, GroupingArtefact, astrid, make_synthetic
 from astrid_airflow.cli import main
-from astrid_airflow.gate import gate_extra_files
+from astrid_airflow.gate import GatePolicy, gate_extra_files
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*cannot be called outside of the Task Runner")
 
@@ -67,9 +67,10 @@ def work(tmp_path_factory):
         table.to_parquet(original)
         result = astrid(table, target="class", n_search=5, n_test=10, random_state=0)
         artefact = GroupingArtefact.from_result(result, table)
-        # saved with its gate suite, as a learn does: both gates read the stored suite
-        ArtefactStore(root / "store").save("syn", artefact,
-                                           extra_files=gate_extra_files(artefact, None))
+        # saved with its gate suite and the loosened policy, as a learn does: every gate
+        # reads the stored suite (a gate run by publish takes no overrides)
+        ArtefactStore(root / "store").save(
+            "syn", artefact, extra_files=gate_extra_files(artefact, GatePolicy(**POLICY)))
         staged = root / "staged" / "surrogate.parquet"
         assert main(["shuffle", str(original), "--artefact", str(root / "store" / "syn"),
                      "--out", str(staged), "--seed", "1", "--no-utility"]) == 0
@@ -291,3 +292,21 @@ def test_a_postgres_table_release_is_the_same_through_both_doors(work, monkeypat
     assert rows["cli"] == rows["op"] and rows["cli"]  # same rows, same order
     assert comments["cli"]["sha256"] == comments["op"]["sha256"]
     assert comments["cli"]["astrid_release"] == comments["op"]["astrid_release"] == "p1"
+
+
+def test_the_cli_gates_here_and_publishes_into_a_table(work, tables, capsys, tmp_path):
+    """Without a receipt, ``astrid publish`` gates the staged file itself (the library's
+    one gate stage) before the table release; the manifest says so."""
+    surrogate = tmp_path / "surrogate.parquet"
+    shutil.copyfile(work.doors["cli"], surrogate)
+    capsys.readouterr()
+    code = main(["publish", str(surrogate), "--destination",
+                 "postgresql://astrid@localhost:5432/db?table=public.gated", "--original",
+                 str(work.original), "--artefact", str(work.root / "store" / "syn"),
+                 "--seed", str(SEED), "--release-id", "g1"])
+    receipt = _receipt(surrogate)
+    assert code == 0 and receipt["success"]
+    assert receipt["sha256"] == _receipt(work.doors["cli"])["sha256"]
+    manifest = json.loads((tmp_path / "surrogate.release.json").read_text())
+    assert manifest["receipt_trust"] == "gated here" and manifest["table"]
+    assert tables["cli"].loads[0]["comment"]["astrid_release"] == "g1"
