@@ -359,11 +359,9 @@ def atomic_write_text(dst: ObjectStoragePath, text: str) -> None:
 
 def sha256_of(path: ObjectStoragePath) -> str:
     """Hex SHA-256 of a file's bytes (identifies exactly what was gated/published)."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    from astrid_airflow.io import file_sha256
+
+    return file_sha256(path)
 
 
 def json_small(obj: Any) -> Any:

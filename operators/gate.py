@@ -19,16 +19,16 @@ from typing import Any, ClassVar
 
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
+from astrid_airflow.pipeline import receipt_path
+
 from ._common import (
     as_path,
     atomic_copy,
-    atomic_write_text,
     is_local,
     json_small,
     local_input,
     policy_overrides,
     resolve_seed,
-    sha256_of,
     store_filesystem,
     store_location,
     store_url,
@@ -39,19 +39,15 @@ from ._compat import AirflowFailException
 from ._lineage import RecordsLineage, metric_name, numeric
 from ._signing import DEFAULT_CONN_ID, signing_from
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links, resolve_link
-from .shuffle import artefact_dataset, metrics_path, resolve_artefact
-from .sql import TableRef, as_table, local_table, sql_errors
+from .shuffle import artefact_dataset, resolve_artefact
+from .sql import as_table, local_table, sql_errors
 
 __all__ = ["SurrogateGateOperator", "gate_receipt_path", "failure_message"]
 
 _MAX_SHOWN = 160  # characters of an observed value shown in a failure message
 
-
-def gate_receipt_path(surrogate: ObjectStoragePath,
-                      out_dir: ObjectStoragePath | None = None) -> ObjectStoragePath:
-    """``<out_dir or surrogate's dir>/<stem>.gate.json``."""
-    directory = out_dir if out_dir is not None else surrogate.parent
-    return directory / f"{surrogate.stem}.gate.json"
+# ``<out_dir or the surrogate's directory>/<stem>.gate.json``: the library's one rule
+gate_receipt_path = receipt_path
 
 
 def _short(value: Any) -> str:
@@ -83,10 +79,6 @@ def _local_dir(target: ObjectStoragePath) -> Iterator[str]:
         yield tmp
         for entry in sorted(Path(tmp).iterdir()):
             atomic_copy(ObjectStoragePath("file://" + str(entry)), target / entry.name)
-
-
-def _url(path: ObjectStoragePath) -> str:
-    return path.path if is_local(path) else str(path)
 
 
 class SurrogateGateOperator(RecordsLineage, BaseOperator):
@@ -186,8 +178,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
             return self._execute(context)
 
     def _execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow import gate_receipt, validate_surrogate
-        from astrid_airflow.release import seal_gate_receipt
+        from astrid_airflow.pipeline import GateRequest, gate_release
 
         original = as_table(self.original, "original", self.original_conn_id)
         surrogate = as_path(self.surrogate, "surrogate")
@@ -197,95 +188,45 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         out_dir = as_path(self.out_dir, "out_dir") if self.out_dir else surrogate.parent
         store_path = store_location(self.store, self.store_conn_id)
         root, fs = store_url(store_path), store_filesystem(store_path)
-        seed = resolve_seed(self.random_state, context)
-        overrides = policy_overrides(self.policy)
         with translate_errors(f"Cannot gate {surrogate}"), \
                 sql_errors(f"Cannot read {original}"):
-            store, name, version = resolve_artefact(root, fs, self.artefact, self.name)
-            artefact_path = store.location(name, version).path
-            ref = f"{root.rstrip('/')}/{name}@{version}"
-            if not surrogate.exists():
-                raise AirflowFailException(f"Cannot gate {surrogate}: the staged surrogate "
-                                           "does not exist.")
-            digest = sha256_of(surrogate)
+            _, name, version = resolve_artefact(root, fs, self.artefact, self.name)
             # a remote surrogate is downloaded under its own name, so the outputs keep
-            # the staged file's stem
-            with local_table(original) as orig, local_input(surrogate) as surr, \
-                    _local_dir(out_dir) as outputs:
-                result = validate_surrogate(orig, surr, ref, policy=overrides,
-                                            out_dir=outputs, random_state=seed, fs=fs,
-                                            remedies=to_bool(self.remedies, "remedies"),
-                                            allow_weaker_policy=to_bool(
-                                                self.allow_weaker_policy,
-                                                "allow_weaker_policy"))
-                # a database original exists only as this temporary dump
-                release_report, report_files = self._write_report(
-                    ref, fs, orig if isinstance(original, TableRef) else original, surrogate,
-                    out_dir)
-        # The receipt names the bytes the gate judged: the library hashed the file it
-        # read (before and after judging it); the staged file must still be those bytes.
-        if result.surrogate_sha256 != digest or sha256_of(surrogate) != digest:
-            raise AirflowFailException(f"Cannot gate {surrogate}: the staged surrogate "
-                                       "changed while it was judged; nothing was decided.")
-        report = result.to_dict()
-        validation = out_dir / Path(report["validation_json"]).name
-        docs = out_dir / Path(report["data_docs"]).name
-        receipt = gate_receipt(result, surrogate=surrogate, sha256=digest,
-                               original=original, artefact=f"{name}@{version}",
-                               artefact_path=artefact_path, store=root, out_dir=out_dir,
-                               report=release_report, run_id=context.get("run_id"))
-        # bound to what the gate read and wrote; publish archives only these files
-        receipt = seal_gate_receipt(receipt, result, out_dir=out_dir, stem=surrogate.stem,
-                                    report_files=report_files)
-        receipt_path = gate_receipt_path(surrogate, out_dir)
-        atomic_write_text(receipt_path, json.dumps(json_small(receipt), indent=2) + "\n")
+            # the staged file's stem; a database original exists only as this dump
+            with local_table(original) as orig, local_input(surrogate) as surr:
+                gated = gate_release(GateRequest(
+                    original=orig, original_name=original, surrogate=surrogate,
+                    surrogate_file=surr, artefact=f"{root.rstrip('/')}/{name}@{version}",
+                    out_dir=out_dir, outputs=lambda: _local_dir(out_dir), fs=fs,
+                    policy=policy_overrides(self.policy), run_id=context.get("run_id"),
+                    random_state=resolve_seed(self.random_state, context),
+                    remedies=to_bool(self.remedies, "remedies"),
+                    allow_weaker_policy=to_bool(self.allow_weaker_policy,
+                                                "allow_weaker_policy")))
+        return self._verdict(context, original, surrogate, root, gated)
+
+    def _verdict(self, context: Any, original: Any, surrogate: ObjectStoragePath,
+                 root: str, gated: Any) -> dict[str, Any]:
+        """Links, lineage and the log of a gate run; a failed gate fails the task."""
+        receipt, docs, report = gated.receipt, gated.data_docs, gated.report
+        if gated.report_problem:
+            self.log.warning("No release report for %s: %s", surrogate,
+                             gated.report_problem)
         # recorded before a failure is raised: the links of a failed gate work too
-        push_links(self, context, data_docs=docs, report=release_report, artefact=artefact_path)
-        self._lineage = _gate_lineage(original, surrogate, root, receipt, validation,
-                                      receipt_path)
+        push_links(self, context, data_docs=docs, report=report,
+                   artefact=receipt["artefact_path"])
+        self._lineage = _gate_lineage(original, surrogate, root, receipt,
+                                      gated.validation, gated.receipt_path)
         where = (f"Data Docs: {resolve_link(self, str(docs))}; release report: "
-                 f"{resolve_link(self, release_report) or 'none'}")
-        if not result.success:
+                 f"{resolve_link(self, report) or 'none'}")
+        if not gated.success:
             self.log.error("Release gate failed for %s. %s", surrogate, where)
             raise AirflowFailException(failure_message(str(surrogate),
                                                        receipt["expectations"]))
         self.log.info("Release gate passed for %s (%d expectations). %s",
                       surrogate, len(receipt["expectations"]), where)
-        return _payload(surrogate, digest, receipt, receipt_path, validation, docs,
-                        release_report)
-
-    def _write_report(self, ref: str, fs: Any, original: ObjectStoragePath | str,
-                      surrogate: ObjectStoragePath, out_dir: ObjectStoragePath
-                      ) -> tuple[str | None, tuple[str, ...]]:
-        """The release report beside the Data Docs (``<stem>.report/index.html``) and the
-        names of the files it wrote.
-
-        Written whether the gate passes or fails, so a reviewer sees why; a report that
-        cannot be written is logged and does not decide the release.
-        """
-        from astrid_airflow import AstridError, write_report
-        from astrid_airflow.io import using
-
-        target = out_dir / f"{surrogate.stem}.report"
-        metrics_file = metrics_path(surrogate)
-        # the shuffle operator's receipt nests the SurrogateMetrics under "metrics"
-        from astrid_airflow.io import load_json
-
-        metrics = load_json(metrics_file.read_bytes(), str(metrics_file))["metrics"] \
-            if metrics_file.exists() else None
-        try:
-            with using(fs):  # the artefact read through the store's connection
-                written = write_report(
-                    ref, _url(target),
-                    original=original if isinstance(original, str) else _url(original),
-                    surrogate=_url(surrogate),
-                    surrogate_metrics=metrics,
-                    data_docs=f"../{surrogate.stem}.validation.html", overwrite=True)
-        except (AstridError, OSError) as exc:
-            self.log.warning("No release report for %s: %s", surrogate, exc)
-            return None, ()
-        self.log.info("Release report: %s", written.index)
-        return str(written.index), tuple(written.files)
+        return _payload(surrogate, gated.sha256, receipt, gated.receipt_path,
+                        gated.validation, docs, report)
 
 
 def _gate_lineage(original: Any, surrogate: ObjectStoragePath, root: str,

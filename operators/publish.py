@@ -30,20 +30,16 @@ loaded into a staging table and swapped in within one transaction
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
-import hashlib
-import json
-import re
-import tempfile
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Asset, BaseOperator
 
+# the library's one release-id rule (``release_id_from_run`` is importable from here)
+from astrid_airflow.release import check_release_id, release_id_from_run
+
 from ._common import (
     as_path,
-    atomic_write_text,
     json_small,
     run_timestamp,
     to_bool,
@@ -53,27 +49,10 @@ from ._common import (
 from ._compat import AirflowFailException, AirflowSkipException
 from ._lineage import RecordsLineage, published
 from ._signing import DEFAULT_CONN_ID, signing_from
-from .gate import gate_receipt_path
 from .links import ArtefactLink, DataDocsLink, ReleaseReportLink, push_links
 from .sql import TableRef, as_table, publish_to_table, sql_errors
 
 __all__ = ["PublishSurrogateOperator", "release_id_from_run"]
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _staged_copy(surrogate: Any, canonical: Any, tmp: str) -> str:
-    """A local copy of the staged file, checked to be the bytes the receipt binds: the
-    canonical form keeps values only, the table's SQL column types come from here."""
-    from astrid_airflow import ReleaseError
-
-    data = surrogate.read_bytes()
-    if hashlib.sha256(data).hexdigest() != canonical.staged_sha256:
-        raise ReleaseError(f"Refusing to publish {surrogate}: the staged file changed after "
-                           "its receipt was checked; nothing was published.")
-    path = Path(tmp) / f"staged{surrogate.suffix}"
-    path.write_bytes(data)
-    return str(path)
 
 
 @contextlib.contextmanager
@@ -85,26 +64,6 @@ def _refused() -> Iterator[None]:
         yield
     except ReleaseError as exc:
         raise AirflowFailException(str(exc)) from exc
-
-
-def _table_release(comment: str | None) -> dict[str, Any] | None:
-    """The release a published table's comment records (None: not an ASTRID release)."""
-    try:
-        recorded = json.loads(comment) if comment else None
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(recorded, dict) or "astrid_release" not in recorded:
-        return None
-    return {"release_id": recorded["astrid_release"], "sha256": recorded.get("sha256"),
-            "run_after": recorded.get("run_after")}
-
-
-def release_id_from_run(run_id: object) -> str:
-    """A directory-safe release id from a run id (``manual__2026-01-01T00:00:00+00:00``)."""
-    text = _UNSAFE.sub("_", str(run_id or "")).strip("._-")
-    if not text:
-        text = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return text[:200]
 
 
 class PublishSurrogateOperator(RecordsLineage, BaseOperator):
@@ -200,60 +159,41 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             return self._execute(context)
 
     def _execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow import check_release_id
+        from astrid_airflow.io import using
+        from astrid_airflow.pipeline import PublishRequest, publish_release
 
         surrogate = as_path(self.surrogate, "surrogate")
         self._lineage = {"inputs": [{"location": str(surrogate)}]}  # a failure names it
         destination = as_table(self.destination, "destination", self.destination_conn_id)
         release_id = str(self.release_id) if self.release_id else \
             release_id_from_run(context.get("run_id"))
-        with _refused():
-            check_release_id(release_id)
-        if isinstance(destination, TableRef):
-            receipt, canonical = self._checked_receipt(context, surrogate, release_id)
-            return self._publish_table(context, surrogate, destination, receipt,
-                                       canonical, release_id)
-        return self._publish_file(context, surrogate, destination, release_id)
-
-    def _checked_receipt(self, context: Any, surrogate: Any, release_id: str
-                         ) -> tuple[dict[str, Any], Any]:
-        """The receipt of a table release, checked against the staged bytes and trusted,
-        and the canonical release of those bytes (what the table is loaded from)."""
-        from astrid_airflow import ReleaseError
-        from astrid_airflow.pipeline import read_receipt, trusted_canonical
-
-        receipt_path = as_path(self.receipt, "receipt") if self.receipt else \
-            gate_receipt_path(surrogate)
-        with _refused():
-            if not surrogate.exists():
-                raise ReleaseError(f"Refusing to publish: no staged surrogate at {surrogate}.")
-            receipt = read_receipt(surrogate, receipt_path)
-            canonical = trusted_canonical(surrogate, receipt, receipt_path,
-                                          release_id=release_id, surrogate_name=str(surrogate))
-        push_links(self, context, data_docs=receipt.get("data_docs"),
-                   report=receipt.get("report"), artefact=receipt.get("artefact_path"))
-        self._lineage["inputs"][0]["assertions"] = receipt.get("expectations")
-        return receipt, canonical
-
-    def _publish_file(self, context: Any, surrogate: Any, destination: Any,
-                      release_id: str) -> dict[str, Any]:
-        from astrid_airflow.io import using
-        from astrid_airflow.pipeline import PublishRequest, publish_release
-
-        original, artefact, fs = self._gate_inputs()
-        with _refused(), using(fs):
+        table = isinstance(destination, TableRef)
+        # a table is written through its Airflow connection; it needs a signed receipt
+        original, artefact, fs = (None, None, None) if table else self._gate_inputs()
+        kind = {"table_writer": _ConnectionTableWriter(destination),
+                "lock_timeout": to_float(self.lock_timeout, "lock_timeout")} if table else {}
+        errors = _table_errors(f"Cannot publish {surrogate} to {destination}") if table \
+            else contextlib.nullcontext()
+        with errors, _refused(), using(fs):
             done = publish_release(PublishRequest(
-                surrogate=surrogate, destination=destination, release_id=release_id,
+                surrogate=surrogate, destination=destination,
+                release_id=check_release_id(release_id),
                 receipt=as_path(self.receipt, "receipt") if self.receipt else None,
                 surrogate_name=str(surrogate), run_after=run_timestamp(context),
                 run_id=context.get("run_id"), force=to_bool(self.force, "force"),
-                original=original, artefact=artefact))
+                original=original, artefact=artefact, **kind))
+        return self._announce(context, destination, done, table)
+
+    def _announce(self, context: Any, destination: Any, done: Any, table: bool
+                  ) -> dict[str, Any]:
+        """Links, lineage and the Asset events of a publication; a failed gate fails the
+        task, a release not published skips it (no Asset event)."""
         receipt = done.receipt
         # the gate's verdict on what is published; outputs once written
         self._lineage["inputs"][0]["assertions"] = receipt.get("expectations")
         if done.action == "failed":
             raise AirflowFailException(done.reason)
-        # what the gate judged; a publication replaces these with the archived copies
+        # what the gate judged; a file publication replaces these with the archived copies
         push_links(self, context, data_docs=receipt.get("data_docs"),
                    report=receipt.get("report"), artefact=receipt.get("artefact_path"))
         if not done.published:
@@ -262,15 +202,22 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
             raise AirflowSkipException(f"Not publishing: {done.reason}")
         self.log.info("Published: %s", done.reason)
         manifest, extra = done.manifest or {}, done.extra
-        push_links(self, context, data_docs=manifest["data_docs"], report=manifest["report"],
-                   artefact=receipt.get("artefact_path"))
-        self._lineage["outputs"] = [published(where, release_id=release_id,
-                                              sha256=done.sha256, receipt=receipt)
-                                    for where in (destination, extra["archived"])]
+        if not table:
+            push_links(self, context, data_docs=manifest["data_docs"],
+                       report=manifest["report"], artefact=receipt.get("artefact_path"))
+        places = [destination] if table else [destination, extra["archived"]]
+        self._lineage["outputs"] = [published(where, release_id=done.release_id,
+                                              sha256=done.sha256, receipt=receipt,
+                                              rows=extra.get("rows"))
+                                    for where in places]
         events = context.get("outlet_events")
         for outlet in self.outlets or []:
             if isinstance(outlet, Asset) and events is not None:
                 events[outlet].extra = dict(extra)
+        if table:
+            self.log.info("Published release %s into table %s (%d rows, swap %.3f s).",
+                          done.release_id, extra["table"], extra["rows"],
+                          manifest["swap_seconds"])
         return json_small({**extra, "manifest": str(done.manifest_path)})
 
     def _gate_inputs(self) -> tuple[Any, str | None, Any]:
@@ -295,78 +242,24 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         return (original.path if is_local(original) else str(original),
                 f"{root.rstrip('/')}/{name}@{version}", fs)
 
-    def _publish_table(self, context: Any, surrogate: Any, destination: TableRef,
-                       receipt: dict[str, Any], canonical: Any, release_id: str
-                       ) -> dict[str, Any]:
-        """Load the gated values (their canonical form, in its row order) into a staging
-        table and swap it in, in one transaction."""
-        from astrid_airflow import decide_release, release_time
 
-        digest = canonical.sha256
-        lock_timeout = to_float(self.lock_timeout, "lock_timeout")
-        now = _dt.datetime.now(_dt.UTC)
-        published_at = now.isoformat(timespec="seconds")
-        run_after = release_time(run_timestamp(context) or now)
-        force = to_bool(self.force, "force")
-        comment = {"astrid_release": release_id, "sha256": digest,
-                   "artefact": receipt.get("artefact"), "run_id": context.get("run_id"),
-                   "run_after": run_after, "published_at": published_at}
+class _ConnectionTableWriter:
+    """The table writer of a database destination behind an Airflow connection
+    (:func:`~.sql.publish_to_table`): what the library's table release writes with."""
 
-        def guard(current: str | None) -> None:
-            # the table comment is the current release's manifest; decided under the
-            # publication lock, so two publishers cannot both pass
-            with _refused():
-                decision = decide_release(_table_release(current), release_id=release_id,
-                                          sha256=digest, run_after=run_after, force=force)
-            if not decision.publish:
-                self.log.warning("Not publishing: %s", decision.reason)
-                raise AirflowSkipException(f"Not publishing: {decision.reason}")
-            self.log.info("Publishing: %s", decision.reason)
+    def __init__(self, destination: TableRef) -> None:
+        self.destination = destination
 
-        with translate_errors(f"Cannot publish {surrogate} to {destination}"), \
-                sql_errors(f"Cannot publish {surrogate} to {destination}"), \
-                tempfile.TemporaryDirectory(prefix="astrid_release_") as tmp:
-            local = Path(tmp) / f"release{surrogate.suffix}"
-            local.write_bytes(canonical.data)
-            info = publish_to_table(str(local), destination, comment=comment,
-                                    lock_timeout=lock_timeout, guard=guard,
-                                    types_from=_staged_copy(surrogate, canonical, tmp))
-        manifest_path = surrogate.parent / f"{surrogate.stem}.release.json"
-        manifest = {
-            "release_id": release_id,
-            "published": str(destination),
-            "table": info["table"],
-            "rows": info["rows"],
-            "columns": info["columns"],
-            "archived": str(surrogate),
-            "sha256": digest,
-            "staged_sha256": canonical.staged_sha256,
-            "artefact": receipt.get("artefact"),
-            "artefact_sha256": receipt.get("artefact_sha256"),
-            "suite_sha256": receipt.get("suite_sha256"),
-            "canonical": {"format": canonical.kind, "order_seed": canonical.order_seed,
-                          "content_sha256": canonical.content_sha256},
-            "original": receipt.get("original"),
-            "validation": receipt.get("validation"),
-            "data_docs": receipt.get("data_docs"),
-            "report": receipt.get("report"),
-            "expectations": receipt.get("expectations"),
-            "swap_seconds": info["swap_seconds"],
-            "run_id": context.get("run_id"),
-            "published_at": published_at,
-        }
-        atomic_write_text(manifest_path, json.dumps(json_small(manifest), indent=2) + "\n")
-        self._lineage["outputs"] = [published(destination, release_id=release_id,
-                                              sha256=digest, receipt=receipt,
-                                              rows=info["rows"])]
-        extra = {"release_id": release_id, "published": str(destination),
-                 "archived": str(surrogate), "sha256": digest,
-                 "artefact": receipt.get("artefact"), "table": info["table"],
-                 "rows": info["rows"]}
-        events = context.get("outlet_events")
-        for outlet in self.outlets or []:
-            if isinstance(outlet, Asset) and events is not None:
-                events[outlet].extra = dict(extra)
-        self.log.info("Published release %s into table %s (%d rows, swap %.3f s).",
-                      release_id, info["table"], info["rows"], info["swap_seconds"])
-        return json_small({**extra, "manifest": str(manifest_path)})
+    def publish(self, local_file: str, *, comment: Any, lock_timeout: float | None,
+                guard: Any, types_from: str | None) -> dict[str, Any]:
+        return publish_to_table(local_file, self.destination, comment=comment,
+                                lock_timeout=lock_timeout, guard=guard,
+                                types_from=types_from)
+
+
+@contextlib.contextmanager
+def _table_errors(what: str) -> Iterator[None]:
+    """A database publication: transient database errors stay retryable, every other
+    library error fails the task."""
+    with translate_errors(what), sql_errors(what):
+        yield

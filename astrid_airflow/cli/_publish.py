@@ -15,12 +15,9 @@ published; 1: the gate failed (nothing published, the last release stays); 2: ba
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import re
+from typing import Any
 
 from . import _options as options
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 DESCRIPTION = ("Gate a staged surrogate (or trust the receipt of a gate that already ran) "
                "and, if it passed, publish it: archive, current file, manifest. Exit 0: "
@@ -32,7 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the staged surrogate (.parquet or .csv), e.g. from `astrid shuffle`")
     p.add_argument("--destination", required=True, metavar="FILE",
                    help="the published file; releases/<id>/ and <stem>.release.json go "
-                        "beside it")
+                        "beside it. Or a PostgreSQL table "
+                        "(postgresql://[user@]host/db?table=NAME), swapped in atomically, "
+                        "its manifest beside the surrogate")
     p.add_argument("--original", metavar="DATA",
                    help="the table the surrogate was made from (to gate it here)")
     p.add_argument("--artefact", metavar="REF",
@@ -55,32 +54,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from astrid_airflow._errors import ParameterError
-    from astrid_airflow.io import check_regular_file
     from astrid_airflow.pipeline import PublishRequest, publish_release
+    from astrid_airflow.release import check_release_id, new_release_id
 
     from ._common import print_json, progress_lines
 
-    surrogate, destination = Path(args.surrogate).absolute(), \
-        Path(args.destination).absolute()
-    if bool(args.receipt) == bool(args.original and args.artefact):
-        raise ParameterError("Give --receipt, or --original and --artefact (to gate here).")
-    check_regular_file(str(surrogate), "Invalid SURROGATE")
-    if destination.suffix.lower() != surrogate.suffix.lower():
-        raise ParameterError(f"Invalid --destination {args.destination!r}: its suffix must "
-                             f"match the surrogate's ({surrogate.suffix}).")
-    release_id = args.release_id or _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    if _UNSAFE.search(release_id) or release_id.startswith("."):
-        raise ParameterError(f"Invalid --release-id {release_id!r}: use letters, digits, "
-                             "'.', '_' and '-'.")
-    if args.receipt:
-        check_regular_file(str(Path(args.receipt).absolute()), "Invalid --receipt")
+    surrogate = Path(args.surrogate).absolute()
+    destination, writer = _destination(args, surrogate)
+    release_id = check_release_id(args.release_id or new_release_id())
     with progress_lines(args):  # publish's (and a gate's) estimate and progress lines
         done = publish_release(PublishRequest(
             surrogate=surrogate, destination=destination, release_id=release_id,
             receipt=Path(args.receipt).absolute() if args.receipt else None,
             force=args.force, original=args.original, artefact=args.artefact,
-            random_state=args.seed))
+            random_state=args.seed, table_writer=writer))
     if done.action == "failed":
         print(f"astrid publish: gate FAILED for {surrogate} (failed: "
               f"{done.receipt.get('failed')}); nothing published.")
@@ -95,3 +82,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"published {destination} (release {release_id}, sha256 {done.sha256[:12]}…); "
               f"archived {done.extra['archived']}")
     return 0
+
+
+def _destination(args: argparse.Namespace, surrogate: Any) -> tuple[Any, Any]:
+    """``(destination, table writer or None)``, the inputs checked: a PostgreSQL table
+    URL (``?table=NAME``) is written by a table writer, anything else is a file."""
+    from pathlib import Path
+
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.io import check_regular_file, is_sql_url
+    from astrid_airflow.pipeline import SqlTableWriter
+
+    if bool(args.receipt) == bool(args.original and args.artefact):
+        raise ParameterError("Give --receipt, or --original and --artefact (to gate here).")
+    check_regular_file(str(surrogate), "Invalid SURROGATE")
+    if args.receipt:
+        check_regular_file(str(Path(args.receipt).absolute()), "Invalid --receipt")
+    if is_sql_url(args.destination):
+        writer = SqlTableWriter(args.destination)
+        return str(writer), writer  # named without its password
+    destination = Path(args.destination).absolute()
+    if destination.suffix.lower() != surrogate.suffix.lower():
+        raise ParameterError(f"Invalid --destination {args.destination!r}: its suffix must "
+                             f"match the surrogate's ({surrogate.suffix}).")
+    return destination, None

@@ -12,6 +12,7 @@ and the offline Data Docs page are written beside the surrogate (or in ``--out-d
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from . import _options as options
 
@@ -98,72 +99,71 @@ def _read_metrics(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from astrid_airflow.gate import result_paths, validate_surrogate
-    from astrid_airflow.io import refuse_overwriting_inputs
+    from astrid_airflow.pipeline import GateRequest, gate_release
 
     from ._common import print_json, progress_lines
 
-    if args.metrics:  # checked before any work: the result never replaces --metrics
-        outputs = list(result_paths(args.surrogate, args.out_dir) or ())
-        refuse_overwriting_inputs(outputs + [_receipt_file(p) for p in outputs[:1]],
-                                  [args.metrics])
+    surrogate, out_dir, seal = _gate_paths(args)
     overrides = {field: getattr(args, field) for field, *_ in _POLICY_OVERRIDES}
     with progress_lines(args):  # the gate's estimate and progress lines on stderr
-        result = validate_surrogate(
-            args.original, args.surrogate, args.artefact,
+        gated = gate_release(GateRequest(
+            original=args.original, surrogate=surrogate, artefact=args.artefact,
+            surrogate_file=args.surrogate, out_dir=out_dir,
             policy={k: v for k, v in overrides.items() if v is not None},
-            out_dir=args.out_dir, random_state=args.seed,
+            random_state=args.seed, verbose=args.verbose, remedies=not args.no_remedies,
             metrics=_read_metrics(args.metrics) if args.metrics else None,
-            verbose=args.verbose, remedies=not args.no_remedies,
-            allow_weaker_policy=bool(args.allow_weaker_policy))
-    receipt = _write_receipt(args, result)
+            allow_weaker_policy=bool(args.allow_weaker_policy), seal=seal))
+    result = gated.result
+    receipt = str(gated.receipt_path) if gated.receipt_path is not None else None
     if args.json:
-        print_json({**result.to_dict(), "receipt": receipt})
+        print_json({**result.to_dict(), "receipt": receipt, "report": gated.report})
     else:
-        for e in result.expectations:
-            mark = "PASS" if e.success else "FAIL"
-            print(f"{mark}  {e.category:<9} {e.name:<60} observed={_fmt(e.observed_value)} "
-                  f"threshold={_fmt(e.threshold)}")
-            if not e.success:
-                named = _named(e.details)
-                if named:
-                    print(f"      {named}")
-        verdict = "PASSED" if result.success else f"FAILED ({len(result.failed)} failed)"
-        print(f"gate {verdict}")
-        if result.to_dict()["policy_note"]:
-            print(f"WARNING: the policy is {result.to_dict()['policy_note']}")
-        if result.validation_json:
-            print(f"result:    {result.validation_json}")
-            print(f"data docs: {result.data_docs}")
-        if receipt:
-            print(f"receipt:   {receipt}")
+        _print_verdict(result, receipt, gated)
     return 0 if result.success else 1
 
 
-def _receipt_file(validation_json: str) -> str:
-    """``<dir>/<stem>.gate.json`` beside ``<dir>/<stem>.validation.json``."""
-    return validation_json.removesuffix(".validation.json") + ".gate.json"
-
-
-def _write_receipt(args: argparse.Namespace, result) -> str | None:
-    """The sealed gate receipt beside the result (signed with a key configured), for a
-    local surrogate file; what ``astrid publish --receipt`` takes."""
+def _gate_paths(args: argparse.Namespace) -> tuple[Any, Any, bool]:
+    """``(surrogate, out_dir, seal)``: a local surrogate file is gated with its receipt
+    and report (``Path``s); anything else (a table, a remote file) is only judged.
+    Checked before any work: the outputs never replace ``--metrics``."""
     from pathlib import Path
 
-    from astrid_airflow.io import atomic_write_text, is_local, is_sql_url, plain
-    from astrid_airflow.pipeline import sealed_receipt_of
+    from astrid_airflow.gate import result_paths
+    from astrid_airflow.io import is_local, is_sql_url, refuse_overwriting_inputs
+    from astrid_airflow.pipeline import receipt_path
 
-    if not result.validation_json or is_sql_url(args.surrogate) or \
-            not is_local(args.surrogate) or not is_local(result.validation_json):
-        return None
-    import json
+    seal = not is_sql_url(args.surrogate) and is_local(args.surrogate) and \
+        Path(args.surrogate).is_file() and (args.out_dir is None or is_local(args.out_dir))
+    if args.metrics:
+        outputs = list(result_paths(args.surrogate, args.out_dir) or ())
+        refuse_overwriting_inputs(outputs + [str(receipt_path(
+            Path(args.surrogate), Path(p).parent)) for p in outputs[:1]], [args.metrics])
+    if not seal:
+        return args.surrogate, args.out_dir, False
+    return (Path(args.surrogate).absolute(),
+            Path(args.out_dir) if args.out_dir is not None else None, True)
 
-    path = _receipt_file(result.validation_json)
-    receipt = sealed_receipt_of(result, surrogate=Path(args.surrogate).absolute(),
-                                original=args.original, artefact=args.artefact,
-                                out_dir=Path(path).parent)
-    atomic_write_text(path, json.dumps(plain(receipt), indent=2) + "\n", overwrite=True)
-    return path
+
+def _print_verdict(result: Any, receipt: str | None, gated: Any) -> None:
+    for e in result.expectations:
+        mark = "PASS" if e.success else "FAIL"
+        print(f"{mark}  {e.category:<9} {e.name:<60} observed={_fmt(e.observed_value)} "
+              f"threshold={_fmt(e.threshold)}")
+        if not e.success:
+            named = _named(e.details)
+            if named:
+                print(f"      {named}")
+    verdict = "PASSED" if result.success else f"FAILED ({len(result.failed)} failed)"
+    print(f"gate {verdict}")
+    if result.to_dict()["policy_note"]:
+        print(f"WARNING: the policy is {result.to_dict()['policy_note']}")
+    if result.validation_json:
+        print(f"result:    {result.validation_json}")
+        print(f"data docs: {result.data_docs}")
+    if gated.report:
+        print(f"report:    {gated.report}")
+    if receipt:
+        print(f"receipt:   {receipt}")
 
 
 def _named(details: dict) -> str:

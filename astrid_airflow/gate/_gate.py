@@ -250,16 +250,12 @@ def _file_digest(source: Any) -> str | None:
 
     if isinstance(source, pd.DataFrame) or is_sql_url(os.fspath(source)):
         return None
-    import fsspec
+    from astrid_airflow.io import file_sha256
 
-    h = hashlib.sha256()
     try:
-        with fsspec.open(os.fspath(source), "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        return file_sha256(os.fspath(source))
     except FileNotFoundError:
         raise DataError(f"Unreadable file {os.fspath(source)!r}: no such file.") from None
-    return h.hexdigest()
 
 
 def _resolve_artefact(artefact: Any) -> tuple[Any, Any]:

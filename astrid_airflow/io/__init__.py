@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from ._cas import LOCK_TIMEOUT, file_lock, is_s3, s3_etag, s3_put
     from ._dbapi import publish_dbapi, read_dbapi_to_parquet
+    from ._digest import file_sha256
     from ._fs import url_to_fs, using
     from ._io import (
         check_attributes,

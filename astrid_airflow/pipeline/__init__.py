@@ -1,7 +1,8 @@
 """The pipeline: the stages that orchestrate every layer below, one library function each.
 
 Learning (the search, the recipe's fitting and the privacy-aware choice of a release),
-staging a surrogate, and the receipt and plan of a publication. The CLI commands and the
+staging a surrogate, gating it (``gate_release``: the verdict, the release report and
+the sealed receipt), and the plan of a publication (to a file or a table). The CLI commands and the
 Airflow operators are thin adapters over these functions. ``publish_release`` is the
 publish stage: read (or write) the gate receipt, decide, archive, promote, with the
 release protocol's guarantees under concurrent publishers.
@@ -20,20 +21,25 @@ if TYPE_CHECKING:
     from ._choice_checks import batch_rate_upper
     from ._fit_partition import CUT_RULES, fit_partition
     from ._fit_recipe import BATCH_FACTOR, column_class_risk, fit_recipe, group_risk
+    from ._gate_stage import (
+        Gated,
+        GateRequest,
+        gate_receipt,
+        gate_release,
+        receipt_path,
+        sealed_receipt_of,
+    )
     from ._integrity import CanonicalRelease, trusted_canonical
     from ._pipeline import (
         Learned,
-        ReleasePlan,
         StagedSurrogate,
         choice_reserve,
-        gate_receipt,
         learn_or_reuse,
-        receipt_path,
-        release_plan,
         save_learned,
-        sealed_receipt_of,
         stage_surrogate,
     )
     from ._publish import Published, PublishRequest, publish_release, read_receipt
+    from ._publish_table import SqlTableWriter, TableWriter, table_release
+    from ._release_plan import ReleasePlan, release_manifest, release_plan
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

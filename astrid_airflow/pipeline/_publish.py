@@ -59,7 +59,11 @@ class PublishRequest:
         Gate here (``validate_surrogate``) instead of reading a receipt.
     lock_timeout : float
         Local destinations: seconds to wait for another publisher of the same
-        destination (then ``TimeoutError``, retryable: nothing changed).
+        destination (then ``TimeoutError``, retryable: nothing changed); a table: for
+        readers of the old release (the table writer's lock).
+    table_writer : TableWriter, optional
+        ``destination`` is a database table written by this object
+        (:mod:`._publish_table`); the manifest goes beside the surrogate.
     """
 
     surrogate: Any
@@ -74,6 +78,7 @@ class PublishRequest:
     artefact: str | None = None
     random_state: Any = None
     lock_timeout: float = 600.0
+    table_writer: Any = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,11 @@ def publish_release(request: PublishRequest) -> Published:
         now = _dt.datetime.now(_dt.UTC)
         cand = Candidate(request, receipt_file, receipt, digest,
                          release_time(request.run_after or now), now, canonical, gated)
+        if request.table_writer is not None:
+            from ._publish_table import promote_table
+
+            with tracker.step("promotion: the table swap, manifest"):
+                return promote_table(cand, outcome)
         _refuse_inputs(cand)
         with tracker.step("promotion: archive, current file, manifest"):
             return _promote_at(cand, outcome)
@@ -213,8 +223,9 @@ class Candidate:
 
     @property
     def manifest_path(self) -> Any:
-        d = self.request.destination
-        return d.parent / f"{d.stem}.release.json"
+        from ._release_plan import manifest_path
+
+        return manifest_path(self.request.destination)
 
     @property
     def archived(self) -> Any:
@@ -327,7 +338,7 @@ def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any]
           canonical: Any, run_after: str | None, write_archive: bool,
           now: _dt.datetime, gated: bool) -> Any:
     from ._integrity import gate_files, release_record
-    from ._pipeline import release_plan
+    from ._release_plan import release_plan
 
     return release_plan(request.surrogate, request.destination, receipt, receipt_file,
                         request.release_id, sha256=canonical.sha256, run_after=run_after,
@@ -341,7 +352,7 @@ def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any]
 
 def _receipt(request: PublishRequest, digest: str) -> tuple[Any, Any, bool]:
     """The receipt's path, parsed content and whether the gate ran here."""
-    from ._pipeline import receipt_path
+    from ._gate_stage import receipt_path
 
     if request.original is not None and request.artefact:
         return (*_gate_here(request, digest), True)
@@ -366,23 +377,13 @@ def read_receipt(surrogate: Any, path: Any) -> Any:
 
 def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any]]:
     """Run the gate on the staged file and write its receipt beside it."""
-    from astrid_airflow._errors import GateError
-    from astrid_airflow.gate import validate_surrogate
+    from ._gate_stage import GateRequest, gate_release
 
-    from ._pipeline import receipt_path, sealed_receipt_of
-
-    surrogate = request.surrogate
-    result = validate_surrogate(request.original, str(surrogate), request.artefact,
-                                random_state=request.random_state)
-    if result.surrogate_sha256 != digest:
-        raise GateError(f"Cannot gate {surrogate}: the file changed while it was judged; "
-                        "nothing was decided.")
-    receipt = sealed_receipt_of(result, surrogate=surrogate, original=request.original,
-                                artefact=request.artefact, out_dir=surrogate.parent,
-                                run_id=request.run_id)
-    path = receipt_path(surrogate)
-    write_text_atomic(path, manifest_text(receipt))
-    return path, receipt
+    gated = gate_release(GateRequest(
+        original=request.original, surrogate=request.surrogate, artefact=request.artefact,
+        random_state=request.random_state, run_id=request.run_id, sha256=digest,
+        report=False))
+    return gated.receipt_path, gated.receipt
 
 
 def read_manifest(path: Any) -> dict[str, Any] | None:
@@ -437,15 +438,10 @@ def read_bytes(path: Any) -> bytes:
 
 
 def sha256_of(path: Any) -> str:
-    """Hex SHA-256 of a file's bytes, streamed."""
-    fs, inner = where(path)
-    if not _is_local(fs):  # one GET: a snapshot, even while another publisher replaces it
-        return hashlib.sha256(fs.cat_file(inner)).hexdigest()
-    h = hashlib.sha256()
-    with fs.open(inner, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """Hex SHA-256 of a file's bytes (:func:`~astrid_airflow.io.file_sha256`)."""
+    from astrid_airflow.io import file_sha256
+
+    return file_sha256(path)
 
 
 def _is_local(fs: Any) -> bool:

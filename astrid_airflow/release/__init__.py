@@ -40,6 +40,8 @@ if TYPE_CHECKING:
         check_receipt,
         check_release_id,
         decide_release,
+        new_release_id,
+        release_id_from_run,
         release_time,
     )
     from ._remedies import (

@@ -98,6 +98,20 @@ def check_release_id(release_id: str) -> str:
     return release_id
 
 
+def new_release_id(now: _dt.datetime | None = None) -> str:
+    """A release id from the time (UTC, to the microsecond): the default of a publisher
+    that is not given one."""
+    return (now or _dt.datetime.now(_dt.UTC)).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def release_id_from_run(run_id: object) -> str:
+    """A safe release id from a run id (``manual__2026-01-01T00:00:00+00:00`` becomes
+    ``manual__2026-01-01T00_00_00_00_00``): unsafe runs of characters become ``_``, at
+    most 200 characters; :func:`new_release_id` when nothing is left."""
+    text = _UNSAFE.sub("_", str(run_id or "")).strip("._-")
+    return text[:200] if text else new_release_id()
+
+
 def check_receipt(receipt: Any, *, surrogate: str, sha256: str, where: str = "") -> None:
     """Refuse a candidate whose gate receipt does not vouch for exactly these bytes.
 

@@ -328,7 +328,7 @@ class _FakeGX:
 def test_the_release_record_names_a_weaker_policy_from_the_receipt(tmp_path):
     from pathlib import Path
 
-    from astrid_airflow.pipeline._pipeline import release_plan
+    from astrid_airflow.pipeline import release_plan
 
     surrogate = Path(tmp_path / "s.parquet")
     surrogate.write_bytes(b"x")
