@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         sealed_receipt_of,
         stage_surrogate,
     )
-    from ._publish import Published, PublishRequest, publish_release, read_receipt
+    from ._publication import Published, PublishRequest
+    from ._publish import publish_release, read_receipt
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)
