@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
+from astrid_airflow._errors import ParameterError
 from astrid_airflow._validation import check_positive_int
 
 log = logging.getLogger("astrid_airflow")
@@ -77,23 +78,37 @@ def _rule_text() -> str:
             f"improves; tables of at most {AUTO_MIN_ROWS:,} rows whole")
 
 
-def stratified_sample(codes: np.ndarray, n: int, seed: np.random.SeedSequence) -> np.ndarray:
+#: How :func:`stratified_sample` rounds each class's share of the rows.
+ROUNDING_RULES = ("largest_remainder", "half_up")
+
+
+def stratified_sample(codes: np.ndarray, n: int, seed: np.random.SeedSequence, *,
+                      min_per_class: int = MIN_PER_CLASS,
+                      rounding: str = "largest_remainder") -> np.ndarray:
     """Sorted row indices of a stratified sample of about ``n`` rows.
 
-    Classes get ``n`` times their share (largest remainders round up), at least
-    ``min(MIN_PER_CLASS, class size)``; rows within a class are drawn without
-    replacement. ``n >= len(codes)`` returns every row.
+    Classes get ``n`` times their share, at least ``min(min_per_class, class size)``;
+    rows within a class are drawn without replacement. ``rounding="largest_remainder"``
+    (the search's samples): the shares sum to ``n``, the largest remainders rounded up;
+    ``"half_up"`` (the release layer's subsamples): each share rounded half up on its
+    own. ``n >= len(codes)`` returns every row.
     """
+    if rounding not in ROUNDING_RULES:
+        raise ParameterError(f"Invalid rounding: {rounding!r}. Must be one of "
+                             f"{', '.join(ROUNDING_RULES)}.")
     total = codes.size
     if n >= total:
         return np.arange(total)
     counts = np.bincount(codes)
-    exact = n * counts / total
-    alloc = np.floor(exact).astype(int)
-    short = n - int(alloc.sum())
-    if short > 0:  # largest remainders, ties to the earlier class
-        alloc[np.argsort(-(exact - alloc), kind="stable")[:short]] += 1
-    alloc = np.minimum(counts, np.maximum(alloc, np.minimum(counts, MIN_PER_CLASS)))
+    if rounding == "half_up":
+        alloc = np.floor(counts * (n / total) + 0.5).astype(int)
+    else:
+        exact = n * counts / total
+        alloc = np.floor(exact).astype(int)
+        short = n - int(alloc.sum())
+        if short > 0:  # largest remainders, ties to the earlier class
+            alloc[np.argsort(-(exact - alloc), kind="stable")[:short]] += 1
+    alloc = np.minimum(counts, np.maximum(alloc, np.minimum(counts, min_per_class)))
     rng = np.random.default_rng(seed)
     picked = [rng.choice(np.flatnonzero(codes == c), size=int(a), replace=False)
               for c, a in enumerate(alloc) if a]

@@ -17,10 +17,8 @@ if TYPE_CHECKING:
         fs_put_file,
         fs_write_bytes,
         fsync_dir,
-        is_local,
         refuse_overwriting_inputs,
         replace_dir,
-        split_url,
         staged_dir,
     )
     from ._bounded import MAX_POLICY_BYTES, load_json_file, read_bounded
@@ -35,7 +33,7 @@ if TYPE_CHECKING:
     from ._cas import LOCK_TIMEOUT, file_lock, is_s3, s3_etag, s3_put
     from ._dbapi import publish_dbapi, read_dbapi_to_parquet
     from ._digest import file_sha256
-    from ._fs import url_to_fs, using
+    from ._fs import is_local, split_url, url_to_fs, using
     from ._io import (
         check_attributes,
         check_regular_file,

@@ -26,29 +26,9 @@ from pathlib import Path
 
 from astrid_airflow._errors import StoreError
 
+from ._fs import split_url
 from ._modes import file_mode
-
-
-def split_url(path: str | os.PathLike) -> tuple[object, str, bool]:
-    """``(filesystem, path inside it, is_local)`` for a local path or fsspec URL."""
-    from fsspec.implementations.local import LocalFileSystem
-
-    from ._fs import url_to_fs
-
-    text = os.fspath(path)
-    if not isinstance(text, str) or not text:
-        raise StoreError(f"Invalid path {path!r}: expected a non-empty path or URL.")
-    try:
-        fs, inner = url_to_fs(text)
-    except (ImportError, ValueError) as exc:  # unknown protocol, missing backend
-        raise StoreError(f"Cannot open {text!r}: {exc}") from None
-    local = isinstance(fs, LocalFileSystem)
-    return fs, (os.path.abspath(inner) if local else inner), local
-
-
-def is_local(path: str | os.PathLike) -> bool:
-    """True if ``path`` is on the local filesystem (a plain path or ``file://`` URL)."""
-    return split_url(path)[2]
+from ._store_layout import check_outside_store
 
 
 def _tmp_name(dest: str) -> str:
@@ -178,8 +158,6 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False,
     """
     fs, dest, local = split_url(path)
     if not into_store:
-        from ._store_layout import check_outside_store
-
         check_outside_store(path)
     if local:
         parent = os.path.dirname(dest)

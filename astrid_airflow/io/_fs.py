@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 from collections.abc import Iterator
 from typing import Any
+
+from astrid_airflow._errors import StoreError
 
 # innermost first; a tuple so a nested call never mutates an outer one's view
 _ACTIVE: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar(
@@ -69,3 +72,23 @@ def using(fs: Any = None) -> Iterator[None]:
         yield
     finally:
         _ACTIVE.reset(token)
+
+
+def split_url(path: str | os.PathLike) -> tuple[object, str, bool]:
+    """``(filesystem, path inside it, is_local)`` for a local path or fsspec URL."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text:
+        raise StoreError(f"Invalid path {path!r}: expected a non-empty path or URL.")
+    try:
+        fs, inner = url_to_fs(text)
+    except (ImportError, ValueError) as exc:  # unknown protocol, missing backend
+        raise StoreError(f"Cannot open {text!r}: {exc}") from None
+    local = isinstance(fs, LocalFileSystem)
+    return fs, (os.path.abspath(inner) if local else inner), local
+
+
+def is_local(path: str | os.PathLike) -> bool:
+    """True if ``path`` is on the local filesystem (a plain path or ``file://`` URL)."""
+    return split_url(path)[2]

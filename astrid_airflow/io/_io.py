@@ -145,7 +145,7 @@ def _first_line(exc: BaseException) -> str:
 
 def filesystem(path: str) -> tuple[Any, str]:
     """``(None, local path)`` or ``(fsspec filesystem, path inside it)``."""
-    from ._atomic import split_url
+    from ._fs import split_url
 
     fs, inner, local = split_url(path)
     return (None, inner) if local else (fs, inner)

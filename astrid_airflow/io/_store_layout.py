@@ -13,7 +13,7 @@ from typing import Any
 
 from astrid_airflow._errors import StoreError
 
-from ._atomic import split_url
+from ._fs import split_url
 
 ARTEFACT_FILE = "artefact.json"
 # Always used with fullmatch: ``$`` would also match before a trailing newline, and

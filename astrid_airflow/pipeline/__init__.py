@@ -38,7 +38,8 @@ if TYPE_CHECKING:
         save_learned,
         stage_surrogate,
     )
-    from ._publish import Published, PublishRequest, publish_release, read_receipt
+    from ._publication import Published, PublishRequest
+    from ._publish import publish_release, read_receipt
     from ._publish_table import SqlTableWriter, TableWriter, table_release
     from ._release_plan import ReleasePlan, release_manifest, release_plan
 

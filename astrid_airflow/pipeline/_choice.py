@@ -28,9 +28,8 @@ import pandas as pd
 from astrid_airflow._errors import ParameterError
 from astrid_airflow.engine import Grouping
 
-# MDAV_MAX_ROWS, CHOICE_MAX_ROWS: with the choice's cost model, which sizes them too
+# MDAV_MAX_ROWS: with the choice's cost model, which sizes it too
 from ._choice_budget import (
-    CHOICE_MAX_ROWS,
     MDAV_MAX_ROWS,
     candidate_seconds,
     with_choice_steps,
@@ -43,6 +42,7 @@ from ._choice_candidates import (
     then,
 )
 from ._choice_checks import (
+    CHOICE_MAX_ROWS,
     attack_checks,
     batch_excess,
     batch_plan,

@@ -28,13 +28,12 @@ from typing import Any
 from astrid_airflow._errors import ParameterError
 from astrid_airflow.engine import Deadline, RunProgress, format_seconds
 
+from ._choice_checks import CHOICE_MAX_ROWS, batch_plan
+
 log = logging.getLogger("astrid_airflow")
 
 #: Largest table on which the MDAV alternative is also tried (O(n^2 / k) per class).
 MDAV_MAX_ROWS = 5_000
-#: Rows the candidates' utility and attacks are measured on (a stratified subsample of
-#: larger tables, as the gate's utility check).
-CHOICE_MAX_ROWS = 20_000
 #: Rows of the search's training split (``_search``: half the table) and of the choice's
 #: utility fits (``surrogate_utility``: 75 % of at most ``CHOICE_MAX_ROWS``).
 _SEARCH_TRAIN, _UTILITY_TRAIN = 0.5, 0.75
@@ -83,8 +82,6 @@ def candidate_seconds(n_rows: int, policy: Any, seconds_per_fit: float,
     passes over every reference row (1 + the batch check's + 2 per utility split),
     which dominate above a few 100,000 rows; a counted batch is a fraction of one, and
     each of the batch check's refits a fit and a pass)."""
-    from ._choice_checks import batch_plan
-
     repeats = policy.utility_repeats_for(min(n_rows, CHOICE_MAX_ROWS))
     refits, per = batch_plan(n_rows)
     passes = 1 + REFIT_PASSES * refits + COUNTED_BATCH_PASS * max(refits, 1) * per \

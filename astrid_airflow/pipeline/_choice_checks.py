@@ -19,6 +19,10 @@ import pandas as pd
 
 from astrid_airflow.engine import Grouping
 
+#: Rows the candidates' utility and attacks are measured on (a stratified subsample of
+#: larger tables, as the gate's utility check).
+CHOICE_MAX_ROWS = 20_000
+
 
 def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
                   suppression: Any = None) -> tuple[dict[str, Any], list[str]]:
@@ -115,8 +119,6 @@ def batch_plan(n_rows: int, built: bool = False, refitted: bool = False
     """``(recipes refitted, batches per refit)`` of the batch check of a reference of
     ``n_rows`` (``built``: the reference's recipe on built batches; ``refitted``: the
     calibrated step, ``(0, 0)`` where it does not run)."""
-    from ._choice_budget import CHOICE_MAX_ROWS
-
     if built:
         return (0, 0) if refitted else \
             (0, LARGE_BATCH_RESAMPLES if n_rows > CHOICE_MAX_ROWS else BUILT_BATCH_RESAMPLES)

@@ -190,7 +190,7 @@ def gate_release(request: GateRequest) -> Gated:
     from astrid_airflow.gate import validate_surrogate
     from astrid_airflow.io import file_sha256
 
-    from ._publish import manifest_text, write_text_atomic
+    from ._publish_files import manifest_text, write_text_atomic
 
     surrogate, seal = request.surrogate, request.seal
     out_dir = request.out_dir if request.out_dir is not None or not seal else \

@@ -23,6 +23,8 @@ from typing import Any
 
 from astrid_airflow._errors import ReleaseError
 
+from ._publish_files import read_bytes
+
 _ORDER_CONTEXT = b"astrid release row order\0"
 
 
@@ -99,8 +101,6 @@ def gate_files(receipt: dict, receipt_file: Any) -> list[tuple[str, bytes]]:
     """
     from astrid_airflow.release import checked_bytes, gate_file_sources
 
-    from ._publish import read_bytes
-
     out = []
     for rel, source, digest in gate_file_sources(receipt, receipt_file.parent):
         if not source.exists():
@@ -133,8 +133,6 @@ def trusted_canonical(surrogate: Any, receipt: Any, receipt_path: Any, *, releas
     trusted (signed with the key in force); ``ReleaseError`` otherwise."""
     from astrid_airflow.io import signing_key
     from astrid_airflow.release import check_receipt
-
-    from ._publish import read_bytes
 
     staged = read_bytes(surrogate)
     check_receipt(receipt, surrogate=surrogate_name or str(surrogate),

@@ -20,90 +20,24 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import json
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any
 
 from astrid_airflow._errors import ReleaseError
 from astrid_airflow.engine import StageRate, stage_progress
 
-
-@dataclass(frozen=True)
-class PublishRequest:
-    """One publication.
-
-    Attributes
-    ----------
-    surrogate, destination : path
-        The staged surrogate and the published file.
-    release_id : str
-        Name of the release (its archive directory).
-    receipt : path, optional
-        The gate receipt; default ``<stem>.gate.json`` beside the surrogate. Ignored
-        when ``original`` and ``artefact`` are given: the gate runs here and writes it.
-    surrogate_name : str, optional
-        How the receipt must name the surrogate; None accepts the receipt's own name
-        (the bytes are still checked).
-    run_after : datetime or str, optional
-        When the release was due (orders releases); None: now.
-    run_id : str, optional
-        Recorded in the manifest.
-    force : bool
-        Publish an older release, or the current one again (never a changed archive).
-    original, artefact, random_state
-        Gate here (``validate_surrogate``) instead of reading a receipt.
-    lock_timeout : float
-        Local destinations: seconds to wait for another publisher of the same
-        destination (then ``TimeoutError``, retryable: nothing changed); a table: for
-        readers of the old release (the table writer's lock).
-    table_writer : TableWriter, optional
-        ``destination`` is a database table written by this object
-        (:mod:`._publish_table`); the manifest goes beside the surrogate.
-    """
-
-    surrogate: Any
-    destination: Any
-    release_id: str
-    receipt: Any = None
-    surrogate_name: str | None = None
-    run_after: Any = None
-    run_id: str | None = None
-    force: bool = False
-    original: Any = None
-    artefact: str | None = None
-    random_state: Any = None
-    lock_timeout: float = 600.0
-    table_writer: Any = None
-
-
-@dataclass(frozen=True)
-class Published:
-    """What :func:`publish_release` did.
-
-    ``action``: ``publish`` (this call made it the current release: announce it once),
-    ``same`` (already current), ``older`` (a newer release is current) or ``failed``
-    (the receipt says the gate failed; nothing written). ``reason`` is one sentence.
-    """
-
-    action: str
-    reason: str
-    release_id: str
-    sha256: str
-    receipt_path: Any
-    receipt: Mapping[str, Any]
-    manifest_path: Any = None
-    manifest: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    write_archive: bool = True
-
-    @property
-    def published(self) -> bool:
-        return self.action == "publish"
+from ._publication import Candidate, Published, PublishRequest
+from ._publish_files import (
+    is_local_fs,
+    manifest_text,
+    read_bytes,
+    read_manifest,
+    repair_current,
+    where,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 
 
 def publish_release(request: PublishRequest) -> Published:
@@ -191,7 +125,7 @@ def _promote_at(cand: Candidate, outcome: dict[str, Any]) -> Published:
     """Promote as the destination's store allows: alone under a lock (local), by a
     compare-and-swap of the manifest (S3), or as the one publisher (other stores)."""
     fs, inner = where(cand.request.destination)
-    if _is_local(fs):  # one publisher at a time per destination (flock)
+    if is_local_fs(fs):  # one publisher at a time per destination (flock)
         from astrid_airflow.io import file_lock
 
         head, tail = os.path.split(inner)
@@ -206,51 +140,6 @@ def _promote_at(cand: Candidate, outcome: dict[str, Any]) -> Published:
 
         return promote_cas(cand, outcome)
     return _promote(cand, outcome)  # other stores: one publisher per destination
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A checked candidate release: what every promotion strategy needs."""
-
-    request: PublishRequest
-    receipt_file: Any
-    receipt: Mapping[str, Any]
-    digest: str
-    run_after: str | None
-    now: _dt.datetime
-    canonical: Any = None  # the bytes to publish (pipeline._integrity.CanonicalRelease)
-    gated: bool = False  # the gate ran here (else the receipt was trusted as signed)
-
-    @property
-    def manifest_path(self) -> Any:
-        from ._release_plan import manifest_path
-
-        return manifest_path(self.request.destination)
-
-    @property
-    def archived(self) -> Any:
-        d = self.request.destination
-        return d.parent / "releases" / self.request.release_id / d.name
-
-    def decide(self, current: Mapping[str, Any] | None) -> Any:
-        from astrid_airflow.release import decide_release
-
-        archived, dest = self.archived, self.request.destination
-        if current is None and not self.request.force and dest.exists() and \
-                sha256_of(dest) != self.digest:
-            raise ReleaseError(
-                f"Refusing to publish the first release to {dest}: a file that is not an "
-                "ASTRID release is already there (no release manifest beside it). Move it, "
-                "or pass force (--force) to replace it.")
-        return decide_release(
-            current, release_id=self.request.release_id, sha256=self.digest,
-            run_after=self.run_after,
-            archived_sha256=sha256_of(archived) if archived.exists() else None,
-            force=self.request.force)
-
-    def plan(self, write_archive: bool) -> Any:
-        return _plan(self.request, self.receipt_file, self.receipt, self.canonical,
-                     self.run_after, write_archive, self.now, self.gated)
 
 
 def _refuse_inputs(cand: Candidate) -> None:
@@ -283,7 +172,7 @@ def _refuse_inputs(cand: Candidate) -> None:
 def _text(path: Any) -> str:
     """A path object as the local path or URL the io layer takes."""
     fs, inner = where(path)
-    return inner if _is_local(fs) else str(path)
+    return inner if is_local_fs(fs) else str(path)
 
 
 def _refuse_links(cand: Candidate) -> None:
@@ -299,7 +188,7 @@ def _refuse_links(cand: Candidate) -> None:
 
 def _promote(cand: Candidate, outcome: dict[str, Any]) -> Published:
     """Decide and write, alone on the destination: archive, current file, manifest."""
-    if _is_local(where(cand.request.destination)[0]):
+    if is_local_fs(where(cand.request.destination)[0]):
         _refuse_links(cand)
     current = read_manifest(cand.manifest_path)
     decision = cand.decide(current)
@@ -315,39 +204,6 @@ def _promote(cand: Candidate, outcome: dict[str, Any]) -> Published:
     return Published("publish", decision.reason, **outcome, manifest_path=plan.manifest_path,
                      manifest=plan.manifest, extra=plan.extra,
                      write_archive=decision.write_archive)
-
-
-def repair_current(destination: Any, manifest: Mapping[str, Any] | None) -> bool:
-    """Make the current file hold the manifest's release again, from its archive.
-
-    After a publisher died between the current file and the manifest, they disagree; a
-    retry that finds nothing to publish puts the archived bytes back. True if it did.
-    """
-    if not manifest or not manifest.get("archived") or not manifest.get("sha256"):
-        return False
-    if destination.exists() and sha256_of(destination) == manifest["sha256"]:
-        return False
-    archived = type(destination)(str(manifest["archived"]))
-    if not archived.exists() or sha256_of(archived) != manifest["sha256"]:
-        return False  # nothing trustworthy to restore from
-    copy_atomic(archived, destination)
-    return True
-
-
-def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any],
-          canonical: Any, run_after: str | None, write_archive: bool,
-          now: _dt.datetime, gated: bool) -> Any:
-    from ._integrity import gate_files, release_record
-    from ._release_plan import release_plan
-
-    return release_plan(request.surrogate, request.destination, receipt, receipt_file,
-                        request.release_id, sha256=canonical.sha256, run_after=run_after,
-                        run_id=request.run_id, write_archive=write_archive,
-                        published_at=now.isoformat(timespec="seconds"),
-                        published=canonical.data,
-                        gate_files=gate_files(dict(receipt), receipt_file),
-                        record=release_record(dict(receipt), canonical,
-                                              "gated here" if gated else "signed"))
 
 
 def _receipt(request: PublishRequest, digest: str) -> tuple[Any, Any, bool]:
@@ -386,96 +242,3 @@ def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any
     return gated.receipt_path, gated.receipt
 
 
-def read_manifest(path: Any) -> dict[str, Any] | None:
-    """The current release's manifest, None before the first release."""
-    if not path.exists():
-        return None
-    return parse_manifest(read_bytes(path), path)
-
-
-def parse_manifest(data: bytes, path: Any) -> dict[str, Any]:
-    """A manifest's JSON object; ``ReleaseError`` naming ``path`` if it is corrupt."""
-    from astrid_airflow.io import load_json
-
-    try:
-        manifest = load_json(data, f"release manifest {path}")
-    except ValueError as exc:  # DataError: not JSON, not UTF-8, nested too deep
-        raise ReleaseError(f"Refusing to publish: the current release's manifest {path} "
-                           f"is corrupt ({exc}); repair or remove it.") from None
-    if not isinstance(manifest, dict):
-        raise ReleaseError(f"Refusing to publish: the current release's manifest {path} "
-                           "is not a JSON object.")
-    return manifest
-
-
-# ---------------------------------------------------------------- bytes in and out
-
-def manifest_text(obj: Any) -> str:
-    """JSON of a manifest or receipt: native values, paths and dates as text."""
-    from astrid_airflow.io import plain
-
-    return json.dumps(plain(obj), indent=2, default=_as_text, allow_nan=False) + "\n"
-
-
-def _as_text(value: Any) -> str:
-    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-
-
-def where(path: Any) -> tuple[Any, str]:
-    """``(fsspec filesystem, path inside it)`` of a path object or string."""
-    if not isinstance(path, (str, PurePath)) and hasattr(path, "fs") and \
-            hasattr(path, "path"):
-        return path.fs, path.path  # ObjectStoragePath / UPath: its connection's fs
-    from astrid_airflow.io import split_url
-
-    fs, inner, _local = split_url(path)
-    return fs, inner
-
-
-def read_bytes(path: Any) -> bytes:
-    fs, inner = where(path)
-    return fs.cat_file(inner)
-
-
-def sha256_of(path: Any) -> str:
-    """Hex SHA-256 of a file's bytes (:func:`~astrid_airflow.io.file_sha256`)."""
-    from astrid_airflow.io import file_sha256
-
-    return file_sha256(path)
-
-
-def _is_local(fs: Any) -> bool:
-    from fsspec.implementations.local import LocalFileSystem
-
-    return isinstance(fs, LocalFileSystem)
-
-
-def copy_atomic(src: Any, dst: Any, *, overwrite: bool = True) -> None:
-    """Copy so that a reader of ``dst`` sees the old or the complete new file."""
-    from astrid_airflow.io import atomic_path, fs_put_file
-
-    sfs, sin = where(src)
-    dfs, din = where(dst)
-    if _is_local(dfs):
-        with atomic_path(din, overwrite=overwrite) as tmp, sfs.open(sin, "rb") as fin, \
-                open(tmp, "wb") as fout:
-            shutil.copyfileobj(fin, fout, length=1 << 20)
-        return
-    with tempfile.TemporaryDirectory(prefix="astrid_copy_") as scratch:
-        local = os.path.join(scratch, "data")
-        with sfs.open(sin, "rb") as fin, open(local, "wb") as fout:
-            shutil.copyfileobj(fin, fout, length=1 << 20)
-        fs_put_file(dfs, local, din, overwrite=overwrite)
-
-
-def write_text_atomic(dst: Any, text: str, *, overwrite: bool = True) -> None:
-    """Write ``text`` (UTF-8) to ``dst`` atomically."""
-    write_bytes_atomic(dst, text.encode("utf-8"), overwrite=overwrite)
-
-
-def write_bytes_atomic(dst: Any, data: bytes, *, overwrite: bool = True) -> None:
-    """Write ``data`` to ``dst`` atomically."""
-    from astrid_airflow.io import fs_write_bytes
-
-    fs, inner = where(dst)
-    fs_write_bytes(fs, inner, data, overwrite=overwrite)

@@ -31,9 +31,8 @@ from typing import Any
 
 from astrid_airflow._errors import ReleaseError
 
-from ._publish import (
-    Candidate,
-    Published,
+from ._publication import Candidate, Published
+from ._publish_files import (
     manifest_text,
     parse_manifest,
     repair_current,

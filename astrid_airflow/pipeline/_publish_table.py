@@ -81,7 +81,8 @@ def promote_table(cand: Any, outcome: dict[str, Any]) -> Any:
     from astrid_airflow.release import decide_release
 
     from ._integrity import release_record
-    from ._publish import Published, manifest_text, write_text_atomic
+    from ._publication import Published
+    from ._publish_files import manifest_text, write_text_atomic
     from ._release_plan import manifest_path as manifest_beside
     from ._release_plan import release_manifest
 
@@ -138,7 +139,7 @@ def _staged_copy(surrogate: Any, canonical: Any, tmp: str) -> str:
     canonical form keeps values only, the table's SQL column types come from here."""
     import hashlib
 
-    from ._publish import read_bytes
+    from ._publish_files import read_bytes
 
     data = read_bytes(surrogate)
     if hashlib.sha256(data).hexdigest() != canonical.staged_sha256:

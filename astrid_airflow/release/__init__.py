@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         seal_gate_receipt,
         seal_receipt,
     )
-    from ._recipe import BIN_LADDER, ReleaseRecipe
+    from ._recipe import BIN_LADDER, ReleaseRecipe, release_recipe
     from ._release import (
         ReleaseDecision,
         check_receipt,
@@ -73,14 +73,13 @@ if TYPE_CHECKING:
         applied_recipe,
         make_surrogate,
         release_domain,
-        release_recipe,
         remedied,
         resolve_grouping,
         shuffle_file,
         surrogate_paths,
         warn_if_one_group,
     )
-    from ._surrogate_metrics import SurrogateMetrics, stratified_subsample, surrogate_metrics
+    from ._surrogate_metrics import SurrogateMetrics, surrogate_metrics
     from ._table_schema import (
         SchemaCheck,
         column_kind,
@@ -90,6 +89,6 @@ if TYPE_CHECKING:
         unique_values,
     )
     from ._table_source import TableSource, table_source
-    from ._utility import classifier_preset, surrogate_utility
+    from ._utility import classifier_preset, stratified_subsample, surrogate_utility
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -42,6 +42,8 @@ import pandas as pd
 
 from astrid_airflow._errors import RecipeError
 
+from ._table_schema import typed_like
+
 #: Keys of a partition step.
 PARTITION_KEYS = frozenset({"method", "columns", "k", "min_class_rows", "diversity",
                             "published_types", "nodes", "cells"})
@@ -193,8 +195,6 @@ def partition_cells(frame: pd.DataFrame, s: Mapping[str, Any]) -> np.ndarray:
 
 def apply_partition(table: pd.DataFrame, s: Mapping[str, Any]) -> dict[str, pd.Series]:
     """Each row's group tuple replaced by its cell's representative tuple."""
-    from ._remedies import typed_like
-
     cols = list(s["columns"])
     cell = partition_cells(table[cols], s)
     reps = s["cells"]

@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from astrid_airflow._errors import RecipeError
+from astrid_airflow._errors import ParameterError, RecipeError
 from astrid_airflow.engine import Grouping
 
 from ._partition import PARTITION_KEYS, check_partition_step
@@ -337,3 +337,22 @@ class ReleaseRecipe:
             return cls.from_dict(json.loads(text))
         except json.JSONDecodeError as exc:
             raise RecipeError(f"Invalid recipe JSON: {exc.msg}.") from None
+
+
+def release_recipe(artefact: Any, remedies: object = True) -> Any:
+    """The recipe a release of ``artefact`` applies (None: the raw GoldenEye release).
+
+    ``remedies=False`` (``--no-remedies``) gives the raw release. An artefact whose
+    recorded release was refused (no candidate passed its policy) cannot be released
+    with remedies: ``RecipeError`` says which trade-off could not be made.
+    """
+    if not isinstance(remedies, bool):
+        raise ParameterError(f"Invalid remedies: {remedies!r}. Must be True or False.")
+    if artefact is None or not remedies:
+        return None
+    refused = getattr(artefact, "release_refused", None)
+    if refused:
+        raise RecipeError(f"No release of this artefact passes its privacy policy: "
+                          f"{refused}. Nothing is published (remedies=False / "
+                          "--no-remedies gives the raw release, which the gate judges).")
+    return getattr(artefact, "recipe", None)

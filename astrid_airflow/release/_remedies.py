@@ -17,9 +17,9 @@ import pandas as pd
 from astrid_airflow._errors import RecipeError
 
 from ._partition import apply_partition
-from ._recipe import ReleaseRecipe
+from ._recipe import ReleaseRecipe, release_recipe
 from ._shuffle_steps import step
-from ._table_schema import dtype_kind
+from ._table_schema import dtype_kind, typed_like
 
 
 def published_type(series: pd.Series) -> str:
@@ -33,18 +33,6 @@ def published_type(series: pd.Series) -> str:
 
 def as_float(series: pd.Series) -> np.ndarray:
     return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-
-
-def typed_like(values: np.ndarray, like: pd.Series) -> pd.Series:
-    """``values`` (float, NaN = missing) in ``like``'s dtype (integers stay integers)."""
-    if pd.api.types.is_integer_dtype(like.dtype) and not np.isnan(values).any():
-        # through pandas: a nullable Int64 column is no numpy dtype
-        return pd.Series(values, index=like.index, name=like.name).astype(like.dtype)
-    if pd.api.types.is_integer_dtype(like.dtype):
-        return pd.Series(pd.array(values, dtype="Float64").astype("Int64"), index=like.index,
-                         name=like.name)
-    return pd.Series(values.astype(like.dtype if pd.api.types.is_float_dtype(like.dtype)
-                                   else float), index=like.index, name=like.name)
 
 
 _typed = typed_like
@@ -276,8 +264,6 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
         read_arrow,
         refuse_overwriting_inputs,
     )
-
-    from ._surrogate import release_recipe
 
     recipe = release_recipe(artefact, True)
     if recipe is None:

@@ -45,6 +45,7 @@ from astrid_airflow._validation import check_positive_int
 from astrid_airflow.engine import Grouping, as_grouping
 from astrid_airflow.io import TableFile, arrow_writer, csv_schema, file_format, read_arrow
 
+from ._recipe import release_recipe
 from ._shuffle_steps import plan_shuffle, step
 
 #: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
@@ -78,27 +79,6 @@ def resolve_grouping(artefact_or_grouping: Any, target: str | None) -> tuple[Gro
         raise ParameterError(f"Invalid target: {target!r}. A grouping needs the name of "
                              "the class column (target=...).")
     return as_grouping(obj), target, None
-
-
-def release_recipe(artefact: Any, remedies: object = True) -> Any:
-    """The recipe a release of ``artefact`` applies (None: the raw GoldenEye release).
-
-    ``remedies=False`` (``--no-remedies``) gives the raw release. An artefact whose
-    recorded release was refused (no candidate passed its policy) cannot be released
-    with remedies: ``RecipeError`` says which trade-off could not be made.
-    """
-    if not isinstance(remedies, bool):
-        raise ParameterError(f"Invalid remedies: {remedies!r}. Must be True or False.")
-    if artefact is None or not remedies:
-        return None
-    refused = getattr(artefact, "release_refused", None)
-    if refused:
-        from astrid_airflow._errors import RecipeError
-
-        raise RecipeError(f"No release of this artefact passes its privacy policy: "
-                          f"{refused}. Nothing is published (remedies=False / "
-                          "--no-remedies gives the raw release, which the gate judges).")
-    return getattr(artefact, "recipe", None)
 
 
 def remedied(table: Any, recipe: Any, target: str, grouping: Any = None) -> Any:

@@ -5,7 +5,6 @@ group's unique share, and the utility), as ``astrid shuffle --json`` records the
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,9 +18,10 @@ from astrid_airflow.io import read_arrow
 
 from ._hashing import row_hashes
 from ._metrics import prepared_source, privacy_metrics
-from ._surrogate import release_domain, release_recipe
+from ._recipe import release_recipe
+from ._surrogate import release_domain
 from ._table_source import TableSource, table_source
-from ._utility import surrogate_utility
+from ._utility import stratified_subsample, surrogate_utility
 
 
 @dataclass(frozen=True)
@@ -51,22 +51,6 @@ class SurrogateMetrics:
         d = asdict(self)
         d["largest_group"] = list(self.largest_group)
         return d
-
-
-def stratified_subsample(codes: np.ndarray, size: int, seed: np.random.SeedSequence
-                         ) -> np.ndarray:
-    """Sorted row indices of a stratified random subsample of about ``size`` rows.
-
-    Every class keeps its share (at least 2 rows, or all of a smaller class).
-    """
-    rng = np.random.default_rng(seed)
-    frac = size / codes.shape[0]
-    picks = []
-    for c in np.unique(codes):
-        rows = np.flatnonzero(codes == c)
-        take = min(rows.size, max(2, math.floor(rows.size * frac + 0.5)))
-        picks.append(rng.choice(rows, size=take, replace=False))
-    return np.sort(np.concatenate(picks))
 
 
 def surrogate_metrics(original: Any, surrogate: Any, grouping_or_artefact: Any, *,

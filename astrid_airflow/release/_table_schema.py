@@ -77,6 +77,19 @@ def dtype_kind(dtype: Any, values: pd.Series | None = None) -> str:
     return "other"
 
 
+def typed_like(values: np.ndarray, like: pd.Series) -> pd.Series:
+    """``values`` (float, NaN = missing) in ``like``'s dtype (integers stay integers)."""
+    if pd.api.types.is_integer_dtype(like.dtype) and not np.isnan(values).any():
+        # through pandas: a nullable Int64 column is no numpy dtype
+        return pd.Series(values, index=like.index, name=like.name).astype(like.dtype)
+    if pd.api.types.is_integer_dtype(like.dtype):
+        return pd.Series(pd.array(values, dtype="Float64").astype("Int64"), index=like.index,
+                         name=like.name)
+    return pd.Series(values.astype(like.dtype if pd.api.types.is_float_dtype(like.dtype)
+                                   else float), index=like.index, name=like.name)
+
+
+
 def _kind_of_arrow(typ: Any) -> str:
     import pyarrow as pa
 

@@ -20,14 +20,14 @@ import pandas as pd
 
 from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_positive_int, check_seed_sequence
-from astrid_airflow.engine import pandas_class_codes
+from astrid_airflow.engine import pandas_class_codes, stratified_sample
 
+from ._recipe import release_recipe
 from ._surrogate import (
     ProtectsNothingWarning,
     applied_recipe,
     is_arrow_table,
     make_surrogate,
-    release_recipe,
     remedied,
     resolve_grouping,
 )
@@ -198,9 +198,17 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                                                        n_train, n_test))
 
 
-def _sample(table: pd.DataFrame, target: str, rows: int, seed: Any) -> pd.DataFrame:
-    from ._surrogate_metrics import stratified_subsample
+def stratified_subsample(codes: np.ndarray, size: int, seed: np.random.SeedSequence
+                         ) -> np.ndarray:
+    """Sorted row indices of a stratified random subsample of about ``size`` rows.
 
+    Every class keeps its share, rounded half up (at least 2 rows, or all of a smaller
+    class).
+    """
+    return stratified_sample(codes, size, seed, min_per_class=2, rounding="half_up")
+
+
+def _sample(table: pd.DataFrame, target: str, rows: int, seed: Any) -> pd.DataFrame:
     codes = pandas_class_codes(table[target], target)
     return table.iloc[stratified_subsample(codes, rows, seed)]
 
@@ -211,8 +219,6 @@ def _sampled_surrogate(published: pd.DataFrame, grouping: Any, target: str,
     the same frame, with only the sampled surrogate rows gathered: a whole surrogate of a
     1M-row training part is never held (peak memory)."""
     from astrid_airflow import engine
-
-    from ._surrogate_metrics import stratified_subsample
 
     codes = pandas_class_codes(published[target], target)
     order, perms = engine.release_permutations(

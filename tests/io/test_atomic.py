@@ -9,12 +9,12 @@ import fsspec
 import pytest
 
 from astrid_airflow._errors import StoreError
+from astrid_airflow.io import is_local
 from astrid_airflow.io._atomic import (
     atomic_dir,
     atomic_path,
     atomic_write_bytes,
     atomic_write_text,
-    is_local,
 )
 
 

@@ -36,6 +36,16 @@ def test_no_contract_ignores_an_import():
     assert not [c["id"] for c in CONFIG["contracts"] if c.get("ignore_imports")]
 
 
+def test_the_acyclic_contract_reaches_every_subpackage():
+    """The acyclicity contract looks inside every package of both roots, skipping none."""
+    (acyclic,) = [c for c in CONFIG["contracts"] if c["type"] == "acyclic_siblings"]
+    assert set(acyclic["ancestors"]) == set(CONFIG["root_packages"])
+    assert not acyclic.get("skip_descendants")
+    packages = [p.parent.relative_to(ROOT) for root in CONFIG["root_packages"]
+                for p in (ROOT / root).rglob("__init__.py")]
+    assert acyclic["depth"] >= max(len(p.parts) for p in packages) - 1
+
+
 def test_the_layers_are_the_documented_ones():
     (layers,) = [c for c in CONFIG["contracts"] if c["type"] == "layers"]
     assert layers["layers"][:-1] == LAYERS
@@ -50,6 +60,11 @@ def test_the_layers_are_the_documented_ones():
     ("astrid_airflow/gate/_kit.py", "from astrid_airflow.privacy._risk import x",
      "private module"),
     ("operators/_lineage.py", "from . import publish", "cycles"),
+    # a cycle between two modules of one subpackage, then of a sub-subpackage
+    ("astrid_airflow/io/_fs.py", "from ._atomic import atomic_path",
+     "No cycles are allowed in astrid_airflow.io."),
+    ("astrid_airflow/gate/metrics/_base.py", "from .attack_risks import x",
+     "No cycles are allowed in astrid_airflow.gate.metrics."),
 ])
 def test_each_contract_can_fail(tmp_path, where, line, broken):
     copy = tmp_path / "tree"
