@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from astrid_airflow._errors import AstridError, DataError
     from astrid_airflow._validation import check_attack_count
-    from astrid_airflow.io import csv_floats_like, read_table
+    from astrid_airflow.io import csv_floats_like, read_table, suppressed_like
     from astrid_airflow.privacy import check_control, measure_risk
     from astrid_airflow.release import load_artefact
 
@@ -50,13 +50,20 @@ def run(args: argparse.Namespace) -> int:
     surrogate = read_table(args.surrogate)
     control = read_table(args.control) if args.control else None
     columns = list(artefact.columns)
-    for what, table in (("original", original), ("surrogate", surrogate),
-                        ("control", control)):
+    for what, table in (("original", original), ("control", control)):
         if table is not None:
             try:
                 artefact.check_table(table)
             except AstridError as exc:
                 raise type(exc)(f"--{what}: {exc}") from None
+    # the surrogate holds published values (suppressed cells, bin values): its columns
+    # are checked here, its types are the release domain's (as the gate reads it)
+    missing = [c for c in columns if c not in surrogate.columns]
+    extra = [c for c in surrogate.columns if c not in columns]
+    if missing or extra:
+        raise DataError("--surrogate: " + "; ".join(
+            [f"missing column(s) {missing}"] * bool(missing) +
+            [f"unexpected column(s) {extra}"] * bool(extra)) + " of the artefact.")
     if len(surrogate) != len(original):
         raise DataError(f"--surrogate has {len(surrogate)} rows but --original has "
                         f"{len(original)}: it is not a surrogate of that table.")
@@ -77,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     original = remedied(original[columns], recipe, target, artefact.grouping)
     control = None if control is None else remedied(control[columns], recipe, target,
                                                     artefact.grouping)
-    surrogate = csv_floats_like(surrogate, args.surrogate, original)
+    surrogate = suppressed_like(csv_floats_like(surrogate, args.surrogate, original),
+                                original)
     report = measure_risk(
         original[columns], surrogate[columns], target=target, grouping=artefact.grouping,
         control=None if control is None else control[columns], n_attacks=args.n_attacks,

@@ -36,6 +36,11 @@ THRESHOLD_FIELDS = ("max_intact", "max_largest_group_unique_share", "max_accurac
                "max_singling_out_risk", "max_linkability_risk", "max_inference_risk",
                "max_class_from_one_column_risk", "max_suppressed_share")
 COUNT_FIELDS = ("disclosure_k", "attack_n")  # integer suite parameters
+#: Bounds of the policy's counts: each split of the utility check refits the
+#: classifier, so repeats beyond these only cost time (the standard error is recorded).
+MAX_UTILITY_REPEATS = 100
+MAX_UTILITY_TEST_ROWS = 1_000_000
+MAX_DISCLOSURE_K = 1_000
 
 
 
@@ -157,6 +162,12 @@ class GatePolicy:
         for name in ("utility_repeats", "utility_test_rows", *COUNT_FIELDS):
             object.__setattr__(self, name, check_positive_int(_integral(getattr(self, name)),
                                                               name))
+        for name, most in (("utility_repeats", MAX_UTILITY_REPEATS),
+                           ("utility_test_rows", MAX_UTILITY_TEST_ROWS),
+                           ("disclosure_k", MAX_DISCLOSURE_K)):
+            if getattr(self, name) > most:  # a count that would run until killed
+                raise ParameterError(f"Invalid {name}: {getattr(self, name)}. At most "
+                                     f"{most:,}.")
         # k = 1 makes every class "at least k": it switched the k-anonymity check off
         check_positive_int(self.disclosure_k, "disclosure_k", minimum=2)
         check_attack_count(self.attack_n, "attack_n")

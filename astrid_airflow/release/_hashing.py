@@ -104,6 +104,8 @@ def _hash_array(arr: Any) -> np.ndarray:
         return values[idx.to_numpy(zero_copy_only=False).astype(np.intp)]
     num = _numeric(arr)
     if num is not None:
+        if pa.types.is_integer(num.type):
+            return _hash_integers(num)
         return _hash_floats(*_float_values(num))
     if pa.types.is_null(typ):
         return np.full(len(arr), _NULL_HASH, dtype=U64)
@@ -138,6 +140,49 @@ def _float_values(arr: Any) -> tuple[np.ndarray, np.ndarray | None]:
     vals = arr.cast(pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
     missing = np.isnan(vals) if arr.null_count or pa.types.is_floating(arr.type) else None
     return vals, missing
+
+
+#: The largest magnitude below which every integer is exactly a float64.
+_EXACT_FLOAT_INT = 2 ** 53
+_WIDE_INT_SALT = U64(0xA0761D6478BD642F)
+
+
+def _wider_than_floats(arr: Any) -> bool:
+    """Whether integer ``arr`` (an Arrow array or chunked array) holds a value that a
+    float64 may not represent exactly (beyond +-2^53)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_integer(arr.type) or len(arr) == arr.null_count:
+        return False
+    bounds = pc.min_max(arr)
+    return int(bounds["max"].as_py()) > _EXACT_FLOAT_INT or \
+        int(bounds["min"].as_py()) < -_EXACT_FLOAT_INT
+
+
+def _hash_integers(arr: Any) -> np.ndarray:
+    """Hashes of an Arrow integer array of any width (uint64, int64 near 2^63).
+
+    An integer that is exactly a float64 hashes as that float (``1 == 1.0``); one that
+    no float equals hashes by its own bits, so two distinct integers never merge through
+    rounding (two IDs would otherwise count as one value).
+    """
+    if not _wider_than_floats(arr):
+        return _hash_floats(*_float_values(arr))
+    ints = arr.fill_null(0).to_numpy(zero_copy_only=False)
+    missing = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
+    floats = ints.astype(np.float64)
+    exact = np.zeros(len(ints), dtype=bool)
+    # a float is cast back only where the cast is defined (below 2^63, or 2^64 unsigned)
+    limit, back = (2.0 ** 64, U64) if ints.dtype.kind == "u" else (2.0 ** 63, np.int64)
+    ok = floats < limit
+    exact[ok] = floats[ok].astype(back) == ints[ok]
+    out = _hash_floats(floats, missing)
+    wide = ~exact if missing is None else ~exact & ~missing
+    if wide.any():
+        bits = ints[wide].astype(back, copy=False).view(U64)
+        out[wide] = splitmix(splitmix(bits) ^ _WIDE_INT_SALT)
+    return out
 
 
 def _hash_floats(vals: np.ndarray, missing: np.ndarray | None) -> np.ndarray:
@@ -241,7 +286,7 @@ class _Column:
             self._dictionary(column, codes, scratch)
             return
         num = _numeric(column)
-        if num is None:  # the null type, or values compared as text
+        if num is None or _wider_than_floats(num):  # the null type, text, wide integers
             self.codes = None
             self._parts.append(("hashes", _column_hash(column), None))
             return

@@ -155,3 +155,39 @@ def test_measure_risk_bad_input(files):
         measure_risk(data, data, target="class", grouping=GROUPING, random_state=-1)
     with pytest.raises(ParameterError):
         measure_risk(data, data, target="class", grouping=GROUPING, n_attacks=0)
+
+
+def test_risk_reads_a_remedied_release_as_the_gate_does(tmp_path, capsys):
+    # A release's suppressed cells are published empty, so an integer column reads back
+    # as float and binned values are the recipe's: `astrid risk` once refused such a
+    # file ("should be integer (int64) but is float") that `astrid validate` passed.
+    import numpy as np
+
+    from astrid_airflow import ReleaseRecipe, shuffle_file
+    from tests.release.test_remedies import _artefact
+
+    rng = np.random.default_rng(0)
+    n = 400
+    table = pd.DataFrame({"a": np.r_[rng.integers(0, 8, n - 5), [99] * 5],
+                          "c": rng.choice(list("pqr"), n), "y": rng.choice(list("uv"), n)})
+    recipe = ReleaseRecipe(k=5, target="y", steps=({
+        "method": "suppress", "column": "a", "keep": list(range(8)),
+        "published_type": "integer"},))
+    artefact = _artefact(table, "a;c", release={"status": "given",
+                                                   "recipe": recipe.to_dict(),
+                                                   "policy": {"max_intact": 1.0}})
+    ArtefactStore(tmp_path / "store").save("t", artefact)
+    src = tmp_path / "t.csv"
+    table.to_csv(src, index=False)
+    out = shuffle_file(src, artefact, tmp_path / "release.csv", random_state=3)
+    published = pd.read_csv(out)
+    assert published["a"].isna().any() and published["a"].dtype == float  # suppressed
+    assert main(["risk", "--original", str(src), "--surrogate", str(out), "--artefact",
+                 f"{tmp_path / 'store'}/t@latest", "--seed", "0", "--n-attacks", "50",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["remedies"] == recipe.to_dict()
+    published.assign(extra=1).to_csv(tmp_path / "wide.csv", index=False)
+    assert main(["risk", "--original", str(src), "--surrogate", str(tmp_path / "wide.csv"),
+                 "--artefact", f"{tmp_path / 'store'}/t@latest"]) == 2
+    assert "unexpected column(s) ['extra']" in capsys.readouterr().err
