@@ -2,7 +2,9 @@
 
 Learning (the search, the recipe's fitting and the privacy-aware choice of a release),
 staging a surrogate, and the receipt and plan of a publication. The CLI commands and the
-Airflow operators are thin adapters over these functions. ``publish_release`` is the
+Airflow operators are thin adapters over these functions, each taking one request:
+``learn_release(LearnRequest)`` learns or reuses a version, ``stage_release(StageRequest)``
+writes a measured surrogate and its metrics record, and ``publish_release`` is the
 publish stage: read (or write) the gate receipt, decide, archive, promote, with the
 release protocol's guarantees under concurrent publishers.
 """
@@ -21,19 +23,32 @@ if TYPE_CHECKING:
     from ._fit_partition import CUT_RULES, fit_partition
     from ._fit_recipe import BATCH_FACTOR, column_class_risk, fit_recipe, group_risk
     from ._integrity import CanonicalRelease, trusted_canonical
-    from ._pipeline import (
+    from ._learn import (
+        LEARN_FILE,
         Learned,
-        ReleasePlan,
-        StagedSurrogate,
+        LearnRequest,
         choice_reserve,
-        gate_receipt,
         learn_or_reuse,
+        learn_record,
+        learn_release,
+        resolve_table_defaults,
+        save_learned,
+    )
+    from ._pipeline import (
+        ReleasePlan,
+        gate_receipt,
         receipt_path,
         release_plan,
-        save_learned,
         sealed_receipt_of,
-        stage_surrogate,
     )
     from ._publish import Published, PublishRequest, publish_release, read_receipt
+    from ._stage import (
+        Staged,
+        StagedSurrogate,
+        StageRequest,
+        metrics_path,
+        stage_release,
+        stage_surrogate,
+    )
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)
