@@ -706,10 +706,10 @@ class TestLinks:
 
     def test_learn_links_its_artefact(self, learned):
         op = AstridLearnOperator(task_id="learn", reference=REFERENCE,
-                                 store=str(learned.store), name="syn", n_search=20,
-                                 n_test=50, random_state=0)
+                                 store=str(learned.store), name="syn", random_state=0,
+                                 **SYN_LEARN)
         context, pushed = linked_ctx(task_id="learn")
-        out = op.execute(context)  # unchanged table: not learned again, still linked
+        out = op.execute(context)  # the same learn: not learned again, still linked
         assert out["learned"] is False
         assert pushed["astrid_links"] == {"artefact": out["path"]}
 
