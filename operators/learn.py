@@ -1,9 +1,11 @@
 """``AstridLearnOperator``: learn a grouping on a reference table, keep it as a version.
 
 The expensive step of the pipeline (ASTRID runs hundreds of classifier fits), so it is
-skipped when the reference table has not changed since the latest stored version: the
-fingerprint (row count + content hash, see ``GroupingArtefact``) of the table is
-compared with the latest version's, and only a difference (or ``force``) learns again.
+skipped when the latest stored version was learned from the same table (fingerprint: row
+count + content hash, see ``GroupingArtefact``) by the same learn (search settings, gate
+policy, remedies; not the run-derived seed). The learn is the library's stage
+(``learn_release``, as ``astrid learn``); the operator adds templating, its run-derived
+seed, the table's download, the timeout, links, lineage and Asset events.
 """
 
 from __future__ import annotations
@@ -102,7 +104,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Drop rows with missing values and constant columns first, as the paper did for
         the UCI data (templated).
     force : bool, default False
-        Learn even if the reference table is unchanged (templated).
+        Learn even when the latest version would be reused (the same table, the same
+        settings, policy and remedies) (templated).
     adaptive : bool, default False
         Adaptive mode: racing in the search and sequential p-values, far fewer fits,
         the same decisions as the exact tests up to a reported risk (templated; see

@@ -3,7 +3,9 @@
 The surrogate is written atomically (temporary file, rename) and its privacy and
 utility metrics are computed on the complete temporary file *before* it is moved into
 place, so a failure leaves nothing staged. The seed comes from the run: a retry of the
-same task instance writes the same bytes.
+same task instance writes the same bytes. The staging is the library's stage
+(``stage_release``, as ``astrid shuffle``), which also writes ``<stem>.metrics.json``;
+the operator adds templating, the seed, object-storage I/O, lineage and the Spark path.
 """
 
 from __future__ import annotations
