@@ -64,15 +64,20 @@ if TYPE_CHECKING:
     )
     from .pipeline import (
         Learned,
+        LearnRequest,
         ReleasePlan,
+        Staged,
         StagedSurrogate,
+        StageRequest,
         choice_reserve,
         choose_release,
         fit_recipe,
         gate_receipt,
         learn_or_reuse,
+        learn_release,
         release_plan,
         save_learned,
+        stage_release,
         stage_surrogate,
     )
     from .privacy import (

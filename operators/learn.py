@@ -1,14 +1,17 @@
 """``AstridLearnOperator``: learn a grouping on a reference table, keep it as a version.
 
 The expensive step of the pipeline (ASTRID runs hundreds of classifier fits), so it is
-skipped when the reference table has not changed since the latest stored version: the
-fingerprint (row count + content hash, see ``GroupingArtefact``) of the table is
-compared with the latest version's, and only a difference (or ``force``) learns again.
+skipped when the latest stored version was learned from the same table (fingerprint: row
+count + content hash, see ``GroupingArtefact``) by the same learn (search settings, gate
+policy, remedies; not the run-derived seed). The learn is the library's stage
+(``learn_release``, as ``astrid learn``); the operator adds templating, its run-derived
+seed, the table's download, the timeout, links, lineage and Asset events.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -101,7 +104,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Drop rows with missing values and constant columns first, as the paper did for
         the UCI data (templated).
     force : bool, default False
-        Learn even if the reference table is unchanged (templated).
+        Learn even when the latest version would be reused (the same table, the same
+        settings, policy and remedies) (templated).
     adaptive : bool, default False
         Adaptive mode: racing in the search and sequential p-values, far fewer fits,
         the same decisions as the exact tests up to a reported risk (templated; see
@@ -236,108 +240,100 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
 
     @signed  # the store is signed / verified with the pipeline's key
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow import (
-            ArtefactStore,
-            GatePolicy,
-            check_table,
-            drop_missing_and_constant,
-            fingerprint_table,
-            learn_or_reuse,
-            read_table,
-        )
-        from astrid_airflow.gate import check_weaker_policy
+        from astrid_airflow import ArtefactStore, learn_release
 
         reference = as_table(self.reference, "reference", self.reference_conn_id)
         store_path = store_location(self.store, self.store_conn_id)
-        root, fs = store_url(store_path), store_filesystem(store_path)
-        name = str(self.name)
-        target = str(self.target)
-        seed = resolve_seed(self.random_state, context)
-        started = time.perf_counter()
+        store = ArtefactStore(store_url(store_path), fs=store_filesystem(store_path))
+        name, started = str(self.name), time.perf_counter()
         self._lineage = {"inputs": [{"location": str(reference)}]}  # a failure names it
+        with translate_errors(f"Cannot learn {name!r} from {reference}"), \
+                sql_errors(f"Cannot read {reference}"):
+            request, timeout = self._request(context, store, name, started)
+            with local_table(reference) as local, _timeout_is_final(timeout):
+                learned = learn_release(dataclasses.replace(request, table=local))
+        return self._outcome(context, learned, store, reference, started)
+
+    def _request(self, context: Any, store: Any, name: str, started: float
+                 ) -> tuple[Any, float | None]:
+        """The learn this task asks for (no table yet), and the ``execution_timeout``
+        when it is what bounds the budget (see :func:`_budget_within_timeout`)."""
+        from astrid_airflow import GatePolicy, LearnRequest, fingerprint_table
+        from astrid_airflow.gate import check_weaker_policy
+
+        policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
+        allow_weaker = to_bool(self.allow_weaker_policy, "allow_weaker_policy")
+        check_weaker_policy(policy, allow_weaker)  # before reading or learning
         scheduler = str(self.scheduler) if self.scheduler else None
         n_jobs = to_int(self.n_jobs, "n_jobs")
         if not scheduler:  # local fits: no more workers than the slots held
             n_jobs = jobs_within_slots(n_jobs, self)
-        with translate_errors(f"Cannot learn {name!r} from {reference}"), \
-                sql_errors(f"Cannot read {reference}"):
-            policy = GatePolicy.from_dict(policy_overrides(self.gate_policy))
-            allow_weaker = to_bool(self.allow_weaker_policy, "allow_weaker_policy")
-            check_weaker_policy(policy, allow_weaker)  # before reading or learning
-            with local_table(reference) as local:
-                table = read_table(local)
-            if to_bool(self.clean, "clean"):
-                check_table(table, target)
-                table = drop_missing_and_constant(table, target)
-            check_table(table, target)
-            store = ArtefactStore(root, fs=fs)
-            settings = self._search_settings(target, seed, len(table))
-            settings["max_seconds"], timeout = _budget_within_timeout(
-                _budget(settings.get("max_seconds", self.max_seconds)), timeout_seconds(self),
-                started)
-            with _timeout_is_final(timeout):
-                learned = learn_or_reuse(
-                    table, store, name, settings, force=to_bool(self.force, "force"),
-                    scheduler=scheduler, n_jobs=n_jobs,
-                    policy=policy, allow_weaker_policy=allow_weaker,
-                    created_at=run_timestamp(context),
-                    remedies=to_bool(self.remedies, "remedies"), random_state=seed,
-                    # the Dask search may defer (worker slot freed) and resume here
-                    run=(lambda t, s: self._on_dask(t, fingerprint_table(t), s))
-                    if scheduler else None)
-        version, artefact = learned.version, learned.artefact
-        if not learned.learned:
-            self.log.info("Reference table unchanged (%s rows, sha256 %s…): keeping %s@%s, "
-                          "not learning again.", artefact.fingerprint["rows"],
+        target, seed = str(self.target), resolve_seed(self.random_state, context)
+        settings = self._search_settings(target, seed)
+        budget, timeout = _budget_within_timeout(
+            _budget(settings.pop("max_seconds", self.max_seconds)), timeout_seconds(self),
+            started)
+        return LearnRequest(
+            table=None, target=target, settings=settings,
+            clean=to_bool(self.clean, "clean"), store=store, name=name, policy=policy,
+            remedies=to_bool(self.remedies, "remedies"), allow_weaker_policy=allow_weaker,
+            random_state=seed, force=to_bool(self.force, "force"), n_jobs=n_jobs,
+            scheduler=scheduler, created_at=run_timestamp(context), max_seconds=budget,
+            # the Dask search may defer (worker slot freed) and resume here
+            run=(lambda t, s: self._on_dask(t, fingerprint_table(t), s))
+            if scheduler else None), timeout
+
+    def _outcome(self, context: Any, learned: Any, store: Any, reference: Any,
+                 started: float) -> dict[str, Any]:
+        """Log, link, lineage and Asset events of what the learn did; its XCom."""
+        name, version, artefact = learned.name, learned.version, learned.artefact
+        if learned.reused:
+            self.log.info("Reference table and learn unchanged (%s rows, sha256 %s…): "
+                          "keeping %s@%s, not learning again.", artefact.fingerprint["rows"],
                           artefact.fingerprint["sha256"][:12], name, version)
-            payload = self._payload(store, name, version, artefact, learned=False,
-                                    seed=artefact.random_state, started=started)
-            push_links(self, context, artefact=payload["path"])
-            self._lineage = {"inputs": [{"location": str(reference)}]}
-            return payload
-        # the per-k table the CLI prints: the reviewer's view of why this k
-        self.log.info("ASTRID result for %s:\n%s", name, learned.result.format_table())
-        if artefact.release_refused:
-            self.log.warning("No release of %s within the gate policy: %s. The "
-                             "shuffle will refuse to publish.", name,
-                             artefact.release_refused)
-        self.log.info("Saved %s@%s: grouping %s (k=%d) in %.1f s.", name, version,
-                      artefact.grouping, artefact.k, time.perf_counter() - started)
-        payload = self._payload(store, name, version, artefact, learned=True, seed=seed,
-                                started=started)
+        else:
+            # the per-k table the CLI prints: the reviewer's view of why this k
+            self.log.info("ASTRID result for %s:\n%s", name, learned.result.format_table())
+            if artefact.release_refused:
+                self.log.warning("No release of %s within the gate policy: %s. The "
+                                 "shuffle will refuse to publish.", name,
+                                 artefact.release_refused)
+            self.log.info("Saved %s@%s: grouping %s (k=%d) in %.1f s.", name, version,
+                          artefact.grouping, artefact.k, time.perf_counter() - started)
+        seed = artefact.random_state if learned.reused else learned.result.random_state
+        payload = self._payload(store, name, version, artefact, learned=learned.learned,
+                                seed=seed, started=started)
         push_links(self, context, artefact=payload["path"])
+        if learned.reused:
+            return payload
         self._lineage = {"inputs": [{"location": str(reference), "rows": payload["rows"]}],
-                         "outputs": [{"location": f"{root.rstrip('/')}/{name}",
+                         "outputs": [{"location": f"{store.root.rstrip('/')}/{name}",
                                       "version": version}]}
-        emit_alias_events(self, context, root=root, name=name, extra={
+        emit_alias_events(self, context, root=store.root, name=name, extra={
             "artefact": payload["artefact"], "path": payload["path"]})
         return payload
 
-    def _search_settings(self, target: str, seed: int, n_rows: int) -> dict[str, Any]:
-        """The search settings of ``learn_or_reuse``: ``search`` whole, else the keywords
-        (``classifier="auto"``: the library's defaults for ``n_rows`` rows)."""
+    def _search_settings(self, target: str, seed: int) -> dict[str, Any]:
+        """The search settings of the learn: ``search`` whole, else the keywords
+        (``classifier="auto"``: left out, so the stage takes the library's defaults for
+        the table's size, ``resolve_table_defaults``)."""
         if self.search is not None:
             set_too = [name for name, default in SEARCH_KEYWORDS.items()
                        if str(getattr(self, name)) != str(default)]
             return dict(target=target, random_state=seed, progress=None,
                         **search_fields(self.search, set_too))
-        classifier, adaptive = str(self.classifier), to_bool(self.adaptive, "adaptive")
-        if _unset(self.classifier) or classifier.strip().lower() == "auto":
-            from astrid_airflow.engine import large_table_defaults
-
-            chosen = large_table_defaults(n_rows)
-            classifier, adaptive = chosen["classifier"], adaptive or chosen["adaptive"]
-            self.log.info("classifier=auto: %s rows: classifier %s, %s mode (the library's "
-                          "defaults for the table's size; docs/engine.md)", f"{n_rows:,}",
-                          classifier, "adaptive" if adaptive else "exact")
-        return dict(target=target, classifier=classifier,
-                    n_search=_int_or_default(self.n_search, "n_search"),
-                    n_test=_int_or_default(self.n_test, "n_test"),
-                    alpha=to_float(self.alpha, "alpha"), random_state=seed,
-                    adaptive=adaptive,
-                    sample=self.sample,
-                    # progress lines (estimate, fits, time left) in the task log
-                    progress=None)
+        settings = dict(target=target, n_search=_int_or_default(self.n_search, "n_search"),
+                        n_test=_int_or_default(self.n_test, "n_test"),
+                        alpha=to_float(self.alpha, "alpha"), random_state=seed,
+                        adaptive=to_bool(self.adaptive, "adaptive"), sample=self.sample,
+                        # progress lines (estimate, fits, time left) in the task log
+                        progress=None)
+        if _unset(self.classifier) or str(self.classifier).strip().lower() == "auto":
+            if not settings["adaptive"]:  # adaptive=True stays; else the size decides
+                del settings["adaptive"]
+        else:
+            settings["classifier"] = str(self.classifier)
+        return settings
 
     def _on_dask(self, table: Any, fingerprint: Mapping[str, Any],
                  settings: dict[str, Any]) -> Any:

@@ -3,12 +3,13 @@
 The surrogate is written atomically (temporary file, rename) and its privacy and
 utility metrics are computed on the complete temporary file *before* it is moved into
 place, so a failure leaves nothing staged. The seed comes from the run: a retry of the
-same task instance writes the same bytes.
+same task instance writes the same bytes. The staging is the library's stage
+(``stage_release``, as ``astrid shuffle``), which also writes ``<stem>.metrics.json``;
+the operator adds templating, the seed, object-storage I/O, lineage and the Spark path.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,6 @@ from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from ._common import (
     as_path,
-    atomic_write_text,
     json_small,
     local_output,
     resolve_seed,
@@ -51,8 +51,10 @@ def _shuffle_lineage(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def metrics_path(surrogate: ObjectStoragePath) -> ObjectStoragePath:
-    """``<stem>.metrics.json`` beside a staged surrogate."""
-    return surrogate.parent / f"{surrogate.stem}.metrics.json"
+    """``<stem>.metrics.json`` beside a staged surrogate (the stage's metrics record)."""
+    from astrid_airflow.pipeline import metrics_path as beside
+
+    return beside(surrogate)
 
 
 def split_ref(ref: object) -> tuple[str | None, str]:
@@ -167,15 +169,13 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
 
     @signed  # the store is signed / verified with the pipeline's key
     def execute(self, context: Any) -> dict[str, Any]:
-        from astrid_airflow import ParameterError, stage_surrogate
+        from astrid_airflow import ParameterError, StageRequest, stage_release
 
         table = as_table(self.table, "table", self.table_conn_id)
         out = as_path(self.out, "out")
         store_path = store_location(self.store, self.store_conn_id)
         root, fs = store_url(store_path), store_filesystem(store_path)
         seed = resolve_seed(self.random_state, context)
-        utility = to_bool(self.utility, "utility")
-        remedies = to_bool(self.remedies, "remedies")
         started = time.perf_counter()
         # a failed run's lineage names what it read (replaced by the full record below)
         self._lineage = {"inputs": [{"location": str(table)}]}
@@ -183,40 +183,34 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
             store, name, version = resolve_artefact(root, fs, self.artefact, self.name)
             self._lineage["inputs"].append(artefact_dataset(root, f"{name}@{version}"))
             artefact = store.load(name, version)
-            engine = str(self.engine)
-            if engine not in {"local", "spark"}:
-                raise ParameterError(f"Invalid engine {engine!r}: 'local' or 'spark'.")
-            if engine == "spark":
+            if str(self.engine) not in {"local", "spark"}:
+                raise ParameterError(f"Invalid engine {self.engine!r}: 'local' or 'spark'.")
+            if str(self.engine) == "spark":
                 return self._spark(table, artefact, out, name, version, root, seed, started,
-                                   remedies)
-            with local_table(table) as src, local_output(out) as dst:
-                staged = stage_surrogate(src, artefact, dst, random_state=seed,
-                                         utility=utility, overwrite=True,
-                                         remedies=remedies)
+                                   to_bool(self.remedies, "remedies"))
+            # the surrogate is uploaded first, then its metrics record (kept beside the
+            # staged file, and archived with a release, for auditors)
+            with local_table(table) as src, local_output(metrics_path(out)) as record, \
+                    local_output(out) as dst:
+                staged = stage_release(StageRequest(
+                    source=src, artefact=artefact, destination=dst, random_state=seed,
+                    utility=to_bool(self.utility, "utility"), overwrite=True,
+                    remedies=to_bool(self.remedies, "remedies"), metrics_file=record,
+                    original_name=str(table), surrogate_name=str(out),
+                    artefact_ref=f"{name}@{version}", store=root))
+        self._log_staged(staged, out, f"{name}@{version}")
+        self._lineage = _shuffle_lineage(staged.record)
+        return staged.record
+
+    def _log_staged(self, staged: Any, out: Any, ref: str) -> None:
         metrics = staged.metrics
         if staged.protects_nothing:
-            self.log.warning("The grouping of %s@%s has a single group: every surrogate "
-                             "row is an original row. This surrogate PROTECTS NOTHING.",
-                             name, version)
+            self.log.warning("The grouping of %s has a single group: every surrogate "
+                             "row is an original row. This surrogate PROTECTS NOTHING.", ref)
         self.log.info("Staged %s (%s rows, seed %d): intact-row proportion %.4f "
-                      "(expected %.4f).", out, metrics.get("rows"), seed,
+                      "(expected %.4f).", out, metrics.get("rows"), staged.seed,
                       metrics.get("intact_row_proportion", float("nan")),
                       metrics.get("expected_intact_row_proportion", float("nan")))
-        payload = json_small({
-            "surrogate": str(out),
-            "original": str(table),
-            "artefact": f"{name}@{version}",
-            "store": root,
-            "seed": seed,
-            "rows": metrics.get("rows"),
-            "seconds": round(time.perf_counter() - started, 3),
-            "metrics": metrics,
-            "remedies": remedies and artefact.recipe is not None,
-        })
-        # kept beside the staged file (and archived with a release) for auditors
-        atomic_write_text(metrics_path(out), json.dumps(payload, indent=2) + "\n")
-        self._lineage = _shuffle_lineage(payload)
-        return payload
 
     def _spark(self, table: Any, artefact: Any, out: Any, name: str, version: str,
                root: str, seed: int, started: float, remedies: bool = True

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from . import _options as options
 
 if TYPE_CHECKING:
-    from astrid_airflow.engine import AdaptiveConfig
+    from astrid_airflow.engine import AdaptiveConfig, AstridResult
+    from astrid_airflow.pipeline import Learned, LearnRequest
 
 DESCRIPTION = ("Run ASTRID (Alg. 1 of the paper) and print the table of groupings for every "
                "k with their p-values.")
@@ -87,6 +88,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="gate policy JSON (GatePolicy fields) the release must pass "
                    "(with --store; default: the default gate policy)")
     options.add_allow_weaker_policy_flag(p)
+    p.add_argument("--force", action="store_true",
+                   help="with --store: learn a new version even when the latest one was "
+                   "learned from the same table with the same settings, policy and "
+                   "remedies (default: keep it; the JSON says \"reused\")")
     p.add_argument("--no-remedies", action="store_true",
                    help="with --store: record no release recipe (the raw GoldenEye "
                    "release of the learned grouping)")
@@ -95,75 +100,106 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from astrid_airflow._errors import ParameterError
-    from astrid_airflow.engine import astrid
     from astrid_airflow.gate import weaker_note
-    from astrid_airflow.io import drop_missing_and_constant, read_table
-    from astrid_airflow.scale import astrid_on_dask
+    from astrid_airflow.pipeline import learn_release
 
-    from ._common import print_json, run_here_or_on_dask, warn_loudly
+    from ._common import print_json, warn_loudly
+
+    request = _request(args)
+    if not args.quiet:
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+    learned = learn_release(request)
+    payload = _payload(args, learned, request.policy)
+    if args.json:
+        print_json(payload)
+    else:
+        print(_result_of(learned).format_table())
+        if args.store:
+            print(_saved_line(args, learned))
+    if request.policy is not None and (note := weaker_note(request.policy)):
+        payload_note = f"the release was chosen with a gate policy {note}"
+        warn_loudly("learn", payload_note + " (--allow-weaker-policy; recorded)")
+    _report_release(payload.get("release"), quiet=args.json)
+    return 0
+
+
+def _request(args: argparse.Namespace) -> LearnRequest:
+    """The learn the flags ask for; a bad combination is refused before any work. Flags
+    not given are left out, so the table's size decides them (``large_table_defaults``)."""
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.pipeline import LearnRequest
 
     if bool(args.store) != bool(args.name):
         raise ParameterError("--store and --name go together.")
     if args.policy and not args.store:
         raise ParameterError("--policy needs --store and --name (it governs the recorded "
                              "release).")
+    if args.force and not args.store:
+        raise ParameterError("--force needs --store and --name (it learns a new version "
+                             "even when the latest one would be reused).")
+    if args.adaptive and args.exact:
+        raise ParameterError("--adaptive and --exact exclude each other.")
+    if args.scheduler and args.jobs != 1:
+        raise ParameterError("--jobs does not go with --scheduler: the cluster's "
+                             "workers set the parallelism.")
     policy = options.read_policy(args) if args.policy else None
-    if args.name is not None:  # refuse a bad name before the (long) learning run
+    if args.name is not None:  # refuse a bad name before reading the table
         from astrid_airflow.release import check_artefact_name
 
         check_artefact_name(args.name)
-    if not args.quiet:
-        logging.basicConfig(level=logging.INFO, format="%(message)s")
-    table = read_table(args.data)
-    if args.clean:
-        if args.target not in table.columns:
-            from astrid_airflow._errors import DataError
-
-            raise DataError(f"Target column {args.target!r} is not in the table.")
-        table = drop_missing_and_constant(table, args.target)
-    if args.adaptive and args.exact:
-        raise ParameterError("--adaptive and --exact exclude each other.")
-    _resolve_defaults(args, len(table))
-    kwargs = dict(target=args.target, classifier=args.classifier,
-                  classifier_params=options.parse_classifier_params(args.classifier_param),
-                  n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
-                  scoring=args.scoring, random_state=args.seed,
-                  adaptive=_adaptive_config(args) if args.adaptive else False,
-                  max_seconds=args.max_seconds, over_budget=args.over_budget,
-                  sample=args.sample,
-                  screen={"auto": "auto", "on": True, "off": False}[args.screen],
-                  progress=None if not args.quiet else False)
-    if args.store and args.max_seconds is not None:  # the budget covers the choice too
-        from astrid_airflow.pipeline import choice_reserve
-
-        kwargs["reserve_fits"] = choice_reserve(table, policy, not args.no_remedies)
-    result = run_here_or_on_dask(args, astrid, astrid_on_dask, table, **kwargs)
-    payload = result.to_dict()
+    settings = dict(classifier_params=options.parse_classifier_params(args.classifier_param),
+                    n_search=args.r_search, n_test=args.r_test, alpha=args.alpha,
+                    scoring=args.scoring, over_budget=args.over_budget,
+                    screen={"auto": "auto", "on": True, "off": False}[args.screen],
+                    progress=None if not args.quiet else False)
+    if args.classifier is not None:
+        settings["classifier"] = args.classifier
+    if args.sample is not None:
+        settings["sample"] = args.sample
+    if args.adaptive or args.exact:
+        settings["adaptive"] = _adaptive_config(args) if args.adaptive else False
+    store = None
     if args.store:
-        from astrid_airflow.pipeline import save_learned
         from astrid_airflow.release import ArtefactStore
 
-        # the release (grouping + remedies) of least utility loss within the policy;
-        # the gate suite is stored with the version, so reviewers see the rules
-        version, artefact = save_learned(result, table, ArtefactStore(args.store), args.name,
-                                         policy=policy, remedies=not args.no_remedies,
-                                         random_state=args.seed,
-                                         allow_weaker_policy=args.allow_weaker_policy)
-        payload["artefact"] = {"store": args.store, "name": args.name, "version": version}
-        payload["release"] = _release_summary(artefact)
+        store = ArtefactStore(args.store)
+    return LearnRequest(table=args.data, target=args.target, settings=settings,
+                        clean=args.clean, store=store, name=args.name, policy=policy,
+                        remedies=not args.no_remedies,
+                        allow_weaker_policy=args.allow_weaker_policy,
+                        random_state=args.seed, force=args.force, n_jobs=args.jobs,
+                        scheduler=args.scheduler or None, max_seconds=args.max_seconds)
+
+
+def _result_of(learned: Learned) -> AstridResult:
+    """The run's result, or the reused version's (recorded in its artefact)."""
+    if learned.result is not None:
+        return learned.result
+    from astrid_airflow.engine import AstridResult
+
+    return AstridResult.from_dict(dict(learned.artefact.result))
+
+
+def _payload(args: argparse.Namespace, learned: Learned, policy: object) -> dict:
+    """The ``--json`` object: the result, and with ``--store`` the version (``reused``:
+    the latest version was kept, nothing ran), its release and policy note."""
+    from astrid_airflow.gate import weaker_note
+
+    payload = _result_of(learned).to_dict()
+    if args.store:
+        payload["artefact"] = {"store": args.store, "name": args.name,
+                               "version": learned.version, "reused": learned.reused}
+        payload["release"] = _release_summary(learned.artefact)
         payload["policy_note"] = None if policy is None else weaker_note(policy)
-    if args.json:
-        print_json(payload)
-    else:
-        print(result.format_table())
-        if args.store:
-            print(f"saved artefact {args.name}@{payload['artefact']['version']} in {args.store}")
-    if policy is not None and (note := weaker_note(policy)):
-        payload_note = f"the release was chosen with a gate policy {note}"
-        warn_loudly("learn", payload_note + " (--allow-weaker-policy; recorded)")
-    _report_release(payload.get("release"), quiet=args.json)
-    return 0
+    return payload
+
+
+def _saved_line(args: argparse.Namespace, learned: Learned) -> str:
+    ref = f"{args.name}@{learned.version}"
+    if learned.reused:
+        return (f"reused artefact {ref} in {args.store}: the same table, learned with the "
+                "same settings, policy and remedies (--force learns again)")
+    return f"saved artefact {ref} in {args.store}"
 
 
 def _report_release(release: dict | None, *, quiet: bool) -> None:
@@ -196,28 +232,6 @@ def _adaptive_config(args: argparse.Namespace) -> AdaptiveConfig:
     if knobs["delta_sd"] < 0:  # a negative scale turns the scaling to the noise off
         knobs["delta_sd"] = None
     return AdaptiveConfig(**knobs)
-
-
-def _resolve_defaults(args: argparse.Namespace, n_rows: int) -> None:
-    """Fill the flags not given from ``large_table_defaults`` (the paper's run up to
-    20,000 rows, the scalable path above), saying so in the log."""
-    from astrid_airflow.engine import large_table_defaults
-
-    chosen = large_table_defaults(n_rows)
-    filled = []
-    if args.classifier is None:
-        args.classifier = chosen["classifier"]
-        filled.append(f"--classifier {args.classifier}")
-    if args.sample is None:
-        args.sample = chosen["sample"] or "none"
-        filled.append(f"--sample {args.sample}")
-    if not (args.adaptive or args.exact):
-        args.adaptive = chosen["adaptive"]
-        filled.append("--adaptive" if args.adaptive else "--exact")
-    if chosen["adaptive"] and filled:
-        logging.getLogger("astrid_airflow").info(
-            "astrid learn: %s rows: large-table defaults %s (docs/engine.md)",
-            f"{n_rows:,}", " ".join(filled))
 
 
 def _release_summary(artefact: object) -> dict | None:

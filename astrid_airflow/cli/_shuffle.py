@@ -10,6 +10,8 @@ a failure (exit 2) leaves no output behind. ``--json`` prints one object whose k
 and ``out`` are a contract; ``suppression`` says what local suppression removed, per
 group (``suppressed_rows``, ``suppressed_share``; null for a raw release) and, with a
 recipe's fallbacks, which rung each group was published with (``recipe_rung``).
+``<stem>.metrics.json`` beside ``--out`` is the stage's metrics record, the one the
+shuffle operator writes.
 """
 
 from __future__ import annotations
@@ -76,33 +78,53 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
-    from astrid_airflow.pipeline import stage_surrogate
-    from astrid_airflow.release import load_artefact
+    from astrid_airflow.io import is_sql_url
+    from astrid_airflow.pipeline import StageRequest, stage_release
 
     from ._common import print_json, warn_loudly
 
     seed = options.seed_or_fresh(args.seed)
     options.require_at_least("--n-copies", args.n_copies, 1, integer=True)
-    artefact, location = load_artefact(args.artefact)
     started = time.perf_counter()
-    staged = stage_surrogate(data, artefact, dest, random_state=seed,
-                             n_copies=args.n_copies, utility=not args.no_utility,
-                             overwrite=args.overwrite,
-                             remedies=not args.no_remedies)
-    report: dict[str, Any] = dict(staged.metrics)
+    # the metrics record goes beside --out (a database table has no "beside": the
+    # record stays with the temporary file)
+    staged = stage_release(StageRequest(
+        source=data, artefact=args.artefact, destination=dest, random_state=seed,
+        n_copies=args.n_copies, utility=not args.no_utility, overwrite=args.overwrite,
+        remedies=not args.no_remedies, original_name=_shown(args.data),
+        surrogate_name=_shown(args.out) if is_sql_url(args.out) else None))
     outs = staged.paths
-    from astrid_airflow.io import is_sql_url
-
     if is_sql_url(args.out):  # the complete, measured surrogate goes into the table
-        from astrid_airflow.io import publish_table, sql_source
+        from astrid_airflow.io import publish_table
 
         publish_table(outs[0], args.out, replace=args.overwrite)
-        outs = [sql_source(args.out, need="table").shown]  # no password in the output
+        outs = [_shown(args.out)]  # no password in the output
     if staged.protects_nothing:
         warn_loudly("shuffle", "the artefact's grouping has a single group, so every "
                     "surrogate row is an original row (intact-row proportion 1): this "
                     "surrogate PROTECTS NOTHING.")
-    copies = staged.copies
+    out = _output(args, staged, outs, seed, data, round(time.perf_counter() - started, 3))
+    for note in out["notes"]:
+        print(f"astrid shuffle: note: {note}", file=sys.stderr)
+    if args.json:
+        print_json(out)
+    else:
+        _print(out, outs, seed)
+    return 0
+
+
+def _shown(path: str) -> str:
+    """A table as the outputs name it: a database table without its password."""
+    from astrid_airflow.io import is_sql_url, sql_source
+
+    return sql_source(path, need="table").shown if is_sql_url(path) else path
+
+
+def _output(args: argparse.Namespace, staged: Any, outs: list[str], seed: int, data: str,
+            seconds: float) -> dict[str, Any]:
+    """The ``--json`` object (its keys are a contract, see the module docstring)."""
+    report: dict[str, Any] = dict(staged.metrics)
+    artefact = staged.artefact
     out: dict[str, Any] = {
         "out": outs[0] if args.n_copies == 1 else outs,
         "rows": report.pop("rows"),
@@ -112,21 +134,21 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
         "accuracy_original": report.pop("accuracy_original"),
         "accuracy_surrogate": report.pop("accuracy_surrogate"),
         **report,
-        "artefact": location.path if hasattr(location, "path") else str(location),
+        "artefact": staged.artefact_path,
         "seed": seed,
         "n_copies": args.n_copies,
         "remedies": None if args.no_remedies or artefact.recipe is None
         else artefact.recipe.to_dict(),
-        "seconds": round(time.perf_counter() - started, 3),
+        "seconds": seconds,
     }
-    if copies is not None:
-        out["copies"] = [{"out": p, "intact_row_proportion": v} for p, v in zip(outs, copies)]
+    if staged.copies is not None:
+        out["copies"] = [{"out": p, "intact_row_proportion": v}
+                         for p, v in zip(outs, staged.copies)]
     out["notes"] = _value_notes(data, artefact)
-    for note in out["notes"]:
-        print(f"astrid shuffle: note: {note}", file=sys.stderr)
-    if args.json:
-        print_json(out)
-        return 0
+    return out
+
+
+def _print(out: dict[str, Any], outs: list[str], seed: int) -> None:
     print(f"wrote {', '.join(outs)} ({out['rows']} rows, seed {seed})")
     print(f"intact-row proportion (P_anon): {out['intact_row_proportion']:.4f}   "
           f"expected: {out['expected_intact_row_proportion']:.4f}")
@@ -145,7 +167,6 @@ def _shuffle(args: argparse.Namespace, data: str, dest: str) -> int:
               f"{out['accuracy_surrogate']:.4f}   (same held-out original rows)")
     if out.get("utility_note"):
         print(f"note: {out['utility_note']}")
-    return 0
 
 
 def _value_notes(data: str, artefact: Any) -> list[str]:

@@ -1,9 +1,11 @@
 """The pipeline: the stages that orchestrate every layer below, one library function each.
 
 Learning (the search, the recipe's fitting and the privacy-aware choice of a release),
-staging a surrogate, gating it (``gate_release``: the verdict, the release report and
-the sealed receipt), and the plan of a publication (to a file or a table). The CLI commands and the
-Airflow operators are thin adapters over these functions. ``publish_release`` is the
+staging a surrogate with its metrics record, gating it (the verdict, the release report
+and the sealed receipt) and publishing it to a file or a table. The CLI commands and the
+Airflow operators are thin adapters over these functions, each taking one request:
+``learn_release(LearnRequest)`` learns or reuses a version, ``stage_release(StageRequest)``
+writes a measured surrogate, ``gate_release(GateRequest)`` judges it, and ``publish_release`` is the
 publish stage: read (or write) the gate receipt, decide, archive, promote, with the
 release protocol's guarantees under concurrent publishers.
 """
@@ -30,17 +32,28 @@ if TYPE_CHECKING:
         sealed_receipt_of,
     )
     from ._integrity import CanonicalRelease, trusted_canonical
-    from ._pipeline import (
+    from ._learn import (
+        LEARN_FILE,
         Learned,
-        StagedSurrogate,
+        LearnRequest,
         choice_reserve,
         learn_or_reuse,
+        learn_record,
+        learn_release,
+        resolve_table_defaults,
         save_learned,
-        stage_surrogate,
     )
     from ._publication import Published, PublishRequest
     from ._publish import publish_release, read_receipt
     from ._publish_table import SqlTableWriter, TableWriter, table_release
     from ._release_plan import ReleasePlan, release_manifest, release_plan
+    from ._stage import (
+        Staged,
+        StagedSurrogate,
+        StageRequest,
+        metrics_path,
+        stage_release,
+        stage_surrogate,
+    )
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -238,7 +238,7 @@ def _write_report(request: GateRequest, out_dir: Any
     from astrid_airflow.io import load_json, using
     from astrid_airflow.report import write_report
 
-    from ._pipeline import metrics_path
+    from ._stage import metrics_path
 
     surrogate = request.surrogate
     metrics_file = metrics_path(surrogate)

@@ -132,7 +132,7 @@ def _check_store(root: Path, name: str) -> list[str]:
 # -------------------------------------------------------------------------- learner
 
 LEARN_POINTS = [("fsync", 1), ("fsync", 2), ("fsync", 3), ("fsync", 4), ("fsync", 5),
-                ("rename", 1)]
+                ("fsync", 6), ("rename", 1)]
 
 
 @pytest.mark.parametrize("func,k", LEARN_POINTS, ids=[f"{f}{k}" for f, k in LEARN_POINTS])
@@ -143,15 +143,16 @@ def test_learner_killed_mid_write_leaves_no_partial_version(data, tmp_path, func
     where = _kill_at(_spawn(argv, tmp_path, func, k, mark), mark)
     assert where is not None and "_store.py" in where, where  # killed inside the save
     visible = _check_store(store, "n")
-    # fsync 1-3: files of the temporary directory (the manifest last); fsync 4: that
-    # directory; rename 1: the complete temporary directory not yet renamed -> nothing
-    # visible. fsync 5: renamed, parent directory not yet synced -> the complete version
-    # is visible.
-    assert visible == (["v0001"] if (func, k) == ("fsync", 5) else []), (where, visible)
+    # fsync 1-4: the four files of the temporary directory (artefact, suite, learn record,
+    # the manifest last); fsync 5: that directory; rename 1: the complete temporary directory
+    # not yet renamed -> nothing visible. fsync 6: renamed, parent directory not yet
+    # synced -> the complete version is visible.
+    assert visible == (["v0001"] if (func, k) == ("fsync", 6) else []), (where, visible)
     after = _run(argv, tmp_path)
     assert after.returncode == 0, after.stderr
-    versions = _check_store(store, "n")
-    assert versions == [f"v{i:04d}" for i in range(1, len(visible) + 2)]
+    # a complete version left visible is the same learn of the same table: reused
+    assert _check_store(store, "n") == ["v0001"]
+    assert ("reused artefact n@v0001" in after.stdout) == bool(visible)
 
 
 def test_learner_kill_points_hit_the_store_write(data, tmp_path):
@@ -165,8 +166,8 @@ def test_learner_kill_points_hit_the_store_write(data, tmp_path):
     assert where is not None and "_save_local" in where, where
     hidden = [e for e in os.listdir(store / "n") if e.startswith(".saving-")]
     assert len(hidden) == 1  # the complete temporary version, never renamed
-    assert sorted(os.listdir(store / "n" / hidden[0])) == ["artefact.json", "manifest.json",
-                                                       "suite.json"]
+    assert sorted(os.listdir(store / "n" / hidden[0])) == ["artefact.json", "learn.json",
+                                                       "manifest.json", "suite.json"]
     assert _check_store(store, "n") == []
     assert ArtefactStore(store).names() == []
 
@@ -179,7 +180,8 @@ def test_learner_killed_after_a_delay(data, tmp_path, delay):
     visible = _check_store(store, "n")
     after = _run(argv, tmp_path)
     assert after.returncode == 0, after.stderr
-    assert _check_store(store, "n") == [f"v{i:04d}" for i in range(1, len(visible) + 2)]
+    assert _check_store(store, "n") == ["v0001"]  # a visible version is reused
+    assert ("reused artefact n@v0001" in after.stdout) == bool(visible)
 
 
 # ------------------------------------------------------------------------- shuffler

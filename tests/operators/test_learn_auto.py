@@ -8,11 +8,15 @@ import pytest
 from astrid_airflow.operators._compat import AirflowFailException
 from astrid_airflow.operators.learn import AstridLearnOperator
 
+from astrid_airflow.pipeline import resolve_table_defaults
+
 
 def _settings(n_rows: int, **kwargs) -> dict:
+    """What the learn stage runs: the operator's settings, the table's size deciding
+    what they leave out (as it does for ``astrid learn``'s flags not given)."""
     op = AstridLearnOperator(task_id="learn", reference="t.csv", store="s", name="n",
                              **kwargs)
-    return op._search_settings("class", 0, n_rows)
+    return resolve_table_defaults(op._search_settings("class", 0), n_rows)
 
 
 @pytest.mark.parametrize("auto", ["auto", None, "None", " AUTO "])

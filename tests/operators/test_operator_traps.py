@@ -39,11 +39,11 @@ def learn_call(monkeypatch):
     """What the operator hands the library (the learn itself is not run)."""
     seen: dict = {}
 
-    def spy(table, store, name, settings, **kwargs):
-        seen.update(settings=dict(settings), **kwargs)
+    def spy(request):
+        seen.update(settings=dict(request.settings), n_jobs=request.n_jobs)
         raise _Stop
 
-    monkeypatch.setattr(astrid_airflow, "learn_or_reuse", spy)
+    monkeypatch.setattr(astrid_airflow, "learn_release", spy)
     return seen
 
 

@@ -51,23 +51,27 @@ def signing_key():
         yield
 
 
+#: the learn of the module's artefact (its seed apart)
+SYN_LEARN = dict(n_search=20, n_test=50,
+                 gate_policy={"max_intact": "0.01", "max_accuracy_drop": 0.03,
+                              # raw release: per-group checks reported only
+                              "max_share_below_k": 1, "max_class_disclosure_share": 1,
+                              "max_largest_group_unique_share": "1.0",
+                              # and the attack checks' views of raw values
+                              "max_singling_out_risk": 1,
+                              "max_inference_risk": "1.0",
+                              "max_class_from_one_column_risk": 1},
+                 allow_weaker_policy=True,  # a raw release on purpose
+                 remedies=False)
+
+
 @pytest.fixture(scope="module")
 def learned(tmp_path_factory):
     """One artefact learned on the bundled reference table (seed 0 finds {a1,a2},{a3},{a4})."""
     root = tmp_path_factory.mktemp("ops")
     store = root / "store"
     op = AstridLearnOperator(task_id="learn", reference=REFERENCE, store=str(store),
-                             name="syn", n_search=20, n_test=50, random_state=0,
-                             gate_policy={"max_intact": "0.01", "max_accuracy_drop": 0.03,
-                                          # raw release: per-group checks reported only
-                                          "max_share_below_k": 1, "max_class_disclosure_share": 1,
-                                          "max_largest_group_unique_share": "1.0",
-                                          # and the attack checks' views of raw values
-                                          "max_singling_out_risk": 1,
-                                          "max_inference_risk": "1.0",
-                                          "max_class_from_one_column_risk": 1},
-                             allow_weaker_policy=True,  # a raw release on purpose
-                             remedies=False)
+                             name="syn", random_state=0, **SYN_LEARN)
     out = op.execute(ctx(task_id="learn"))
     return types.SimpleNamespace(root=root, store=store, xcom=out, op=op)
 
@@ -222,9 +226,11 @@ class TestLearn:
     def test_unchanged_reference_is_not_learned_again(self, learned, tmp_path):
         events = OutletEventAccessors()
         alias = artefact_alias("syn")
+        # the same learn, its seed derived from another run: nothing to learn again
         op = AstridLearnOperator(task_id="learn", reference=REFERENCE, store=str(learned.store),
-                                 name="syn", n_search=5, n_test=9, outlets=[alias])
-        out = small_json(op.execute(ctx(task_id="learn", outlet_events=events)))
+                                 name="syn", outlets=[alias], **SYN_LEARN)
+        out = small_json(op.execute(ctx(run_id="manual__2", task_id="learn",
+                                        outlet_events=events)))
         assert out["learned"] is False and out["version"] == "v0001"
         assert sorted(p.name for p in (learned.store / "syn").iterdir()) == ["v0001"]
         assert events[alias].asset_alias_events == []  # no artefact event without a change
@@ -700,10 +706,10 @@ class TestLinks:
 
     def test_learn_links_its_artefact(self, learned):
         op = AstridLearnOperator(task_id="learn", reference=REFERENCE,
-                                 store=str(learned.store), name="syn", n_search=20,
-                                 n_test=50, random_state=0)
+                                 store=str(learned.store), name="syn", random_state=0,
+                                 **SYN_LEARN)
         context, pushed = linked_ctx(task_id="learn")
-        out = op.execute(context)  # unchanged table: not learned again, still linked
+        out = op.execute(context)  # the same learn: not learned again, still linked
         assert out["learned"] is False
         assert pushed["astrid_links"] == {"artefact": out["path"]}
 

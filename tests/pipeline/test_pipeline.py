@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
@@ -57,3 +59,31 @@ def test_learn_or_reuse_keeps_a_version_learned_from_the_same_table(table, tmp_p
     assert first.learned and not again.learned and forced.learned
     assert again.version == first.version and forced.version != first.version
     assert (tmp_path / "store" / "syn" / first.version / "suite.json").exists()
+
+
+def test_a_version_is_reused_only_by_the_same_learn(table, tmp_path):
+    """The same table learned with another classifier or policy is another learn: a new
+    version. Another seed is the same learn (an operator derives one per run)."""
+    from astrid_airflow import LearnRequest, learn_release
+
+    store = ArtefactStore(tmp_path / "store")
+    settings = dict(classifier="nb", n_search=5, n_test=10, progress=False)
+
+    def learn(**changes):
+        request = LearnRequest(table=table, settings=settings, store=store, name="syn",
+                               remedies=None, random_state=0)
+        return learn_release(dataclasses.replace(request, **changes))
+
+    first = learn()
+    assert first.learned and first.version == "v0001" and first.rows == len(table)
+    assert learn(random_state=1).reused  # another seed: the same learn
+    other = learn(settings={**settings, "classifier": "svm"})
+    assert other.learned and other.version == "v0002"
+    stricter = learn(settings={**settings, "classifier": "svm"},
+                     policy={"max_intact": 0.005})
+    assert stricter.learned and stricter.version == "v0003"
+    assert learn(settings={**settings, "classifier": "svm"},
+                 policy={"max_intact": 0.005}).version == "v0003"  # kept
+    # the old entry point decides the same way
+    again = learn_or_reuse(table, store, "syn", {**settings, "target": "class"})
+    assert again.learned and again.version == "v0004"

@@ -392,7 +392,8 @@ def test_cli_defaults_take_the_scalable_path_above_the_row_threshold(
     large = json.loads(capsys.readouterr().out)
     assert large["classifier"]["preset"] == "hgb" and large["adaptive"] is not None
     assert large["sample"]["rule"] == "auto"
-    assert any("large-table defaults --classifier hgb --sample auto --adaptive" in m
+    # the learn stage's rule (the operator's too), said in the settings' names
+    assert any("large-table defaults classifier=hgb sample=auto adaptive=True" in m
                for m in caplog.messages)
     # a flag given wins over the large-table default
     assert main([*run, "--quiet", "--classifier", "nb", "--exact", "--sample", "none"]) == 0
