@@ -123,9 +123,9 @@ class Staged(StagedSurrogate):
 
 
 def metrics_path(surrogate: Any) -> Any:
-    """``<stem>.metrics.json`` beside a staged surrogate (a path object, or a local path
-    or URL as text)."""
-    if isinstance(surrogate, (str, os.PathLike)):
+    """``<stem>.metrics.json`` beside a staged surrogate, of the surrogate's kind: a path
+    object (``pathlib.Path``, ``ObjectStoragePath``) or a local path or URL as text."""
+    if not hasattr(surrogate, "parent"):
         head, tail = posixpath.split(os.fspath(surrogate))
         name = f"{os.path.splitext(tail)[0]}.metrics.json"
         return posixpath.join(head, name) if head else name

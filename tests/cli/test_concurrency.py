@@ -124,7 +124,12 @@ def test_shufflers_racing_for_one_output_one_wins_the_other_fails_cleanly(data, 
     loser_err = results[2 - winner][2]
     assert loser_err.count("\n") == 1 and "Refusing to overwrite existing" in loser_err
     assert out.read_bytes() == refs[winner]  # complete, and the winner's, not a mix
-    assert sorted(p.name for p in out.parent.iterdir()) == ["surrogate.parquet"]
+    # the winner's metrics record beside it, nothing of the loser's
+    assert sorted(p.name for p in out.parent.iterdir()) == ["surrogate.metrics.json",
+                                                            "surrogate.parquet"]
+    import json
+
+    assert json.loads((out.parent / "surrogate.metrics.json").read_text())["seed"] == winner
 
 
 def test_store_listing_while_a_learner_saves_never_sees_a_partial_version(data, tmp_path):
