@@ -35,5 +35,6 @@ if TYPE_CHECKING:
         stage_surrogate,
     )
     from ._publish import Published, PublishRequest, publish_release, read_receipt
+    from ._risk_stage import RiskRequest, measure_release_risk
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)
