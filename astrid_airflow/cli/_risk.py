@@ -2,10 +2,11 @@
 
 ``astrid risk``: privacy risk of a surrogate (per group, cross-group, attacks).
 
-Thin over :func:`~astrid_airflow.measure_risk`. ``--json`` prints one object whose keys
-``groups``, ``pairs``, ``singling_out``, ``linkability`` and ``inference`` (each attack
-with ``risk``, ``ci`` as ``[low, high]`` and ``n_attacks``; ``inference`` a list with a
-``secret`` per entry) are a contract. Exit 2 on bad input.
+An adapter over :func:`~astrid_airflow.pipeline.measure_release_risk`. ``--json``
+prints one object whose keys ``groups``, ``pairs``, ``singling_out``, ``linkability``
+and ``inference`` (each attack with ``risk``, ``ci`` as ``[low, high]`` and
+``n_attacks``; ``inference`` a list with a ``secret`` per entry) are a contract.
+Exit 2 on bad input.
 """
 
 from __future__ import annotations
@@ -35,68 +36,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from astrid_airflow._errors import AstridError, DataError
     from astrid_airflow._validation import check_attack_count
-    from astrid_airflow.io import csv_floats_like, read_table, suppressed_like
-    from astrid_airflow.privacy import check_control, measure_risk
-    from astrid_airflow.release import load_artefact
+    from astrid_airflow.pipeline import RiskRequest, measure_release_risk
 
     from ._common import print_json
 
     options.checked_seed(args.seed)  # measure_risk draws one when not given, and reports it
     check_attack_count(args.n_attacks, "--n-attacks")  # before any table is read
-    artefact = load_artefact(args.artefact).artefact
-    original = read_table(args.original)
-    surrogate = read_table(args.surrogate)
-    control = read_table(args.control) if args.control else None
-    columns = list(artefact.columns)
-    for what, table in (("original", original), ("control", control)):
-        if table is not None:
-            try:
-                artefact.check_table(table)
-            except AstridError as exc:
-                raise type(exc)(f"--{what}: {exc}") from None
-    # the surrogate holds published values (suppressed cells, bin values): its columns
-    # are checked here, its types are the release domain's (as the gate reads it)
-    missing = [c for c in columns if c not in surrogate.columns]
-    extra = [c for c in surrogate.columns if c not in columns]
-    if missing or extra:
-        raise DataError("--surrogate: " + "; ".join(
-            [f"missing column(s) {missing}"] * bool(missing) +
-            [f"unexpected column(s) {extra}"] * bool(extra)) + " of the artefact.")
-    if len(surrogate) != len(original):
-        raise DataError(f"--surrogate has {len(surrogate)} rows but --original has "
-                        f"{len(original)}: it is not a surrogate of that table.")
-    target = artefact.target
-    # control rows that are original rows understate every risk: refused (on the rows
-    # as given, before the recipe coarsens them; docs/privacy.md)
-    overlap = None if control is None else check_control(original, control, columns)
-    counts = (original[target].astype(str).value_counts(),
-              surrogate[target].astype(str).value_counts())
-    if not counts[0].sort_index().equals(counts[1].sort_index()):
-        raise DataError(f"--surrogate's class counts differ from --original's: it is not "
-                        f"a GoldenEye surrogate of that table (class {target!r}).")
-    from astrid_airflow.release import release_recipe, remedied
-
-    # The attacker knows the published recipe: their knowledge (the original's rows)
-    # and the control rows are put into the release's domain with it.
-    recipe = release_recipe(artefact, not args.no_remedies)
-    original = remedied(original[columns], recipe, target, artefact.grouping)
-    control = None if control is None else remedied(control[columns], recipe, target,
-                                                    artefact.grouping)
-    surrogate = suppressed_like(csv_floats_like(surrogate, args.surrogate, original),
-                                original)
-    report = measure_risk(
-        original[columns], surrogate[columns], target=target, grouping=artefact.grouping,
-        control=None if control is None else control[columns], n_attacks=args.n_attacks,
-        random_state=args.seed)
-    out = report.to_dict()
-    out["remedies"] = None if recipe is None else recipe.to_dict()
-    out["control_overlap"] = overlap
+    out = measure_release_risk(RiskRequest(
+        original=args.original, surrogate=args.surrogate, artefact=args.artefact,
+        control=args.control, n_attacks=args.n_attacks, random_state=args.seed,
+        remedies=not args.no_remedies))
     if args.json:
         print_json(out)
-        return 0
-    _print_text(out)
+    else:
+        _print_text(out)
     return 0
 
 

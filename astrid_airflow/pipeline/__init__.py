@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ._publish import publish_release, read_receipt
     from ._publish_table import SqlTableWriter, TableWriter, table_release
     from ._release_plan import ReleasePlan, release_manifest, release_plan
+    from ._risk_stage import RiskRequest, measure_release_risk
     from ._stage import (
         Staged,
         StagedSurrogate,
