@@ -95,7 +95,9 @@ def _read_metrics(path: str) -> dict:
     data = load_json_file(path, "--metrics", error=ParameterError)
     if not isinstance(data, dict):
         raise ParameterError(f"Invalid --metrics {path!r}: expected a JSON object.")
-    return data
+    # the stage's record (<stem>.metrics.json) nests what `astrid shuffle --json` prints
+    nested = data.get("metrics")
+    return nested if isinstance(nested, dict) and "accuracy_original" in nested else data
 
 
 def run(args: argparse.Namespace) -> int:

@@ -81,6 +81,13 @@ def test_thresholds_are_overridden_on_the_command_line(files, capsys, tmp_path):
                "--out-dir", str(tmp_path)) == 0
     assert run(files, files["good"], "--metrics", str(metrics), "--max-accuracy-drop",
                "0.005", "--json", "--out-dir", str(tmp_path)) == 1
+    # the shuffle stage's record (<stem>.metrics.json) nests the same figures
+    record = tmp_path / "staged.metrics.json"
+    record.write_text(json.dumps({"seed": 1, "metrics": json.loads(metrics.read_text())}))
+    assert run(files, files["good"], "--metrics", str(record), "--max-accuracy-drop",
+               "0.005", "--json", "--out-dir", str(tmp_path)) == 1
+    assert run(files, files["good"], "--metrics", str(record), "--json",
+               "--out-dir", str(tmp_path)) == 0
     capsys.readouterr()
 
 
