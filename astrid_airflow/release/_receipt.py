@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from astrid_airflow._errors import ReleaseError
-from astrid_airflow.io import SIGNATURE, sign, signature_problem
+from astrid_airflow.io import SIGNATURE, STORE_NAME, sign, signature_problem
 
 RECEIPT_FORMAT = 2
-_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}", re.ASCII)
 
 
 def artefact_sha256(artefact: Any) -> str:
@@ -51,7 +49,7 @@ def _check_name(rel: object, stem: str) -> str:
     ok = isinstance(rel, str) and (
         rel in (f"{stem}.validation.json", f"{stem}.validation.html")
         or (rel.count("/") == 1 and rel.split("/")[0] == f"{stem}.report"
-            and _PLAIN.fullmatch(rel.split("/")[1]) is not None
+            and STORE_NAME.fullmatch(rel.split("/")[1]) is not None
             and ".." not in rel.split("/")[1]))
     if not ok:
         raise ReleaseError(f"Refusing the gate receipt: {str(rel)[:120]!r} is not a file the "
