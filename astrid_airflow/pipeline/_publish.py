@@ -61,6 +61,8 @@ def publish_release(request: PublishRequest) -> Published:
     surrogate = request.surrogate
     if not surrogate.exists():
         raise ReleaseError(f"Refusing to publish: no staged surrogate at {surrogate}.")
+    if request.table_writer is None:
+        refuse_archive_destination(request.destination)
     key = signing_key()
     gating = request.original is not None and bool(request.artefact)
     with stage_progress("publish") as tracker:  # estimate and heartbeat
@@ -140,6 +142,33 @@ def _promote_at(cand: Candidate, outcome: dict[str, Any]) -> Published:
 
         return promote_cas(cand, outcome)
     return _promote(cand, outcome)  # other stores: one publisher per destination
+
+
+def refuse_archive_destination(destination: Any) -> None:
+    """``ReleaseError`` if ``destination`` lies inside another release's archive
+    (``<dir>/releases/...`` beside a release manifest ``<dir>/*.release.json``): an
+    archive never changes, whatever the flags."""
+    for folder in _ancestors(destination):
+        if folder.name == "releases" and any(
+                p.name.endswith(".release.json") for p in _listing(folder.parent)):
+            raise ReleaseError(f"Refusing to publish to {destination}: it lies inside the "
+                               f"release archive {folder}, which never changes (force or "
+                               "not); publish beside it instead.")
+
+
+def _ancestors(path: Any) -> list[Any]:
+    out, current = [], path.parent
+    while current.parent != current and len(out) < 64:
+        out.append(current)
+        current = current.parent
+    return out
+
+
+def _listing(folder: Any) -> list[Any]:
+    try:
+        return list(folder.iterdir()) if folder.exists() else []
+    except (OSError, NotImplementedError):
+        return []
 
 
 def _refuse_inputs(cand: Candidate) -> None:

@@ -128,3 +128,22 @@ def test_the_archive_is_never_written_through_a_symlinked_releases_dir(staged, c
                  str(_receipt(surrogate)), "--release-id", "r1"]) == 2
     assert "symbolic link" in capsys.readouterr().err
     assert list(elsewhere.iterdir()) == [] and not dest.exists()
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_no_destination_lies_inside_a_release_archive(staged, capsys, force):
+    # A publication into releases/<id>/ with --force once replaced an archived file:
+    # release r1 then no longer matched its manifest. An archive never changes.
+    tmp, _, surrogate = staged
+    dest = tmp / "published" / "surrogate.parquet"
+    assert main(["publish", str(surrogate), "--destination", str(dest), "--receipt",
+                 str(_receipt(surrogate)), "--release-id", "r1"]) == 0
+    archive = dest.parent / "releases" / "r1"
+    before = _state(dest.parent)
+    for inside in (archive / "surrogate.parquet", archive / "sub" / "other.parquet"):
+        argv = ["publish", str(surrogate), "--destination", str(inside), "--receipt",
+                str(_receipt(surrogate)), "--release-id", "r2", *(["--force"] * force)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "inside the release archive" in err
+    assert _state(dest.parent) == before
