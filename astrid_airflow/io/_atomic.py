@@ -27,7 +27,7 @@ from pathlib import Path
 from astrid_airflow._errors import StoreError
 
 from ._fs import split_url
-from ._modes import file_mode
+from ._modes import file_mode, make_dirs, strip_others_write
 from ._store_layout import check_outside_store
 
 
@@ -166,7 +166,7 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False,
         if not overwrite and os.path.lexists(dest):
             raise _exists_error(dest)  # fail before the caller does the expensive work
         try:
-            os.makedirs(parent, exist_ok=True)
+            make_dirs(parent)
             fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(dest)}.",
                                        suffix=".tmp")
             os.close(fd)
@@ -334,13 +334,14 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[str]:
         raise StoreError(f"atomic_dir needs a local path, got {os.fspath(path)!r}.")
     parent = os.path.dirname(dest)
     try:
-        os.makedirs(parent, exist_ok=True)
+        make_dirs(parent)
         tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(dest)}.",
                                suffix=".tmp")
     except OSError as exc:
         raise _os_error(exc, dest) from None
     try:
         yield tmp
+        strip_others_write(tmp)
         for entry in os.scandir(tmp):
             if entry.is_file(follow_symlinks=False):
                 _fsync_file(entry.path)
@@ -368,7 +369,7 @@ def staged_dir(parent: str, prefix: str, files: dict[str, bytes], *,
     caller renames it into place (:func:`replace_dir`, or a rename that claims a name).
     ``OSError`` propagates, with nothing left behind.
     """
-    os.makedirs(parent, exist_ok=True)
+    make_dirs(parent)
     tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=".tmp")
     try:
         for name in sorted(files, key=lambda f: f == last):
@@ -379,6 +380,7 @@ def staged_dir(parent: str, prefix: str, files: dict[str, bytes], *,
                 os.fsync(fh.fileno())
             if file_mode is not None:
                 os.chmod(path, file_mode)
+        strip_others_write(tmp)
         fsync_dir(tmp)
     except BaseException:
         _remove_quietly(tmp)

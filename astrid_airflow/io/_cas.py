@@ -22,6 +22,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from ._modes import file_mode, make_dirs
+
 #: How long a publisher waits for another one to finish with the same destination.
 LOCK_TIMEOUT = 600.0
 
@@ -34,8 +36,8 @@ def file_lock(path: str, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """
     import fcntl
 
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    make_dirs(os.path.dirname(path) or ".")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, file_mode())
     try:
         deadline = time.monotonic() + timeout
         delay = 0.005

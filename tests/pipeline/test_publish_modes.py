@@ -2,7 +2,8 @@
 
 Temporary files are private (``mkstemp``: 0600) and used to keep that mode when renamed
 into place, so nobody else could read a release under umask 022. Now every file of a
-release gets ``0o666 & ~umask`` and every directory ``0o777 & ~umask``; the artefact
+release gets ``0o666 & ~umask`` and every directory ``0o777 & ~umask``, never writable
+by others (umask 000 once made the archive world-writable); the artefact
 store stays stricter (read-only versions, private folders; docs/reliability.md).
 """
 
@@ -41,7 +42,7 @@ def gate_here(original, surrogate, artefact):
     return path
 
 
-@pytest.mark.parametrize("umask", [0o022, 0o077])
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o000, 0o002])
 def test_release_files_and_directories_honour_the_umask(staged, capsys, umask):
     tmp, src, surrogate = staged
     dest = tmp / "published" / "surrogate.parquet"
@@ -62,7 +63,7 @@ def test_release_files_and_directories_honour_the_umask(staged, capsys, umask):
     files = [p for p in written if p.is_file() and not p.name.endswith(".lock")]
     assert len(files) >= 3
     for p in files:
-        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask, p
+        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask & ~0o002, p
     for p in written:
-        if p.is_dir():
-            assert stat.S_IMODE(p.stat().st_mode) == 0o777 & ~umask, p
+        if p.is_dir():  # no umask makes a release writable by others
+            assert stat.S_IMODE(p.stat().st_mode) == 0o777 & ~umask & ~0o002, p
