@@ -30,7 +30,7 @@ def prepare(data: object, target: str, *, min_rows_per_class: int) -> Prepared:
         raise DataError(f"The target must be a column name (str), got {target!r}.")
     check_table(table, target, min_rows_per_class=min_rows_per_class)
     attributes = [c for c in table.columns if c != target]
-    check_attributes(table, attributes)
+    check_attributes(table, attributes, target)
     codes = class_codes(table[target])
     classes = tuple(pd.Series(table[target]).drop_duplicates().sort_values().tolist())
     return Prepared(table.reset_index(drop=True), target, attributes, codes, classes)

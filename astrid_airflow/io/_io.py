@@ -379,9 +379,11 @@ class LinkageWarning(UserWarning):
     """An attribute makes rows linkable or is too fine-grained to learn from."""
 
 
-def check_attributes(table: pd.DataFrame, attributes: list[str]) -> None:
+def check_attributes(table: pd.DataFrame, attributes: list[str],
+                     target: str | None = None) -> None:
     """Checks before learning: no all-missing or constant attributes (errors); ID-like
-    and very high-cardinality categorical attributes (warnings)."""
+    and very high-cardinality categorical attributes, and attributes that are the class
+    under another name (one-to-one with ``target``), as warnings."""
     import warnings
 
     n = len(table)
@@ -406,6 +408,30 @@ def check_attributes(table: pd.DataFrame, attributes: list[str]) -> None:
             warnings.warn(f"Column {c!r} is a categorical with {levels} levels in {n} rows: "
                           "its one-hot encoding is wide and it identifies rows; consider "
                           "binning or dropping it.", LinkageWarning, stacklevel=3)
+    for c in _copies_of_the_class(table, attributes, target):
+        warnings.warn(f"Column {c!r} is the class column {target!r} under another name (its "
+                      "values map one to one onto the classes): a classifier needs nothing "
+                      "else, so the learned grouping says nothing of the other columns; "
+                      "drop it (a stray copy, or a name with a space?).", LinkageWarning,
+                      stacklevel=3)
+
+
+def _copies_of_the_class(table: pd.DataFrame, attributes: list[str],
+                         target: str | None) -> list[str]:
+    """The attributes whose values map one to one onto the classes of ``target``."""
+    if target is None or target not in table.columns:
+        return []
+    y = table[target]
+    n_classes = y.nunique(dropna=False)
+    out = []
+    for c in attributes:
+        col = table[c]
+        if col.nunique(dropna=False) != n_classes:  # cheap: most columns stop here
+            continue
+        pairs = pd.DataFrame({"x": col.to_numpy(), "y": y.to_numpy()}).drop_duplicates()
+        if len(pairs) == n_classes:
+            out.append(c)
+    return out
 
 
 def _may_nest(dtype: object) -> bool:
