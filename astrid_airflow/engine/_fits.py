@@ -129,7 +129,7 @@ def run_one(data: FitData, task: Task) -> float:
     return score(data.scoring, y_eval, y_pred, data.n_classes)
 
 
-def _run_batch(data: FitData, tasks: Sequence[Task]) -> tuple[list[float], float]:
+def _run_chunk(data: FitData, tasks: Sequence[Task]) -> tuple[list[float], float]:
     from joblib import parallel_config
 
     start = time.process_time()
@@ -260,7 +260,7 @@ def run_tasks(data: FitData, tasks: Sequence[Task], *, n_jobs: int = 1,
         parallel = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator")
         scores = []
         for idx, (result, cpu) in zip(batches,
-                                      parallel(delayed(_run_batch)(data, [tasks[i] for i in b])
+                                      parallel(delayed(_run_chunk)(data, [tasks[i] for i in b])
                                                for b in batches)):
             scores.extend(result)
             stats["cpu_seconds"] += cpu

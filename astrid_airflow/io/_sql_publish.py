@@ -37,7 +37,7 @@ from ._sql_types import INTEGER_KINDS, SqlColumn, definitions, recorded_metadata
 _PRIVILEGES = {"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"}
 
 
-def _surrogate_batches(surrogate: Any, chunk_rows: int) -> tuple[Any, Iterator[Any]]:
+def _surrogate_record_batches(surrogate: Any, chunk_rows: int) -> tuple[Any, Iterator[Any]]:
     """``(arrow schema, iterator of record batches)`` of a file, Arrow table or DataFrame."""
     import pandas as pd
     import pyarrow as pa
@@ -270,7 +270,7 @@ def publish_table(surrogate: Any, destination: Any, *, table: str | None = None,
         raise ParameterError(f"Invalid lock_timeout: {lock_timeout!r}. Must be seconds > 0.")
     if isinstance(comment, Mapping):
         comment = json.dumps(dict(comment), sort_keys=True, default=str)
-    schema, batches = _surrogate_batches(surrogate, chunk_rows)
+    schema, batches = _surrogate_record_batches(surrogate, chunk_rows)
     if types_from is not None:
         schema = schema.with_metadata(recorded_metadata(types_from))
     conn = connect(src)

@@ -44,7 +44,7 @@ def _arrow_array(values: Sequence[Any], column: SqlColumn) -> Any:
     return pa.array(values, type=arrow_type(column))
 
 
-def _batch(rows: list[tuple], columns: Sequence[SqlColumn], schema: Any) -> Any:
+def _record_batch(rows: list[tuple], columns: Sequence[SqlColumn], schema: Any) -> Any:
     import pyarrow as pa
 
     by_column = list(zip(*rows)) if rows else [() for _ in columns]
@@ -107,7 +107,7 @@ def _reading(src: SqlSource, chunk_rows: int) -> Iterator[tuple[Any, Iterator[An
             try:
                 named.execute(select)
                 while rows := named.fetchmany(chunk_rows):
-                    yield _batch(rows, columns, schema)
+                    yield _record_batch(rows, columns, schema)
             except psycopg.Error as exc:
                 raise DataError(f"Cannot read {src.shown}: {first_line(exc)}") from None
 

@@ -64,7 +64,7 @@ COARSER_RETRIES = 3
 #: ``BATCH_FACTOR``, 3). A batch on which the chosen recipe would need more suppression
 #: than the budget is published with the first fallback that keeps it
 #: (``ReleaseRecipe.rungs``), so the shuffle refuses only a batch no rung can publish.
-FALLBACK_FACTORS = (6, 12)
+RUNG_FACTORS = (6, 12)
 _ATTACKS = ("singling_out", "linkability", "inference")
 #: What a fallback may fail in full: each batch is judged on it with the groups that fell
 #: back only (the shuffle's intact-row swaps, the gate's accuracy check).
@@ -423,7 +423,7 @@ class _Choice:
 
     def fallbacks(self, chosen: dict[str, Any], cands: list[dict[str, Any]]
                   ) -> list[dict[str, Any]]:
-        """The chosen release refitted with larger cells (``FALLBACK_FACTORS``), each
+        """The chosen release refitted with larger cells (``RUNG_FACTORS``), each
         measured and attacked as any candidate and joining ``cands``; those that pass
         every other check, finest first, are its recipe's fallbacks (``fallback_rung``).
         Their accuracy and intact rows (``_PER_BATCH``) are recorded, not required: a
@@ -437,7 +437,7 @@ class _Choice:
             return []
         grouping = Grouping(chosen["grouping"])
         seen, rungs = {chosen["recipe"].to_json()}, []
-        for factor in (f for f in FALLBACK_FACTORS if f > chosen["batch_factor"]):
+        for factor in (f for f in RUNG_FACTORS if f > chosen["batch_factor"]):
             label = then(chosen["label"], f"fallback for {factor}k rows per cell")
             try:
                 with self.steps.step(f"measuring {label}"):
