@@ -208,6 +208,7 @@ def _read_inputs(original: Any, surrogate: Any, artefact: Any
         if len(frame) == 0:  # no row to measure: bad input, not a failed expectation
             raise DataError(f"The {what} table is empty (0 rows): nothing to validate.")
     artefact.check_table(original_df)
+    artefact.refuse_unseen_classes(original_df)  # the release's domain: its classes
     return original_df, surrogate_df
 
 

@@ -151,6 +151,8 @@ def stage_release(request: StageRequest) -> Staged:
     record_file = os.fspath(request.metrics_file) if request.metrics_file is not None \
         else metrics_path(os.fspath(request.destination))
     _refuse_existing(record_file, request)
+    if hasattr(artefact, "refuse_unseen_classes"):  # before any work: nothing written
+        artefact.refuse_unseen_classes(request.source)
     staged = stage_surrogate(request.source, artefact, request.destination,
                              random_state=request.random_state, n_copies=request.n_copies,
                              utility=request.utility, overwrite=request.overwrite,

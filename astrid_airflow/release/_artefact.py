@@ -350,3 +350,32 @@ class GroupingArtefact:
         return SchemaCheck(unseen_classes=unseen_classes,
                            unseen_categories=unseen_categories,
                            reordered=present != [c for c in expected if c in names])
+
+    def refuse_unseen_classes(self, table: Any) -> None:
+        """``DataError`` naming the class values of the batch ``table`` (a DataFrame, an
+        Arrow table, or a file path or URL) that the artefact never saw, with their rows.
+
+        A release publishes only the classes it was learned on: a class no reference row
+        had is no class of the release's domain, and k copies of one person's record
+        under it would meet every count of k while no shuffle could separate them.
+        """
+        if not isinstance(table, pd.DataFrame) and not hasattr(table, "column_names"):
+            from astrid_airflow.io import read_arrow
+
+            table = read_arrow(table, [self.target])  # the one reader, as the shuffle's
+        known = set(self.classes)
+        values = [v for v in unique_values(table, self.target) if v not in known]
+        if not values:
+            return
+        column = table[self.target] if isinstance(table, pd.DataFrame) else \
+            table.column(self.target).to_pandas()
+        rows = column.astype(str).value_counts()
+        unseen = {v: int(rows.get(str(v), 0)) for v in values}
+        if unseen:
+            from astrid_airflow._errors import DataError
+
+            shown = ", ".join(f"{v!r} ({n} row{'s' * (n != 1)})"
+                              for v, n in sorted(unseen.items(), key=lambda x: -x[1])[:10])
+            raise DataError(f"The batch has class value(s) the artefact never saw: {shown}. "
+                            "A release publishes only the classes it was learned on; learn "
+                            "again on a reference that has them, or drop those rows.")
