@@ -32,7 +32,8 @@ from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessE
 from airflow.api_fastapi.core_api.security import requires_access_dag
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from .plugin_paths import PLUGIN_PREFIX, plugin_path
 
@@ -123,10 +124,24 @@ def _inside(directory: str, relative: str) -> str:
     return directory.rstrip("/") + "/" + rel
 
 
+# FastAPI's own /docs and /openapi.json would be served without authentication: they
+# are served below behind the same check as the pages
 app = FastAPI(title="ASTRID releases", description="Data Docs, release reports and "
-              "artefact summaries of ASTRID tasks, from their stores.")
+              "artefact summaries of ASTRID tasks, from their stores.",
+              docs_url=None, redoc_url=None, openapi_url=None)
 _ACCESS = [Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))]
 _RUN = "/runs/{dag_id}/{run_id}/{task_id}"
+
+
+@app.get("/openapi.json", dependencies=_ACCESS, include_in_schema=False)
+def openapi_schema() -> Response:
+    return JSONResponse(app.openapi())
+
+
+@app.get("/docs", dependencies=_ACCESS, include_in_schema=False)
+def api_docs() -> Response:
+    # a relative URL: the page is mounted below the API server's plugin prefix
+    return get_swagger_ui_html(openapi_url="openapi.json", title="ASTRID releases")
 
 
 @app.get(_RUN + "/data-docs", dependencies=_ACCESS, response_class=HTMLResponse)

@@ -160,3 +160,19 @@ def test_a_task_that_recorded_nothing_is_a_404(run, client):
     auth = {"Authorization": f"Bearer {client.token}"}
     missing = f"/astrid/runs/{DAG_ID}/{run.dr.run_id}/other/data-docs"
     assert client.http.get(missing, headers=auth).status_code == 404
+
+
+def test_the_api_docs_need_the_same_authentication_as_the_pages(client):
+    # FastAPI served /docs and /openapi.json to anyone; they list every route
+    for url in ("/astrid/docs", "/astrid/openapi.json"):
+        assert client.http.get(url).status_code == 401, url
+        assert client.http.get(url, headers={"Authorization": "Bearer forged"}
+                               ).status_code in (401, 403), url
+    auth = {"Authorization": f"Bearer {client.token}"}
+    schema = client.http.get("/astrid/openapi.json", headers=auth)
+    assert schema.status_code == 200
+    assert any(path.endswith("/data-docs") for path in schema.json()["paths"])
+    page = client.http.get("/astrid/docs", headers=auth)
+    assert page.status_code == 200 and "openapi.json" in page.text
+    for hidden in ("/astrid/redoc",):
+        assert client.http.get(hidden, headers=auth).status_code == 404
