@@ -74,8 +74,10 @@ def get_provider_info() -> dict:
                     "link_base_url": {
                         "description": "Where the UI's extra links (Data Docs, release "
                         "report, artefact) point: storage prefix to public base URL, as "
-                        "PREFIX=URL[,PREFIX=URL] or a JSON object. Unset: the files' own "
-                        "locations (file:// or the object-storage URL).",
+                        "PREFIX=URL[,PREFIX=URL] or a JSON object. Unset (or for a "
+                        "location no prefix maps): the provider plugin's page of the "
+                        "file, /astrid/runs/DAG/RUN/TASK/..., absolute under [api] "
+                        "base_url when that is set.",
                         "version_added": "0.1.0",
                         "type": "string",
                         "example": "s3://bucket/astrid=https://files.example.com/astrid",
