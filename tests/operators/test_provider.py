@@ -71,6 +71,9 @@ def test_extra_links_are_registered_and_cover_every_operators_links():
     assert {link.name for link in SurrogateGateOperator.operator_extra_links} == {
         "Data Docs", "Release report", "Artefact"}
     assert "link_base_url" in info["config"]["astrid"]["options"]
+    # unset, a link is the plugin's page (resolve_link's default), not the file's URL
+    described = info["config"]["astrid"]["options"]["link_base_url"]["description"]
+    assert "/astrid/runs/" in described and "file://" not in described
 
 
 def test_airflow_providers_get_lists_everything_registered(tmp_path):
