@@ -11,6 +11,7 @@ stricter on purpose (``docs/reliability.md``): its versions are read-only and it
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 
@@ -52,6 +53,8 @@ def make_dirs(path: str) -> None:
     path = os.path.abspath(path)
     missing = []
     while not os.path.isdir(path):
+        if os.path.lexists(path):  # a file where a folder must be
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
         missing.append(path)
         parent = os.path.dirname(path)
         if parent == path:

@@ -260,14 +260,21 @@ def read_receipt(surrogate: Any, path: Any) -> Any:
                            f"corrupt ({exc}).") from None
 
 
+def publish_gate_dir(surrogate: Any) -> Any:
+    """Where a publish that gates the staged file itself writes its validation, Data
+    Docs and receipt: ``<stem>.publish-gate/`` beside it, never over the gate task's
+    own files (the archive and the release manifest then hold and name these)."""
+    return surrogate.parent / f"{surrogate.stem}.publish-gate"
+
+
 def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any]]:
-    """Run the gate on the staged file and write its receipt beside it."""
+    """Run the gate on the staged file; its files go to :func:`publish_gate_dir`."""
     from ._gate_stage import GateRequest, gate_release
 
     gated = gate_release(GateRequest(
         original=request.original, surrogate=request.surrogate, artefact=request.artefact,
         random_state=request.random_state, run_id=request.run_id, sha256=digest,
-        report=False))
+        out_dir=publish_gate_dir(request.surrogate), report=False))
     return gated.receipt_path, gated.receipt
 
 

@@ -363,8 +363,10 @@ class GroupingArtefact:
             from astrid_airflow.io import read_arrow
 
             table = read_arrow(table, [self.target])  # the one reader, as the shuffle's
-        known = set(self.classes)
-        values = [v for v in unique_values(table, self.target) if v not in known]
+        # as text: a class read from ARFF or CSV as '1' is the class 1 (the shuffle
+        # codes classes within the batch, whatever their type)
+        known = {str(c) for c in self.classes}
+        values = [v for v in unique_values(table, self.target) if str(v) not in known]
         if not values:
             return
         column = table[self.target] if isinstance(table, pd.DataFrame) else \

@@ -102,7 +102,34 @@ def test_publish_gates_here_and_writes_the_receipt(staged, capsys):
     dest = tmp / "published" / "surrogate.parquet"
     code = main(["publish", str(surrogate), "--destination", str(dest), "--original",
                  str(src), "--artefact", str(tmp / "store" / "syn"), "--seed", "0"])
-    receipt = json.loads((surrogate.parent / "surrogate.gate.json").read_text())
+    own = surrogate.parent / "surrogate.publish-gate"
+    receipt = json.loads((own / "surrogate.gate.json").read_text())
     assert receipt["sha256"] == hashlib.sha256(surrogate.read_bytes()).hexdigest()
     assert code == (0 if receipt["success"] else 1)
     assert dest.exists() == receipt["success"]
+    assert (own / "surrogate.validation.json").is_file()
+
+
+def test_publish_gating_again_never_rewrites_the_gate_tasks_files(staged, capsys):
+    # Without a trusted receipt publish gates the file again; it once wrote over the
+    # gate's validation files and receipt, so the gate's Data Docs link showed publish's
+    tmp, src, surrogate = staged
+    ref = str(tmp / "store" / "syn")
+    assert main(["validate", "--original", str(src), "--surrogate", str(surrogate),
+                 "--artefact", ref, "--seed", "3", "--max-accuracy-drop", "1",
+                 "--allow-weaker-policy"]) in (0, 1)
+    gate_files = {p.name: p.read_bytes() for p in surrogate.parent.iterdir() if p.is_file()
+                  and p.name != surrogate.name}
+    assert {"surrogate.gate.json", "surrogate.validation.json"} <= set(gate_files)
+    dest = tmp / "published" / "surrogate.parquet"
+    code = main(["publish", str(surrogate), "--destination", str(dest), "--original",
+                 str(src), "--artefact", ref, "--seed", "0", "--release-id", "r1"])
+    after = {p.name: p.read_bytes() for p in surrogate.parent.iterdir() if p.is_file()
+             and p.name != surrogate.name}
+    assert after == gate_files  # the gate task's files, byte for byte
+    receipt = json.loads((surrogate.parent / "surrogate.publish-gate" /
+                          "surrogate.gate.json").read_text())
+    assert code == (0 if receipt["success"] else 1)
+    if code == 0:  # the release archives and names publish's own validation
+        manifest = json.loads((dest.parent / "surrogate.release.json").read_text())
+        assert manifest["validation"].startswith(str(dest.parent / "releases" / "r1"))

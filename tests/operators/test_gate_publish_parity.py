@@ -304,7 +304,9 @@ def test_the_cli_gates_here_and_publishes_into_a_table(work, tables, capsys, tmp
                  "postgresql://astrid@localhost:5432/db?table=public.gated", "--original",
                  str(work.original), "--artefact", str(work.root / "store" / "syn"),
                  "--seed", str(SEED), "--release-id", "g1"])
-    receipt = _receipt(surrogate)
+    # publish's own gate writes beside the staged file, in <stem>.publish-gate/
+    receipt = json.loads((tmp_path / "surrogate.publish-gate" / "surrogate.gate.json"
+                          ).read_text())
     assert code == 0 and receipt["success"]
     assert receipt["sha256"] == _receipt(work.doors["cli"])["sha256"]
     manifest = json.loads((tmp_path / "surrogate.release.json").read_text())
