@@ -26,6 +26,7 @@ PUBLISH = "astrid_publish_diabetes"
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_openlineage_listener_emits_the_gates_assertions_and_the_datasets(tmp_path,
                                                                          tmp_path_factory):
     """With the OpenLineage provider on (file transport), a real run's events carry them.
@@ -93,6 +94,7 @@ def test_demo_summary_reports_a_missing_release(tmp_path):
 
 @pytest.mark.airflow
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_make_demo_script_runs_the_publishing_dag_end_to_end(tmp_path, tmp_path_factory):
     """What `make demo` runs: fresh AIRFLOW_HOME, db migrate, airflow dags test, summary.
 

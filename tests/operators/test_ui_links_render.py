@@ -44,7 +44,9 @@ PUBLISH = "astrid_publish_diabetes"
 LINKS = ("Data Docs", "Release report", "Artefact")
 DOCS_PNG = REPO / "docs" / "images" / "plugin_data_docs.png"
 
-pytestmark = pytest.mark.airflow
+# a whole DAG run, a real API server and Chromium (the shared learned store: the first
+# module to ask builds it)
+pytestmark = [pytest.mark.airflow, pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")
