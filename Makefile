@@ -47,19 +47,31 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 
-# the 30 slowest tests are listed at the end, to keep the CI run's time in view; the
-# modules are spread over TEST_WORKERS processes (pytest-xdist; each module whole, so
-# its fixtures run once): most tests use one core, and CI has two. In collection order,
-# not by test count: conftest.py puts the longest modules first
+# the 30 slowest tests are listed at the end, to keep the CI run's time in view (only the
+# tests marked e2e may take over 60 s); the modules are spread over TEST_WORKERS
+# processes (pytest-xdist; each module whole, so its fixtures run once): most tests use
+# one core, and CI has two. In collection order, not by test count: conftest.py puts
+# the longest modules first. Learned stores the DAG runs only use are built once per
+# run (tests/shared_artefacts.py).
 # tests/<subpackage>/ mirror the package. tests/engine runs first with Airflow blocked
 # (tests/_plugins/without_airflow.py): the library never imports it, so the engine's
-# tests pass on a machine without Airflow
+# tests pass on a machine without Airflow. The total wall time (lint included) is
+# printed last, whatever the outcome.
 TEST_WORKERS ?= 2
-test: lint
-	PYTHONPATH=tests/_plugins $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
-		--no-loadscope-reorder -p without_airflow tests/engine
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 \
-		--ignore=tests/engine
+test: $(STAMP)
+	@started=$$(date +%s); status=0; \
+	$(MAKE) --no-print-directory lint || status=$$?; \
+	if [ $$status -eq 0 ]; then \
+		PYTHONPATH=tests/_plugins $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile \
+			--no-loadscope-reorder -p without_airflow --durations=10 tests/engine \
+			|| status=$$?; \
+	fi; \
+	if [ $$status -eq 0 ]; then \
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+			--durations=30 --ignore=tests/engine || status=$$?; \
+	fi; \
+	echo "make test: $$(( $$(date +%s) - started )) s wall time (exit status $$status)"; \
+	exit $$status
 
 demo: $(STAMP)
 	VENV=$(VENV) bash scripts/demo.sh

@@ -102,6 +102,23 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.write_line(line, red=True)
 
 
+# ------------------------------------------------- headless Chromium (the renders)
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(n)), None)
+
+
+@pytest.fixture(scope="session")
+def chromium_binary() -> str:
+    """Path of headless Chromium; skips without it, fails under CI (``.ci/run`` installs
+    it), as the other real components' tests do."""
+    if CHROMIUM is None:
+        reason = "headless Chromium is not installed (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs Chromium for the rendering tests: {reason}")
+        pytest.skip(reason)
+    return CHROMIUM
+
+
 # ------------------------------------------------- the CI S3-compatible server (moto)
 _S3_STATE = pathlib.Path(os.environ.get("ASTRID_S3_STATE", f"/tmp/astrid-ci-s3-{os.getuid()}"))
 S3_BUCKET = "astrid-test"

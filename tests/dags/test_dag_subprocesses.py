@@ -2,9 +2,11 @@
 `make demo` runs it (scripts/demo.sh).
 
 Apart from ``test_dags.py`` so that, with the suite spread over workers (pytest-xdist,
-``--dist loadfile``), these two whole runs (each learns and chooses a release) go on
-beside that module's in-process runs rather than after them. Their timeouts are hang
-guards, not speed targets: under a loaded CI machine a run takes several minutes.
+``--dist loadfile``), these two whole runs go on beside that module's in-process runs
+rather than after them. Both start from the DAG's learned store, built once per test
+run (``tests/shared_artefacts.py``): the learn task keeps it, and the runs shuffle, gate
+and publish its chosen release; ``test_dags.py`` runs the DAG's real learn and choice.
+Their timeouts are hang guards, not speed targets.
 """
 
 from __future__ import annotations
@@ -24,11 +26,22 @@ PUBLISH = "astrid_publish_diabetes"
 
 
 @pytest.mark.airflow
-def test_openlineage_listener_emits_the_gates_assertions_and_the_datasets(tmp_path):
+@pytest.mark.e2e
+def test_openlineage_listener_emits_the_gates_assertions_and_the_datasets(tmp_path,
+                                                                         tmp_path_factory):
     """With the OpenLineage provider on (file transport), a real run's events carry them.
 
-    A fresh interpreter: the provider reads its transport when the listener starts.
+    A fresh interpreter: the provider reads its transport when the listener starts. The
+    demo root starts with the DAG's learned store (built once per test run), so the
+    learn task keeps it (its output facets when it learns: tests/operators/
+    test_operators.py::TestOpenLineage; the DAG's real learn: tests/dags/test_dags.py).
     """
+    from shared_artefacts import copy_into, diabetes_store
+
+    copy_into(diabetes_store(tmp_path_factory, signing_key=None),
+              tmp_path / "demo" / "artefacts")
+    from astrid_airflow.operators.demo import bundled_table
+
     events = tmp_path / "events.jsonl"
     code = textwrap.dedent(f"""
         from airflow.utils import db
@@ -67,8 +80,9 @@ def test_openlineage_listener_emits_the_gates_assertions_and_the_datasets(tmp_pa
     assert surrogate["name"] == str(receipt.parent / "surrogate.parquet")
     published = {d["name"] for d in complete["publish"]["outputs"]}
     assert str(tmp_path / "demo" / "published" / "diabetes" / "surrogate.parquet") in published
-    assert complete["learn_if_changed"]["outputs"][0]["facets"]["version"][
-        "datasetVersion"] == "v0001"
+    # the learn task kept the stored version: its event names the reference it read
+    assert [d["name"] for d in complete["learn_if_changed"]["inputs"]] == [
+        bundled_table("diabetes.csv")]
     assert complete["shuffle"]["outputs"][0]["name"] == surrogate["name"]
 
 
@@ -80,8 +94,16 @@ def test_demo_summary_reports_a_missing_release(tmp_path):
 
 @pytest.mark.airflow
 @pytest.mark.slow
-def test_make_demo_script_runs_the_publishing_dag_end_to_end(tmp_path):
-    """What `make demo` runs: fresh AIRFLOW_HOME, db migrate, airflow dags test, summary."""
+@pytest.mark.e2e
+def test_make_demo_script_runs_the_publishing_dag_end_to_end(tmp_path, tmp_path_factory):
+    """What `make demo` runs: fresh AIRFLOW_HOME, db migrate, airflow dags test, summary.
+
+    The demo root starts with the DAG's learned store (built once per test run), so the
+    learn task keeps it; the OpenLineage run above learns and chooses for real."""
+    from shared_artefacts import copy_into, diabetes_store
+
+    copy_into(diabetes_store(tmp_path_factory, signing_key=None),
+              tmp_path / "astrid_demo" / "artefacts")
     env = {**os.environ, "ASTRID_DEMO_HOME": str(tmp_path), "VENV": str(Path(sys.executable)
                                                                         .parents[1])}
     for var in ("AIRFLOW_HOME", "AIRFLOW__CORE__DAGS_FOLDER", "ASTRID_DEMO_ROOT"):

@@ -156,6 +156,7 @@ def _seed_with_an_intact_row(demo, scratch) -> int:
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, first_run):
     from astrid_airflow.operators.demo import bundled_table
 
@@ -193,6 +194,7 @@ def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, fi
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_consumer_dag_reads_the_current_release(demo, first_run):
     dr = demo.dags["astrid_consume_diabetes"].test()
     assert str(dr.state) == "success", states(dr)
@@ -204,6 +206,7 @@ def test_consumer_dag_reads_the_current_release(demo, first_run):
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_rerun_with_unchanged_reference_does_not_learn_again(demo, second_run):
     dr = second_run.dr
     assert str(dr.state) == "success", states(dr)
@@ -216,6 +219,7 @@ def test_rerun_with_unchanged_reference_does_not_learn_again(demo, second_run):
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_failed_gate_fails_the_task_publishes_nothing_and_keeps_the_last_release(
         demo, failed_run):
     dr = failed_run.dr
@@ -233,6 +237,7 @@ def test_failed_gate_fails_the_task_publishes_nothing_and_keeps_the_last_release
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_gating_only_dag_validates_and_releases_an_external_surrogate(demo, first_run):
     incoming = demo.root / "incoming" / "diabetes"
     incoming.mkdir(parents=True)
@@ -250,6 +255,7 @@ def test_gating_only_dag_validates_and_releases_an_external_surrogate(demo, firs
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_extra_links_resolve_for_a_run_as_the_ui_reads_them(demo, first_run, failed_run):
     """The REST API's ``…/links``: the serialized task's links read the run's XComs."""
     from airflow_compat import dag_serialization
@@ -329,6 +335,7 @@ def cleared_runs(demo, first_run, second_run):
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_clearing_published_runs_keeps_the_current_release_and_emits_no_event(cleared_runs):
     assert cleared_runs.events == 2  # one per earlier publication
     for dr in cleared_runs.runs:

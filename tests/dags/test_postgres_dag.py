@@ -172,6 +172,7 @@ def test_the_dag_parses_quickly_without_touching_the_database(tmp_path):
 # --------------------------------------------------------------------- dag.test()
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_dag_runs_end_to_end_and_publishes_a_gated_surrogate_table(demo, first_run):
     from astrid_airflow import (
         GatePolicy,
@@ -240,6 +241,7 @@ def test_dag_runs_end_to_end_and_publishes_a_gated_surrogate_table(demo, first_r
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_failed_gate_leaves_the_published_table_untouched(demo, failed_run):
     dr = failed_run.dr
     got = states(dr)
@@ -252,6 +254,7 @@ def test_failed_gate_leaves_the_published_table_untouched(demo, failed_run):
 
 
 @pytest.mark.airflow
+@pytest.mark.e2e
 def test_a_missing_connection_or_table_fails_the_run_and_publishes_nothing(demo, first_run):
     before = table_state(demo.url, SURROGATE)
     dr = demo.dag.test(run_conf={"seed": 3, "batch": f"conn://{CONN}/public.no_such_table"})

@@ -142,8 +142,7 @@ def _share(img: np.ndarray, rgb: tuple[int, int, int]) -> float:
     return float(np.all(np.abs(img.astype(int) - rgb) <= 2, axis=2).mean())
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed "
-                    "(apt-get install chromium); CI installs it")
+@pytest.mark.usefixtures("chromium_binary")  # conftest: skips without it, fails under CI
 def test_page_renders_styled_offline_in_chromium(gate_run, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     img = _screenshot(Path(gate_run.data_docs), ARTIFACTS / "gate-datadocs.png")

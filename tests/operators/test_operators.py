@@ -238,7 +238,8 @@ class TestLearn:
     def test_adaptive_mode_records_its_fits_in_the_artefact(self, tmp_path):
         op = AstridLearnOperator(task_id="learn", reference=REFERENCE,
                                  store=str(tmp_path / "store"), name="syn", n_search=20,
-                                 n_test=60, random_state=0, adaptive="{{ params.a }}")
+                                 n_test=60, random_state=0, adaptive="{{ params.a }}",
+                                 remedies=False)  # the search's record, not the choice
         op.adaptive = "True"  # as rendered from the template
         out = small_json(op.execute(ctx(task_id="learn")))
         result = json.loads(Path(out["path"]).read_text())["result"]
@@ -295,7 +296,7 @@ class TestLearn:
         def learn(path, **kw):
             op = AstridLearnOperator(task_id="learn", reference=str(path), store=str(store),
                                      name="syn", n_search=5, n_test=9, random_state=0,
-                                     outlets=[alias], **kw)
+                                     outlets=[alias], remedies=False, **kw)  # versions only
             return op.execute(ctx(task_id="learn", outlet_events=events))
 
         assert learn(tmp_path / "ref.csv")["version"] == "v0001"

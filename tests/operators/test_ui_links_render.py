@@ -44,7 +44,9 @@ PUBLISH = "astrid_publish_diabetes"
 LINKS = ("Data Docs", "Release report", "Artefact")
 DOCS_PNG = REPO / "docs" / "images" / "plugin_data_docs.png"
 
-pytestmark = pytest.mark.airflow
+# a whole DAG run, a real API server and Chromium (the shared learned store: the first
+# module to ask builds it)
+pytestmark = [pytest.mark.airflow, pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +72,16 @@ def base_url() -> str:
 
 @pytest.fixture(scope="module")
 def finished_run(airflow_db, tmp_path_factory, base_url):
-    """A successful publishing run recorded in the session's metadata DB."""
+    """A successful publishing run recorded in the session's metadata DB.
+
+    The demo root starts with the DAG's learned store (built once per test run): the
+    learn task keeps that version, the run chooses no release again (the links are
+    this module's subject; tests/dags/test_dags.py runs the DAG's real learn)."""
     from airflow_compat import dagbag_class
+    from shared_artefacts import copy_into, diabetes_store
 
     root = tmp_path_factory.mktemp("astrid_demo")
+    copy_into(diabetes_store(tmp_path_factory, signing_key=None), root / "artefacts")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ASTRID_DEMO_ROOT", str(root))
         mp.delenv("AIRFLOW__ASTRID__LINK_BASE_URL", raising=False)

@@ -31,6 +31,8 @@ import pyarrow.parquet as pq
 import pytest
 from release_cli import astrid, mixed_tables
 
+pytestmark = pytest.mark.e2e  # the real release choice, through the command line
+
 ROWS = 1_000
 LEARN = ["--jobs", "2", "--seed", "0", "--r-search", "10", "--r-test", "40", "--screen", "on"]
 

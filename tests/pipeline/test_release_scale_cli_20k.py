@@ -24,6 +24,8 @@ import json
 import pytest
 from release_cli import astrid, mixed_tables
 
+pytestmark = pytest.mark.e2e  # the real release choice, through the command line
+
 ROWS = 20_002  # above 20,000: the large-table defaults resolve by themselves
 
 

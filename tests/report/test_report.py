@@ -43,9 +43,7 @@ ARTIFACTS = REPO / "test-artifacts"
 UCI = REPO.parent / "shared" / "datasets" / "uci"
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(n)), None)
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium); "
-                             "CI installs it")
+needs_chromium = pytest.mark.usefixtures("chromium_binary")  # conftest: fails under CI
 
 
 # ----------------------------------------------------------------------------- fixtures

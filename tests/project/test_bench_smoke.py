@@ -1,0 +1,31 @@
+"""A smoke run of each statistical sweep moved out of the suite into ``benchmarks/``:
+the script runs end to end on small sizes and writes its figures (JSON and Markdown).
+
+The properties themselves keep a fixed-seed test in the suite (named in each
+benchmark's docstring); the full sweeps' figures are in ``benchmarks/results/``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks import bench_adaptive_null, bench_screen_auto
+
+
+def test_bench_adaptive_null_runs_and_writes_its_figures(tmp_path):
+    assert bench_adaptive_null.main(["--datasets", "20", "--out", str(tmp_path / "null")]) == 0
+    row = json.loads((tmp_path / "null.json").read_text())
+    assert row["datasets"] == 20 and 0 <= row["rejections"] <= 20
+    assert 0 < row["fits_per_test"] <= row["exact_fits_per_test"] == 251
+    assert "| 20 |" in (tmp_path / "null.md").read_text()
+
+
+def test_bench_screen_auto_runs_and_writes_its_figures(tmp_path):
+    # below 20,000 rows "auto" does not screen: the smoke run asks for the screen
+    assert bench_screen_auto.main(["--rows", "2000", "--widths", "12", "--sample", "1000",
+                                   "--n-search", "2", "--n-test", "5", "--screen", "on",
+                                   "--out", str(tmp_path / "screen")]) == 0
+    (run,) = json.loads((tmp_path / "screen.json").read_text())["runs"]
+    assert run["screened"] and run["in_blocks"]  # the pair screen sees the planted pairs
+    assert run["width"] == 12 and run["k"] == len(run["grouping"])
+    assert "| 2,000 | 12 |" in (tmp_path / "screen.md").read_text()
