@@ -55,7 +55,7 @@ def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, 
 
 
 def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
-              labels: Any, safe_k: int | None = None) -> dict[str, Any] | None:
+              labels: Any) -> dict[str, Any] | None:
     """At most ``n_bins`` class-aware bins of ``values`` (:func:`_class_edges`; ``None``:
     a single bin)."""
     finite = np.isfinite(values)
@@ -78,10 +78,6 @@ def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
     resolution = _resolution(v)
     reps = [_representative(v[a:b], k, ptype == "integer", rare, resolution)
             for a, b in itertools.pairwise(bounds)]
-    if safe_k is not None and safe_k < k:  # a value k rows share, where k_fit's failed
-        held = frozenset(uniq[counts < safe_k].tolist())
-        reps = [_representative(v[a:b], safe_k, ptype == "integer", held, resolution)
-                if r in held else r for r, (a, b) in zip(reps, itertools.pairwise(bounds))]
     if any(b <= a for a, b in itertools.pairwise(reps)):  # ties at rounding: medians
         reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
     fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
@@ -122,30 +118,13 @@ def _roundest(lo: float, hi: float, low_open: bool = False,
         for mult in (1.0, 0.5, 0.2):
             s = step * mult
             if s < resolution * (1 - 1e-9):  # finer than the column's values: never
-                return _nearest_unavoided(lo, hi, low_open, avoid, resolution) \
-                    if float(hi) in avoid else float(hi)
+                return float(hi)
             m = round(mid / s) * s
             m = float(round(m, 12))
             inside = (lo < m if low_open else lo <= m) and m <= hi
             if inside and m not in avoid:
                 return m
         step /= 10
-    if float(hi) in avoid:  # hi is a value fewer than k rows have: never published
-        return _nearest_unavoided(lo, hi, low_open, avoid, max(resolution, step))
-    return float(hi)
-
-
-def _nearest_unavoided(lo: float, hi: float, low_open: bool, avoid: frozenset,
-                       spacing: float, most: int = 4096) -> float:
-    """The multiple of ``spacing`` in ``[lo, hi]`` (``(lo, hi]``) nearest the middle and
-    not in ``avoid``, among the ``most`` nearest; ``hi`` when there is none."""
-    mid = (lo + hi) / 2
-    centre = round(mid / spacing)
-    for i in range(most):
-        for j in ((centre + i, centre - i) if i else (centre,)):
-            m = float(round(j * spacing, 12))
-            if (lo < m if low_open else lo <= m) and m <= hi and m not in avoid:
-                return m
     return float(hi)
 
 
@@ -165,8 +144,6 @@ def _representative(values: np.ndarray, k: int, integer: bool = False,
         if pool:
             mid = (q1 + q3) / 2
             return float(min(pool, key=lambda x: (_digits(x), abs(x - mid))))
-        if med in rare:  # the bin's whole range, nearest its middle
-            return _nearest_unavoided(float(values[0]), float(values[-1]), False, rare, 1.0)
         return med
     return _roundest(q1, q3, avoid=rare, resolution=resolution)
 
@@ -333,8 +310,7 @@ class _GroupFit:
 
 def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                max_below: float, max_disclosure: float, method: str,
-               max_column_risk: float = math.inf, max_bins: int | None = None,
-               safe_k: int | None = None) -> _GroupFit:
+               max_column_risk: float = math.inf, max_bins: int | None = None) -> _GroupFit:
     numeric = [c for c in cols if published_type(table[c]) in ("integer", "float")]
     other = [c for c in cols if c not in numeric]
     column_risk: list[float | None] = [None]  # of the last judged remedy
@@ -378,7 +354,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         steps = list(cat_steps)
         for c in numeric:
             vals = as_float(table[c])
-            s = _bin_step(vals, n_bins, k, c, published_type(table[c]), labels, safe_k)
+            s = _bin_step(vals, n_bins, k, c, published_type(table[c]), labels)
             steps.append(s if s is not None else _single_bin(vals, c,
                                                              published_type(table[c])))
         ok, below, disc = judge(steps)
@@ -440,23 +416,6 @@ def identifier_columns(table: pd.DataFrame, columns: Sequence[str]) -> list[str]
                 and present >= IDENTIFIER_DISTINCT_SHARE * n) or \
                 (kind != "integer" and distinct >= IDENTIFIER_DISTINCT_SHARE * n):
             out.append(c)
-    return out
-
-
-def disclosing_bin_columns(table: pd.DataFrame, steps: Sequence[dict], k: int) -> list[str]:
-    """The binned columns whose published edges or representatives include a value
-    that between 1 and ``k - 1`` reference rows hold: publishing it would say that
-    someone with that exact value is in the table."""
-    out = []
-    for step in steps:
-        if step.get("method") != "bins":
-            continue
-        values = pd.Series(as_float(table[step["column"]]))
-        counts = values[np.isfinite(values)].value_counts()
-        published = [float(x) for x in [*step["edges"], *step["values"]]]
-        held = counts.reindex(published).fillna(0)
-        if ((held > 0) & (held < k)).any():
-            out.append(step["column"])
     return out
 
 
@@ -533,11 +492,11 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
         # an identifier is published fully suppressed (all missing), never binned
         steps.extend({"method": "suppress", "column": c, "keep": [],
                       "published_type": published_type(table[c])} for c in cols if c in ids)
-        key = (tuple(rest), k_fit, k, below, disclosure, method, column_risk, max_bins)
+        key = (tuple(rest), k_fit, below, disclosure, method, column_risk, max_bins)
         fit = _fits.get(key) if _fits is not None else None
         if fit is None:
             fit = _fit_group(table, rest, labels, k_fit, below, disclosure, method,
-                             column_risk, max_bins, safe_k=k) if rest else \
+                             column_risk, max_bins) if rest else \
                 _GroupFit((), True, 0.0, 0.0, "")
             if _fits is not None:
                 _fits[key] = fit
@@ -545,15 +504,6 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
             fit = dataclasses.replace(fit, detail="; ".join(filter(None, [
                 f"identifier(s) {[c for c in cols if c in ids]} fully suppressed",
                 fit.detail])))
-        unsafe = disclosing_bin_columns(table, fit.steps, k)
-        if unsafe:  # no safe value for a bin: such a column is published suppressed
-            fit = dataclasses.replace(fit, steps=tuple(
-                {"method": "suppress", "column": s["column"], "keep": [],
-                 "published_type": s["published_type"]}
-                if s.get("column") in unsafe and s.get("method") == "bins" else s
-                for s in fit.steps), detail="; ".join(filter(None, [
-                    f"{unsafe} fully suppressed (no bin value that {k} rows share)",
-                    fit.detail])))
         steps.extend(fit.steps)
         report.append({"columns": list(cols), "passed": fit.passed,
                        "share_below_k": fit.share_below_k,
