@@ -403,6 +403,7 @@ def test_permission_denied_is_a_store_error(tmp_path, monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(os, "makedirs", denied)
+    monkeypatch.setattr(os, "mkdir", denied)  # io.make_dirs creates level by level
     with pytest.raises(StoreError, match="permission denied"):
         ArtefactStore(tmp_path / "store").save("n", make_artefact())
 
