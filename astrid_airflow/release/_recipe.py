@@ -48,6 +48,7 @@ from typing import Any
 from astrid_airflow._errors import ParameterError, RecipeError
 from astrid_airflow.engine import Grouping
 
+from ._attacker_model import check_attacker_model
 from ._partition import PARTITION_KEYS, check_partition_step
 
 RECIPE_VERSION = 1
@@ -173,6 +174,11 @@ class ReleaseRecipe:
     fallback_share : float or None
         The per-group suppressed share the rungs are chosen by (the policy's
         ``max_suppressed_share`` at the choice); required with ``fallbacks``.
+    attacker_model : AttackerModel, dict or None
+        The roles local suppression works under (the group tuples' quasi-identifier
+        projections and the sensitive columns' diversity); None: none declared, every
+        column a quasi-identifier (and no key in the JSON, so such recipes are the
+        same bytes as before roles existed).
 
     Examples
     --------
@@ -189,6 +195,7 @@ class ReleaseRecipe:
     version: int = RECIPE_VERSION
     fallbacks: tuple = ()
     fallback_share: float | None = None
+    attacker_model: Any = None
     _by_column: dict = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -215,6 +222,8 @@ class ReleaseRecipe:
             raise RecipeError("Invalid recipe: notes must be strings.")
         object.__setattr__(self, "k", int(self.k))
         object.__setattr__(self, "steps", steps)
+        model = check_attacker_model(self.attacker_model)
+        object.__setattr__(self, "attacker_model", model if model.declared else None)
         self._check_fallbacks()
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "_by_column", seen)
@@ -228,10 +237,14 @@ class ReleaseRecipe:
         rungs = tuple(f if isinstance(f, ReleaseRecipe) else ReleaseRecipe.from_dict(f)
                       for f in self.fallbacks)
         for i, f in enumerate(rungs, 1):
-            if f.fallbacks or f.k != self.k or f.target != self.target:
+            if f.attacker_model is None and self.attacker_model is not None:
+                f = dataclasses.replace(f, attacker_model=self.attacker_model)
+            if f.fallbacks or f.k != self.k or f.target != self.target \
+                    or f.attacker_model != self.attacker_model:
                 raise RecipeError(f"Invalid recipe fallback #{i}: it must have the "
-                                  f"recipe's k ({self.k}) and target ({self.target!r}) "
-                                  "and no fallbacks of its own.")
+                                  f"recipe's k ({self.k}), target ({self.target!r}) and "
+                                  "attacker model, and no fallbacks of its own.")
+            rungs = (*rungs[:i - 1], f, *rungs[i:])
         share = self.fallback_share
         if rungs and (isinstance(share, bool) or not _finite(share)
                       or not 0 <= share <= 1):
@@ -301,6 +314,8 @@ class ReleaseRecipe:
         if self.fallbacks:
             out.update(fallbacks=[f.to_dict() for f in self.fallbacks],
                        fallback_share=self.fallback_share)
+        if self.attacker_model is not None:
+            out["attacker_model"] = self.attacker_model.to_dict()
         return out
 
     def to_json(self) -> str:
@@ -313,7 +328,8 @@ class ReleaseRecipe:
         if not isinstance(data, Mapping):
             raise RecipeError(f"Invalid recipe: expected an object, got "
                               f"{type(data).__name__}.")
-        known = {"version", "k", "target", "steps", "notes", "fallbacks", "fallback_share"}
+        known = {"version", "k", "target", "steps", "notes", "fallbacks", "fallback_share",
+                 "attacker_model"}
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown or "k" not in data or "steps" not in data:
             raise RecipeError(f"Invalid recipe: unknown key(s) {unknown}; 'k' and 'steps' "
@@ -329,7 +345,8 @@ class ReleaseRecipe:
             raise RecipeError("Invalid recipe: fallbacks must be a list of recipes.")
         return cls(k=data["k"], steps=tuple(steps), target=data.get("target"),
                    notes=tuple(notes), version=data.get("version", RECIPE_VERSION),
-                   fallbacks=tuple(fallbacks), fallback_share=data.get("fallback_share"))
+                   fallbacks=tuple(fallbacks), fallback_share=data.get("fallback_share"),
+                   attacker_model=data.get("attacker_model"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ReleaseRecipe:

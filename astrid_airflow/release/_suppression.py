@@ -15,7 +15,12 @@ The rule, applied per group of the grouping after the recipe, on the batch's own
 * its (tuple, class) equivalence class holds at least ``k`` rows, and
 * the tuple has at least two classes holding ``k`` rows or more;
 
-every other row has the group's values published as missing. One pass suffices: the
+every other row has the group's values published as missing. Under a declared
+:class:`~astrid_airflow.release.AttackerModel` the "tuple" is the group's
+quasi-identifier projection (what an attacker may know), and a projection must also
+show at least ``SENSITIVE_DIVERSITY`` distinct values of each declared sensitive column
+of the group, else all its rows are suppressed; with none declared the projection is the
+whole tuple and nothing changes. One pass suffices: the
 kept rows of a tuple are exactly the classes of ``>= k`` rows, of which there are two or
 more, so after suppression every published tuple satisfies both conditions (no second
 round). A row whose tuple is already missing in every column publishes nothing of that
@@ -37,6 +42,8 @@ import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import ParameterError, SuppressionBudgetError
+
+from ._attacker_model import SENSITIVE_DIVERSITY
 
 #: The policy's default suppression budget: the share of a batch's rows whose group
 #: values may be published as missing, per group (``GatePolicy.max_suppressed_share``).
@@ -131,6 +138,53 @@ def class_codes(table: Any, target: str) -> np.ndarray:
     values = table[target] if isinstance(table, pd.DataFrame) else \
         table.column(target).to_pandas()
     return pd.factorize(values.astype(object), use_na_sentinel=False)[0].astype(np.int64)
+
+
+def projection_codes(table: Any, columns: Sequence[str], model: Any = None
+                     ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """``(key codes, silent, sensitive codes)`` of a group under ``model``.
+
+    The key is the group's quasi-identifier projection (the whole tuple with no model);
+    ``silent`` marks rows missing in *every* column of the group (they publish nothing
+    of it); one code array per declared sensitive column of the group.
+    """
+    key = list(columns) if model is None else model.key_columns(columns)
+    sensitive = [] if model is None else model.sensitive_columns(columns)
+    tuples, silent = group_codes(table, columns)
+    if key != list(columns):
+        n = len(silent)
+        tuples = group_codes(table, key)[0] if key else np.zeros(n, dtype=np.int64)
+    return tuples, silent, [group_codes(table, [c])[0] for c in sensitive]
+
+
+def diverse_rows(tuples: np.ndarray, shown: np.ndarray, sensitive: Sequence[np.ndarray],
+                 diversity: int) -> np.ndarray:
+    """Rows whose key tuple shows at least ``diversity`` distinct values of every
+    sensitive code array among the ``shown`` rows (all rows True without sensitive).
+
+    >>> t, s = np.array([0, 0, 1, 1]), np.array([3, 4, 3, 3])
+    >>> diverse_rows(t, np.ones(4, bool), [s], 2).tolist()
+    [True, True, False, False]
+    """
+    ok = np.ones(tuples.shape[0], dtype=bool)
+    n_tuples = int(tuples.max()) + 1 if tuples.size else 1
+    for codes in sensitive:
+        width = int(codes.max()) + 1 if codes.size else 1
+        pairs = np.unique(tuples[shown].astype(np.int64) * width + codes[shown])
+        distinct = np.bincount(pairs // width, minlength=n_tuples)
+        ok &= distinct[tuples] >= diversity
+    return ok
+
+
+def group_keep(table: Any, columns: Sequence[str], y: np.ndarray, k: int, model: Any = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``(keep, silent)``: the rows whose values of the group are published, by the
+    module's rule under ``model``, and the rows that publish nothing of it anyway."""
+    tuples, silent, sensitive = projection_codes(table, columns, model)
+    keep = keep_rows(*tuple_counts(tuples, y, k), k)
+    if sensitive:
+        keep &= diverse_rows(tuples, keep | silent, sensitive, SENSITIVE_DIVERSITY)
+    return keep | silent, silent
 
 
 # ------------------------------------------------------------------------ the nulling
@@ -306,16 +360,16 @@ def suppress_counted(batch: Any, groups: Sequence[Sequence[str]], k: int,
     return batch.select([c for c in batch.schema.names if c not in helper]), dropped
 
 
-def suppress_table(table: Any, groups: Sequence[Sequence[str]], target: str, k: int
-                   ) -> tuple[Any, Suppression]:
-    """Apply local suppression to a remedied batch (pandas or Arrow); return the table
-    and what was suppressed. Without anything to suppress, ``table`` itself."""
+def suppress_table(table: Any, groups: Sequence[Sequence[str]], target: str, k: int,
+                   model: Any = None) -> tuple[Any, Suppression]:
+    """Apply local suppression to a remedied batch (pandas or Arrow) under the attacker
+    ``model`` (None: every column a quasi-identifier); return the table and what was
+    suppressed. Without anything to suppress, ``table`` itself."""
     y = class_codes(table, target)
     n = int(y.shape[0])
     report = []
     for cols in groups:
-        tuples, all_missing = group_codes(table, cols)
-        keep = keep_rows(*tuple_counts(tuples, y, k), k) | all_missing
+        keep, _ = group_keep(table, cols, y, k, model)
         dropped = int(n - np.count_nonzero(keep))
         table = null_rows(table, cols, keep)
         report.append({"columns": list(cols), "suppressed_rows": dropped,
@@ -324,7 +378,8 @@ def suppress_table(table: Any, groups: Sequence[Sequence[str]], target: str, k: 
 
 
 def resampled_suppressed_shares(table: Any, groups: Sequence[Sequence[str]], target: str,
-                                k: int, multiplicities: Iterable[np.ndarray]) -> list[float]:
+                                k: int, multiplicities: Iterable[np.ndarray],
+                                model: Any = None) -> list[float]:
     """The worst group's suppressed share of each batch drawn from ``table``'s rows.
 
     ``table`` is in the release's domain before local suppression (the recipe applied
@@ -333,13 +388,17 @@ def resampled_suppressed_shares(table: Any, groups: Sequence[Sequence[str]], tar
     batch built from those rows, counted from the (tuple, class) cells instead: the
     rule depends on the batch's counts only, so a batch costs one weighted count per
     group, not the recipe and the suppression of a new table. Not for a recipe whose
-    values depend on the batch (MDAV).
+    values depend on the batch (MDAV). Under an attacker ``model`` the cells are those
+    of the quasi-identifier projections; a group holding a declared sensitive column is
+    suppressed on each batch's rows themselves (its diversity is not a cell count).
     """
     y = class_codes(table, target)
+    if model is not None and any(model.sensitive_columns(c) for c in groups):
+        return [_materialised_worst(table, groups, y, k, model, m) for m in multiplicities]
     n_cls = int(y.max()) + 1 if y.size else 1
     cells = []
     for cols in groups:
-        tuples, all_missing = group_codes(table, cols)
+        tuples, all_missing, _ = projection_codes(table, cols, model)
         uniq, cell = np.unique(tuples * n_cls + y, return_inverse=True)
         _, cell_tuple = np.unique(uniq // n_cls, return_inverse=True)
         silent = np.zeros(uniq.size, dtype=bool)  # all missing: publishes nothing
@@ -358,19 +417,30 @@ def resampled_suppressed_shares(table: Any, groups: Sequence[Sequence[str]], tar
     return out
 
 
-def suppressed_share(frame: pd.DataFrame, labels: Any, k: int) -> float:
+def _materialised_worst(table: Any, groups: Sequence[Sequence[str]], y: np.ndarray, k: int,
+                        model: Any, m: np.ndarray) -> float:
+    """The worst group's suppressed share of the batch of ``m[i]`` copies of row ``i``."""
+    rows = np.repeat(np.arange(len(y)), np.asarray(m, dtype=np.int64))
+    batch = table.iloc[rows] if isinstance(table, pd.DataFrame) else table.take(rows)
+    worst = 0.0
+    for cols in groups:
+        keep, _ = group_keep(batch, cols, y[rows], k, model)
+        worst = max(worst, float(1.0 - keep.mean()) if rows.size else 0.0)
+    return worst
+
+
+def suppressed_share(frame: pd.DataFrame, labels: Any, k: int, model: Any = None) -> float:
     """Share of ``frame``'s rows (one group's columns) that local suppression would
     remove, with class ``labels``: what the recipe's fit keeps within the budget."""
     if len(frame) == 0:
         return 0.0
-    tuples, all_missing = group_codes(frame, list(frame.columns))
     y = pd.factorize(pd.Series(np.asarray(labels), dtype=object), use_na_sentinel=False)[0]
-    keep = keep_rows(*tuple_counts(tuples, y.astype(np.int64), k), k) | all_missing
+    keep, _ = group_keep(frame, list(frame.columns), y.astype(np.int64), k, model)
     return float(1.0 - keep.mean())
 
 
-def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str, k: int
-                       ) -> list[dict[str, Any]]:
+def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str, k: int,
+                       model: Any = None) -> list[dict[str, Any]]:
     """Per group, the rows a release exposes among its published tuples.
 
     ``share_below_k`` and ``class_disclosure_share`` count rows whose group tuple is
@@ -378,18 +448,28 @@ def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str,
     ``k`` or in a tuple of one class, over all rows; ``exposed_rows`` those failing
     :func:`keep_rows`; ``suppressed_rows``/``suppressed_share`` the rows published
     without the group's values; ``k_min`` the smallest published equivalence class.
+    Under a declared attacker ``model`` the tuples are the quasi-identifier projections,
+    and ``sensitive_disclosure_share`` counts the published rows whose projection shows
+    fewer than ``SENSITIVE_DIVERSITY`` values of a declared sensitive column (they are
+    exposed too); that key is there only when the group holds a sensitive column.
     """
     y = class_codes(table, target)
     n = int(y.shape[0])
     out = []
     for cols in groups:
-        tuples, all_missing = group_codes(table, cols)
+        tuples, all_missing, sensitive = projection_codes(table, cols, model)
         size, n_big = tuple_counts(tuples, y, k)
         shown = ~all_missing
         _, n_cls = tuple_counts(tuples, y, 1)  # classes of the tuple, any size
         below = shown & (size < k)
         one_class = shown & (n_cls < 2)
         exposed = shown & ~keep_rows(size, n_big, k)
+        extra = {}
+        if sensitive:
+            undiverse = shown & ~diverse_rows(tuples, np.ones(n, dtype=bool), sensitive,
+                                              SENSITIVE_DIVERSITY)
+            exposed |= undiverse
+            extra["sensitive_disclosure_share"] = float(undiverse.sum() / n) if n else 0.0
         out.append({"columns": list(cols), "k": int(k),
                     "k_min": int(size[shown].min()) if shown.any() else 0,
                     "share_below_k": float(below.sum() / n) if n else 0.0,
@@ -397,5 +477,5 @@ def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str,
                     "exposed_rows": int(exposed.sum()),
                     "suppressed_rows": int(all_missing.sum()),
                     "suppressed_share": float(all_missing.sum() / n) if n else 0.0,
-                    "n_rows": n})
+                    "n_rows": n, **extra})
     return out

@@ -117,7 +117,8 @@ def release_domain(table: Any, recipe: Any, target: str, grouping: Any = None, *
         applied = apply_recipe(table, rung, target=target, progress=progress)
         with step(progress, "local suppression" if not i else
                   f"local suppression (fallback recipe {i})"):
-            out, found = suppress_table(applied, groups, target, recipe.k)
+            out, found = suppress_table(applied, groups, target, recipe.k,
+                                        recipe.attacker_model)
         tables.append(out)
         return found
 
