@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from astrid_airflow.io import TableFile, check_outside_store, file_format, read_arrow
 
     from ._artefact import GroupingArtefact
+    from ._artefact_ref import LoadedArtefact, load_artefact, parse_artefact_ref
     from ._attacker_model import (
         ROLES,
         SENSITIVE_DIVERSITY,
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
         check_attacker_model,
         parse_columns,
     )
-    from ._artefact_ref import LoadedArtefact, load_artefact, parse_artefact_ref
     from ._hashing import row_hashes, splitmix
     from ._intact import IntactSwaps, break_intact_rows, intact_budget
     from ._manifest import MANIFEST_FILE

@@ -50,11 +50,11 @@ def _published_projections_hold(out: pd.DataFrame, groups, model, k: int) -> Non
     for cols in groups:
         shown = out[cols].notna().any(axis=1)
         key = model.key_columns(cols)
-        frame = out[key + ["y"]].astype(object).where(out[key + ["y"]].notna(), "<na>")
+        frame = out[[*key, "y"]].astype(object).where(out[[*key, "y"]].notna(), "<na>")
         keys = [tuple(r) for r in frame[key].itertuples(index=False)] if key else \
             [()] * len(out)
         by_key: dict = {}
-        for i, (kv, y) in enumerate(zip(keys, out["y"])):
+        for i, (kv, _y) in enumerate(zip(keys, out["y"])):
             by_key.setdefault(kv, []).append(i)
         for kv, rows in by_key.items():
             if not shown.iloc[rows].any():
