@@ -24,6 +24,7 @@ from astrid_airflow.release import (
     ReleaseRecipe,
     apply_recipe,
     as_float,
+    check_attacker_model,
     dtype_kind,
     published_type,
 )
@@ -424,6 +425,7 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                margin: float = 0.5, method: str = "bins",
                max_class_from_one_column_risk: float | None = None,
                max_bins: int | None = None, batch_factor: int = BATCH_FACTOR,
+               attacker_model: Any = None,
                _fits: dict | None = None) -> tuple[ReleaseRecipe, list[dict]]:
     # _fits: the release choice's memo of group fits on this same table (a group's
     # remedy depends on its own columns only; candidates share most of their groups)
@@ -438,7 +440,10 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     group the bins cannot make safe a Mondrian partition (:mod:`._fit_partition`).
     ``max_bins`` starts the order lower (the choice's coarser retry). Every published
     cell holds ``batch_factor`` times ``k`` rows of each of its classes, so a new batch's
-    local suppression stays within the budget (docs/privacy.md).
+    local suppression stays within the budget (docs/privacy.md). Under a declared
+    ``attacker_model`` only a group's quasi-identifiers are remedied and judged (its
+    other columns are published as they are, and local suppression keeps the declared
+    sensitive columns diverse); the recipe records the model.
 
     Returns
     -------
@@ -487,8 +492,9 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     # batch's counts vary around the reference's, and its local suppression (at k)
     # must stay within the budget (benchmarks/bench_honest_release.py)
     k_fit = batch_factor * k
+    model = check_attacker_model(attacker_model)
     for cols in grouping.groups:
-        rest = [c for c in cols if c not in ids]
+        rest = [c for c in cols if c not in ids and model.is_key(c)]
         # an identifier is published fully suppressed (all missing), never binned
         steps.extend({"method": "suppress", "column": c, "keep": [],
                       "published_type": published_type(table[c])} for c in cols if c in ids)
@@ -500,7 +506,7 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                 _GroupFit((), True, 0.0, 0.0, "")
             if _fits is not None:
                 _fits[key] = fit
-        if len(rest) < len(cols):
+        if any(c in ids for c in cols):
             fit = dataclasses.replace(fit, detail="; ".join(filter(None, [
                 f"identifier(s) {[c for c in cols if c in ids]} fully suppressed",
                 fit.detail])))
@@ -527,4 +533,7 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     if any(s["method"] == "mdav" for s in steps):
         notes.append("mdav: applied within each batch (classes separately) with the "
                      "recorded k; a new batch is aggregated among its own rows")
-    return ReleaseRecipe(k=k, steps=tuple(steps), target=target, notes=tuple(notes)), report
+    if model.declared:
+        notes.append(model.describe())
+    return ReleaseRecipe(k=k, steps=tuple(steps), target=target, notes=tuple(notes),
+                         attacker_model=model), report

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         AttackerModel,
         check_attacker_model,
         parse_columns,
+        release_attacker_model,
     )
     from ._hashing import row_hashes, splitmix
     from ._intact import IntactSwaps, break_intact_rows, intact_budget

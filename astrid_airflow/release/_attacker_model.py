@@ -120,6 +120,11 @@ class AttackerModel:
         """The quasi-identifiers among ``group``'s columns, in its order."""
         return [c for c in group if self.is_key(c)]
 
+    def key_groups(self, groups: Iterable[Iterable[str]]) -> list[list[str]]:
+        """Each group's quasi-identifier projection, the empty ones left out: the
+        grouping an attacker's knowledge meets."""
+        return [key for key in (self.key_columns(g) for g in groups) if key]
+
     def sensitive_columns(self, group: Iterable[str]) -> list[str]:
         """The declared sensitive columns among ``group``'s, in its order."""
         return [c for c in group if c in self.sensitive]
@@ -172,3 +177,17 @@ def check_attacker_model(model: object) -> AttackerModel:
     if isinstance(model, AttackerModel):
         return model
     return AttackerModel.from_dict(model)  # type: ignore[arg-type]
+
+
+def release_attacker_model(artefact: Any, declared: object = None) -> AttackerModel:
+    """The model a release of ``artefact`` is judged under: the one its recipe was
+    fitted for, else ``declared`` (the gate's policy); both declared and different is
+    bad input, since the recipe's remedies only hold under their own model."""
+    recipe = getattr(artefact, "recipe", None)
+    recorded = check_attacker_model(getattr(recipe, "attacker_model", None))
+    declared = check_attacker_model(declared)
+    if recorded.declared and declared.declared and recorded != declared:
+        raise ParameterError(f"The artefact's release was chosen under another attacker "
+                             f"model ({recorded.describe()}) than the one declared "
+                             f"({declared.describe()}); learn it again under the new one.")
+    return recorded if recorded.declared else declared

@@ -341,19 +341,23 @@ def mixed_suppression(tried: Sequence[Suppression], picks: Sequence[int], rungs:
 
 
 def suppress_counted(batch: Any, groups: Sequence[Sequence[str]], k: int,
-                     counts: Sequence[tuple[str, str]]) -> tuple[Any, list[int]]:
+                     counts: Sequence[tuple[str, ...]]) -> tuple[Any, list[int]]:
     """Local suppression of an Arrow batch whose per-row counts were computed elsewhere.
 
     ``counts[g]`` names the batch's columns holding group ``g``'s ``size`` and ``n_big``
-    (the Spark path counts with windows over the whole DataFrame). Returns the batch
-    without those columns, suppressed by :func:`keep_rows` / :func:`null_rows`, and the
-    rows suppressed per group.
+    and, optionally, the fewest distinct values of a declared sensitive column its
+    projection shows (the Spark path counts with windows over the whole DataFrame).
+    Returns the batch without those columns, suppressed by :func:`keep_rows` /
+    :func:`null_rows`, and the rows suppressed per group.
     """
     dropped = []
-    for cols, (size_col, big_col) in zip(groups, counts):
+    for cols, (size_col, big_col, *diverse) in zip(groups, counts):
         _, all_missing = group_codes(batch, cols)
         keep = keep_rows(batch.column(size_col).to_numpy(zero_copy_only=False),
-                         batch.column(big_col).to_numpy(zero_copy_only=False), k) | all_missing
+                         batch.column(big_col).to_numpy(zero_copy_only=False), k)
+        for col in diverse:
+            keep &= batch.column(col).to_numpy(zero_copy_only=False) >= SENSITIVE_DIVERSITY
+        keep |= all_missing
         dropped.append(int(keep.size - np.count_nonzero(keep)))
         batch = null_rows(batch, cols, keep)
     helper = {c for pair in counts for c in pair}
@@ -451,7 +455,8 @@ def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str,
     Under a declared attacker ``model`` the tuples are the quasi-identifier projections,
     and ``sensitive_disclosure_share`` counts the published rows whose projection shows
     fewer than ``SENSITIVE_DIVERSITY`` values of a declared sensitive column (they are
-    exposed too); that key is there only when the group holds a sensitive column.
+    exposed, and counted in ``class_disclosure_share``: the class is the sensitive
+    column every model has); that key is there only when the group holds one.
     """
     y = class_codes(table, target)
     n = int(y.shape[0])
@@ -469,6 +474,7 @@ def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str,
             undiverse = shown & ~diverse_rows(tuples, np.ones(n, dtype=bool), sensitive,
                                               SENSITIVE_DIVERSITY)
             exposed |= undiverse
+            one_class |= undiverse  # a sensitive value given away, as the class would be
             extra["sensitive_disclosure_share"] = float(undiverse.sum() / n) if n else 0.0
         out.append({"columns": list(cols), "k": int(k),
                     "k_min": int(size[shown].min()) if shown.any() else 0,

@@ -284,30 +284,53 @@ def _spark_remedied(df: Any, recipe: Any, target: str, grouping: Grouping | None
     out = df.mapInPandas(apply, schema=schema)
     if grouping is None:
         return out
-    return _spark_suppressed(out, grouping, target, recipe.k, count)
+    return _spark_suppressed(out, grouping, target, recipe.k, count, recipe.attacker_model)
+
+
+def _all_missing(F: Any, schema: Any, cols: Sequence[str]) -> Any:
+    """Spark's condition of a row missing in every column of ``cols`` (NaN is missing,
+    as the local codes read it)."""
+    floating = {f.name for f in schema.fields
+                if f.dataType.typeName() in ("double", "float")}
+    out = F.lit(True)
+    for c in cols:
+        out = out & (F.col(c).isNull() | (F.isnan(c) if c in floating else F.lit(False)))
+    return out
 
 
 def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
-                      count: bool = False) -> Any:
+                      count: bool = False, model: Any = None) -> Any:
     """Local suppression of ``df``: the counts of every row's (group tuple, class) and of
     its tuple's classes of ``k`` rows or more come from windows over the whole
     DataFrame (nulls compare equal, as in the local codes); the rule and the nulling
     are the local path's (:func:`~astrid_airflow.release._suppression.suppress_counted`),
     on Arrow batches. ``count``: one more job counts what is suppressed (the same
-    function), returned beside the DataFrame as a ``Suppression``."""
+    function), returned beside the DataFrame as a ``Suppression``. Under a declared
+    attacker ``model`` the windows are over each group's quasi-identifier projection,
+    and one more counts the distinct values of each declared sensitive column among the
+    rows the first two keep."""
     import pyarrow as pa
 
-    from astrid_airflow.release import Suppression, suppress_counted
+    from astrid_airflow.release import SENSITIVE_DIVERSITY, Suppression, suppress_counted
 
     _, Window, F = _pyspark()
     groups = [list(cols) for cols in grouping.groups]
-    counts = [(f"__astrid_size{g}", f"__astrid_big{g}") for g in range(len(groups))]
+    counts = [(f"__astrid_size{g}", f"__astrid_big{g}", f"__astrid_diverse{g}")
+              for g in range(len(groups))]
     counted = df
-    for cols, (size_c, big_c) in zip(groups, counts):
+    for cols, (size_c, big_c, diverse_c) in zip(groups, counts):
+        key = cols if model is None else model.key_columns(cols)
         counted = counted.withColumn(
-            size_c, F.count(F.lit(1)).over(Window.partitionBy(*cols, target)))
+            size_c, F.count(F.lit(1)).over(Window.partitionBy(*key, target)))
         counted = counted.withColumn(big_c, F.size(F.collect_set(
-            F.when(F.col(size_c) >= k, F.col(target))).over(Window.partitionBy(*cols))))
+            F.when(F.col(size_c) >= k, F.col(target))).over(Window.partitionBy(*key))))
+        published = ((F.col(size_c) >= k) & (F.col(big_c) >= 2)) | \
+            _all_missing(F, df.schema, cols)
+        fewest = F.lit(SENSITIVE_DIVERSITY)
+        for s in [] if model is None else model.sensitive_columns(cols):
+            fewest = F.least(fewest, F.size(F.collect_set(F.when(
+                published, F.struct(F.col(s)))).over(Window.partitionBy(*key))))
+        counted = counted.withColumn(diverse_c, fewest)
 
     def suppressed(batches: Any) -> Any:
         for b in batches:

@@ -425,3 +425,26 @@ def test_partitioned_groups_spark_and_local_give_identical_multisets(spark):
              for c in s["cells"]}
     assert set(rows_of(remote, ["a", "b"])) <= cells
     assert set(rows_of(remote, ["d", "e"])) <= cells
+
+
+def test_suppression_under_an_attacker_model_is_the_same_on_spark_and_locally(spark):
+    """Issue 49: with b and e insensitive and d sensitive, the windows count the
+    quasi-identifier projections (a), (c), (e-less d, e group: none) and d's diversity,
+    and suppress exactly the rows the local path does."""
+    from astrid_airflow import ReleaseRecipe
+    from astrid_airflow.release import AttackerModel
+    from astrid_airflow.release._surrogate import release_domain
+
+    table = categorical_table(400, 5)
+    table.loc[3, ["a", "b"]] = [7, 0]  # a rare a: suppressed with its group
+    table.loc[:40, "d"] = 1.0  # a sensitive value shown alone next to e
+    model = AttackerModel(quasi_identifiers=("a", "c", "e"), sensitive=("d",))
+    recipe = ReleaseRecipe(k=5, steps=(), target="y", attacker_model=model)
+    art = _given_release(table, recipe)
+    _, local_report = release_domain(table, recipe, "y", art.grouping)
+    plain = release_domain(table, ReleaseRecipe(k=5, steps=(), target="y"), "y",
+                           art.grouping)[1]
+    assert local_report.to_dict() != plain.to_dict()  # the model changes what is kept
+    assert local_report.groups[0]["suppressed_rows"] >= 1
+    remote = _same_suppression_as_local(spark, table, art, local_report)
+    assert not (remote["a"] == 7).any()
