@@ -147,3 +147,19 @@ def test_the_recipe_records_a_declared_model_and_only_then():
     with_rungs = ReleaseRecipe(k=5, attacker_model=model, fallbacks=(ReleaseRecipe(k=5),),
                                fallback_share=0.05)
     assert all(r.attacker_model == model for r in with_rungs.rungs)
+
+
+def test_the_recipe_fit_remedies_only_the_quasi_identifiers():
+    """A declared model bins age (known) and leaves the marker (not known) as it is;
+    with none declared both are coarsened or suppressed."""
+    from astrid_airflow import fit_recipe
+
+    table, grouping = _mixed(2_000, 3), "age,marker;sex"
+    plain, _ = fit_recipe(table, target="y", grouping=grouping, k=5)
+    assert "marker" in plain.columns
+    model = AttackerModel(quasi_identifiers=("age", "sex"))
+    declared, report = fit_recipe(table, target="y", grouping=grouping, k=5,
+                                  attacker_model=model)
+    assert "marker" not in declared.columns and declared.attacker_model == model
+    assert all(r["passed"] for r in report)
+    assert any(model.describe() == n for n in declared.notes)
