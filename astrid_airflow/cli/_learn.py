@@ -88,6 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="gate policy JSON (GatePolicy fields) the release must pass "
                    "(with --store; default: the default gate policy)")
     options.add_allow_weaker_policy_flag(p)
+    options.add_attacker_model_flags(p)
     p.add_argument("--force", action="store_true",
                    help="with --store: learn a new version even when the latest one was "
                    "learned from the same table with the same settings, policy and "
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         print(_result_of(learned).format_table())
         if args.store:
             print(_saved_line(args, learned))
+            print(payload["attacker_model_line"])
     if request.policy is not None and (note := weaker_note(request.policy)):
         payload_note = f"the release was chosen with a gate policy {note}"
         warn_loudly("learn", payload_note + " (--allow-weaker-policy; recorded)")
@@ -143,6 +145,14 @@ def _request(args: argparse.Namespace) -> LearnRequest:
         raise ParameterError("--jobs does not go with --scheduler: the cluster's "
                              "workers set the parallelism.")
     policy = options.read_policy(args) if args.policy else None
+    roles = options.attacker_model_roles(args, policy)
+    if roles:
+        if not args.store:
+            raise ParameterError("--identifiers, --quasi-identifiers and --sensitive need "
+                                 "--store and --name (they govern the recorded release).")
+        from astrid_airflow.gate import GatePolicy
+
+        policy = (policy or GatePolicy()).with_overrides(**roles)
     if args.name is not None:  # refuse a bad name before reading the table
         from astrid_airflow.release import check_artefact_name
 
@@ -184,8 +194,11 @@ def _payload(args: argparse.Namespace, learned: Learned, policy: object) -> dict
     """The ``--json`` object: the result, and with ``--store`` the version (``reused``:
     the latest version was kept, nothing ran), its release and policy note."""
     from astrid_airflow.gate import weaker_note
+    from astrid_airflow.release import AttackerModel
 
     payload = _result_of(learned).to_dict()
+    model = AttackerModel() if policy is None else policy.attacker_model
+    payload.update(attacker_model=model.to_dict(), attacker_model_line=model.describe())
     if args.store:
         payload["artefact"] = {"store": args.store, "name": args.name,
                                "version": learned.version, "reused": learned.reused}

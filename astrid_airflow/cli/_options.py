@@ -168,3 +168,43 @@ def read_policy(args: argparse.Namespace) -> Any:
     policy = GatePolicy.from_dict(data)
     check_weaker_policy(policy, bool(args.allow_weaker_policy))
     return policy
+
+
+class _OnceAction(argparse.Action):
+    """A role list given twice is bad input (one line, exit 2), not the last one kept."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} given twice: give one comma-separated list")
+        setattr(namespace, self.dest, values)
+
+
+def add_attacker_model_flags(parser: argparse.ArgumentParser) -> None:
+    """``--identifiers --quasi-identifiers --sensitive COLS``: the attacker model."""
+    for flag, what in (("--identifiers", "never published: dropped"),
+                       ("--quasi-identifiers", "what an attacker may know about a person "
+                        "(default: every column)"),
+                       ("--sensitive", "what must not be learned, besides the class")):
+        parser.add_argument(flag, metavar="COLS", default=None, action=_OnceAction,
+                            help=f"comma-separated columns {what} (docs/privacy.md)")
+
+
+def attacker_model_roles(args: argparse.Namespace, given: Any = None) -> dict[str, Any]:
+    """The roles the flags declare, as GatePolicy fields; a role both given by a flag
+    and declared in ``given`` (the ``--policy`` file's policy) is refused."""
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.release import ROLES, parse_columns
+
+    roles = {}
+    for role in ROLES:
+        value = getattr(args, role, None)
+        if value is None:
+            continue
+        flag = "--" + role.replace("_", "-")
+        declared = None if given is None else getattr(given, role)
+        if declared not in (None, ()):
+            raise ParameterError(f"{flag} given twice: the --policy file declares "
+                                 f"{role} already.")
+        roles[role] = parse_columns(value, flag)
+    return roles

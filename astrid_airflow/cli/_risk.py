@@ -33,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the surrogate is a raw release: do not put the original and "
                    "control rows into the release's domain with the artefact's recipe")
     options.add_json_flag(p)
+    options.add_attacker_model_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     out = measure_release_risk(RiskRequest(
         original=args.original, surrogate=args.surrogate, artefact=args.artefact,
         control=args.control, n_attacks=args.n_attacks, random_state=args.seed,
-        remedies=not args.no_remedies))
+        remedies=not args.no_remedies,
+        attacker_model=options.attacker_model_roles(args) or None))
     if args.json:
         print_json(out)
     else:

@@ -71,6 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(f"--{field.replace('_', '-')}", type=kind, default=None,
                        metavar=metavar, help=help_text)
     options.add_allow_weaker_policy_flag(p)
+    options.add_attacker_model_flags(p)
     p.add_argument("--metrics", default=None, metavar="JSON",
                    help="use the accuracies in this JSON (from `astrid shuffle --json`) "
                         "instead of refitting")
@@ -111,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         gated = gate_release(GateRequest(
             original=args.original, surrogate=surrogate, artefact=args.artefact,
             surrogate_file=args.surrogate, out_dir=out_dir,
-            policy={k: v for k, v in overrides.items() if v is not None},
+            policy={**{k: v for k, v in overrides.items() if v is not None},
+                    **options.attacker_model_roles(args)},
             random_state=args.seed, verbose=args.verbose, remedies=not args.no_remedies,
             metrics=_read_metrics(args.metrics) if args.metrics else None,
             allow_weaker_policy=bool(args.allow_weaker_policy), seal=seal))

@@ -43,6 +43,7 @@ class _Reference:
     utility: Callable[[], Mapping[str, Any]]
     attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
     progress: Any = None  # the gate's StageProgress: each metric computed is a step
+    attacker_model: Any = None  # the roles the per-group checks count under
     _utility_value: Mapping[str, Any] | None = field(default=None, repr=False)
     _attack_values: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -77,7 +78,7 @@ _REFERENCES_LOCK = threading.Lock()
 def bind_reference(original: pd.DataFrame, *, target: str,
                    utility: Callable[[], Mapping[str, Any]],
                    attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None,
-                   progress: Any = None) -> Iterator[str]:
+                   progress: Any = None, attacker_model: Any = None) -> Iterator[str]:
     """Make ``original`` available to the gate's metrics; yield its handle.
 
     Parameters
@@ -94,6 +95,9 @@ def bind_reference(original: pd.DataFrame, *, target: str,
         release (``_risk.shadow_attacks``) or None; called once per grouping and count.
     progress : StageProgress, optional
         The gate's progress: every metric computed is counted as one of its steps.
+    attacker_model : AttackerModel, optional
+        The per-group checks count the quasi-identifier projections of this model (None:
+        every column a quasi-identifier).
 
     Yields
     ------
@@ -105,7 +109,8 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     handle = f"original-{uuid.uuid4().hex[:12]}"
     with _REFERENCES_LOCK:
         _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility,
-                                         attacks=attacks, progress=progress)
+                                         attacks=attacks, progress=progress,
+                                         attacker_model=attacker_model)
     try:
         yield handle
     finally:
@@ -301,7 +306,8 @@ def _present_groups(grouping: Sequence[Sequence[str]], *tables: pd.DataFrame
 
 
 def group_disclosure_values(surrogate: pd.DataFrame, target: str,
-                            grouping: Sequence[Sequence[str]], k: int) -> list[dict] | None:
+                            grouping: Sequence[Sequence[str]], k: int,
+                            attacker_model: Any = None) -> list[dict] | None:
     """The per-group disclosure of ``surrogate``'s *published* tuples, or None when it
     cannot be measured (no class column, no rows, none of the grouping's columns).
 
@@ -314,7 +320,7 @@ def group_disclosure_values(surrogate: pd.DataFrame, target: str,
     groups = _present_groups(grouping, surrogate)
     if target not in surrogate.columns or len(surrogate) == 0 or not groups:
         return None
-    return published_exposure(surrogate, groups, target, int(k))
+    return published_exposure(surrogate, groups, target, int(k), attacker_model)
 
 
 def linkage_values(original: pd.DataFrame, surrogate: pd.DataFrame, target: str,

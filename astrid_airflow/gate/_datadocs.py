@@ -251,6 +251,8 @@ def _summary_html(gate: Mapping[str, Any] | None) -> str:
     artefact = gate.get("artefact", {})
     facts = [("grouping", " | ".join(", ".join(g) for g in artefact.get("grouping", []))),
              ("class column", artefact.get("target")),
+             ("attacker model", artefact.get("attacker_model_line")
+              or "not recorded (every column a quasi-identifier)"),
              ("reference rows", (artefact.get("fingerprint") or {}).get("rows")),
              ("utility", f"{gate.get('utility_source')}, random_state "
                          f"{gate.get('random_state')}, classifier "

@@ -32,6 +32,7 @@ from astrid_airflow._validation import (
 )
 from astrid_airflow.engine import stage_progress
 from astrid_airflow.io import plain as _plain
+from astrid_airflow.release import release_attacker_model
 
 from ._policy import REFERENCE_PARAMETER, UTILITY_MAX_ROWS, GatePolicy
 from ._result import ExpectationOutcome, GateResult, result_paths
@@ -138,6 +139,7 @@ def validate_surrogate(
     # The suite that runs is always rebuilt here: its thresholds are $PARAMETERs filled
     # from ``effective`` alone, so the policy is the one place they come from.
     suite = build_suite(artefact, effective)
+    model = release_attacker_model(artefact, effective.attacker_model)
     suite_info["overrides"] = {k: v for k, v in effective.to_dict().items()
                                if stored.to_dict().get(k) != v}
     with stage_progress("validate") as tracker:  # estimate and heartbeat
@@ -158,12 +160,13 @@ def validate_surrogate(
         gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target,
                                effective, utility, verbose=verbose,
                                attacks=_attack_function(judged_original, artefact.target,
-                                                        seed), progress=tracker)
+                                                        seed, model), progress=tracker,
+                               attacker_model=model)
         outcomes = _outcomes(gx_result)
         result = GateResult(
             success=all(o.success for o in outcomes), expectations=tuple(outcomes),
             policy=effective, random_state=seed, utility_source=source,
-            artefact=_artefact_summary(artefact, location, recipe),
+            artefact=_artefact_summary(artefact, location, recipe, model),
             validation_json=paths[0] if paths else None,
             data_docs=paths[1] if paths else None, suite=suite_info,
             surrogate_sha256=digest, allow_weaker_policy=allow_weaker_policy)
@@ -231,11 +234,14 @@ def _release_domain(original_df: pd.DataFrame, surrogate_df: pd.DataFrame, surro
         (recipe.mixed(found.recipe_rungs, artefact.grouping.groups), found.recipe_rungs)
 
 
-def _artefact_summary(artefact: Any, location: Any, recipe: Any) -> dict[str, Any]:
-    """What the result records of the artefact judged against."""
+def _artefact_summary(artefact: Any, location: Any, recipe: Any, model: Any
+                      ) -> dict[str, Any]:
+    """What the result records of the artefact judged against (and the attacker
+    ``model`` the per-group checks counted under)."""
     from astrid_airflow.release import artefact_sha256
 
     return {"target": artefact.target, "grouping": artefact.grouping.to_list(),
+            "attacker_model": model.to_dict(), "attacker_model_line": model.describe(),
             "fingerprint": dict(artefact.fingerprint),
             "location": getattr(location, "path", None),
             "sha256": artefact_sha256(artefact),  # what a sealed receipt binds
@@ -400,15 +406,17 @@ def _is_number(value: object) -> bool:
         and math.isfinite(float(value))
 
 
-def _attack_function(original: pd.DataFrame, target: str, seed: int):
-    """The attack-based risks of a shadow release of ``original`` (computed when a check
-    asks, once per grouping and attack count), or None when they cannot be measured."""
+def _attack_function(original: pd.DataFrame, target: str, seed: int, model: Any = None):
+    """The attack-based risks of a shadow release of ``original`` under the attacker
+    ``model`` (computed when a check asks, once per grouping and attack count), or None
+    when they cannot be measured."""
     def compute(grouping: list, n_attacks: int) -> dict[str, Any] | None:
         from astrid_airflow.privacy import shadow_attacks
 
         try:
             return shadow_attacks(original, target=target, grouping=grouping,
-                                  n_attacks=n_attacks, random_state=seed)
+                                  n_attacks=n_attacks, random_state=seed,
+                                  attacker_model=model)
         except AstridError:  # e.g. the original lacks a column: an integrity failure
             return None
 
@@ -417,14 +425,14 @@ def _attack_function(original: pd.DataFrame, target: str, seed: int):
 
 def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.DataFrame,
                target: str, policy: GatePolicy, utility, *, verbose: bool,
-               attacks=None, progress: Any = None) -> Any:
+               attacks=None, progress: Any = None, attacker_model: Any = None) -> Any:
     from ._checks import bind_reference
 
     with contextlib.nullcontext() if progress is None else \
             progress.step("setting up Great Expectations"):
         definition = _gx_definition(suite, verbose)
-    with bind_reference(original, target=target, utility=utility,
-                        attacks=attacks, progress=progress) as handle:
+    with bind_reference(original, target=target, utility=utility, attacks=attacks,
+                        progress=progress, attacker_model=attacker_model) as handle:
         result = definition.run(
             batch_parameters={"dataframe": surrogate},
             expectation_parameters={**policy.parameters(), REFERENCE_PARAMETER: handle},

@@ -21,7 +21,7 @@ from astrid_airflow._validation import (
     dataclass_from_dict,
 )
 from astrid_airflow.io import load_json
-from astrid_airflow.release import MAX_SUPPRESSED_SHARE
+from astrid_airflow.release import MAX_SUPPRESSED_SHARE, ROLES, AttackerModel
 
 SUITE_FILE = "suite.json"
 SUITE_NAME = "astrid_gate"
@@ -155,8 +155,16 @@ class GatePolicy:
     max_inference_risk: float = 0.5
     max_class_from_one_column_risk: float = 0.2
     max_suppressed_share: float = MAX_SUPPRESSED_SHARE
+    identifiers: tuple = ()
+    quasi_identifiers: tuple | None = None
+    sensitive: tuple = ()
 
     def __post_init__(self) -> None:
+        model = AttackerModel(identifiers=self.identifiers,
+                              quasi_identifiers=self.quasi_identifiers,
+                              sensitive=self.sensitive)  # validated, lists as tuples
+        for role in ROLES:
+            object.__setattr__(self, role, getattr(model, role))
         for name in THRESHOLD_FIELDS:
             object.__setattr__(self, name, _check_threshold(getattr(self, name), name))
         for name in ("utility_repeats", "utility_test_rows", *COUNT_FIELDS):
@@ -178,9 +186,22 @@ class GatePolicy:
 
     __hash__ = None  # may hold a dict
 
+    @property
+    def attacker_model(self) -> AttackerModel:
+        """The roles of the columns (none declared: every column a quasi-identifier)."""
+        return AttackerModel(identifiers=self.identifiers,
+                             quasi_identifiers=self.quasi_identifiers,
+                             sensitive=self.sensitive)
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-native dict of every field."""
-        return asdict(self)
+        """JSON-native dict of every field; the attacker model's roles only when one is
+        declared, so an undeclared policy is the same bytes as before roles existed."""
+        out = asdict(self)
+        for role in ROLES:
+            out.pop(role)
+        if self.attacker_model.declared:
+            out.update(self.attacker_model.to_dict())
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"

@@ -28,7 +28,7 @@ from ._policy import (
 )
 
 
-def suite_expectations(artefact: Any) -> list[dict[str, Any]]:
+def suite_expectations(artefact: Any, model: Any = None) -> list[dict[str, Any]]:
     """The gate's expectation specs for ``artefact``, in suite (and report) order.
 
     This is the one list every suite is built from. To add a check: give it a module in
@@ -42,7 +42,7 @@ def suite_expectations(artefact: Any) -> list[dict[str, Any]]:
     """
     from ._registry import EXPECTATIONS
 
-    kwargs = _kwargs_of(artefact)
+    kwargs = _kwargs_of(artefact, model)
     unknown = [name for name in EXPECTATIONS if name not in kwargs]
     if unknown:  # a check registered without its kwargs: a programming error
         raise GateError(f"No suite kwargs for expectation(s) {unknown}.")
@@ -57,25 +57,29 @@ def suite_expectations(artefact: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _kwargs_of(artefact: Any) -> dict[str, dict[str, Any]]:
-    """kwargs (besides the threshold) of each expectation, by GX type name."""
+def _kwargs_of(artefact: Any, model: Any = None) -> dict[str, dict[str, Any]]:
+    """kwargs (besides the threshold) of each expectation, by GX type name. Under a
+    declared attacker ``model`` the checks of what an attacker's knowledge links
+    (unique tuples, cross-group linkage, the class from one column) get the grouping's
+    quasi-identifier projections."""
     grouping = artefact.grouping.to_list()
+    known = grouping if model is None or not model.declared else model.key_groups(grouping)
     ref = {"$PARAMETER": REFERENCE_PARAMETER}
     return {
         "expect_surrogate_intact_row_proportion_to_be_at_most": {"reference": ref},
-        "expect_surrogate_largest_group_unique_share_to_be_at_most": {"grouping": grouping},
+        "expect_surrogate_largest_group_unique_share_to_be_at_most": {"grouping": known},
         "expect_surrogate_group_share_below_k_to_be_at_most":
             {"reference": ref, "grouping": grouping, "k": {"$PARAMETER": "disclosure_k"}},
         "expect_surrogate_group_class_disclosure_share_to_be_at_most":
             {"reference": ref, "grouping": grouping, "k": {"$PARAMETER": "disclosure_k"}},
         "expect_surrogate_cross_group_linkage_to_be_at_most_expected":
-            {"reference": ref, "grouping": grouping},
+            {"reference": ref, "grouping": known},
         **{name: {"reference": ref, "grouping": grouping, "n": {"$PARAMETER": "attack_n"}}
            for name in ("expect_surrogate_singling_out_risk_to_be_at_most",
                         "expect_surrogate_linkability_risk_to_be_at_most",
                         "expect_surrogate_inference_risk_to_be_at_most")},
         "expect_surrogate_class_from_one_column_risk_to_be_at_most":
-            {"reference": ref, "grouping": grouping},
+            {"reference": ref, "grouping": known},
         "expect_surrogate_accuracy_drop_to_be_at_most": {"reference": ref},
         "expect_surrogate_schema_to_match_original": {"reference": ref},
         "expect_surrogate_row_count_to_match_original": {"reference": ref},
@@ -107,10 +111,13 @@ def build_suite(artefact: Any, policy: GatePolicy | None = None) -> dict[str, An
         ``kwargs`` and ``meta`` (its category and policy parameter), from
         :func:`suite_expectations`.
     """
+    from astrid_airflow.release import release_attacker_model
+
     policy = check_policy(policy)
+    model = release_attacker_model(artefact, policy.attacker_model)
     return {
         "name": SUITE_NAME,
-        "expectations": suite_expectations(artefact),
+        "expectations": suite_expectations(artefact, model),
         "meta": {"astrid": {
             "suite_format": SUITE_FORMAT,
             "policy": policy.to_dict(),

@@ -19,6 +19,7 @@ Mateo-Sanz, IEEE TKDE 14(1), 2002 (MDAV).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -133,8 +134,13 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         return GroupingArtefact.from_result(d, table, created_at=created_at)
     from astrid_airflow.gate import check_policy
 
-    choice = _Choice.start(table, d, check_policy(policy), random_state, classifier,
-                           _steps)
+    policy = check_policy(policy)
+    # a bad declaration is refused before any candidate is measured (identifiers are
+    # dropped before learning, pipeline._learn.without_identifiers)
+    model = policy.attacker_model
+    model.check_table([*map(str, table.columns), *(c for c in model.identifiers
+                                                   if c not in table.columns)], d["target"])
+    choice = _Choice.start(table, d, policy, random_state, classifier, _steps)
     cands, split_for = choice.measure_candidates(d)
     chosen = choice.attack_in_order(cands)
     if chosen is None:  # the attacks or the batches refused them: the same, coarser
@@ -153,6 +159,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         "coarser_not_measured": choice.skipped,
         "candidates": [{k: v for k, v in c.items()
                         if k not in ("remedied", "recipe", "refit")} for c in cands]}
+    release.update(_declared_model(table, d["target"], choice.policy.attacker_model))
     if chosen is None:
         release.update(status="refused", recipe=None, chosen=None,
                        reason=refusal_reason(cands, choice.policy))
@@ -170,6 +177,25 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         artefact_dict = {**d, "grouping": chosen["grouping"], "k": len(chosen["grouping"])}
     art = GroupingArtefact.from_result(artefact_dict, table, created_at=created_at)
     return dataclasses.replace(art, release=release)
+
+
+def _declared_model(table: pd.DataFrame, target: str, model: Any) -> dict[str, Any]:
+    """The release record's ``attacker_model`` and ``singling_out_columns`` (the columns
+    the model leaves unknown that single people out, each also logged as a warning);
+    nothing with no declaration, so such records stay as they were."""
+    from astrid_airflow.release import singling_out_columns
+
+    if not model.declared:
+        return {}
+    flagged = singling_out_columns(table, model, target)
+    for f in flagged:
+        logging.getLogger(__name__).warning(
+            "Column %r is declared %s but singles people out: %.0f%% of the rows are "
+            "unique on it (%.0f%% with the quasi-identifiers); an attacker who knows it "
+            "can find them. Declare it a quasi-identifier or an identifier if it is "
+            "known.", f["column"], f["role"], 100 * f["unique_share"],
+            100 * f["unique_share_with_known"])
+    return {"attacker_model": model.to_dict(), "singling_out_columns": flagged}
 
 
 @dataclasses.dataclass
@@ -245,6 +271,7 @@ class _Choice:
                           max_class_from_one_column_risk=self.policy.
                           max_class_from_one_column_risk, max_bins=max_bins,
                           batch_factor=batch_factor,
+                          attacker_model=self.policy.attacker_model,
                           _fits=self.group_fits if rows is self.table else
                           self.split_fits.setdefault(key or _rows_key(rows), {}))
 

@@ -35,7 +35,9 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
 
     # ``remedied`` is locally suppressed (as the shuffle publishes it): the per-group
     # checks count the published tuples, beside the share the suppression removed
-    groups = published_exposure(remedied, grouping.groups, target, policy.disclosure_k)
+    model = policy.attacker_model
+    groups = published_exposure(remedied, grouping.groups, target, policy.disclosure_k,
+                                model)
     worst_below = max(groups, key=lambda d: d["share_below_k"])
     worst_disc = max(groups, key=lambda d: d["class_disclosure_share"])
     # the budget bounds what local suppression removed (not the recipe's merges)
@@ -43,7 +45,9 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
         {"columns": [], "suppressed_share": 0.0}
     below = worst_below["share_below_k"]
     disc = worst_disc["class_disclosure_share"]
-    unique = largest_group_unique_share(remedied, grouping)
+    # what an attacker may know of each group: its quasi-identifier projection
+    key_groups = model.key_groups(grouping.groups)
+    unique = largest_group_unique_share(remedied, key_groups) if key_groups else 0.0
     expected = expected_intact_row_proportion(remedied, grouping, target)
     # the shuffle breaks intact rows over max_intact by within-class swaps (._intact):
     # what one release of the reference keeps after them is what is judged
@@ -51,9 +55,9 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
         _intact_after_swaps(remedied, grouping, target, policy.max_intact)
     # the class from each single column, exact (a shuffle keeps every (value, class)
     # pair, so the remedied table gives the release's figure)
-    column = max(class_from_column_risks(remedied, target=target,
-                                         columns=list(grouping.columns)),
-                 key=lambda r: (r.ci[1], r.risk))
+    known = [c for g in key_groups for c in g]
+    column = max(class_from_column_risks(remedied, target=target, columns=known),
+                 key=lambda r: (r.ci[1], r.risk)) if known else None
     # the worst group of each per-group check: the refusal names it
     risks = {"share_below_k": below, "class_disclosure_share": disc,
              "largest_group_unique_share": unique,
@@ -64,9 +68,10 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
              "worst_class_disclosure_group": {"columns": list(worst_disc["columns"])},
              "suppressed_share": worst_supp["suppressed_share"],
              "worst_suppressed_group": {"columns": list(worst_supp["columns"])},
-             "class_from_one_column_upper": column.ci[1],
+             "class_from_one_column_upper": column.ci[1] if column else 0.0,
              "worst_class_from_one_column": {"column": column.aux_columns[0],
-                                             "risk": column.risk}}
+                                             "risk": column.risk} if column else
+             {"column": None, "risk": 0.0}}
     failed = []
     if below > policy.max_share_below_k:
         failed.append("share_below_k")
@@ -202,7 +207,7 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
     elif not refits:
         shares = resampled_suppressed_shares(
             release_domain(table, recipe, target)[0], grouping.groups, target, recipe.k,
-            batch_multiplicities(table, target, per))
+            batch_multiplicities(table, target, per), recipe.attacker_model)
     else:
         shares, rates = [], []
         for r, m in enumerate(batch_multiplicities(table, target, refits, stream=1)):
@@ -210,7 +215,8 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
                                      target)[0]
             judged = resampled_suppressed_shares(
                 applied, grouping.groups, target, recipe.k,
-                batch_multiplicities(table, target, per, stream=2 + r))
+                batch_multiplicities(table, target, per, stream=2 + r),
+                recipe.attacker_model)
             shares += judged
             rates.append(sum(x > budget for x in judged) / len(judged))
     over = sum(x > budget for x in shares) / len(shares)
@@ -254,7 +260,8 @@ def attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     from astrid_airflow.privacy import shadow_attacks
 
     found = shadow_attacks(remedied, target=target, grouping=grouping,
-                           n_attacks=policy.attack_n, random_state=seed)
+                           n_attacks=policy.attack_n, random_state=seed,
+                           attacker_model=policy.attacker_model)
     limits = {"singling_out": policy.max_singling_out_risk,
               "linkability": policy.max_linkability_risk,
               "inference": policy.max_inference_risk}

@@ -153,6 +153,7 @@ def learn_release(request: LearnRequest) -> Learned:
         check_artefact_name(request.name)
         check_weaker_policy(request.policy or {}, request.allow_weaker_policy)
     table = reference_table(request.table, request.target, clean=request.clean)
+    table = without_identifiers(table, request.target, request.policy)
     settings = search_keywords(request, len(table))
     if request.store is None:
         return Learned(None, None, None, True, _search(table, settings, request),
@@ -172,6 +173,21 @@ def learn_release(request: LearnRequest) -> Learned:
         random_state=request.random_state,
         allow_weaker_policy=request.allow_weaker_policy, record=record)
     return Learned(request.name, version, artefact, True, result, rows=len(table))
+
+
+def without_identifiers(table: Any, target: str, policy: Any) -> Any:
+    """``table`` without the policy's declared identifiers (never published, so never
+    learned on), after checking the declaration against its columns (``ParameterError``
+    before any fit)."""
+    from astrid_airflow.gate import check_policy
+
+    model = check_policy(policy).attacker_model
+    model.check_table(list(map(str, table.columns)), target)
+    if not model.identifiers:
+        return table
+    logging.getLogger(__name__).info("Identifier column(s) %s dropped: never published.",
+                                     list(model.identifiers))
+    return table.drop(columns=list(model.identifiers))
 
 
 def reference_table(source: Any, target: str, *, clean: bool = False) -> Any:

@@ -40,6 +40,7 @@ class RiskRequest:
     n_attacks: int = 200
     random_state: int | None = None
     remedies: bool = True
+    attacker_model: Any = None  # None: the one the artefact's release was chosen under
 
 
 def measure_release_risk(request: RiskRequest) -> dict[str, Any]:
@@ -52,7 +53,12 @@ def measure_release_risk(request: RiskRequest) -> dict[str, Any]:
     from astrid_airflow._validation import check_attack_count
     from astrid_airflow.io import csv_floats_like, read_table, suppressed_like
     from astrid_airflow.privacy import check_control, measure_risk
-    from astrid_airflow.release import load_artefact, release_recipe, remedied
+    from astrid_airflow.release import (
+        load_artefact,
+        release_attacker_model,
+        release_recipe,
+        remedied,
+    )
 
     check_attack_count(request.n_attacks, "n_attacks")  # before any table is read
     artefact = load_artefact(request.artefact).artefact
@@ -70,7 +76,8 @@ def measure_release_risk(request: RiskRequest) -> dict[str, Any]:
     report = measure_risk(
         original[columns], surrogate[columns], target=target, grouping=artefact.grouping,
         control=None if control is None else control[columns],
-        n_attacks=request.n_attacks, random_state=request.random_state)
+        n_attacks=request.n_attacks, random_state=request.random_state,
+        attacker_model=release_attacker_model(artefact, request.attacker_model))
     return {**report.to_dict(), "remedies": None if recipe is None else recipe.to_dict(),
             "control_overlap": overlap}
 

@@ -179,47 +179,73 @@ def _check_tables(grouping: Grouping, target: str, **tables: pd.DataFrame | None
                             f"unknown column(s) {extra}, missing column(s) {missing}.")
 
 
-def _attack_round(t: AttackTables, attacked: pd.DataFrame, target: str, grouping: Grouping,
-                  n_attacks: int, s_attacks: np.random.SeedSequence,
-                  plan: list[tuple[str, dict[str, Any]]] | None = None
-                  ) -> tuple[list[tuple[str, AttackRisk]], list[tuple[str, dict[str, Any]]]]:
-    """Every attack of the report on one released table; ``plan`` (what to attack, with
-    the linkability splits drawn) is made here when not given, and returned."""
-    columns = list(map(str, attacked.columns))
-    attrs = [c for c in columns if c != target]
-    drawn_here = plan is None
-    if plan is None:
+def _attack_plan(attacked: pd.DataFrame, target: str, grouping: Grouping,
+                 model: Any = None) -> list[tuple[str, dict[str, Any]]]:
+    """What to attack: every attribute as the attacker's knowledge and the class (and
+    each member of a multi-column group) as the secret; under a declared attacker
+    ``model``, the quasi-identifiers as the knowledge (Giomi et al.'s ``aux_cols``) and
+    the class and each declared sensitive column as the secrets."""
+    attrs = [str(c) for c in attacked.columns if str(c) != target]
+    declared = model is not None and model.declared
+    known = [c for c in attrs if model.is_key(c)] if declared else attrs
+    plan: list[tuple[str, dict[str, Any]]] = []
+    if known:
         plan = [("singling_out", {"mode": "univariate"}),
                 ("singling_out", {"mode": "multivariate"})]
-        if len(attrs) >= 2:
-            plan.append(("linkability", {"how": "cut_largest_group"}))
-            plan.append(("linkability", {"how": "random_split"}))
-        plan.append(("inference", {"secret": target, "aux": attrs, "variant": "class"}))
+    if len(known) >= 2:
+        plan.append(("linkability", {"how": "cut_largest_group"}))
+        plan.append(("linkability", {"how": "random_split"}))
+    if known:
+        plan.append(("inference", {"secret": target, "aux": known, "variant": "class"}))
+    if declared:
+        plan += [("inference", {"secret": c, "aux": known, "variant": "sensitive"})
+                 for c in attrs if c in model.sensitive and known]
+    else:
         for g in grouping.groups:
             if len(g) > 1:
                 for c in g:
                     plan.append(("inference", {"secret": c, "aux": [m for m in g if m != c],
                                                "variant": "group_member"}))
-        # The attribute with the most distinct released values: the likeliest to be rare
-        # within a class, hence to disclose the class on its own.
-        widest = max(attrs, key=lambda c: (attacked[c].nunique(dropna=True),
-                                           -attrs.index(c)))
+    if known:
+        # The attribute with the most distinct released values: the likeliest to be
+        # rare within a class, hence to disclose the class on its own.
+        widest = max(known, key=lambda c: (attacked[c].nunique(dropna=True),
+                                           -known.index(c)))
         plan.append(("inference", {"secret": target, "aux": [widest],
                                    "variant": "class_from_one_column"}))
+    return plan
+
+
+def _attack_round(t: AttackTables, attacked: pd.DataFrame, target: str, grouping: Grouping,
+                  n_attacks: int, s_attacks: np.random.SeedSequence,
+                  plan: list[tuple[str, dict[str, Any]]] | None = None, model: Any = None,
+                  known_tables: AttackTables | None = None
+                  ) -> tuple[list[tuple[str, AttackRisk]], list[tuple[str, dict[str, Any]]]]:
+    """Every attack of the report on one released table; ``plan`` (what to attack, with
+    the linkability splits drawn) is made here when not given, and returned.
+    ``known_tables``: the tables of the declared quasi-identifiers alone, which the
+    singling-out predicates are drawn on (else ``t``)."""
+    drawn_here = plan is None
+    if plan is None:
+        plan = _attack_plan(attacked, target, grouping, model)
+    known = [c for c in map(str, attacked.columns) if c != target and (
+        model is None or not model.declared or model.is_key(c))]
     # One stream per attack, the same in every round; a linkability attack splits its
     # stream once into (split of the attributes, attack), spawned here and nowhere else,
     # so the round that draws the split attacks with the same stream as the others.
     streams = [s.spawn(2) if kind == "linkability" else (None, s)
                for (kind, _), s in zip(plan, s_attacks.spawn(len(plan)))]
     if drawn_here:
+        key_grouping = grouping if model is None or not model.declared else \
+            Grouping(model.key_groups(grouping.groups))
         for (kind, args), (s_split, _) in zip(plan, streams):
             if kind == "linkability":
-                args["aux"] = linkability_split(attrs, grouping, how=args["how"],
+                args["aux"] = linkability_split(known, key_grouping, how=args["how"],
                                                 random_state=s_split)
     out: list[tuple[str, AttackRisk]] = []
     for (kind, args), (_, s) in zip(plan, streams):
         if kind == "singling_out":
-            r = singling_out_attack(t, args["mode"], n_attacks, s)
+            r = singling_out_attack(known_tables or t, args["mode"], n_attacks, s)
         elif kind == "linkability":
             r = linkability_attack(t, args["aux"], n_attacks, s, args["how"])
         else:
@@ -260,7 +286,8 @@ def _pooled(risks: Sequence[AttackRisk]) -> AttackRisk:
 def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
                  control: pd.DataFrame | None, target: str, grouping: Grouping,
                  n_attacks: int, seed: int, shadow_max_rows: int,
-                 shadow_releases: int = SHADOW_RELEASES, n_jobs: int | None = None
+                 shadow_releases: int = SHADOW_RELEASES, n_jobs: int | None = None,
+                 model: Any = None
                  ) -> tuple[dict[str, tuple[AttackRisk, ...]], str, dict | None]:
     """Every attack of the report, on ``control``, or, when it is None, on
     ``shadow_releases`` shadow releases (each attack pooled over them, :func:`_pooled`;
@@ -271,7 +298,13 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
             s_attacks: np.random.SeedSequence, plan: Any):
         columns = list(map(str, attacked.columns))
         t = AttackTables.encode(train, attacked[columns], ctl)
-        return _attack_round(t, attacked, target, grouping, n_attacks, s_attacks, plan)
+        known_tables = None
+        if model is not None and model.declared:
+            known = [c for c in columns if c != target and model.is_key(c)]
+            known_tables = AttackTables.encode(train[known], attacked[known], ctl[known]) \
+                if known else None
+        return _attack_round(t, attacked, target, grouping, n_attacks, s_attacks, plan,
+                             model, known_tables)
 
     def shadow_round(s: np.random.SeedSequence, plan: Any):
         s_shadow, s_attacks = s.spawn(2)
@@ -297,6 +330,11 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
     if not out["linkability"]:
         out["linkability"].append(AttackRisk("linkability", 0.0, (0.0, 0.0), 0,
                                              note="needs at least two attribute columns"))
+    for kind in ("singling_out", "inference"):
+        if not out[kind]:  # a declared model with no quasi-identifier: nothing is known
+            out[kind].append(AttackRisk(kind, 0.0, (0.0, 0.0), 0,
+                                        note="the attacker model declares no "
+                                             "quasi-identifier"))
     return {k: tuple(v) for k, v in out.items()}, mode, info
 
 
@@ -305,7 +343,7 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
                  control: pd.DataFrame | None = None, n_attacks: int = 200,
                  k: int = 5, random_state: int | None = None,
                  shadow_max_rows: int = SHADOW_MAX_ROWS,
-                 n_jobs: int | None = None) -> RiskReport:
+                 n_jobs: int | None = None, attacker_model: Any = None) -> RiskReport:
     """Measure the privacy risk of releasing ``released``, made from ``original``.
 
     Parameters
@@ -333,6 +371,10 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     n_jobs : int, optional
         Threads for the pair linkage of a large table (default: every core); the
         report does not depend on it.
+    attacker_model : AttackerModel, optional
+        What the attacker knows: the attacks take its quasi-identifiers as auxiliary
+        knowledge and the class and its sensitive columns as secrets (None: every
+        attribute known, the class and each group's members secret).
 
     Returns
     -------
@@ -357,7 +399,8 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
     disclosure = disclosure_risk(original, released, target=target, grouping=grouping, k=k,
                                  n_jobs=n_jobs)
     out, mode, info = _run_attacks(original, released, control, target, grouping, n_attacks,
-                                   seed, shadow_max_rows, n_jobs=n_jobs)
+                                   seed, shadow_max_rows, n_jobs=n_jobs,
+                                   model=attacker_model)
     return RiskReport(groups=disclosure.groups, pairs=disclosure.pairs,
                       singling_out=out["singling_out"], linkability=out["linkability"],
                       inference=out["inference"], control=mode, random_state=seed,
@@ -367,12 +410,14 @@ def measure_risk(original: pd.DataFrame, released: pd.DataFrame, *, target: str,
 def shadow_attacks(original: pd.DataFrame, *, target: str,
                    grouping: Grouping | Sequence[Sequence[str]] | str,
                    n_attacks: int = 200, random_state: int | None = None,
-                   shadow_max_rows: int = SHADOW_MAX_ROWS) -> dict[str, Any]:
+                   shadow_max_rows: int = SHADOW_MAX_ROWS,
+                   attacker_model: Any = None) -> dict[str, Any]:
     """The attacks of :func:`measure_risk` on a shadow release of ``original`` (JSON-ready).
 
     What the gate measures: the release is the whole batch, so a GoldenEye surrogate of
     a random class-stratified half (the artefact's ``grouping``) is attacked with the
-    other half as control (Giomi et al. 2023; see :func:`measure_risk`).
+    other half as control (Giomi et al. 2023; see :func:`measure_risk`, also for
+    ``attacker_model``).
 
     Returns
     -------
@@ -387,6 +432,7 @@ def shadow_attacks(original: pd.DataFrame, *, target: str,
     seed = _seed(random_state)
     _check_tables(grouping, target, original=original)
     out, mode, info = _run_attacks(original, None, None, target, grouping, n_attacks, seed,
-                                   check_positive_int(shadow_max_rows, "shadow_max_rows"))
+                                   check_positive_int(shadow_max_rows, "shadow_max_rows"),
+                                   model=attacker_model)
     return {"control": mode, "shadow": info, "random_state": seed, "n_attacks": n_attacks,
             **{k: [r.to_dict() for r in v] for k, v in out.items()}}

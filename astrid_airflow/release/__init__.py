@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         check_attacker_model,
         parse_columns,
         release_attacker_model,
+        singling_out_columns,
     )
     from ._hashing import row_hashes, splitmix
     from ._intact import IntactSwaps, break_intact_rows, intact_budget

@@ -24,12 +24,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from astrid_airflow._errors import ParameterError
 
 #: The roles, in the order the command line, the policy JSON and the outputs name them.
 ROLES = ("identifiers", "quasi_identifiers", "sensitive")
 #: Distinct values of a declared sensitive column every published projection shows.
 SENSITIVE_DIVERSITY = 2
+#: A column not declared known singles people out when at least this share of the rows
+#: is unique on it alone, or on it together with the quasi-identifiers.
+SINGLING_OUT_SHARE = 0.5
 
 
 def parse_columns(text: str | Sequence[str] | None, role: str) -> tuple[str, ...] | None:
@@ -181,13 +186,55 @@ def check_attacker_model(model: object) -> AttackerModel:
 
 def release_attacker_model(artefact: Any, declared: object = None) -> AttackerModel:
     """The model a release of ``artefact`` is judged under: the one its recipe was
-    fitted for, else ``declared`` (the gate's policy); both declared and different is
-    bad input, since the recipe's remedies only hold under their own model."""
+    fitted for (or its choice recorded), else ``declared`` (the gate's policy); both
+    declared and different is bad input, since the recipe's remedies only hold under
+    their own model."""
     recipe = getattr(artefact, "recipe", None)
-    recorded = check_attacker_model(getattr(recipe, "attacker_model", None))
+    recorded = check_attacker_model(getattr(recipe, "attacker_model", None)
+                                    or (getattr(artefact, "release", None) or {}).get(
+                                        "attacker_model"))
     declared = check_attacker_model(declared)
     if recorded.declared and declared.declared and recorded != declared:
         raise ParameterError(f"The artefact's release was chosen under another attacker "
                              f"model ({recorded.describe()}) than the one declared "
                              f"({declared.describe()}); learn it again under the new one.")
     return recorded if recorded.declared else declared
+
+
+def _unique_share(table: pd.DataFrame, columns: list[str]) -> float:
+    if not len(table):
+        return 0.0
+    sizes = table.groupby(columns, dropna=False, sort=False)[columns[0]].transform("size")
+    return float((sizes == 1).mean())
+
+
+def singling_out_columns(table: pd.DataFrame, model: AttackerModel, target: str
+                         ) -> list[dict[str, Any]]:
+    """The columns a declared model leaves unknown to the attacker that single people
+    out anyway: at least ``SINGLING_OUT_SHARE`` of the rows unique on the column alone,
+    or on it with the quasi-identifiers when these alone are not. A careless
+    declaration is then shown before anything is published, never taken as safe.
+    Empty with no declaration (every column is then known, and protected as such).
+
+    >>> t = pd.DataFrame({"age": [30, 40] * 20, "pin": range(40), "y": [0, 1] * 20})
+    >>> [f["column"] for f in singling_out_columns(
+    ...     t, AttackerModel(quasi_identifiers=("age",)), "y")]
+    ['pin']
+    """
+    if not model.declared:
+        return []
+    known = [c for c in table.columns if c != target and model.is_key(c)]
+    # the quasi-identifiers' own uniqueness is protected (k-anonymity on them): a column
+    # is flagged for what it adds
+    base = _unique_share(table, known) if known else 0.0
+    out = []
+    for c in table.columns:
+        if c == target or model.is_key(c) or c in model.identifiers:
+            continue
+        alone = _unique_share(table, [c])
+        with_known = _unique_share(table, [*known, c]) if known else alone
+        if alone >= SINGLING_OUT_SHARE or (with_known >= SINGLING_OUT_SHARE
+                                           and base < SINGLING_OUT_SHARE):
+            out.append({"column": str(c), "role": model.role_of(c, target),
+                        "unique_share": alone, "unique_share_with_known": with_known})
+    return out

@@ -405,17 +405,18 @@ def resampled_suppressed_shares(table: Any, groups: Sequence[Sequence[str]], tar
         tuples, all_missing, _ = projection_codes(table, cols, model)
         uniq, cell = np.unique(tuples * n_cls + y, return_inverse=True)
         _, cell_tuple = np.unique(uniq // n_cls, return_inverse=True)
-        silent = np.zeros(uniq.size, dtype=bool)  # all missing: publishes nothing
-        silent[cell[all_missing]] = True
-        cells.append((cell.ravel(), cell_tuple.ravel(), silent))
+        # rows missing in every column of the group publish nothing (never suppressed)
+        # but count in their projection's cell, which other rows may share
+        cells.append((cell.ravel(), cell_tuple.ravel(), all_missing, uniq.size))
     out = []
     for m in multiplicities:
         m = np.asarray(m, dtype=np.float64)
         rows, worst = float(m.sum()), 0.0
-        for cell, cell_tuple, silent in cells:
-            size = np.bincount(cell, weights=m, minlength=silent.size)
+        for cell, cell_tuple, all_missing, n_cells in cells:
+            size = np.bincount(cell, weights=m, minlength=n_cells)
+            silent = np.bincount(cell, weights=m * all_missing, minlength=n_cells)
             n_big = np.bincount(cell_tuple, weights=size >= k)[cell_tuple]
-            dropped = size[~(keep_rows(size, n_big, k) | silent)].sum()
+            dropped = (size - silent)[~keep_rows(size, n_big, k)].sum()
             worst = max(worst, float(dropped) / rows if rows else 0.0)
         out.append(worst)
     return out

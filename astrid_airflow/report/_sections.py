@@ -141,7 +141,10 @@ def _facts(result: Any, artefact: Any, ref: str | None) -> str:
              ("fits / seconds", f"{result.n_fits} / {result.seconds:.1f}"),
              ("random_state", result.random_state)]
     if artefact is not None:
-        items += [("reference rows", artefact.fingerprint.get("rows")),
+        from astrid_airflow.release import release_attacker_model
+
+        items += [("attacker model", release_attacker_model(artefact).describe()),
+                  ("reference rows", artefact.fingerprint.get("rows")),
                   ("reference sha256", str(artefact.fingerprint.get("sha256", ""))[:16] + "…"),
                   ("created", artefact.created_at),
                   ("library version", artefact.library_version)]

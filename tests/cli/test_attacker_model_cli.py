@@ -1,0 +1,96 @@
+"""``--identifiers --quasi-identifiers --sensitive`` on the command line (issue 49): each
+bad declaration is one line and exit 2 with nothing written; a declared learn drops the
+identifiers, records the model and says it; no declaration records what it always did."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from astrid_airflow.gate import GatePolicy
+
+DIABETES = Path(__file__).resolve().parents[2] / "astrid_airflow" / "data" / "diabetes.csv"
+FAST = ["--r-search", "10", "--r-test", "20", "--classifier", "nb", "--seed", "0",
+        "--quiet"]
+
+
+def astrid(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("roles")
+    table = pd.read_csv(DIABETES)
+    table.insert(0, "patient", [f"P{i:04d}" for i in range(len(table))])
+    table.to_csv(root / "ref.csv", index=False)
+    return root
+
+
+def _learn(root: Path, store: str, *roles: str) -> subprocess.CompletedProcess:
+    return astrid(["learn", "ref.csv", "--target", "class", "--store", store, "--name",
+                   "d", "--json", *FAST, *roles], root)
+
+
+@pytest.mark.parametrize("roles, message", [
+    (["--quasi-identifiers", "age,pulse"], "unknown column(s) ['pulse']"),
+    (["--quasi-identifiers", "age", "--sensitive", "age"], "declared both in"),
+    (["--quasi-identifiers", "class"], "is the class"),
+    (["--identifiers", "patient,preg,plas,pres,skin,insu,mass,pedi,age"],
+     "every attribute is declared an identifier"),
+    (["--sensitive", "mass", "--sensitive", "pedi"], "--sensitive given twice"),
+    (["--identifiers", "patient,"], "no empty name"),
+])
+def test_a_bad_declaration_is_one_line_exit_2_and_writes_nothing(reference, roles, message):
+    store = f"bad-{abs(hash(tuple(roles)))}"
+    proc = _learn(reference, store, *roles)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert not (reference / store).exists() and proc.stdout == ""
+
+
+def test_a_role_in_the_policy_file_and_a_flag_is_given_twice(reference):
+    (reference / "policy.json").write_text(json.dumps({"sensitive": ["mass"]}))
+    proc = _learn(reference, "twice", "--policy", "policy.json", "--sensitive", "pedi")
+    assert proc.returncode == 2 and "--sensitive given twice" in proc.stderr
+    assert not (reference / "twice").exists()
+
+
+def test_a_declared_learn_drops_the_identifiers_and_records_the_model(reference):
+    proc = _learn(reference, "declared", "--identifiers", "patient",
+                  "--quasi-identifiers", "age,preg,mass")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    model = {"identifiers": ["patient"], "quasi_identifiers": ["age", "preg", "mass"],
+             "sensitive": []}
+    assert out["attacker_model"] == model
+    assert "identifiers patient (dropped)" in out["attacker_model_line"]
+    assert "patient" not in {c for g in out["grouping"] for c in g}
+    from astrid_airflow.release import ArtefactStore
+
+    art = ArtefactStore(reference / "declared").load("d")
+    assert art.release["attacker_model"] == model
+    assert GatePolicy.from_dict(art.release["policy"]).attacker_model.to_dict() == model
+    assert "patient" not in art.columns
+
+
+def test_no_declaration_says_every_column_is_known_and_records_no_roles(tmp_path):
+    table = pd.read_csv(DIABETES)
+    table.to_csv(tmp_path / "ref.csv", index=False)
+    proc = _learn(tmp_path, "plain")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["attacker_model"]["quasi_identifiers"] is None
+    assert "every column is a quasi-identifier" in out["attacker_model_line"]
+    from astrid_airflow.release import ArtefactStore
+
+    art = ArtefactStore(tmp_path / "plain").load("d")
+    assert "attacker_model" not in art.release
+    assert not {"identifiers", "quasi_identifiers", "sensitive"} & set(art.release["policy"])
