@@ -50,7 +50,7 @@ from ._choice_checks import (
     built_batches,
     cheap_checks,
 )
-from ._choice_reasons import refusal_reason
+from ._choice_reasons import refusal
 from ._fit_recipe import BATCH_FACTOR
 
 #: Bins per numeric column of the coarser retries of releases only the attacks or the
@@ -155,7 +155,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                         if k not in ("remedied", "recipe", "refit")} for c in cands]}
     if chosen is None:
         release.update(status="refused", recipe=None, chosen=None,
-                       reason=refusal_reason(cands, choice.policy))
+                       **refusal(release["candidates"], cands, choice.policy))
         artefact_dict = d
     else:
         recipe = chosen["recipe"] if not rungs else dataclasses.replace(
