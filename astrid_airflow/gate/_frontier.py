@@ -49,11 +49,12 @@ class FrontierPoint:
 
     ``privacy`` holds every privacy figure measured on it (check -> figure, the keys of
     ``PRIVACY_CHECKS``); ``worst_margin`` is the smallest :func:`privacy_margin` over
-    them (``worst_check`` names it; negative: that check fails). ``unmeasured`` lists the
-    checks not run on it: the attacks run only on candidates that pass every other
-    check, most accurate first, and ``"utility"`` means its accuracy was scored in
-    sample only (a candidate a privacy check refused; a release is scored out of
-    sample). ``passed``: every check measured and none failed;
+    them (``worst_check`` names it; negative: that check fails), a check whose bar is 0
+    counted only when it fails (met, it is met exactly: no slack to rank by).
+    ``unmeasured`` lists the checks not run on it: the attacks run only on candidates
+    that pass every other check, most accurate first, and ``"utility"`` means its
+    accuracy was scored in sample only (a candidate a privacy check refused; a release
+    is scored out of sample). ``passed``: every check measured and none failed;
     ``chosen``: the release.
     """
 
@@ -146,7 +147,9 @@ def frontier_point(c: Mapping[str, Any], index: int, policy: Any, chosen: bool
             continue
         privacy[check] = figure
         threshold = _threshold(policy, field)
-        if threshold is not None:
+        # a zero bar met (the k-anonymity checks on published tuples, 0 by
+        # construction) has no slack to compare: it enters the worst margin only failing
+        if threshold is not None and (threshold > 0 or figure > 0):
             margins[check] = privacy_margin(figure, threshold)
     worst = min(margins, key=lambda k: (margins[k], k)) if margins else None
     attacked = all(f"{a}_upper" in (c.get("risks") or {}) for a in ATTACKS)

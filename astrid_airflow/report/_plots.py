@@ -383,8 +383,8 @@ def frontier_figure(points: Sequence[Any], *, max_drop: float | None = None) -> 
     ax.set_ylabel("accuracy loss on held-out real rows")
     ax.set_title("Privacy-utility frontier of the candidates (numbers: table rows)",
                  fontsize=11)
-    ax.legend(handles=[_handle(_PASS, "o", "passed every check"),
-                       _handle(_FAIL, "o", "failed or not fully measured")], fontsize=8,
+    ax.legend(handles=[_handle(_PASS, "o", "passed"),
+                       _handle(_FAIL, "o", "failed / not measured")], fontsize=8,
               loc="upper left")
     return fig
 

@@ -51,13 +51,11 @@ def test_every_candidate_is_a_typed_frontier_point_with_its_worst_margin():
                                    "class_from_one_column", "singling_out", "linkability",
                                    "inference"}
     assert chosen.privacy["suppression"] == 0.02  # the batches' share, the larger
-    # worst margin: the smallest threshold minus figure; the zero bars of the
-    # k-anonymity checks are met exactly (ties: the check first by name)
-    assert chosen.worst_check == "class_disclosure" and chosen.worst_margin == 0.0
-    # without them, intact rows: 0.01 - 0.004
-    zero_free = GatePolicy(max_share_below_k=0.5, max_class_disclosure_share=0.5)
-    assert frontier_points(_candidates(), zero_free, 0)[0].worst_margin == \
-        pytest.approx(0.006)
+    # worst margin: the smallest threshold minus figure (intact rows 0.01 - 0.004);
+    # the zero bars of the k-anonymity checks, met exactly, count only failing
+    assert chosen.worst_check == "intact_rows" and chosen.worst_margin == pytest.approx(0.006)
+    assert leaky.worst_check == "intact_rows" and leaky.worst_margin == pytest.approx(-0.07)
+    assert leaky.privacy["share_below_k"] == 0.04
     assert linkable.worst_check == "linkability" and linkable.worst_margin == \
         pytest.approx(0.1 - 0.13)
     assert leaky.unmeasured == ("singling_out", "linkability", "inference")
