@@ -192,7 +192,8 @@ def _result_of(learned: Learned) -> AstridResult:
 
 def _payload(args: argparse.Namespace, learned: Learned, policy: object) -> dict:
     """The ``--json`` object: the result, and with ``--store`` the version (``reused``:
-    the latest version was kept, nothing ran), its release and policy note."""
+    the latest version was kept, nothing ran), its release and policy note, the choice's
+    ``frontier`` and a refusal's ``nearest`` candidates."""
     from astrid_airflow.gate import weaker_note
     from astrid_airflow.release import AttackerModel
 
@@ -204,6 +205,7 @@ def _payload(args: argparse.Namespace, learned: Learned, policy: object) -> dict
                                "version": learned.version, "reused": learned.reused}
         payload["release"] = _release_summary(learned.artefact)
         payload["policy_note"] = None if policy is None else weaker_note(policy)
+        payload.update(_frontier(learned.artefact))
     return payload
 
 
@@ -257,3 +259,17 @@ def _release_summary(artefact: object) -> dict | None:
             "utility": release.get("utility"),
             "candidates": len(release.get("candidates", [])),
             "fallbacks": len((release.get("recipe") or {}).get("fallbacks", []))}
+
+
+def _frontier(artefact: object) -> dict:
+    """``frontier``: every candidate the release choice measured (``FrontierPoint``
+    dicts; empty without a choice); ``nearest``: a refusal's nearest candidates with
+    their single policy changes (None unless refused)."""
+    from astrid_airflow.gate import frontier_points
+
+    release = getattr(artefact, "release", None) or {}
+    points = frontier_points(release.get("candidates") or [], release.get("policy") or {},
+                             release.get("chosen"))
+    return {"frontier": [p.to_dict() for p in points],
+            "nearest": release.get("nearest") if release.get("status") == "refused"
+            else None}

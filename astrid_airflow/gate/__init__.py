@@ -12,6 +12,7 @@ from astrid_airflow._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._checks import judge_utility, same_multiset
     from ._datadocs import render_validation_html
+    from ._frontier import FrontierPoint, frontier_points, nearest_candidates, nearest_text
     from ._gate import gate_utility, validate_surrogate
     from ._policy import GatePolicy, check_policy
     from ._presets import raw_release_demo_policy

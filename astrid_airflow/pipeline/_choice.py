@@ -51,7 +51,7 @@ from ._choice_checks import (
     built_batches,
     cheap_checks,
 )
-from ._choice_reasons import refusal_reason
+from ._choice_reasons import refusal
 from ._fit_recipe import BATCH_FACTOR
 
 #: Bins per numeric column of the coarser retries of releases only the attacks or the
@@ -162,7 +162,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     release.update(_declared_model(table, d["target"], choice.policy.attacker_model))
     if chosen is None:
         release.update(status="refused", recipe=None, chosen=None,
-                       reason=refusal_reason(cands, choice.policy))
+                       **refusal(release["candidates"], cands, choice.policy))
         artefact_dict = d
     else:
         recipe = chosen["recipe"] if not rungs else dataclasses.replace(

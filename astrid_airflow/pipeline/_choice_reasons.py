@@ -1,7 +1,9 @@
 """Why the choice refused: each failed check of a candidate with its figures.
 
 :func:`refusal_reason` states the trade-off that could not be made (privacy against utility,
-or privacy alone) and names the closest candidates with the group at fault.
+or privacy alone) and names the closest candidates with the group at fault;
+:func:`refusal` adds the nearest candidates, each with the single policy change that
+would accept it (``astrid_airflow.gate.nearest_candidates``).
 """
 
 from __future__ import annotations
@@ -101,3 +103,16 @@ def refusal_reason(cands: list[dict[str, Any]], policy: Any) -> str:
     return ("privacy: no candidate grouping with remedies passes every privacy expectation "
             f"of the policy (failing: {', '.join(worst)}; closest: {closest['label']}: "
             f"{_why(closest, policy)})")
+
+
+def refusal(recorded: list[dict[str, Any]], cands: list[dict[str, Any]], policy: Any
+            ) -> dict[str, Any]:
+    """A refused release's ``reason`` (the trade-off, then the nearest candidates) and
+    ``nearest`` (those candidates, their misses and single policy changes), from the
+    candidates as recorded (``recorded``) and as measured (``cands``)."""
+    from astrid_airflow.gate import frontier_points, nearest_candidates, nearest_text
+
+    nearest = nearest_candidates(frontier_points(recorded, policy, None), recorded, policy)
+    text = nearest_text(nearest)
+    return {"reason": refusal_reason(cands, policy) + (f"; {text}" if text else ""),
+            "nearest": nearest}

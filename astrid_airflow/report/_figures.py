@@ -21,6 +21,7 @@ def report_figures(result: Any, metrics: Mapping[str, Any] | None,
         accuracy_figure,
         disclosure_figure,
         distribution_figure,
+        frontier_figure,
         grouping_matrix_figure,
         release_figure,
         tradeoff_figure,
@@ -57,6 +58,19 @@ def report_figures(result: Any, metrics: Mapping[str, Any] | None,
             "choice: worst per-group or attack risk against accuracy on held-out real "
             "rows; filled green passes every privacy check, the ring is the release "
             "chosen, dashed the utility bound.")
+    if release_record and release_record.get("candidates"):
+        from astrid_airflow.gate import frontier_points
+
+        policy = release_record.get("policy") or {}
+        figs["frontier.png"] = (
+            frontier_figure(frontier_points(release_record["candidates"], policy,
+                                            release_record.get("chosen")),
+                            max_drop=policy.get("max_accuracy_drop")),
+            "Privacy-utility frontier: accuracy loss against the worst privacy margin",
+            "Each candidate release measured by the choice: its accuracy loss (with one "
+            "standard error) against its worst privacy margin, the smallest threshold "
+            "minus figure over its privacy checks; solid: the privacy bars (left of it a "
+            "check fails), dashed: max_accuracy_drop, ring: the release chosen.")
     if disclosure is not None:
         policy = disclosure["policy"]
         figs["disclosure.png"] = (

@@ -15,6 +15,8 @@ The figures:
   in detach order, one colour and letter per group (the paper's letter notation);
 * :func:`release_figure`: intact-row proportion (P_anon, Sec. 6.2) observed vs expected,
   the largest group's unique share and original vs surrogate accuracy;
+* :func:`frontier_figure`: accuracy loss against the worst privacy margin of every
+  candidate of the release choice, the chosen one and the policy's bars marked;
 * :func:`distribution_figure`: per attribute and class, surrogate vs original quantiles
   (numeric) or category counts: GoldenEye keeps every column's multiset of values within
   each class, so every point lies on the diagonal.
@@ -348,6 +350,42 @@ def tradeoff_figure(candidates: Sequence[Mapping[str, Any]], chosen: int | None,
                  fontsize=11)
     ax.legend(handles=[_handle(_PASS, "o", "passes privacy"),
                        _handle(_FAIL, "o", "fails privacy")], fontsize=8, loc="lower right")
+    return fig
+
+
+def frontier_figure(points: Sequence[Any], *, max_drop: float | None = None) -> Any:
+    """The privacy-utility frontier of a release choice (``gate.FrontierPoint``s).
+
+    x: each candidate's worst privacy margin (``gate.privacy_margin``: threshold minus
+    figure, the smallest over its measured privacy checks; the solid line at 0 is the
+    policy's privacy bars, left of it a check fails); y: its accuracy loss on held-out
+    real rows with one standard error, the dashed line the policy's
+    ``max_accuracy_drop``. Filled green: passed every check; ring: the chosen release.
+    """
+    fig = _figure(7.5, 4.6)
+    ax = fig.subplots()
+    for p in points:
+        if p.worst_margin is None or p.accuracy_drop is None:
+            continue
+        colour = _PASS if p.passed else _FAIL
+        ax.errorbar([p.worst_margin], [p.accuracy_drop], yerr=[p.accuracy_drop_se or 0.0],
+                    fmt="o", ms=6, color=colour, mfc=colour if p.passed else "none",
+                    elinewidth=0.8, zorder=3)
+        ax.annotate(str(p.index), (p.worst_margin, p.accuracy_drop),
+                    textcoords="offset points", xytext=(5, 3), fontsize=8)
+        if p.chosen:
+            ax.scatter([p.worst_margin], [p.accuracy_drop], s=220, facecolors="none",
+                       edgecolors="black", linewidths=1.6, zorder=4)
+    ax.axvline(0.0, color="#333333", lw=1)
+    if max_drop is not None:
+        ax.axhline(max_drop, ls="--", color="#555555", lw=1)
+    ax.set_xlabel("worst privacy margin (threshold minus figure; < 0: a check fails)")
+    ax.set_ylabel("accuracy loss on held-out real rows")
+    ax.set_title("Privacy-utility frontier of the candidates (numbers: table rows)",
+                 fontsize=11)
+    ax.legend(handles=[_handle(_PASS, "o", "passed"),
+                       _handle(_FAIL, "o", "failed / not measured")], fontsize=8,
+              loc="upper left")
     return fig
 
 

@@ -352,7 +352,8 @@ def _release_section(result: Any, metrics: Mapping[str, Any] | None,
         release = release.replace("</section>", disclosure_html(disclosure, shown)
                                   + "</section>", 1)
     if release_record:
-        release = tradeoff_html(release_record, shown.get("tradeoff.png", "")) + release
+        release = tradeoff_html(release_record, shown.get("tradeoff.png", "")
+                                + shown.get("frontier.png", "")) + release
     return release
 
 
