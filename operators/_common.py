@@ -152,8 +152,9 @@ def policy_overrides(policy: object) -> dict[str, Any]:
     """Gate thresholds from a (possibly templated) dict: numbers or numeric strings.
 
     Template rendering turns every value into a string, so thresholds are converted
-    back to floats here; ``classifier`` stays as given; ``None``/empty values are
-    dropped (the stored policy applies).
+    back to floats here; ``classifier`` and the attacker model's roles
+    (``identifiers``, ``quasi_identifiers``, ``sensitive``) stay as given; ``None``/empty
+    values are dropped (the stored policy applies).
     """
     if policy is None or policy == "":
         return {}
@@ -167,11 +168,15 @@ def policy_overrides(policy: object) -> dict[str, Any]:
                                        "dict or its JSON.") from None
     if not isinstance(policy, Mapping):
         raise AirflowFailException(f"Invalid gate policy {policy!r}: expected a dict.")
+    from astrid_airflow.release import ROLES
+
     out: dict[str, Any] = {}
     for key, value in policy.items():
         if value is None or value == "" or value == "None":
             continue
-        out[str(key)] = value if key == "classifier" else to_float(value, str(key))
+        # the attacker model's roles: lists or comma-separated text, as on the CLI
+        out[str(key)] = value if key == "classifier" or key in ROLES else \
+            to_float(value, str(key))
     return out
 
 

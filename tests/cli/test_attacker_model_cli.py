@@ -94,3 +94,27 @@ def test_no_declaration_says_every_column_is_known_and_records_no_roles(tmp_path
     art = ArtefactStore(tmp_path / "plain").load("d")
     assert "attacker_model" not in art.release
     assert not {"identifiers", "quasi_identifiers", "sensitive"} & set(art.release["policy"])
+
+
+def test_the_learn_operator_takes_the_same_roles_and_refuses_a_bad_one(reference):
+    """The operator's ``gate_policy`` carries the roles (lists or comma-separated, as
+    templated); a bad declaration fails the task before anything is written."""
+    import types
+
+    from airflow.exceptions import AirflowFailException
+
+    from astrid_airflow.operators.learn import AstridLearnOperator
+
+    ti = types.SimpleNamespace(dag_id="d", run_id="r", task_id="learn", map_index=-1)
+    bad = AstridLearnOperator(task_id="learn", reference=str(reference / "ref.csv"),
+                              target="class", store=str(reference / "op-bad"), name="d",
+                              gate_policy={"quasi_identifiers": "age,pulse"})
+    with pytest.raises(AirflowFailException, match=r"unknown column\(s\) \['pulse'\]"):
+        bad.execute({"ti": ti, "run_id": "r"})
+    assert not (reference / "op-bad").exists()
+    from operators._common import policy_overrides
+
+    roles = policy_overrides({"identifiers": "patient", "quasi_identifiers": ["age", "mass"],
+                              "max_intact": "0.01"})
+    policy = GatePolicy.from_dict(roles)
+    assert policy.identifiers == ("patient",) and policy.quasi_identifiers == ("age", "mass")
