@@ -49,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "archive never changes)")
     options.add_json_flag(p)
     options.add_quiet_flag(p)
+    options.add_attacker_model_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
             surrogate=surrogate, destination=destination, release_id=release_id,
             receipt=Path(args.receipt).absolute() if args.receipt else None,
             force=args.force, original=args.original, artefact=args.artefact,
-            random_state=args.seed, table_writer=writer))
+            random_state=args.seed, table_writer=writer,
+            attacker_model=options.attacker_model_roles(args) or None))
     if done.action == "failed":
         print(f"astrid publish: gate FAILED for {surrogate} (failed: "
               f"{done.receipt.get('failed')}); nothing published.")

@@ -44,6 +44,9 @@ class PublishRequest:
     table_writer : TableWriter, optional
         ``destination`` is a database table written by this object
         (:mod:`._publish_table`); the manifest goes beside the surrogate.
+    attacker_model : AttackerModel or dict, optional
+        The model the publisher states the release under: a receipt whose policy
+        declares another is refused (``ParameterError``); None: not checked.
     """
 
     surrogate: Any
@@ -59,6 +62,7 @@ class PublishRequest:
     random_state: Any = None
     lock_timeout: float = 600.0
     table_writer: Any = None
+    attacker_model: Any = None
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,7 @@ def publish_release(request: PublishRequest) -> Published:
             raise
         if not gated:
             require_trust(receipt, key, where=str(receipt_file), surrogate=surrogate)
+        _check_stated_model(request.attacker_model, receipt, receipt_file)
         with tracker.step("the canonical re-write"):
             canonical = canonical_of(staged, surrogate.suffix, release_id=request.release_id,
                                      random_state=request.random_state, key=key)
@@ -278,3 +279,19 @@ def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any
     return gated.receipt_path, gated.receipt
 
 
+
+
+def _check_stated_model(stated: Any, receipt: Any, where: Any) -> None:
+    """Refuse a release gated under another attacker model than the one stated."""
+    if stated is None:
+        return
+    from astrid_airflow._errors import ParameterError
+    from astrid_airflow.gate import GatePolicy
+    from astrid_airflow.release import check_attacker_model
+
+    stated = check_attacker_model(stated)
+    gated = GatePolicy.from_dict(dict(receipt.get("policy") or {})).attacker_model
+    if stated != gated:
+        raise ParameterError(f"Refusing to publish: the receipt {where} was gated under "
+                             f"another attacker model ({gated.describe()}) than the one "
+                             f"stated ({stated.describe()}); nothing published.")

@@ -102,7 +102,6 @@ def test_the_learn_operator_takes_the_same_roles_and_refuses_a_bad_one(reference
     import types
 
     from airflow.exceptions import AirflowFailException
-
     from astrid_airflow.operators.learn import AstridLearnOperator
 
     ti = types.SimpleNamespace(dag_id="d", run_id="r", task_id="learn", map_index=-1)
@@ -118,3 +117,37 @@ def test_the_learn_operator_takes_the_same_roles_and_refuses_a_bad_one(reference
                               "max_intact": "0.01"})
     policy = GatePolicy.from_dict(roles)
     assert policy.identifiers == ("patient",) and policy.quasi_identifiers == ("age", "mass")
+
+
+def test_publish_refuses_a_receipt_gated_under_another_stated_model(reference):
+    """The declared release through shuffle and validate; ``astrid publish`` with the
+    model stated publishes it, with another model stated it refuses (exit 2)."""
+    import os
+
+    env = {**os.environ, "ASTRID_SIGNING_KEY": "roles-test-key-0123456789abcdef"}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", *args],
+                              cwd=reference, capture_output=True, text=True, timeout=600,
+                              env=env)
+
+    learned = run("learn", "ref.csv", "--target", "class", "--store", "signed", "--name",
+                  "d", *FAST, "--identifiers", "patient", "--quasi-identifiers",
+                  "age,preg,mass")  # a store signed with the key the later stages hold
+    assert learned.returncode == 0, learned.stderr
+    pd.read_csv(DIABETES).to_csv(reference / "batch.csv", index=False)
+    assert run("shuffle", "batch.csv", "--artefact", "signed/d", "--out", "s.parquet",
+               "--seed", "1").returncode == 0
+    gated = run("validate", "--original", "batch.csv", "--surrogate", "s.parquet",
+                "--artefact", "signed/d", "--seed", "2")
+    assert gated.returncode == 0, gated.stderr
+    other = run("publish", "s.parquet", "--destination", "public/other.parquet",
+                "--receipt", "s.gate.json", "--identifiers", "patient",
+                "--quasi-identifiers", "age")
+    assert other.returncode == 2 and "another attacker model" in other.stderr
+    assert not (reference / "public" / "other.parquet").exists()
+    same = run("publish", "s.parquet", "--destination", "public/same.parquet",
+               "--receipt", "s.gate.json", "--identifiers", "patient",
+               "--quasi-identifiers", "age,preg,mass")
+    assert same.returncode == 0, same.stderr
+    assert (reference / "public" / "same.parquet").exists()
