@@ -33,6 +33,21 @@ def reference(tmp_path_factory) -> Path:
     return root
 
 
+KEY = {"ASTRID_SIGNING_KEY": "roles-test-key-0123456789abcdef"}
+ROLES = ["--identifiers", "patient", "--quasi-identifiers", "age,preg,mass"]
+
+
+@pytest.fixture(scope="module")
+def declared(reference) -> subprocess.CompletedProcess:
+    """The declared learn, once: a store signed with the key the later stages hold."""
+    import os
+
+    return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", "learn", "ref.csv",
+                           "--target", "class", "--store", "declared", "--name", "d",
+                           "--json", *FAST, *ROLES], cwd=reference, capture_output=True,
+                          text=True, timeout=900, env={**os.environ, **KEY})
+
+
 def _learn(root: Path, store: str, *roles: str) -> subprocess.CompletedProcess:
     return astrid(["learn", "ref.csv", "--target", "class", "--store", store, "--name",
                    "d", "--json", *FAST, *roles], root)
@@ -63,9 +78,8 @@ def test_a_role_in_the_policy_file_and_a_flag_is_given_twice(reference):
     assert not (reference / "twice").exists()
 
 
-def test_a_declared_learn_drops_the_identifiers_and_records_the_model(reference):
-    proc = _learn(reference, "declared", "--identifiers", "patient",
-                  "--quasi-identifiers", "age,preg,mass")
+def test_a_declared_learn_drops_the_identifiers_and_records_the_model(reference, declared):
+    proc = declared
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     model = {"identifiers": ["patient"], "quasi_identifiers": ["age", "preg", "mass"],
@@ -119,27 +133,24 @@ def test_the_learn_operator_takes_the_same_roles_and_refuses_a_bad_one(reference
     assert policy.identifiers == ("patient",) and policy.quasi_identifiers == ("age", "mass")
 
 
-def test_publish_refuses_a_receipt_gated_under_another_stated_model(reference):
+def test_publish_refuses_a_receipt_gated_under_another_stated_model(reference, declared):
     """The declared release through shuffle and validate; ``astrid publish`` with the
     model stated publishes it, with another model stated it refuses (exit 2)."""
     import os
 
-    env = {**os.environ, "ASTRID_SIGNING_KEY": "roles-test-key-0123456789abcdef"}
+    env = {**os.environ, **KEY}
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", *args],
                               cwd=reference, capture_output=True, text=True, timeout=600,
                               env=env)
 
-    learned = run("learn", "ref.csv", "--target", "class", "--store", "signed", "--name",
-                  "d", *FAST, "--identifiers", "patient", "--quasi-identifiers",
-                  "age,preg,mass")  # a store signed with the key the later stages hold
-    assert learned.returncode == 0, learned.stderr
+    assert declared.returncode == 0, declared.stderr
     pd.read_csv(DIABETES).to_csv(reference / "batch.csv", index=False)
-    assert run("shuffle", "batch.csv", "--artefact", "signed/d", "--out", "s.parquet",
+    assert run("shuffle", "batch.csv", "--artefact", "declared/d", "--out", "s.parquet",
                "--seed", "1").returncode == 0
     gated = run("validate", "--original", "batch.csv", "--surrogate", "s.parquet",
-                "--artefact", "signed/d", "--seed", "2")
+                "--artefact", "declared/d", "--seed", "2")
     assert gated.returncode == 0, gated.stderr
     other = run("publish", "s.parquet", "--destination", "public/other.parquet",
                 "--receipt", "s.gate.json", "--identifiers", "patient",
