@@ -63,7 +63,7 @@ def _kwargs_of(artefact: Any, model: Any = None) -> dict[str, dict[str, Any]]:
     (unique tuples, cross-group linkage, the class from one column) get the grouping's
     quasi-identifier projections."""
     grouping = artefact.grouping.to_list()
-    known = grouping if model is None or not model.declared else model.key_groups(grouping)
+    known = grouping if model is None else model.key_groups(grouping)
     ref = {"$PARAMETER": REFERENCE_PARAMETER}
     return {
         "expect_surrogate_intact_row_proportion_to_be_at_most": {"reference": ref},

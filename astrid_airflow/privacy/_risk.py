@@ -179,6 +179,13 @@ def _check_tables(grouping: Grouping, target: str, **tables: pd.DataFrame | None
                             f"unknown column(s) {extra}, missing column(s) {missing}.")
 
 
+def _known_columns(columns: Sequence[str], target: str, model: Any) -> list[str]:
+    """The attributes the attacker knows: the declared quasi-identifiers, else all."""
+    declared = model is not None and model.declared
+    return [str(c) for c in columns if str(c) != target and (not declared
+                                                             or model.is_key(str(c)))]
+
+
 def _attack_plan(attacked: pd.DataFrame, target: str, grouping: Grouping,
                  model: Any = None) -> list[tuple[str, dict[str, Any]]]:
     """What to attack: every attribute as the attacker's knowledge and the class (and
@@ -187,7 +194,7 @@ def _attack_plan(attacked: pd.DataFrame, target: str, grouping: Grouping,
     the class and each declared sensitive column as the secrets."""
     attrs = [str(c) for c in attacked.columns if str(c) != target]
     declared = model is not None and model.declared
-    known = [c for c in attrs if model.is_key(c)] if declared else attrs
+    known = _known_columns(attrs, target, model)
     plan: list[tuple[str, dict[str, Any]]] = []
     if known:
         plan = [("singling_out", {"mode": "univariate"}),
@@ -228,8 +235,7 @@ def _attack_round(t: AttackTables, attacked: pd.DataFrame, target: str, grouping
     drawn_here = plan is None
     if plan is None:
         plan = _attack_plan(attacked, target, grouping, model)
-    known = [c for c in map(str, attacked.columns) if c != target and (
-        model is None or not model.declared or model.is_key(c))]
+    known = _known_columns(attacked.columns, target, model)
     # One stream per attack, the same in every round; a linkability attack splits its
     # stream once into (split of the attributes, attack), spawned here and nowhere else,
     # so the round that draws the split attacks with the same stream as the others.
@@ -300,7 +306,7 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
         t = AttackTables.encode(train, attacked[columns], ctl)
         known_tables = None
         if model is not None and model.declared:
-            known = [c for c in columns if c != target and model.is_key(c)]
+            known = _known_columns(columns, target, model)
             known_tables = AttackTables.encode(train[known], attacked[known], ctl[known]) \
                 if known else None
         return _attack_round(t, attacked, target, grouping, n_attacks, s_attacks, plan,

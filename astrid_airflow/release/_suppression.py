@@ -123,11 +123,19 @@ def _pandas_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64), missing
 
 
-def group_codes(table: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(tuple codes, all missing)`` of a group's columns of a pandas or Arrow table."""
+def _column_codes(table: Any, columns: Sequence[str]) -> dict[str, tuple]:
+    """``(codes, missing)`` of each of ``columns`` of a pandas or Arrow table."""
     is_arrow = not isinstance(table, pd.DataFrame)
-    n = table.num_rows if is_arrow else len(table)
-    parts = [_arrow_codes(table.column(c)) if is_arrow else _pandas_codes(table[c])
+    return {c: _arrow_codes(table.column(c)) if is_arrow else _pandas_codes(table[c])
+            for c in columns}
+
+
+def group_codes(table: Any, columns: Sequence[str], _parts: dict | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``(tuple codes, all missing)`` of a group's columns of a pandas or Arrow table
+    (``_parts``: their :func:`_column_codes`, computed once by the caller)."""
+    n = len(table) if isinstance(table, pd.DataFrame) else table.num_rows
+    parts = [(_parts if _parts is not None else _column_codes(table, columns))[c]
              for c in columns]
     all_missing = np.logical_and.reduce([m for _, m in parts]) if parts else \
         np.ones(n, dtype=bool)
@@ -150,11 +158,12 @@ def projection_codes(table: Any, columns: Sequence[str], model: Any = None
     """
     key = list(columns) if model is None else model.key_columns(columns)
     sensitive = [] if model is None else model.sensitive_columns(columns)
-    tuples, silent = group_codes(table, columns)
+    parts = _column_codes(table, columns)  # each column encoded once
+    tuples, silent = group_codes(table, columns, parts)
     if key != list(columns):
-        n = len(silent)
-        tuples = group_codes(table, key)[0] if key else np.zeros(n, dtype=np.int64)
-    return tuples, silent, [group_codes(table, [c])[0] for c in sensitive]
+        tuples = group_codes(table, key, parts)[0] if key else \
+            np.zeros(len(silent), dtype=np.int64)
+    return tuples, silent, [parts[c][0] for c in sensitive]
 
 
 def diverse_rows(tuples: np.ndarray, shown: np.ndarray, sensitive: Sequence[np.ndarray],

@@ -146,6 +146,10 @@ def test_publish_refuses_a_receipt_gated_under_another_stated_model(reference, d
                               env=env)
 
     assert declared.returncode == 0, declared.stderr
+    carrying = run("shuffle", "ref.csv", "--artefact", "declared/d", "--out", "x.parquet",
+                   "--seed", "1")  # a batch that still has the identifier column
+    assert carrying.returncode == 2 and "'patient'" in carrying.stderr
+    assert not (reference / "x.parquet").exists()
     pd.read_csv(DIABETES).to_csv(reference / "batch.csv", index=False)
     assert run("shuffle", "batch.csv", "--artefact", "declared/d", "--out", "s.parquet",
                "--seed", "1").returncode == 0
