@@ -52,7 +52,9 @@ class FrontierPoint:
     them (``worst_check`` names it; negative: that check fails), a check whose bar is 0
     counted only when it fails (met, it is met exactly: no slack to rank by).
     ``unmeasured`` lists the checks not run on it: the attacks run only on candidates
-    that pass every other check, most accurate first, and ``"utility"`` means its
+    that pass every other check, most accurate first; ``"batch_suppression"``: the
+    suppression budget on new batches, drawn only while no other check refused it; and
+    ``"utility"`` means its
     accuracy was scored in sample only (a candidate a privacy check refused; a release
     is scored out of sample). ``passed``: every check measured and none failed;
     ``chosen``: the release.
@@ -157,8 +159,12 @@ def frontier_point(c: Mapping[str, Any], index: int, policy: Any, chosen: bool
     # a candidate a privacy check refused was scored in sample: its out-of-sample
     # accuracy (what a release is judged on) is still to measure
     in_sample = c.get("utility_scored") == "in sample" and "utility" not in failed
-    unmeasured = (() if attacked else ATTACKS) + (("utility",) if in_sample else ())
     r = c.get("risks") or {}
+    # the suppression budget on new batches: not drawn on a candidate another check
+    # refused first (a choice before that rule drew them on every candidate)
+    batches = () if "batch_suppressed_share" in r else ("batch_suppression",)
+    unmeasured = (() if attacked else ATTACKS) + batches + \
+        (("utility",) if in_sample else ())
     drop, se = c.get("accuracy_drop"), c.get("accuracy_drop_se")
     return FrontierPoint(
         index=index, label=str(c.get("label")),

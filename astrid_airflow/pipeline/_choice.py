@@ -298,15 +298,19 @@ class _Choice:
             remedied = remedied.iloc[self.work_rows].reset_index(drop=True)
         # a new batch has its own counts: the recipe must keep the suppression of
         # batches like it (bootstrap resamples) within the budget too, but for at most
-        # BATCH_REFUSAL_RATE of them; the calibrated step comes before the
-        # attacks (keeps_new_batches)
-        risks.update(batch_suppression(
-            self.table, recipe, lambda rows, key: self.fit(rows, grouping, method,
-                                                           max_bins, key, batch_factor)[0],
-            grouping, target, policy.max_suppressed_share))
-        if risks["batch_suppressed_share"] > policy.max_suppressed_share and \
-                "suppression" not in failed:
-            failed = [*failed, "suppression"]
+        # BATCH_REFUSAL_RATE of them; the calibrated step comes before the attacks
+        # (keeps_new_batches). Only while the candidate may still be released or retried
+        # coarser (_retry_order ranks by its batches): one another check refused is
+        # settled, its batches unmeasured (the frontier says so), as are the attacks
+        settled = bool(set(failed) - {"suppression"})
+        if not settled:
+            risks.update(batch_suppression(
+                self.table, recipe, lambda rows, key: self.fit(
+                    rows, grouping, method, max_bins, key, batch_factor)[0],
+                grouping, target, policy.max_suppressed_share))
+            if risks["batch_suppressed_share"] > policy.max_suppressed_share and \
+                    "suppression" not in failed:
+                failed = [*failed, "suppression"]
 
         def refit(train: pd.DataFrame) -> Any:
             return self.fit(train, grouping, method, max_bins, batch_factor=batch_factor)[0]
@@ -314,14 +318,16 @@ class _Choice:
         # a candidate that may be released is scored out of sample, as a new batch
         # meets its recipe: refitted on each split's training part (in sample is
         # optimistic); one already refused by a privacy check only informs the report,
-        # in sample (the refits cost most of the choice)
+        # in sample (the refits cost most of the choice), and one refused for good (it
+        # cannot be retried coarser) on the policy's fewest splits, the first of the same
         scored = "in sample" if failed else "out of sample"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
             u = surrogate_utility(self.table, grouping, target=target,
                                   max_fit_rows=CHOICE_MAX_ROWS,
                                   classifier=self.classifier, random_state=self.util_seed,
-                                  n_repeats=self.repeats, recipe=recipe,
+                                  n_repeats=min(self.repeats, policy.utility_repeats)
+                                  if settled else self.repeats, recipe=recipe,
                                   recipe_fitter=None if failed else refit,
                                   _original_hits=self.original_hits)
         drop = u.accuracy_original - u.accuracy_surrogate

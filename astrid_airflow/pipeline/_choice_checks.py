@@ -138,16 +138,18 @@ def built_batches(recipe: Any) -> bool:
     return any(step.get("method") == "mdav" for step in recipe.steps)
 
 
-def batch_suppressed_share(shares: list[float]) -> float:
+def batch_suppressed_share(shares: list[float], planned: int | None = None) -> float:
     """The suppressed share that at most ``BATCH_REFUSAL_RATE`` of the bootstrap
     batches exceed (their worst group's each): the candidate keeps the budget on new
-    batches when this does. With fewer than 1 / rate batches, the largest.
+    batches when this does. With fewer than 1 / rate batches, the largest. ``planned``:
+    the batches the check would draw, of which ``shares`` are the first (a check
+    stopped once its verdict was certain, :func:`_until_over`).
 
     >>> batch_suppressed_share([0.0] * 98 + [0.04, 0.3]), batch_suppressed_share([0.0, 0.3])
     (0.04, 0.3)
     """
-    allowed = int(BATCH_REFUSAL_RATE * len(shares) + 1e-9)
-    return float(sorted(shares)[len(shares) - 1 - allowed])
+    allowed = int(BATCH_REFUSAL_RATE * (planned or len(shares)) + 1e-9)
+    return float(sorted(shares, reverse=True)[allowed])
 
 
 def batch_rate_upper(rates: list[float]) -> float:
@@ -200,10 +202,12 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
     refits, per = batch_plan(len(table), built, refitted)
     if not per:
         return None
-    if built:
-        shares = [release_domain(_rows_of(table, m), recipe, target, grouping)[1]
-                  .to_dict()["max_suppressed_share"]
-                  for m in batch_multiplicities(table, target, per)]
+    allowed = int(BATCH_REFUSAL_RATE * max(refits, 1) * per + 1e-9)  # over budget
+    if built:  # each batch a pass of the recipe: drawn until the verdict is certain
+        shares = _until_over(
+            (release_domain(_rows_of(table, m), recipe, target, grouping)[1]
+             .to_dict()["max_suppressed_share"]
+             for m in batch_multiplicities(table, target, per)), budget, allowed)
     elif not refits:
         shares = resampled_suppressed_shares(
             release_domain(table, recipe, target)[0], grouping.groups, target, recipe.k,
@@ -220,12 +224,27 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
             shares += judged
             rates.append(sum(x > budget for x in judged) / len(judged))
     over = sum(x > budget for x in shares) / len(shares)
-    found = {"batch_suppressed_share": batch_suppressed_share(shares),
+    planned = max(refits, 1) * per
+    found = {"batch_suppressed_share": batch_suppressed_share(shares, planned),
              "batch_resamples": len(shares), "batch_refits": refits,
              "batch_over_budget": over}
+    if len(shares) < planned:  # stopped: more than `allowed` over budget
+        found["batch_planned"] = planned
     if refits:
         found["batch_over_budget_upper"] = batch_rate_upper(rates)
     return found
+
+
+def _until_over(shares: Iterator[float], budget: float, allowed: int) -> list[float]:
+    """``shares`` drawn until more than ``allowed`` of them exceed ``budget`` (then the
+    check fails whatever the rest would be), else all of them."""
+    out, over = [], 0
+    for x in shares:
+        out.append(x)
+        over += x > budget
+        if over > allowed:
+            break
+    return out
 
 
 def batch_excess(risks: dict[str, Any]) -> float:

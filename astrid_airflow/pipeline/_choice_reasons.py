@@ -27,12 +27,17 @@ def _below_k(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
 
 def _suppression(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:
     w = r.get("worst_suppressed_group") or {}
+    worst = f"worst group {_cols(w.get('columns', []))}"
+    if "batch_over_budget" not in r:  # another check settled it first: no batches drawn
+        return f"{r['suppressed_share']:.3f} of rows suppressed, {worst}"
     upper = r.get("batch_over_budget_upper")
     bound = "" if upper is None else f" (95 % upper bound {upper:.1%})"
+    drawn = "" if "batch_planned" not in r else \
+        f", the first {r['batch_resamples']} of {r['batch_planned']} drawn"
     return (f"{r['suppressed_share']:.3f} of rows suppressed, and more than "
-            f"{policy.max_suppressed_share} in {r.get('batch_over_budget', 0.0):.1%}{bound} "
-            f"of new batches like the reference (at most {BATCH_REFUSAL_RATE:.0%} may be), "
-            f"worst group {_cols(w.get('columns', []))}")
+            f"{policy.max_suppressed_share} in {r['batch_over_budget']:.1%}{bound} "
+            f"of new batches like the reference{drawn} (at most {BATCH_REFUSAL_RATE:.0%} "
+            f"may be), {worst}")
 
 
 def _class_disclosure(c: dict[str, Any], r: dict[str, Any], policy: Any) -> str:

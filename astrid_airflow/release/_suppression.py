@@ -118,9 +118,12 @@ def _arrow_codes(column: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pandas_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    missing = series.isna().to_numpy()
-    values = series.astype(object).where(~missing, None)
-    return pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64), missing
+    """(codes, missing) of a pandas column, every missing value one code; factorized
+    in its own dtype (no object copy: the choice encodes columns thousands of times)."""
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    codes = np.asarray(codes, dtype=np.int64)
+    missing = codes < 0
+    return (np.where(missing, len(uniques), codes) if missing.any() else codes), missing
 
 
 def _column_codes(table: Any, columns: Sequence[str]) -> dict[str, tuple]:

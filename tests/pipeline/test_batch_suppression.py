@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from astrid_airflow.pipeline._choice_checks import (
     BATCH_REFUSAL_RATE,
+    _until_over,
     batch_suppressed_share,
 )
 from tests.gate.test_gate_privacy import needs_uci, uci
@@ -34,6 +35,25 @@ def test_a_batch_share_within_the_budget_means_at_most_the_rate_of_batches_over_
         if stat <= budget:
             assert sum(x > budget for x in shares) <= BATCH_REFUSAL_RATE * len(shares)
     assert stat in shares
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.01, 0.04, 0.05, 0.06, 0.2]), min_size=1,
+                max_size=300))
+def test_a_batch_check_stopped_once_certain_reaches_the_full_checks_verdict(shares):
+    """A built batch check draws its batches only until more than the rate's allowance
+    exceed the budget: its verdict (figure over the budget) is the full check's, and a
+    check that was not stopped has the full check's figure."""
+    allowed = int(BATCH_REFUSAL_RATE * len(shares) + 1e-9)
+    drawn = _until_over(iter(shares), BUDGET, allowed)
+    assert drawn == shares[:len(drawn)]
+    stopped = batch_suppressed_share(drawn, len(shares))
+    full = batch_suppressed_share(shares)
+    assert (stopped > BUDGET) == (full > BUDGET)
+    if len(drawn) < len(shares):
+        assert stopped > BUDGET and stopped <= full
+    else:
+        assert stopped == full
 
 
 def _bootstrap(table, target: str, n: int, rng: np.random.Generator):

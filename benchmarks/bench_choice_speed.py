@@ -1,0 +1,248 @@
+"""The release choice's time per table, before and after a change (issue 50).
+
+Each table is split 50/50 stratified by class (seed 0, as ``bench_release.py``); ASTRID's
+search runs once on the release part with its defaults (seed 0) and its result is cached
+(``--cache``), so every run of the choice starts from the same search. The choice
+(``choose_release`` under the default policy, ``random_state=0``) is then timed, with
+its own estimate (the "estimated" figure of its first log line) and where the time
+went: every step of the choice as its progress counts it (measuring, attacking,
+checking on refitted batches, the utility of the chosen release).
+
+Recorded per table: rows, columns, the search's seconds, the choice's seconds, the
+estimate and its ratio to the actual, the candidates measured, the status, and the
+chosen release with every figure of it (label, grouping, recipe digest, utility, risks).
+``--label`` names the code measured (``before``: run it with ``PYTHONPATH`` at the
+older checkout); rows are merged into ``results/choice_speed.json`` by (table, label),
+and ``results/choice_speed.md`` compares the labels side by side.
+
+Tables: the paper's (``bench_e2e.ALL_TABLES``) and ``people-5000``, a generated
+5,000 x 14 table of people (ages, sex, education, work, income band and the like, with
+dependencies among them), made here so that no outside file is needed.
+
+Run: ``.venv/bin/python benchmarks/bench_choice_speed.py --tables credit-a,diabetes
+--label after``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import pickle
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE))
+
+
+def people_table(n: int = 5_000, seed: int = 0) -> tuple[pd.DataFrame, str]:
+    """A generated table of people: 13 attributes and an income class, with the
+    dependencies such tables have (education and age drive occupation and hours;
+    these and sex drive income), so a grouping has something to keep."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 80, n)
+    sex = rng.choice(["f", "m"], n)
+    edu_years = np.clip(rng.normal(13, 3, n).round(), 6, 21).astype(int)
+    education = np.select([edu_years < 12, edu_years < 16, edu_years < 18],
+                          ["school", "college", "bachelor"], "master")
+    occupation = np.where(edu_years + rng.normal(0, 2, n) > 14,
+                          rng.choice(["prof", "manager", "tech"], n),
+                          rng.choice(["service", "craft", "sales", "clerical"], n))
+    hours = np.clip(rng.normal(40, 8, n) - (age > 65) * 15, 5, 80).round().astype(int)
+    marital = np.where(age < 25 + rng.integers(0, 10, n), "never",
+                       rng.choice(["married", "divorced", "widowed"], n, p=[.7, .2, .1]))
+    children = np.where(marital == "never", rng.poisson(0.2, n), rng.poisson(1.6, n))
+    region = rng.choice(["north", "south", "east", "west", "centre"], n)
+    urban = np.where(region == "centre", rng.random(n) < 0.9, rng.random(n) < 0.5)
+    commute = np.clip(rng.gamma(2, 10, n) * np.where(urban, 0.7, 1.4), 0, 180).round(1)
+    capital = np.where(rng.random(n) < 0.1, rng.lognormal(8, 1, n), 0.0).round(0)
+    health = rng.choice(["good", "fair", "poor"], n, p=[.6, .3, .1])
+    bmi = np.clip(rng.normal(26, 4, n) + (health == "poor") * 3, 15, 50).round(1)
+    score = (0.08 * (edu_years - 13) + 0.03 * (hours - 40) + 0.02 * (age - 45)
+             - 0.0004 * (age - 45) ** 2 + 0.4 * (sex == "m")
+             + 0.6 * np.isin(occupation, ["prof", "manager"]) + 0.3 * (capital > 0)
+             + rng.normal(0, 0.6, n))
+    income = np.where(score > np.quantile(score, 0.7), ">50k", "<=50k")
+    table = pd.DataFrame({
+        "age": age, "sex": sex, "education": education, "edu_years": edu_years,
+        "occupation": occupation, "hours": hours, "marital": marital,
+        "children": children, "region": region, "urban": urban.astype(str),
+        "commute": commute, "capital": capital, "health": health, "bmi": bmi,
+        "income": income})
+    return table, "income"
+
+
+def _part(name: str) -> tuple[pd.DataFrame, str]:
+    if name.startswith("people-"):
+        from sklearn.model_selection import train_test_split
+
+        table, target = people_table(int(name.split("-")[1]))
+        part, _ = train_test_split(table, test_size=0.5, stratify=table[target],
+                                   random_state=0)
+        return part.reset_index(drop=True), target
+    import bench_release
+
+    _, target, part, _ = bench_release._split(name)
+    return part, target
+
+
+class _Steps(logging.Handler):
+    """What the choice logs: its estimate (first line) and its step phases."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.estimate: float | None = None
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        self.lines.append(msg)
+        m = re.search(r"release choice: about \d+ steps.*estimated ([^;]+)", msg)
+        if m and self.estimate is None:
+            self.estimate = _seconds(m.group(1))
+
+
+def _seconds(text: str) -> float | None:
+    total, found = 0.0, False
+    for value, unit in re.findall(r"([\d.]+)\s*(h|min|s)\b", text):
+        total += float(value) * {"h": 3600, "min": 60, "s": 1}[unit]
+        found = True
+    return total if found else None
+
+
+def _timed_steps():
+    """Wrap ChoiceSteps.step to add up the seconds of each kind of step."""
+    from astrid_airflow.pipeline import _choice_budget as budget
+
+    spent: dict[str, float] = {}
+    original = budget.ChoiceSteps.step
+
+    def step(self, phase, queued=0):
+        kind = phase.split(" ")[0]
+        cm = original(self, phase, queued)
+
+        class _Wrap:
+            def __enter__(self_inner):
+                self_inner.t0 = time.perf_counter()
+                return cm.__enter__()
+
+            def __exit__(self_inner, *exc):
+                spent[kind] = spent.get(kind, 0.0) + time.perf_counter() - self_inner.t0
+                return cm.__exit__(*exc)
+        return _Wrap()
+
+    budget.ChoiceSteps.step = step
+    return spent
+
+
+def run_table(name: str, cache: Path) -> dict:
+    from astrid_airflow import astrid
+    from astrid_airflow.pipeline._choice import choose_release
+
+    part, target = _part(name)
+    cached = cache / f"{name}.search.pkl"
+    if cached.exists():
+        result, search_s = pickle.loads(cached.read_bytes())
+    else:
+        t0 = time.perf_counter()
+        result = astrid(part, target=target, random_state=0).to_dict()
+        search_s = time.perf_counter() - t0
+        cached.write_bytes(pickle.dumps((result, search_s)))
+    handler = _Steps()
+    logger = logging.getLogger("astrid_airflow")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    spent = _timed_steps()
+    t0 = time.perf_counter()
+    art = choose_release(part, result, random_state=0)
+    seconds = time.perf_counter() - t0
+    logger.removeHandler(handler)
+    rel = art.release
+    chosen = None if rel.get("chosen") is None else rel["candidates"][rel["chosen"]]
+    row = {"table": name, "rows": len(part), "columns": part.shape[1] - 1,
+           "search_seconds": round(search_s, 2), "choice_seconds": round(seconds, 2),
+           "estimate_seconds": handler.estimate,
+           "estimate_ratio": None if not handler.estimate else
+           round(handler.estimate / seconds, 3),
+           "candidates": len(rel["candidates"]),
+           "attacked": sum(bool(c.get("attacked")) for c in rel["candidates"]),
+           "steps_seconds": {k: round(v, 2) for k, v in sorted(spent.items())},
+           "status": rel["status"], "reason": rel.get("reason")}
+    if chosen is not None:
+        row["chosen"] = {
+            "label": chosen["label"], "grouping": chosen["grouping"],
+            "recipe_sha256": hashlib.sha256(json.dumps(rel["recipe"], sort_keys=True)
+                                            .encode()).hexdigest()[:16],
+            "accuracy_drop": chosen["accuracy_drop"], "utility": rel["utility"],
+            "risks": chosen["risks"], "fallbacks": rel.get("fallbacks")}
+    return row
+
+
+def markdown(rows: list[dict]) -> str:
+    labels = sorted({r["label"] for r in rows}, key=lambda x: (x != "before", x))
+    tables = list(dict.fromkeys(r["table"] for r in rows))
+    by = {(r["table"], r["label"]): r for r in rows}
+    head = "| table | rows × cols | search (s) |" + "".join(
+        f" choice {lb} (s) | estimate/actual {lb} | status {lb} |" for lb in labels)
+    lines = [head, "|" + "---|" * (3 + 3 * len(labels))]
+    for t in tables:
+        first = next(by[(t, lb)] for lb in labels if (t, lb) in by)
+        cells = [t, f"{first['rows']:,} × {first['columns']}", f"{first['search_seconds']}"]
+        for lb in labels:
+            r = by.get((t, lb))
+            if r is None:
+                cells += ["", "", ""]
+                continue
+            status = r["status"] if r.get("chosen") is None else \
+                f"chosen: {r['chosen']['label']} (loss {r['chosen']['accuracy_drop']:.3f}," \
+                f" recipe {r['chosen']['recipe_sha256'][:8]})"
+            cells += [f"{r['choice_seconds']}", f"{r['estimate_ratio']}", status]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Where the time went (seconds per kind of step):", ""]
+    for r in rows:
+        lines.append(f"* {r['table']} ({r['label']}): " + ", ".join(
+            f"{k} {v}" for k, v in r["steps_seconds"].items()) +
+            f"; {r['candidates']} candidates, {r['attacked']} attacked")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", default="credit-a,diabetes")
+    ap.add_argument("--label", default="after")
+    ap.add_argument("--cache", default=str(HERE / ".cache-choice-speed"))
+    ap.add_argument("--out", default=str(RESULTS / "choice_speed"))
+    args = ap.parse_args()
+    cache = Path(args.cache)
+    cache.mkdir(exist_ok=True)
+    out = Path(args.out)
+    path = out.with_suffix(".json")
+    doc = json.loads(path.read_text()) if path.exists() else {"rows": []}
+    for name in args.tables.split(","):
+        row = {**run_table(name, cache), "label": args.label,
+               "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+               "load": round(os.getloadavg()[0], 2)}
+        doc["rows"] = [r for r in doc["rows"]
+                       if (r["table"], r["label"]) != (name, args.label)] + [row]
+        path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        out.with_suffix(".md").write_text(
+            "# The release choice's time per table (issue 50)\n\n"
+            "Default policy, seed 0, the search cached (same result for every label); "
+            "`benchmarks/bench_choice_speed.py`.\n\n" + markdown(doc["rows"]))
+        print(json.dumps({k: row[k] for k in ("table", "choice_seconds", "status")}),
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
