@@ -212,7 +212,8 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"* {r['table']} ({r['label']}): " + ", ".join(
             f"{k} {v}" for k, v in r["steps_seconds"].items()) +
-            f"; {r['candidates']} candidates, {r['attacked']} attacked")
+            f"; {r['candidates']} candidates, {r['attacked']} attacked; load "
+            f"{r.get('load')} at the end (2 cores: above 1 another run shared them)")
     return "\n".join(lines) + "\n"
 
 
