@@ -72,7 +72,7 @@ class TableEncoder(TransformerMixin, BaseEstimator):
                 self.specs_.append(("num", median, mean, std if std > 0 else 1.0))
                 owners.append(i)
             else:
-                cats = sorted(set(_as_category_strings(col)))
+                cats = sorted(set(_category_strings(col)[1]))
                 self.specs_.append(("cat", {c: j for j, c in enumerate(cats)}))
                 owners.extend([i] * (len(cats) if self.categorical == "onehot" else 1))
         self.attribute_of_column_ = np.asarray(owners, dtype=np.intp)
@@ -99,9 +99,9 @@ class TableEncoder(TransformerMixin, BaseEstimator):
                     values = (values - mean) / std
                 blocks.append(values[:, None])
             else:
-                codes = np.fromiter(
-                    (spec[1].get(v, -1) for v in _as_category_strings(col)),
-                    dtype=np.intp, count=len(col))
+                rows, names = _category_strings(col)
+                codes = np.fromiter((spec[1].get(v, -1) for v in names), dtype=np.intp,
+                                    count=len(names))[rows]
                 if self.categorical == "onehot":
                     onehot = np.zeros((len(col), len(spec[1])))
                     known = codes >= 0
@@ -117,8 +117,25 @@ class TableEncoder(TransformerMixin, BaseEstimator):
 _MISSING = "\x00missing"
 
 
-def _as_category_strings(col: pd.Series) -> list[str]:
-    # Categories compared as strings so 1 and "1" from different readers agree.
+def _category_strings(col: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """``(rows, names)``: each row's category as ``names[rows[i]]``, every category the
+    string of its value (so 1 and "1" from different readers agree), missing values one.
+
+    Only the distinct values are turned into strings: a typed column is factorized in
+    its own dtype (its distinct values have distinct strings); an object column, whose
+    1 and 1.0 are one value to pandas but two strings, row by row first.
+    """
     mask = col.isna().to_numpy()
-    values = col.astype(object).to_numpy()
-    return [_MISSING if m else str(v) for v, m in zip(values, mask)]
+    if col.dtype == object:
+        values = col.to_numpy()
+        strings = np.array([_MISSING if m else str(v) for v, m in zip(values, mask)],
+                           dtype=object)
+        rows, uniques = pd.factorize(strings)
+        return np.asarray(rows, dtype=np.intp), [str(u) for u in uniques]
+    rows, uniques = pd.factorize(col, use_na_sentinel=True)
+    rows = np.asarray(rows, dtype=np.intp)
+    names = [str(v) for v in uniques]
+    if mask.any():
+        rows = np.where(rows < 0, len(names), rows)
+        names.append(_MISSING)
+    return rows, names
