@@ -54,10 +54,11 @@ def _p_match_chain(m: np.ndarray, n: np.ndarray) -> np.ndarray:
         t = np.arange(size)[None, None, :]
         p = np.zeros((mb.shape[0], size))
         p[np.arange(mb.shape[0]), mb[:, 0]] = 1.0  # |J_1| = m_1 for sure
+        choose_t = _log_comb(s, t, log_factorial)  # the same for every group
         for g in range(1, g_count):
             mg = mb[:, g][:, None, None]
             # Hypergeometric: |I ∩ J_g| = t given |I| = s, J_g a random m_g-subset.
-            logt = (_log_comb(s, t, log_factorial) + _log_comb(nb - s, mg - t, log_factorial)
+            logt = (choose_t + _log_comb(nb - s, mg - t, log_factorial)
                     - _log_comb(nb, mg, log_factorial))
             p = np.einsum("rs,rst->rt", p, np.exp(logt))
         out[lo:lo + batch] = 1.0 - p[:, 0]
