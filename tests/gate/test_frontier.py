@@ -175,3 +175,36 @@ def test_cli_learn_json_carries_the_frontier_and_the_report_plots_it(tmp_path, c
     written = write_report(art, tmp_path / "report")
     page = open(written.index, encoding="utf-8").read()
     assert "frontier.png" in written.files and "Privacy-utility frontier" in page
+
+
+@pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
+def test_a_settled_candidate_draws_no_batches_and_is_scored_on_the_fewest_splits(monkeypatch):
+    """A candidate a check other than the suppression budget refused can be neither
+    released nor retried coarser: the choice draws no batches for it (the frontier lists
+    them unmeasured) and averages its in-sample accuracy over the policy's fewest splits.
+    Before, every candidate drew 100 batches and 14 splits at this size."""
+    import astrid_airflow.release as release
+    from astrid_airflow import choose_release
+
+    real, repeats = release.surrogate_utility, []
+
+    def spy(*args, **kw):
+        repeats.append(kw["n_repeats"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(release, "surrogate_utility", spy)
+    rng = np.random.default_rng(0)
+    n = 600
+    y = rng.integers(0, 2, n)
+    t = pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
+                      "c": rng.integers(0, 1000, n), "y": y})
+    # the class from any one column is always above a bar of 0: every candidate settled
+    policy = GatePolicy(max_class_from_one_column_risk=0.0, attack_n=200)
+    rel = choose_release(t, _result([[["a", "b"], ["c"]], [["a"], ["b"], ["c"]]]),
+                         policy=policy, random_state=1, progress=False).release
+    assert rel["status"] == "refused" and rel["candidates"]
+    assert policy.utility_repeats_for(n) > 3 and repeats and set(repeats) == {3}
+    for c, p in zip(rel["candidates"], frontier_points(rel["candidates"], policy, None)):
+        assert "class_from_one_column" in c["failed"]
+        assert not any(k.startswith("batch_") for k in c["risks"])
+        assert "batch_suppression" in p.unmeasured and c["utility_scored"] == "in sample"
