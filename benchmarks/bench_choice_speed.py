@@ -97,16 +97,14 @@ def _part(name: str) -> tuple[pd.DataFrame, str]:
 
 
 class _Steps(logging.Handler):
-    """What the choice logs: its estimate (first line) and its step phases."""
+    """The choice's estimate, read from its first log line."""
 
     def __init__(self) -> None:
         super().__init__()
         self.estimate: float | None = None
-        self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         msg = record.getMessage()
-        self.lines.append(msg)
         m = re.search(r"release choice: about \d+ steps.*estimated ([^;]+)", msg)
         if m and self.estimate is None:
             self.estimate = _seconds(m.group(1))

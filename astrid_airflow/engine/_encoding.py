@@ -125,9 +125,8 @@ def _category_strings(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     its own dtype (its distinct values have distinct strings); an object column, whose
     1 and 1.0 are one value to pandas but two strings, row by row first.
     """
-    mask = col.isna().to_numpy()
     if col.dtype == object:
-        values = col.to_numpy()
+        mask, values = col.isna().to_numpy(), col.to_numpy()
         strings = np.array([_MISSING if m else str(v) for v, m in zip(values, mask)],
                            dtype=object)
         rows, uniques = pd.factorize(strings)
@@ -135,7 +134,7 @@ def _category_strings(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     rows, uniques = pd.factorize(col, use_na_sentinel=True)
     rows = np.asarray(rows, dtype=np.intp)
     names = [str(v) for v in uniques]
-    if mask.any():
+    if (rows < 0).any():  # missing
         rows = np.where(rows < 0, len(names), rows)
         names.append(_MISSING)
     return rows, names

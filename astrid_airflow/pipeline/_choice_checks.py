@@ -148,8 +148,12 @@ def batch_suppressed_share(shares: list[float], planned: int | None = None) -> f
     >>> batch_suppressed_share([0.0] * 98 + [0.04, 0.3]), batch_suppressed_share([0.0, 0.3])
     (0.04, 0.3)
     """
-    allowed = int(BATCH_REFUSAL_RATE * (planned or len(shares)) + 1e-9)
-    return float(sorted(shares, reverse=True)[allowed])
+    return float(sorted(shares, reverse=True)[allowed_over(planned or len(shares))])
+
+
+def allowed_over(batches: int) -> int:
+    """How many of ``batches`` may exceed the budget (``BATCH_REFUSAL_RATE`` of them)."""
+    return int(BATCH_REFUSAL_RATE * batches + 1e-9)
 
 
 def batch_rate_upper(rates: list[float]) -> float:
@@ -202,12 +206,13 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
     refits, per = batch_plan(len(table), built, refitted)
     if not per:
         return None
-    allowed = int(BATCH_REFUSAL_RATE * max(refits, 1) * per + 1e-9)  # over budget
+    planned = max(refits, 1) * per
     if built:  # each batch a pass of the recipe: drawn until the verdict is certain
         shares = _until_over(
             (release_domain(_rows_of(table, m), recipe, target, grouping)[1]
              .to_dict()["max_suppressed_share"]
-             for m in batch_multiplicities(table, target, per)), budget, allowed)
+             for m in batch_multiplicities(table, target, per)), budget,
+            allowed_over(planned))
     elif not refits:
         shares = resampled_suppressed_shares(
             release_domain(table, recipe, target)[0], grouping.groups, target, recipe.k,
@@ -224,7 +229,6 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
             shares += judged
             rates.append(sum(x > budget for x in judged) / len(judged))
     over = sum(x > budget for x in shares) / len(shares)
-    planned = max(refits, 1) * per
     found = {"batch_suppressed_share": batch_suppressed_share(shares, planned),
              "batch_resamples": len(shares), "batch_refits": refits,
              "batch_over_budget": over}

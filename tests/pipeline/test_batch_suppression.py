@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from astrid_airflow.pipeline._choice_checks import (
     BATCH_REFUSAL_RATE,
     _until_over,
+    allowed_over,
     batch_suppressed_share,
 )
 from tests.gate.test_gate_privacy import needs_uci, uci
@@ -44,8 +45,7 @@ def test_a_batch_check_stopped_once_certain_reaches_the_full_checks_verdict(shar
     """A built batch check draws its batches only until more than the rate's allowance
     exceed the budget: its verdict (figure over the budget) is the full check's, and a
     check that was not stopped has the full check's figure."""
-    allowed = int(BATCH_REFUSAL_RATE * len(shares) + 1e-9)
-    drawn = _until_over(iter(shares), BUDGET, allowed)
+    drawn = _until_over(iter(shares), BUDGET, allowed_over(len(shares)))
     assert drawn == shares[:len(drawn)]
     stopped = batch_suppressed_share(drawn, len(shares))
     full = batch_suppressed_share(shares)
