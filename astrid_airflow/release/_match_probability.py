@@ -56,11 +56,14 @@ def _p_match_chain(m: np.ndarray, n: np.ndarray) -> np.ndarray:
         p[np.arange(mb.shape[0]), mb[:, 0]] = 1.0  # |J_1| = m_1 for sure
         choose_t = _log_comb(s, t, log_factorial)  # the same for every group
         for g in range(1, g_count):
-            mg = mb[:, g][:, None, None]
-            # Hypergeometric: |I ∩ J_g| = t given |I| = s, J_g a random m_g-subset.
-            logt = (choose_t + _log_comb(nb - s, mg - t, log_factorial)
-                    - _log_comb(nb, mg, log_factorial))
-            p = np.einsum("rs,rst->rt", p, np.exp(logt))
+            # Hypergeometric: |I ∩ J_g| = t given |I| = s, J_g a random m_g-subset. The
+            # matrix depends on (n_c, m_g) alone: once per distinct pair, then gathered
+            pairs, which = np.unique(np.stack([nb[:, 0, 0], mb[:, g]], axis=1), axis=0,
+                                     return_inverse=True)
+            pn, pm = pairs[:, 0, None, None], pairs[:, 1, None, None]
+            logt = (choose_t + _log_comb(pn - s, pm - t, log_factorial)
+                    - _log_comb(pn, pm, log_factorial))
+            p = np.einsum("rs,rst->rt", p, np.exp(logt)[which.ravel()])
         out[lo:lo + batch] = 1.0 - p[:, 0]
     return np.clip(out, 0.0, 1.0)
 

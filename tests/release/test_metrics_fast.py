@@ -14,6 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from astrid_airflow import Grouping, make_surrogate
 from astrid_airflow.release._hashing import U64 as _U64
@@ -325,3 +327,23 @@ def test_blocked_splitmix_is_bit_identical(n):
     y = x.copy()
     splitmix(y, out=y)
     np.testing.assert_array_equal(y, z)
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_the_chain_gives_each_row_the_probability_it_has_alone(data):
+    """A row's exact probability depends on its own counts and class size alone: the
+    chain over a batch of rows (whose transition matrices are shared by the rows with
+    the same class size and group count) gives every row the bits it gets on its own."""
+    from astrid_airflow.release._match_probability import EXACT_CAP, _p_match_chain
+
+    rows = data.draw(st.integers(1, 40))
+    groups = data.draw(st.integers(2, 6))
+    sizes = data.draw(st.lists(st.integers(2, 150), min_size=1, max_size=3))
+    n = np.array(data.draw(st.lists(st.sampled_from(sizes), min_size=rows, max_size=rows)))
+    m = np.array([[data.draw(st.integers(1, min(int(c), EXACT_CAP if g == 0 else int(c))))
+                   for g in range(groups)] for c in n])
+    m = np.sort(m, axis=1)
+    batch = _p_match_chain(m, n)
+    alone = np.array([_p_match_chain(m[i:i + 1], n[i:i + 1])[0] for i in range(rows)])
+    np.testing.assert_array_equal(batch, alone)
