@@ -319,7 +319,9 @@ class _Choice:
         # meets its recipe: refitted on each split's training part (in sample is
         # optimistic); one already refused by a privacy check only informs the report,
         # in sample (the refits cost most of the choice), and one refused for good (it
-        # cannot be retried coarser) on the policy's fewest splits, the first of the same
+        # cannot be retried coarser) on the policy's fewest splits, the first of the same;
+        # each stops at a checkpoint once its drop is certainly over the policy's
+        # (utility_splits: the splits scored)
         scored = "in sample" if failed else "out of sample"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
@@ -329,6 +331,7 @@ class _Choice:
                                   n_repeats=min(self.repeats, policy.utility_repeats)
                                   if settled else self.repeats, recipe=recipe,
                                   recipe_fitter=None if failed else refit,
+                                  refuse_above=policy.max_accuracy_drop,
                                   _original_hits=self.original_hits)
         drop = u.accuracy_original - u.accuracy_surrogate
         if drop > policy.max_accuracy_drop:
@@ -340,6 +343,7 @@ class _Choice:
                 "accuracy_original": u.accuracy_original,
                 "accuracy_surrogate": u.accuracy_surrogate, "accuracy_drop": drop,
                 "accuracy_drop_se": u.difference_se, "utility_scored": scored,
+                "utility_splits": u.n_repeats,
                 "refit": refit}
 
     def measure_candidates(self, d: dict[str, Any]

@@ -70,6 +70,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                       remedies: bool = True, recipe: Any = None,
                       recipe_fitter: Callable[[pd.DataFrame], Any] | None = None,
                       suppression: bool = True, max_fit_rows: int | None = None,
+                      refuse_above: float | None = None,
                       _original_hits: dict | None = None) -> UtilityResult:
     # _original_hits: the release choice's memo of the original's classifier per split
     # (same table, classifier, random_state, n_repeats and test_size for every candidate:
@@ -109,6 +110,11 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         Train the classifiers on a stratified sample of this many rows; the recipe,
         suppression and surrogate still use the whole training part (suppression depends
         on the counts).
+    refuse_above : float, optional
+        An accuracy drop the caller refuses: scoring stops at a checkpoint (every
+        :data:`STOP_EVERY` splits) once the mean over all ``n_repeats`` splits is
+        certain to exceed it (:func:`drop_certainly_above`); the result's ``n_repeats``
+        is the splits scored, the first of the same splits.
 
     Returns
     -------
@@ -189,13 +195,43 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         acc_s.append(float(np.mean(hits[1])))
         row_diffs.append(hits[1].astype(float) - hits[0].astype(float))
         n_train, n_test = len(train), len(test)
+        if refuse_above is not None and (i + 1) % STOP_EVERY == 0 and drop_certainly_above(
+                np.subtract(acc_o, acc_s), row_diffs, n_repeats, refuse_above):
+            break
     a_o, a_s = float(np.mean(acc_o)), float(np.mean(acc_s))
     return UtilityResult(accuracy_original=a_o, accuracy_surrogate=a_s, difference=a_s - a_o,
-                         n_train=n_train, n_test=n_test, n_repeats=n_repeats,
+                         n_train=n_train, n_test=n_test, n_repeats=len(acc_o),
                          classifier=classifier if isinstance(classifier, str) else
                          type(classifier).__name__,
                          difference_se=_difference_se(np.subtract(acc_s, acc_o), row_diffs,
                                                        n_train, n_test))
+
+
+#: Splits between the checkpoints of ``refuse_above`` (three looks at most on 12 splits).
+STOP_EVERY = 3
+#: One-sided normal quantile of those looks: a drop is certain above the threshold when
+#: the unscored splits would need to fall this many standard deviations below what the
+#: scored ones show (1e-4 each look).
+STOP_Z = 3.72
+
+
+def drop_certainly_above(drops: np.ndarray, row_diffs: list[np.ndarray], planned: int,
+                         threshold: float) -> bool:
+    """Whether the mean accuracy drop over ``planned`` splits will exceed ``threshold``,
+    from the ``j = len(drops)`` scored: the unscored splits' mean must fall to
+    ``(planned * threshold - j * mean) / (planned - j)`` to keep it, while it differs
+    from the scored mean by about ``s * sqrt(1/j + 1/(planned - j))`` (``s``: one
+    split's spread, between splits and never below the per-row figure, as
+    ``_difference_se``). Certain means :data:`STOP_Z` of those apart."""
+    j = len(drops)
+    if j < 2 or j >= planned:
+        return False
+    mean = float(np.mean(drops))
+    rows = np.concatenate(row_diffs)
+    s = max(float(np.std(drops, ddof=1)),
+            float(np.std(rows, ddof=1) / np.sqrt(len(row_diffs[0]))))
+    gap = planned * (mean - threshold) / (planned - j)  # scored mean minus needed rest
+    return gap > STOP_Z * s * float(np.sqrt(1.0 / j + 1.0 / (planned - j)))
 
 
 def stratified_subsample(codes: np.ndarray, size: int, seed: np.random.SeedSequence
