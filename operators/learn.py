@@ -45,9 +45,8 @@ from .sql import as_table, local_table, sql_errors
 __all__ = ["LEARN_EXECUTION_TIMEOUT", "AstridLearnOperator"]
 
 # Default ``execution_timeout`` of a learn task: a hung or runaway search is killed (and
-# retried) instead of holding its pool slots forever. Generous: the paper's setting
-# (2251 fits) takes 34 s on the 1000-row demo table. A constant until the library's
-# cost estimate can size it per table.
+# retried) instead of holding its pool slots forever. Generous (docs/performance.md has
+# the learn times); a constant until the library's cost estimate can size it per table.
 LEARN_EXECUTION_TIMEOUT = _dt.timedelta(hours=6)
 
 

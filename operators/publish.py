@@ -154,7 +154,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
         self.link_base_url = link_base_url
 
     def execute(self, context: Any) -> dict[str, Any]:
-        # receipts are trusted only when signed with this key (issue 29)
+        # receipts are trusted only when signed with this key
         with signing_from(self.signing_conn_id):
             return self._execute(context)
 

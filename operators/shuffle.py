@@ -127,7 +127,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         Spark settings for ``SparkSession.builder`` (e.g. ``{"spark.master":
         "spark://host:7077"}``); default: the active session (templated).
     remedies : bool, default True
-        Apply the artefact's release recipe before the shuffle (issue 17); ``False``
+        Apply the artefact's release recipe before the shuffle; ``False``
         stages the raw GoldenEye release (pass the same to the gate) (templated).
 
     Returns (XCom)

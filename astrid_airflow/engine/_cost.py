@@ -178,8 +178,8 @@ def calibrate_run(data: FitData, seed: np.random.SeedSequence, n_attributes: int
             wall = time.perf_counter() - t0
             done += count
             spent = time.perf_counter() - start
-            # the first call also pays one-off costs (the oneDAL import: 0.6 s, doubling
-            # an rf estimate); a slow first call is timed again without them
+            # the first call also pays one-off costs (the oneDAL import); a slow first
+            # call is timed again without them
             if wall >= 0.5 and done == count and spent < max_seconds:
                 continue
             if wall >= 0.5 or spent >= max_seconds or done + 4 * count > 4096:

@@ -55,38 +55,47 @@ def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, 
     return float(np.mean(size < k)), float(np.mean(one_class)), int(size.min())
 
 
-def _bin_step(values: np.ndarray, n_bins: int, k: int, column: str, ptype: str,
-              labels: Any) -> dict[str, Any] | None:
-    """At most ``n_bins`` class-aware bins of ``values`` (:func:`_class_edges`; ``None``:
-    a single bin)."""
-    finite = np.isfinite(values)
-    order = np.argsort(values[finite], kind="stable")
-    v = values[finite][order]
-    if v.size == 0:
-        return None
-    y = pd.factorize(pd.Series(np.asarray(labels)[finite][order]))[0]
-    edges = _class_edges(v, y, n_bins, k)
-    if not edges:
-        return None
-    bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
-    # Edges and representatives are published (file, recipe, validation JSON): never one
-    # person's value. An edge is the roundest number between the values it separates
-    # (the same cut); a representative the roundest number among the middle half of
-    # its bin's values, or the median when k rows share it.
-    uniq, counts = np.unique(v, return_counts=True)
-    rare = frozenset(uniq[counts < k].tolist())
-    edges = [_roundest(float(v[a - 1]), float(v[a]), True, rare) for a in bounds[1:-1]]
-    resolution = _resolution(v)
-    reps = [_representative(v[a:b], k, ptype == "integer", rare, resolution)
-            for a, b in itertools.pairwise(bounds)]
-    if any(b <= a for a, b in itertools.pairwise(reps)):  # ties at rounding: medians
-        reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
-    fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
-    names = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
-             (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
-             for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
-    return {"method": "bins", "column": column, "edges": edges, "values": reps,
-            "labels": names, "published_type": ptype}
+class _ColumnBins:
+    """A numeric column sorted once, with its class-aware cuts in the order the top-down
+    binning makes them (:func:`_cut_order`): the cuts of at most ``b`` bins are the first
+    ``b - 1``, for any ``b`` up to ``max_bins``, so a ladder of bin counts sorts and
+    searches the column once."""
+
+    def __init__(self, values: np.ndarray, labels: Any, k: int, max_bins: int) -> None:
+        finite = np.isfinite(values)
+        order = np.argsort(values[finite], kind="stable")
+        self.v, self.k = values[finite][order], k
+        self.cuts: list[int] = []
+        if self.v.size:
+            y = pd.factorize(pd.Series(np.asarray(labels)[finite][order]))[0]
+            self.pos, self.cuts = _cut_order(self.v, y, max_bins, k)
+            uniq, counts = np.unique(self.v, return_counts=True)
+            self.rare = frozenset(uniq[counts < k].tolist())
+            self.resolution = _resolution(self.v)
+
+    def step(self, n_bins: int, column: str, ptype: str) -> dict[str, Any] | None:
+        """The bins step of at most ``n_bins`` bins (``None``: a single bin)."""
+        v, k = self.v, self.k
+        edges = [float(v[self.pos[j]]) for j in sorted(self.cuts[:n_bins - 1])]
+        if not edges:
+            return None
+        bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
+        # Edges and representatives are published (file, recipe, validation JSON): never
+        # one person's value. An edge is the roundest number between the values it
+        # separates (the same cut); a representative the roundest number among the
+        # middle half of its bin's values, or the median when k rows share it.
+        edges = [_roundest(float(v[a - 1]), float(v[a]), True, self.rare)
+                 for a in bounds[1:-1]]
+        reps = [_representative(v[a:b], k, ptype == "integer", self.rare, self.resolution)
+                for a, b in itertools.pairwise(bounds)]
+        if any(b <= a for a, b in itertools.pairwise(reps)):  # ties at rounding: medians
+            reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
+        fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
+        names = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
+                 (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
+                 for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
+        return {"method": "bins", "column": column, "edges": edges, "values": reps,
+                "labels": names, "published_type": ptype}
 
 
 def _resolution(values: np.ndarray) -> float:
@@ -163,8 +172,11 @@ def _digits(x: int) -> int:
 CANDIDATE_CUTS = 1024
 
 
-def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[float]:
-    """Cuts of sorted ``v`` (class codes ``y``) into at most ``n_bins`` class-aware bins.
+def _cut_order(v: np.ndarray, y: np.ndarray, n_bins: int, k: int
+               ) -> tuple[np.ndarray, list[int]]:
+    """``(pos, cuts)``: the candidate positions in sorted ``v`` (class codes ``y``) and
+    the cuts into at most ``n_bins`` class-aware bins, indices into ``pos`` in the order
+    they are made (each bin count's cuts are a prefix of a larger one's).
 
     Top-down, as a decision tree on one column (Fayyad and Irani, IJCAI 1993): the bin whose
     best cut among the quantiles (``CANDIDATE_CUTS``) gains the most class information is
@@ -229,7 +241,7 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
         return gain > (np.log(n_ab - 1) + delta) / n_ab
 
     if not ok(cum[-1] - cum[0])[()]:
-        return []
+        return pos, []
     heap: list = []
     cuts: list[int] = []
     first = best(0, pos.size - 1)
@@ -242,7 +254,7 @@ def _class_edges(v: np.ndarray, y: np.ndarray, n_bins: int, k: int) -> list[floa
             nxt = best(lo, hi)
             if nxt is not None:
                 heapq.heappush(heap, (-nxt[0][0], -nxt[0][1], lo, hi, nxt[1]))
-    return [float(v[pos[j]]) for j in sorted(cuts)]
+    return pos, cuts
 
 
 def _single_bin(values: np.ndarray, column: str, ptype: str) -> dict[str, Any]:
@@ -266,37 +278,76 @@ def column_class_risk(series: pd.Series, labels: Any) -> float:
 def _suppress_step(series: pd.Series, labels: Any, k: int, column: str, ptype: str,
                    max_below: float, max_disclosure: float, max_column_risk: float = math.inf
                    ) -> dict[str, Any] | None:
+    """The rare categories of ``series`` suppressed (published missing) until its
+    column alone is safe: categories below ``k`` rows first, then, one at a time, the
+    kept category that fails worst. Counted on the (category, class) table, not on
+    rebuilt frames: every figure is a function of those counts."""
     counts = series.value_counts(dropna=True)
     keep = [v for v, c in counts.items() if c >= k]
+    # codes in sorted order: ties go to the first category as a crosstab sorts them
+    codes, uniques = pd.factorize(series, sort=True)
+    y = pd.factorize(pd.Series(np.asarray(labels)), use_na_sentinel=False)[0]
+    n_y = int(y.max()) + 1 if y.size else 1
+    present = codes >= 0
+    cells = np.bincount(codes[present] * n_y + y[present],
+                        minlength=len(uniques) * n_y).reshape(len(uniques), n_y)
+    missing = np.bincount(y[~present], minlength=n_y)
+    code_of = {v: i for i, v in enumerate(uniques)}
+    kept = np.zeros(len(uniques), dtype=bool)
+    kept[[code_of[v] for v in keep]] = True
+    n = len(series)
     while True:
-        remedied = series.where(series.isin(keep) | series.isna())
-        below, disclosure, _ = group_risk(remedied.to_frame(), labels, k)
+        shown = cells[kept]
+        hidden = missing + cells[~kept].sum(axis=0)
+        below, disclosure, suppressed = _column_risks(shown, hidden, k, n)
         if not keep:
             break
-        from astrid_airflow.release import suppressed_share
-
-        if below <= max_below and disclosure <= max_disclosure and suppressed_share(
-                remedied.to_frame(), labels, k) <= min(max_below, max_disclosure):
-            if max_column_risk == math.inf or \
-                    column_class_risk(remedied, labels) <= max_column_risk:
+        if below <= max_below and disclosure <= max_disclosure and \
+                suppressed <= min(max_below, max_disclosure):
+            if max_column_risk == math.inf or column_class_risk(
+                    series.where(series.isin(keep) | series.isna()), labels) <= max_column_risk:
                 break
             # the class from this column alone: suppress the smallest kept category
-            keep = [v for v in keep if v != min(keep, key=lambda v: (counts[v], keep.index(v)))]
-            continue
-        # drop the kept category that fails worst: one naming a single class first
-        # (smallest), else the one with the smallest (category, class) cell
-        by = pd.crosstab(remedied, pd.Series(np.asarray(labels), index=series.index))
-        present = (by > 0).sum(axis=1)
-        big = (by >= k).sum(axis=1)  # fewer than two classes of k rows: all suppressed
-        single = by[(present == 1) | (big < 2)]
-        worst = single.sum(axis=1).idxmin() if len(single) else \
-            by.where(by > 0).min(axis=1).idxmin()
+            worst = min(keep, key=lambda v: (counts[v], keep.index(v)))
+        else:
+            # drop the kept category that fails worst: one naming a single class first
+            # (smallest), else the one with the smallest (category, class) cell
+            worst = uniques[np.flatnonzero(kept)[_worst_category(shown, k)]]
         keep = [v for v in keep if v != worst]
+        kept[code_of[worst]] = False
     if len(keep) == len(counts):
         return None
     return {"method": "suppress", "column": column,
             "keep": [v.item() if hasattr(v, "item") else v for v in keep],
             "published_type": ptype}
+
+
+def _column_risks(shown: np.ndarray, hidden: np.ndarray, k: int, n: int
+                  ) -> tuple[float, float, float]:
+    """``group_risk``'s share below k and class disclosure share, and
+    ``suppressed_share``, of one column from its (kept category, class) counts
+    ``shown`` and the missing value's class counts ``hidden`` (missing is one value)."""
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    cells = np.vstack([shown, hidden[None, :]])
+    below = int(cells[(cells > 0) & (cells < k)].sum())
+    one_class = (cells > 0).sum(axis=1) == 1
+    disclosure = int(cells[one_class].sum())
+    published = (shown >= k) & ((shown >= k).sum(axis=1) >= 2)[:, None]
+    suppressed = int(shown.sum() - shown[published].sum())
+    # as suppressed_share rounds it: one minus the share kept
+    return below / n, disclosure / n, 1.0 - (n - suppressed) / n
+
+
+def _worst_category(shown: np.ndarray, k: int) -> int:
+    """Row of ``shown`` (kept category x class counts) to suppress next: the smallest
+    category with one class or fewer than two classes of ``k`` rows, else the one with
+    the smallest (category, class) cell; the first such row on ties."""
+    single = ((shown > 0).sum(axis=1) == 1) | ((shown >= k).sum(axis=1) < 2)
+    if single.any():
+        sizes = np.where(single, shown.sum(axis=1), np.iinfo(np.int64).max)
+        return int(np.argmin(sizes))
+    return int(np.argmin(np.where(shown > 0, shown, np.iinfo(np.int64).max).min(axis=1)))
 
 
 @dataclass(frozen=True)
@@ -351,13 +402,15 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         if s is not None:
             cat_steps.append(s)
     last = (False, below, disc, list(cat_steps))
-    for n_bins in [b for b in BIN_LADDER if max_bins is None or b <= max_bins]:
+    ladder = [b for b in BIN_LADDER if max_bins is None or b <= max_bins]
+    columns = {c: (as_float(table[c]), published_type(table[c])) for c in numeric}
+    bins = {c: _ColumnBins(vals, labels, k, max(ladder, default=2))
+            for c, (vals, _) in columns.items()}
+    for n_bins in ladder:
         steps = list(cat_steps)
-        for c in numeric:
-            vals = as_float(table[c])
-            s = _bin_step(vals, n_bins, k, c, published_type(table[c]), labels)
-            steps.append(s if s is not None else _single_bin(vals, c,
-                                                             published_type(table[c])))
+        for c, (vals, ptype) in columns.items():
+            s = bins[c].step(n_bins, c, ptype)
+            steps.append(s if s is not None else _single_bin(vals, c, ptype))
         ok, below, disc = judge(steps)
         last = (ok, below, disc, steps)
         if ok:

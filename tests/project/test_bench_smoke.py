@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks import bench_adaptive_null, bench_screen_auto
+from benchmarks import bench_adaptive_null, bench_screen_auto, bench_utility_stop
 
 
 def test_bench_adaptive_null_runs_and_writes_its_figures(tmp_path):
@@ -29,3 +29,15 @@ def test_bench_screen_auto_runs_and_writes_its_figures(tmp_path):
     assert run["screened"] and run["in_blocks"]  # the pair screen sees the planted pairs
     assert run["width"] == 12 and run["k"] == len(run["grouping"])
     assert "| 2,000 | 12 |" in (tmp_path / "screen.md").read_text()
+
+
+def test_bench_utility_stop_runs_and_writes_its_figures(tmp_path):
+    assert bench_utility_stop.main(["--tables", "people-300", "--seeds", "1", "--planned",
+                                    "6", "--classifier", "nb",
+                                    "--out", str(tmp_path / "stop")]) == 0
+    result = json.loads((tmp_path / "stop.json").read_text())
+    assert len(result["rows"]) == 3 * len(bench_utility_stop.DELTAS)  # three groupings
+    assert all(3 <= r["splits"] <= 6 for r in result["rows"])  # a checkpoint or all
+    # a stop below the full drop's threshold is the only kind counted false
+    assert all(s["false_stops"] <= s["stops"] for s in result["summary"])
+    assert "| +0.000 |" in (tmp_path / "stop.md").read_text()
