@@ -147,6 +147,8 @@ def run_table(name: str, cache: Path) -> dict:
            round(handler.estimate / seconds, 3),
            "candidates": len(rel["candidates"]),
            "attacked": sum(bool(c.get("attacked")) for c in rel["candidates"]),
+           # the utility splits scored over all candidates (the sequential stop's saving)
+           "utility_splits": sum(c.get("utility_splits") or 0 for c in rel["candidates"]),
            "status": rel["status"], "reason": rel.get("reason")}
     if chosen is not None:
         row["chosen"] = {
@@ -183,7 +185,9 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         lines.append(f"* {r['table']} ({r['label']}): " + ", ".join(
             f"{k} {v}" for k, v in (r.get("steps_seconds") or {}).items()) +
-            f"; {r['candidates']} candidates, {r['attacked']} attacked; load "
+            f"; {r['candidates']} candidates, {r['attacked']} attacked"
+            + (f", {r['utility_splits']} utility splits" if r.get("utility_splits") else "")
+            + f"; load "
             f"{r.get('load')} at the end (2 cores: above 1 another run shared them)")
     return "\n".join(lines) + "\n"
 
@@ -194,12 +198,15 @@ def main() -> int:
     ap.add_argument("--label", default="after")
     ap.add_argument("--cache", default=str(HERE / ".cache-choice-speed"))
     ap.add_argument("--out", default=str(RESULTS / "choice_speed"))
+    ap.add_argument("--describe", help="what the label's code is (kept in the results)")
     args = ap.parse_args()
     cache = Path(args.cache)
     cache.mkdir(exist_ok=True)
     out = Path(args.out)
     path = out.with_suffix(".json")
     doc = json.loads(path.read_text()) if path.exists() else {"rows": []}
+    if args.describe:
+        doc.setdefault("labels", {})[args.label] = args.describe
     for name in args.tables.split(","):
         row = {**run_table(name, cache), "label": args.label,
                "machine": f"{platform.machine()}, {os.cpu_count()} cores",
@@ -210,7 +217,9 @@ def main() -> int:
         out.with_suffix(".md").write_text(
             "# The release choice's time per table (issue 50)\n\n"
             "Default policy, seed 0, the search cached (same result for every label); "
-            "`benchmarks/bench_choice_speed.py`.\n\n" + markdown(doc["rows"]))
+            "`benchmarks/bench_choice_speed.py`.\n\n" + "".join(
+                f"* {lb}: {text}\n" for lb, text in (doc.get("labels") or {}).items())
+            + "\n" + markdown(doc["rows"]))
         print(json.dumps({k: row[k] for k in ("table", "choice_seconds", "status")}),
               flush=True)
     return 0
