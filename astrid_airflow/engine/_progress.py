@@ -193,16 +193,18 @@ class StageProgress(RunProgress):
         self.phase = f"{stage}: starting"
         self.estimate: float | None = None
         self.planned_yet = False
-        self.parts: dict[str, tuple[int, StageRate, str]] = {}
+        self.parts: dict[str, tuple[int, StageRate, str, float | None]] = {}
         self._each: dict[str, float] = {}  # expected seconds of one step of each part
         self._spent = 0.0  # expected seconds of the steps done
         self._current: float | None = None  # expected seconds of the running step
         self._done_at: float | None = None
 
-    def part(self, name: str, steps: int, rate: StageRate, what: str) -> None:
-        """Work of the stage with a cost model of its own, sized by :meth:`plan`'s
-        ``size``; its steps are run as ``step(phase, part=name)``."""
-        self.parts[name] = (int(steps), rate, what)
+    def part(self, name: str, steps: int, rate: StageRate, what: str,
+             size: float | None = None) -> None:
+        """Work of the stage with a cost model of its own, sized by ``size`` (default:
+        :meth:`plan`'s; work on a capped sample has its own); its steps are run as
+        ``step(phase, part=name)``."""
+        self.parts[name] = (int(steps), rate, what, size)
 
     def plan(self, steps: int, seconds: float | None, what: str, *,
              size: float | None = None) -> None:
@@ -210,8 +212,9 @@ class StageProgress(RunProgress):
         :meth:`part` s, sized by ``size``."""
         parts, total = [what], seconds
         self._each = {"": seconds / steps if seconds is not None and steps else 0.0}
-        for name, (n, rate, label) in self.parts.items():
-            part = rate.seconds(size) if size is not None else None
+        for name, (n, rate, label, own) in self.parts.items():
+            sized = own if own is not None else size
+            part = rate.seconds(sized) if sized is not None else None
             total = None if total is None or part is None else total + part
             self._each[name] = (part or 0.0) / max(1, n)
             steps += n

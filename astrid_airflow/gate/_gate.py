@@ -146,7 +146,8 @@ def validate_surrogate(
         with tracker.step("reading the tables"):
             original_df, surrogate_df = _read_inputs(original, surrogate, artefact)
         plan_gate(tracker, suite, original_df.shape, computed_utility=metrics is None,
-                  writes=bool(paths))
+                  writes=bool(paths), utility_splits=effective.utility_repeats_for(
+                      min(len(original_df), UTILITY_MAX_ROWS)))
         given = _given_metrics(metrics)  # bad figures refused before any work
         with tracker.step("the release's domain (recipe, local suppression)"):
             judged_original, surrogate_df, recipe = _release_domain(

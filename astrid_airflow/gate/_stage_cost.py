@@ -14,6 +14,7 @@ release), writing the results.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,18 +22,21 @@ from astrid_airflow.engine import StageRate
 
 UTILITY_METRIC, ATTACKS_METRIC = "astrid.surrogate_utility", "astrid.attack_risks"
 
-# The cost model of each part, ``seconds = fixed + rows x columns / per_second``, measured
-# by benchmarks/bench_stage_rates.py at 100,000 and 300,000 rows x 31 columns of
-# make_mixed_table on the 2-core development machine, from the gate's own step times:
-# benchmarks/results/stage_rates.json ("validate_utility", "validate_attacks",
-# "validate_rest"). The utility check and the attacks work on capped subsamples
-# (UTILITY_MAX_ROWS, 2 x SHADOW_MAX_ROWS rows): mostly fixed seconds.
-#: The utility check's classifier fits (``astrid.surrogate_utility``).
-UTILITY_RATE = StageRate(fixed=0.0, per_second=1.0e6)
-#: The shadow releases and their attacks (``astrid.attack_risks``).
-ATTACKS_RATE = StageRate(fixed=0.0, per_second=1.0e6)
+# The cost model of each part, ``seconds = fixed + size / per_second``, fitted on the 2-core
+# development machine through the gate's own step times: benchmarks/results/
+# gate_estimate.json (paper-size tables to 5,000 rows) and stage_rates.json (100,000 to
+# 1,000,000 rows x 31 columns). Sizes: the utility check's cells over its splits (each
+# split trains on at most UTILITY_MAX_ROWS rows); the attacks' rows (a shadow release
+# of at most 2 x SHADOW_MAX_ROWS rows: about 1.25 ms a row, nearly whatever the columns);
+# the rest's cells of the whole table.
+#: The utility check's classifier fits (``astrid.surrogate_utility``), per split cell.
+UTILITY_RATE = StageRate(fixed=0.2, per_second=150_000.0)
+#: The shadow releases and their attacks (``astrid.attack_risks``), per row.
+ATTACKS_RATE = StageRate(fixed=0.1, per_second=800.0)
 #: Everything else after the read: the release's domain, the other metrics, the results.
-CHECKS_RATE = StageRate(fixed=0.0, per_second=1.0e6)
+CHECKS_RATE = StageRate(fixed=0.2, per_second=1.34e6)
+#: The first gate in a process also imports Great Expectations and the attacks' models.
+FIRST_GATE_SECONDS = 3.5
 
 
 def metric_steps(suite: Mapping[str, Any]) -> list[str]:
@@ -53,19 +57,28 @@ def metric_steps(suite: Mapping[str, Any]) -> list[str]:
 
 
 def plan_gate(tracker: Any, suite: Mapping[str, Any], shape: tuple[int, int], *,
-              computed_utility: bool, writes: bool) -> None:
+              computed_utility: bool, writes: bool, utility_splits: int = 1) -> None:
     """Log the gate's estimate on ``tracker`` (its ``StageProgress``): ``shape`` is the
     original's (rows, columns); ``computed_utility``: the utility check fits (no
-    precomputed figures); ``writes``: the result JSON and Data Docs are written."""
+    precomputed figures) on ``utility_splits`` splits; ``writes``: the result JSON and
+    Data Docs are written. The utility check and the attacks are sized by the rows they
+    work on (capped samples), the rest by the whole table."""
+    from astrid_airflow.privacy import SHADOW_MAX_ROWS
+
+    from ._policy import UTILITY_MAX_ROWS
+
     rows, columns = int(shape[0]), int(shape[1])
     metrics = metric_steps(suite)
     if computed_utility and UTILITY_METRIC in metrics:
-        tracker.part(UTILITY_METRIC, 1, UTILITY_RATE, "the utility check")
+        tracker.part(UTILITY_METRIC, 1, UTILITY_RATE, "the utility check",
+                     size=utility_splits * min(rows, UTILITY_MAX_ROWS) * columns)
     if ATTACKS_METRIC in metrics:
-        tracker.part(ATTACKS_METRIC, 1, ATTACKS_RATE, "shadow-release attacks")
+        tracker.part(ATTACKS_METRIC, 1, ATTACKS_RATE, "shadow-release attacks",
+                     size=min(rows, 2 * SHADOW_MAX_ROWS))
     # the release's domain, GX's set-up, the other metrics and (maybe) the results
     other = 2 + sum(m not in tracker.parts for m in metrics) + int(writes)
     cells = rows * columns
-    tracker.plan(other, CHECKS_RATE.seconds(cells),
+    first = FIRST_GATE_SECONDS if "great_expectations" not in sys.modules else 0.0
+    tracker.plan(other, CHECKS_RATE.seconds(cells) + first,
                  f"{rows:,} rows x {columns} columns, {len(suite.get('expectations', []))} "
                  "checks", size=cells)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     )
     from ._inference import inference_risk
     from ._linkability import linkability_risk, linkability_split
-    from ._risk import RiskReport, measure_risk, shadow_attacks
+    from ._risk import SHADOW_MAX_ROWS, RiskReport, measure_risk, shadow_attacks
     from ._singling_out import singling_out_risk
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -146,3 +146,13 @@ def test_a_stage_inside_another_pauses_the_outer_heartbeat(lines):
 def test_stage_rate():
     rate = StageRate(fixed=2.0, per_second=1e6)
     assert rate.seconds(3e6) == pytest.approx(5.0) and rate.seconds(-1) == 2.0
+
+
+def test_a_part_with_its_own_size_is_estimated_at_it(monkeypatch):
+    # work on a capped sample costs what its sample costs, not what the table would
+    with fake_stage(monkeypatch, "validate") as (p, _):
+        p.part("capped", 1, StageRate(fixed=1.0, per_second=1e6), "a sample's work",
+               size=2e6)
+        p.part("whole", 1, StageRate(fixed=0.0, per_second=1e6), "the table's work")
+        p.plan(1, 0.5, "a table", size=9e6)
+    assert p.estimate == pytest.approx(0.5 + (1.0 + 2.0) + 9.0)

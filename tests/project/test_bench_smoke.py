@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import json
 
-from benchmarks import bench_adaptive_null, bench_screen_auto, bench_utility_stop
+from benchmarks import (
+    bench_adaptive_null,
+    bench_gate_estimate,
+    bench_screen_auto,
+    bench_utility_stop,
+)
 
 
 def test_bench_adaptive_null_runs_and_writes_its_figures(tmp_path):
@@ -41,3 +46,13 @@ def test_bench_utility_stop_runs_and_writes_its_figures(tmp_path):
     # a stop below the full drop's threshold is the only kind counted false
     assert all(s["false_stops"] <= s["stops"] for s in result["summary"])
     assert "| +0.000 |" in (tmp_path / "stop.md").read_text()
+
+
+def test_bench_gate_estimate_runs_and_writes_its_figures(tmp_path):
+    assert bench_gate_estimate.main(["--tables", "balance-scale", "--label", "smoke",
+                                     "--out", str(tmp_path / "gate")]) == 0
+    (row,) = json.loads((tmp_path / "gate.json").read_text())["rows"]
+    assert row["estimate_seconds"] > 0 and row["seconds"] > 0
+    assert abs(row["estimate_ratio"] - row["estimate_seconds"] / row["seconds"]) < 0.01
+    assert row["parts"]["attacks"] > 0 and row["parts"]["utility"] > 0
+    assert "| balance-scale | smoke |" in (tmp_path / "gate.md").read_text()
