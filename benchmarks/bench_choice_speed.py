@@ -82,6 +82,20 @@ def people_table(n: int = 5_000, seed: int = 0) -> tuple[pd.DataFrame, str]:
     return table, "income"
 
 
+def table_by_name(name: str) -> tuple[pd.DataFrame, str]:
+    """A whole benchmark table and its class column: ``people-N`` (:func:`people_table`),
+    ``mixed-N`` (``make_mixed_table``, seed 1) or one of the paper's (``uci.load``)."""
+    if name.startswith("people-"):
+        return people_table(int(name.split("-")[1]))
+    if name.startswith("mixed-"):
+        from astrid_airflow import make_mixed_table
+
+        return make_mixed_table(int(name.split("-")[1]), random_state=1)[0], "class"
+    import uci
+
+    return uci.load(name)
+
+
 def _part(name: str) -> tuple[pd.DataFrame, str]:
     if name.startswith("people-"):
         from sklearn.model_selection import train_test_split

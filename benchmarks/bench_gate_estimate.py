@@ -35,23 +35,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
+from bench_choice_speed import table_by_name  # noqa: E402  (one loader per table name)
 from bench_stage_rates import Steps  # noqa: E402  (the stages' step times)
 
 _UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "days": 86400.0}
-
-
-def _table(name: str):
-    if name.startswith("people-"):
-        from bench_choice_speed import people_table
-
-        return people_table(int(name.split("-")[1]))
-    if name.startswith("mixed-"):
-        from astrid_airflow import make_mixed_table
-
-        return make_mixed_table(int(name.split("-")[1]), random_state=1)[0], "class"
-    import uci
-
-    return uci.load(name)
 
 
 class _Estimate(logging.Handler):
@@ -71,7 +58,7 @@ class _Estimate(logging.Handler):
 def run_table(name: str) -> dict:
     from astrid_airflow import GroupingArtefact, astrid, make_surrogate, validate_surrogate
 
-    table, target = _table(name)
+    table, target = table_by_name(name)
     result = astrid(table, target=target, classifier="nb", n_search=2, n_test=2,
                     random_state=0, progress=False).to_dict()
     result["classifier"] = "svm"  # the default preset, which the utility check fits

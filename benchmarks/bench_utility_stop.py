@@ -31,18 +31,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
+from bench_choice_speed import table_by_name  # noqa: E402  (one loader per table name)
 
 DELTAS = (-0.03, -0.01, 0.0, 0.005, 0.01)
-
-
-def _table(name: str):
-    if name.startswith("people-"):
-        from bench_choice_speed import people_table
-
-        return people_table(int(name.split("-")[1]))
-    import uci
-
-    return uci.load(name)
 
 
 def _groupings(attrs: list[str]) -> dict[str, list[list[str]]]:
@@ -55,7 +46,7 @@ def run(tables: list[str], seeds: int, planned: int, classifier: str) -> dict:
 
     rows = []
     for name in tables:
-        table, target = _table(name)
+        table, target = table_by_name(name)
         attrs = [c for c in table.columns if c != target]
         for label, grouping in _groupings(attrs).items():
             for seed in range(seeds):

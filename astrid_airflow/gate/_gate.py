@@ -49,6 +49,12 @@ from ._suite import (
 from ._weaker import check_weaker_policy
 
 
+def _utility_splits(policy: GatePolicy, rows: int) -> int:
+    """The splits of the gate's utility check on a table of ``rows`` rows (each trains
+    on at most ``UTILITY_MAX_ROWS``): what it runs and what its estimate sizes."""
+    return policy.utility_repeats_for(min(rows, UTILITY_MAX_ROWS))
+
+
 def validate_surrogate(
     original: pd.DataFrame | str | os.PathLike,
     surrogate: pd.DataFrame | str | os.PathLike,
@@ -146,8 +152,8 @@ def validate_surrogate(
         with tracker.step("reading the tables"):
             original_df, surrogate_df = _read_inputs(original, surrogate, artefact)
         plan_gate(tracker, suite, original_df.shape, computed_utility=metrics is None,
-                  writes=bool(paths), utility_splits=effective.utility_repeats_for(
-                      min(len(original_df), UTILITY_MAX_ROWS)))
+                  writes=bool(paths),
+                  utility_splits=_utility_splits(effective, len(original_df)))
         given = _given_metrics(metrics)  # bad figures refused before any work
         with tracker.step("the release's domain (recipe, local suppression)"):
             judged_original, surrogate_df, recipe = _release_domain(
@@ -383,8 +389,7 @@ def _computed_utility(original: pd.DataFrame, artefact: Any, policy: GatePolicy,
         # the whole batch: suppression at k on a sample's counts is not the release's
         u = surrogate_utility(original, artefact, classifier=policy.classifier,
                               random_state=seed, max_fit_rows=UTILITY_MAX_ROWS,
-                              n_repeats=policy.utility_repeats_for(
-                                  min(len(original), UTILITY_MAX_ROWS)),
+                              n_repeats=_utility_splits(policy, len(original)),
                               remedies=remedies, recipe=recipe)
         out = {**u.to_dict(), "source": "computed"}
         if note:
