@@ -124,7 +124,6 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     """
     from sklearn.model_selection import train_test_split
 
-    from astrid_airflow.engine import make_classifier
     from astrid_airflow.io import check_table
 
     grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
@@ -184,10 +183,8 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         for data, held in ((train, test), (surrogate, remedied(test, split_recipe, target))):
             if data is train and hits[0] is not None:
                 continue
-            model = make_classifier(classifier, random_state=seed,
-                                    n_attributes=len(grouping.columns))
-            model.fit(data.drop(columns=[target]), data[target].to_numpy())
-            hits.append(model.predict(held.drop(columns=[target])) == y_test)
+            hits.append(_hits(classifier, seed, len(grouping.columns), data, held,
+                              target) == y_test)
         hits = hits[1:] if hits[0] is None else hits
         if _original_hits is not None:
             _original_hits[i] = hits[0]
@@ -205,6 +202,22 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                          type(classifier).__name__,
                          difference_se=_difference_se(np.subtract(acc_s, acc_o), row_diffs,
                                                        n_train, n_test))
+
+
+def _hits(classifier: Any, seed: int, n_attributes: int, train: pd.DataFrame,
+          held: pd.DataFrame, target: str) -> np.ndarray:
+    """The predictions on ``held`` of a classifier fitted on ``train``, with one
+    BLAS/OpenMP thread as every fit of the engine: a check runs beside other tasks of a
+    worker, where OpenMP's spinning threads oversubscribe the cores and slow a
+    histogram-boosting fit many times over (docs/performance.md)."""
+    from threadpoolctl import threadpool_limits
+
+    from astrid_airflow.engine import make_classifier
+
+    with threadpool_limits(limits=1):
+        model = make_classifier(classifier, random_state=seed, n_attributes=n_attributes)
+        model.fit(train.drop(columns=[target]), train[target].to_numpy())
+        return np.asarray(model.predict(held.drop(columns=[target])))
 
 
 #: Splits between the checkpoints of ``refuse_above`` (three looks at most on 12 splits).
