@@ -1,13 +1,14 @@
 """A finished run's task page in Airflow's own UI shows the ASTRID extra links, and they open.
 
 One publishing run with ``dag.test()`` (its XComs, links included, land in the test
-session's SQLite metadata DB), then a real ``airflow api-server`` on that DB, and headless
-Chromium on the gate task's Details tab of the React UI: the rendered DOM must carry the three
-link buttons ("Data Docs", "Release report", "Artefact"), pointing at the provider's
-plugin on that API server, with no link setting at all (only ``[api] base_url``, which a
-deployment sets anyway). Chromium then opens the Data Docs button's URL: the plugin
-serves the gate's validation page from the store. The screenshots are saved under
-``test-artifacts/`` (and the plugin page's under ``docs/images/`` for the docs).
+session's SQLite metadata DB), a real ``airflow api-server`` on that DB (started before the
+run, so that its start overlaps the run), and headless Chromium on the gate task's Details
+tab of the React UI: the rendered DOM must carry the three link buttons ("Data Docs",
+"Release report", "Artefact"), pointing at the provider's plugin on that API server, with
+no link setting at all (only ``[api] base_url``, which a deployment sets anyway). Chromium
+then opens the Data Docs button's URL: the plugin serves the gate's validation page from
+the store. The screenshots are saved under ``test-artifacts/`` (and the plugin page's
+under ``docs/images/`` for the docs).
 
 The simple auth manager runs with ``all_admins`` so the browser needs no login (local API
 server, test DB only); that the plugin's pages refuse a request without Airflow
@@ -71,7 +72,40 @@ def base_url() -> str:
 
 
 @pytest.fixture(scope="module")
-def finished_run(airflow_db, tmp_path_factory, base_url):
+def api_process(airflow_db, tmp_path_factory, base_url):
+    """``airflow api-server`` on the test DB, started before the run it will show (its
+    start overlaps the run: it reads the run from the DB when asked); stopped (its
+    process group) afterwards. Yields the process and its log."""
+    port = int(base_url.rsplit(":", 1)[1])
+    log = tmp_path_factory.mktemp("api") / "api-server.log"
+    from airflow import settings
+
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           # the DB this process writes the run into: after the whole suite the server,
+           # left to derive it, once saw an unmigrated DB and once one without the run
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": settings.SQL_ALCHEMY_CONN,
+           "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
+           "AIRFLOW__API__BASE_URL": base_url,
+           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(bin_dir / "airflow"), "api-server", "--port", str(port)],
+                                env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        yield proc, log
+    finally:
+        if proc.poll() is None:  # it may have exited already (then the failure says why)
+            os.killpg(proc.pid, 15)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+
+
+@pytest.fixture(scope="module")
+def finished_run(api_process, airflow_db, tmp_path_factory, base_url):
     """A successful publishing run recorded in the session's metadata DB.
 
     The demo root starts with the DAG's learned store (built once per test run): the
@@ -95,44 +129,18 @@ def finished_run(airflow_db, tmp_path_factory, base_url):
 
 
 @pytest.fixture(scope="module")
-def api_server(finished_run, tmp_path_factory, base_url):
-    """``airflow api-server`` on the test DB; stopped (its process group) afterwards."""
-    base = base_url
-    port = int(base.rsplit(":", 1)[1])
-    log = tmp_path_factory.mktemp("api") / "api-server.log"
-    from airflow import settings
-
-    bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           # the DB this process wrote the run into: after the whole suite the server,
-           # left to derive it, once saw an unmigrated DB and once one without the run
-           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": settings.SQL_ALCHEMY_CONN,
-           "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port),
-           "AIRFLOW__API__BASE_URL": base,
-           "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"}
-    with log.open("wb") as out:
-        proc = subprocess.Popen([str(bin_dir / "airflow"), "api-server", "--port", str(port)],
-                                env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/v2/monitor/health", timeout=5):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"api-server did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(1)
-        yield base
-    finally:
-        if proc.poll() is None:  # it may have exited already (then the failure says why)
-            os.killpg(proc.pid, 15)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait()
+def api_server(api_process, finished_run, base_url):
+    """The API server's URL, once it answers (after the run)."""
+    proc, log = api_process
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base_url}/api/v2/monitor/health", timeout=5):
+                return base_url
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"api-server did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(1)
 
 
 class _Page:
