@@ -3,8 +3,9 @@
 The page is rendered in headless Chromium with every host unresolvable (offline); the
 DOM must hold the grouping table and every figure decoded, and the screenshots are
 saved under ``test-artifacts/``. A 36-attribute report (kr-vs-kp's width) is checked
-for overlapping labels twice: in the matplotlib figures (text bounding boxes after
-layout) and in the browser (a measuring script added to a copy of the page).
+for overlapping labels twice, on one report written once: in the matplotlib figures it
+drew (text bounding boxes after layout) and in the browser (a measuring script added to
+a copy of the page).
 """
 
 from __future__ import annotations
@@ -105,6 +106,28 @@ def wide_artefact(d: int = 36, n: int = 240, seed: int = 0
 @pytest.fixture(scope="module")
 def wide():
     return wide_artefact()
+
+
+@pytest.fixture(scope="module")
+def wide_report(wide, tmp_path_factory):
+    """The wide artefact's release report, written once, and the matplotlib figures it
+    drew (``{file name: Figure}``, as ``report_figures`` made them for the page)."""
+    from astrid_airflow.report import _report
+
+    table, artefact = wide
+    real, drawn = _report.report_figures, {}
+
+    def keep(*args, **kwargs):
+        figs = real(*args, **kwargs)
+        drawn.update({name: fig for name, (fig, _alt, _caption) in figs.items()})
+        return figs
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_report, "report_figures", keep)
+        written = write_report(artefact, tmp_path_factory.mktemp("wide") / "r",
+                               original=table,
+                               surrogate=make_surrogate(table, artefact, random_state=0))
+    return written, drawn
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -416,22 +439,15 @@ def test_cli_reports_a_stored_artefact_with_shuffle_metrics(synthetic, tmp_path,
 
 # --------------------------------------------------------------- 36 attributes readable
 
-def test_wide_figures_have_no_overlapping_labels(wide):
-    from astrid_airflow.report import _plots
-    from astrid_airflow.report._report import _resolve
-
-    table, artefact = wide
-    result = _resolve(artefact)[0]
-    rows = [r.to_dict() for r in result.table]
-    matrix = _plots.grouping_matrix_figure(rows, result.order, chosen_k=result.k)
-    acc = _plots.accuracy_figure(rows, chosen_k=result.k, alpha=0.05, baseline=0.9,
-                                 n_test=250)
-    surrogate = make_surrogate(table, artefact, random_state=0)
-    checks = distribution_checks(table, surrogate, "class", result.order)
-    dist = _plots.distribution_figure(checks, ["alpha", "beta", "gamma"])
-    for fig in (matrix, acc, dist):
+def test_wide_figures_have_no_overlapping_labels(wide_report):
+    # the report's own figures: its per-k table (alpha 0.05, a0 0.9, R = 250) and the
+    # per-class checks of its surrogate
+    _written, drawn = wide_report
+    matrix, acc, dist = (drawn[f"{name}.png"] for name in
+                         ("grouping-matrix", "accuracy", "distributions"))
+    for name, fig in (("grouping-matrix", matrix), ("accuracy", acc), ("distributions", dist)):
         overlaps, outside = _text_overlaps(fig)
-        assert overlaps == [] and outside == []
+        assert overlaps == [] and outside == [], (name, overlaps, outside)
     ax = matrix.axes[0]
     labels = ax.get_xticklabels()
     assert len(labels) == 36 and all(t.get_rotation() == 90 for t in labels)
@@ -452,12 +468,10 @@ def test_overlap_detector_can_fail():
 
 
 @needs_chromium
-def test_wide_report_is_readable_in_chromium(wide, tmp_path):
-    table, artefact = wide
-    written = write_report(artefact, tmp_path / "r", original=table,
-                           surrogate=make_surrogate(table, artefact, random_state=0))
+def test_wide_report_is_readable_in_chromium(wide_report):
+    written, _drawn = wide_report
     page = Path(written.index)
-    probe = tmp_path / "r" / "probe.html"
+    probe = page.with_name("probe.html")  # beside the page (its copy, measuring)
     probe.write_text(page.read_text().replace("</body>", _MEASURE + "</body>"))
     dom = _dom(probe, "--window-size=1400,1000")
     found = re.search(r'data-layout="([^"]*)"', dom)
