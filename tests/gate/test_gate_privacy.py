@@ -1,6 +1,8 @@
 """The gate's disclosure checks (issue 16): per-group k-anonymity and class disclosure,
 cross-group linkage, enforced by default; the leaky releases of the issue fail them,
-naming the group or pair; a coarsened release with the true grouping passes."""
+naming the group or pair; a coarsened release with the true grouping passes. The
+shadow attacks, which depend on the original, not on the surrogate judged, are computed
+once per original and setting (``tests/gate/gate_work.py``)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ from astrid_airflow.gate._checks import (
 )
 from astrid_airflow.gate._registry import EXPECTATIONS
 from astrid_airflow.gate._suite import build_suite
+from tests.gate.gate_work import installed_gate_work
+
+pytestmark = pytest.mark.usefixtures("shared_gate_work")
+
 
 BELOW_K = "expect_surrogate_group_share_below_k_to_be_at_most"
 CLASS_DISC = "expect_surrogate_group_class_disclosure_share_to_be_at_most"
@@ -44,6 +50,13 @@ _spec.loader.exec_module(uci)
 needs_uci = pytest.mark.skipif(not (uci.data_dir() / "vehicle.arff").exists(),
                                reason="UCI benchmark files not available "
                                       "(set ASTRID_UCI_DIR)")
+
+
+@pytest.fixture(scope="module")
+def shared_gate_work():
+    """The gate's shadow attacks and utility refits, memoised for this module."""
+    with installed_gate_work() as work:
+        yield work
 
 
 def artefact_for(table: pd.DataFrame, groups, target: str = "class") -> GroupingArtefact:
@@ -73,6 +86,16 @@ def shuffle_one_column(table: pd.DataFrame, column: str, target: str, seed: int
 def synthetic():
     t = make_synthetic(500, random_state=0)
     return t, artefact_for(t, "a1,a2;a3;a4")
+
+
+@pytest.fixture(scope="module")
+def coarsened(synthetic):
+    """The synthetic table with a1, a2, a3 rounded to their sign and a4 to one of two
+    halves (2 levels each), and its release under the true grouping."""
+    t, art = synthetic
+    c = t.assign(a1=np.sign(t["a1"]), a2=np.sign(t["a2"]), a3=np.sign(t["a3"]),
+                 a4=(t["a4"] > 0.5).astype(float))
+    return c, make_surrogate(c, art, random_state=1)
 
 
 @pytest.fixture(scope="module")
@@ -141,12 +164,10 @@ def test_synthetic_one_column_shuffled_and_original_fail(synthetic):
     assert {BELOW_K, CLASS_DISC, LINKAGE, UNIQUE, INTACT} <= set(r.failed)
 
 
-def test_coarsened_release_with_the_true_grouping_passes_the_per_group_checks(synthetic):
-    t, art = synthetic
-    # a1, a2, a3 rounded to their sign, a4 to one of two halves: 2 levels each
-    c = t.assign(a1=np.sign(t["a1"]), a2=np.sign(t["a2"]), a3=np.sign(t["a3"]),
-                 a4=(t["a4"] > 0.5).astype(float))
-    s = make_surrogate(c, art, random_state=1)
+def test_coarsened_release_with_the_true_grouping_passes_the_per_group_checks(synthetic,
+                                                                             coarsened):
+    _, art = synthetic
+    c, s = coarsened
     r = validate_surrogate(c, s, art, random_state=0, metrics=SAME_ACCURACY)
     for name in (BELOW_K, CLASS_DISC, UNIQUE, LINKAGE):
         assert outcome(r, name).success, outcome(r, name)
@@ -207,11 +228,9 @@ def test_suite_holds_the_privacy_expectations_with_parameters(synthetic):
     assert suite["meta"]["astrid"]["policy"]["disclosure_k"] == 7
 
 
-def test_k_is_applied_at_run_time(synthetic):
-    t, art = synthetic
-    c = t.assign(a1=np.sign(t["a1"]), a2=np.sign(t["a2"]), a3=t["a3"].round(0),
-                 a4=(t["a4"] > 0.5).astype(float))
-    s = make_surrogate(c, art, random_state=1)
+def test_k_is_applied_at_run_time(synthetic, coarsened):
+    _, art = synthetic
+    c, s = coarsened
     loose = validate_surrogate(c, s, art, metrics=SAME_ACCURACY, random_state=0)
     strict = validate_surrogate(c, s, art, metrics=SAME_ACCURACY, random_state=0,
                                 policy={"disclosure_k": 200})

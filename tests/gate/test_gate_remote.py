@@ -4,7 +4,9 @@
 used to call itself again without ``remedies``: a raw release (``remedies=False``) was
 judged against the *remedied* original and failed integrity. The store here is fsspec's
 ``memory://`` filesystem given as ``fs`` (helper tests against a real S3-compatible
-server live with the publish tests).
+server live with the publish tests). Each pair of gates (remote, in hand) computes the
+shadow attacks once for equal inputs (``tests/gate/gate_work.py``): a remote call that
+passed other inputs would compute, and judge, its own.
 """
 
 from __future__ import annotations
@@ -28,13 +30,23 @@ from astrid_airflow import (
     validate_surrogate,
 )
 from astrid_airflow.release._store import ArtefactStore
+from tests.gate.gate_work import installed_gate_work
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
+pytestmark = [pytest.mark.filterwarnings(
+    "ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning"),
+    pytest.mark.usefixtures("shared_gate_work")]
+
 
 INTEGRITY = "expect_surrogate_column_values_to_match_original_per_class"
 # precomputed utility: the checks under test are privacy and integrity
 SAME = {"accuracy_original": 0.8, "accuracy_surrogate": 0.8}
+
+
+@pytest.fixture(scope="module")
+def shared_gate_work():
+    """The gate's shadow attacks and utility refits, memoised for this module."""
+    with installed_gate_work() as work:
+        yield work
 
 
 def _table(n: int = 600, seed: int = 4) -> pd.DataFrame:
