@@ -1,91 +1,130 @@
 """Crash safety: a learner or shuffler killed with SIGKILL mid-write publishes nothing partial.
 
-Each test starts the real ``astrid`` command in a subprocess and kills it with SIGKILL
-(no cleanup handlers run) at a chosen point:
+Each test runs the real ``astrid`` command (``astrid_airflow.cli.main``) in a child
+process and kills it with SIGKILL (no cleanup handlers run) at a chosen point:
 
-* *fault injection*: a wrapper counts calls to one system call the writers use
-  (``os.fsync``, ``os.rename``, ``os.link``) and, at the k-th call, records where it is
-  (the calling stack) and blocks; the test then kills the process. Killing *before* the
-  k-th ``fsync``/``rename``/``link`` covers every step of the atomic write: files half
+* *fault injection*: the child wraps one system call the writers use (``os.fsync``,
+  ``os.rename``, ``os.link``) and, at the k-th call, records where it is (the calling
+  stack) and blocks; the test then kills it. Killing *before* the k-th
+  ``fsync``/``rename``/``link`` covers every step of the atomic write: files half
   synced, a complete temporary directory not yet renamed, a renamed version whose
-  directory is not yet synced;
-* *after a delay*: the process is killed at a few wall-clock times (reading, fitting).
+  directory is not yet synced. These children are forked from the test process after it
+  has imported what a learn and a shuffle import, so each costs the command, not the
+  interpreter's start;
+* *after a delay*: a fresh ``python -m astrid_airflow.cli`` is killed at a few
+  wall-clock times (importing, reading, fitting).
 
 After every kill: no version or surrogate is visible unless it is complete (a visible
 store version loads and validates; a visible surrogate is byte-identical to the one an
-undisturbed run writes), and the next run succeeds.
+undisturbed run writes), and the next run (a forked child too) succeeds.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import pytest
 
 from astrid_airflow import make_synthetic
-from astrid_airflow.release._store import ArtefactStore
-
-HOOK = r"""
-import os, sys, time, traceback
-func, k, mark = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-real = getattr(os, func)
-publish_mark = os.rename  # captured before any hook
-count = [0]
-def hooked(*args, **kwargs):
-    count[0] += 1
-    if count[0] == k:
-        where = [f"{f.name}:{f.filename.rsplit('/', 1)[-1]}"
-                 for f in traceback.extract_stack()[:-1]][-4:]
-        with open(mark + ".tmp-mark", "w") as fh:
-            fh.write(" < ".join(reversed(where)))
-        publish_mark(mark + ".tmp-mark", mark)
-        time.sleep(120)
-    return real(*args, **kwargs)
-setattr(os, func, hooked)
 from astrid_airflow.cli import main
-sys.exit(main(sys.argv[4:]))
-"""
+from astrid_airflow.release._store import ArtefactStore
 
 # the raw release: these tests are about atomic writes, not the privacy choice
 # (the synthetic table has no release within the default policy)
 LEARN = ["--target", "class", "--classifier", "nb", "--r-search", "2", "--r-test", "3",
          "--seed", "0", "--quiet", "--no-remedies"]
 
+_FORK = multiprocessing.get_context("fork")
+
+
+def _shuffle_argv(data: Path, store: Path) -> list[str]:
+    return ["shuffle", str(data / "syn.parquet"), "--artefact", str(store / "n"), "--seed",
+            "3", "--no-utility", "--out"]
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
+    """The table, and a learn and a shuffle of it run here, in this process: the
+    reference surrogate of the shuffler's tests, and every module those commands import
+    loaded before a child is forked."""
     d = tmp_path_factory.mktemp("crash_data")
     make_synthetic(40, random_state=0).to_parquet(d / "syn.parquet", index=False)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["learn", str(d / "syn.parquet"), *LEARN, "--store", str(d / "store"),
+                     "--name", "n"]) == 0
+        assert main([*_shuffle_argv(d, d / "store"), str(d / "reference.parquet")]) == 0
     return d
 
 
+def _inject(func: str, k: int, mark: Path) -> None:
+    """Block at the k-th call of ``os.func``, after publishing where it was to ``mark``."""
+    real = getattr(os, func)
+    publish_mark = os.rename  # captured before any hook
+    count = [0]
+
+    def hooked(*args, **kwargs):
+        count[0] += 1
+        if count[0] == k:
+            where = [f"{f.name}:{f.filename.rsplit('/', 1)[-1]}"
+                     for f in traceback.extract_stack()[:-1]][-4:]
+            with open(f"{mark}.tmp-mark", "w") as fh:
+                fh.write(" < ".join(reversed(where)))
+            publish_mark(f"{mark}.tmp-mark", mark)
+            time.sleep(120)
+        return real(*args, **kwargs)
+
+    setattr(os, func, hooked)
+
+
+def _child(argv: list[str], cwd: str, out: str, func: str | None, k: int,
+           mark: str | None) -> None:
+    """The forked child: ``astrid argv`` from ``cwd``, its output in ``out``.std{out,err}."""
+    os.chdir(cwd)
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        stream = open(f"{out}.{name}", "w", buffering=1)  # open for the child's life
+        os.dup2(stream.fileno(), fd)
+        setattr(sys, name, stream)
+    if func is not None:
+        _inject(func, k, Path(mark))
+    sys.exit(main(argv))
+
+
 def _spawn(argv: list[str], cwd: Path, func: str | None = None, k: int = 0,
-           mark: Path | None = None) -> subprocess.Popen:
-    if func is None:
-        cmd = [sys.executable, "-m", "astrid_airflow.cli", *argv]
-    else:
-        cmd = [sys.executable, "-c", HOOK, func, str(k), str(mark), *argv]
-    return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+           mark: Path | None = None):
+    """``astrid argv`` in a child forked from this process (its output in cwd/.child.*);
+    with ``func``, killable at the k-th call of ``os.func`` (:func:`_kill_at`)."""
+    proc = _FORK.Process(target=_child, args=(argv, str(cwd), str(cwd / ".child"), func, k,
+                                              None if mark is None else str(mark)))
+    proc.start()
+    proc.out = cwd / ".child"
+    return proc
 
 
-def _kill_at(proc: subprocess.Popen, mark: Path, timeout: float = 90) -> str | None:
+def _output(proc) -> tuple[str, str]:
+    return tuple(Path(f"{proc.out}.{n}").read_text() for n in ("stdout", "stderr"))
+
+
+def _kill_at(proc, mark: Path, timeout: float = 90) -> str | None:
     """Wait until the hook reports it is blocking, then SIGKILL; None if it never did."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if mark.exists():
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(30)
+            proc.kill()  # SIGKILL
+            proc.join(30)
+            assert proc.exitcode == -signal.SIGKILL, proc.exitcode
             return mark.read_text()
-        if proc.poll() is not None:
-            _, err = proc.communicate()
-            assert proc.returncode == 0, f"the process failed by itself: {err[-2000:]}"
+        if proc.exitcode is not None:
+            assert proc.exitcode == 0, f"the process failed by itself: {_output(proc)[1][-2000:]}"
             return None  # finished before the k-th call: nothing to kill
         time.sleep(0.005)
     proc.kill()
@@ -102,9 +141,20 @@ def _kill_after(proc: subprocess.Popen, seconds: float) -> bool:
         return True
 
 
+def _fresh(argv: list[str], cwd: Path) -> subprocess.Popen:
+    """``python -m astrid_airflow.cli argv``: the command from the interpreter's start."""
+    return subprocess.Popen([sys.executable, "-m", "astrid_airflow.cli", *argv], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "astrid_airflow.cli", *argv], cwd=cwd,
-                          capture_output=True, text=True, timeout=180)
+    """``astrid argv`` to its end, in a forked child."""
+    proc = _spawn(argv, cwd)
+    proc.join(180)
+    if proc.exitcode is None:
+        proc.kill()
+        raise AssertionError(f"astrid {argv[0]} did not finish in 180 s")
+    return subprocess.CompletedProcess(argv, proc.exitcode, *_output(proc))
 
 
 def _check_store(root: Path, name: str) -> list[str]:
@@ -176,7 +226,7 @@ def test_learner_kill_points_hit_the_store_write(data, tmp_path):
 def test_learner_killed_after_a_delay(data, tmp_path, delay):
     store = tmp_path / "store"
     argv = ["learn", str(data / "syn.parquet"), *LEARN, "--store", str(store), "--name", "n"]
-    _kill_after(_spawn(argv, tmp_path), delay)
+    _kill_after(_fresh(argv, tmp_path), delay)
     visible = _check_store(store, "n")
     after = _run(argv, tmp_path)
     assert after.returncode == 0, after.stderr
@@ -187,17 +237,10 @@ def test_learner_killed_after_a_delay(data, tmp_path, delay):
 # ------------------------------------------------------------------------- shuffler
 
 @pytest.fixture(scope="module")
-def shuffle_setup(data, tmp_path_factory):
-    """A learned artefact and the surrogate an undisturbed run writes (the reference)."""
-    root = tmp_path_factory.mktemp("crash_shuffle")
-    r = _run(["learn", str(data / "syn.parquet"), *LEARN, "--store", str(root / "store"),
-              "--name", "n"], root)
-    assert r.returncode == 0, r.stderr
-    argv = ["shuffle", str(data / "syn.parquet"), "--artefact", str(root / "store" / "n"),
-            "--seed", "3", "--no-utility", "--out"]
-    r = _run([*argv, str(root / "reference.parquet")], root)
-    assert r.returncode == 0, r.stderr
-    return argv, (root / "reference.parquet").read_bytes()
+def shuffle_setup(data):
+    """The shuffle's arguments (but the output) and the surrogate an undisturbed run
+    writes (the reference)."""
+    return _shuffle_argv(data, data / "store"), (data / "reference.parquet").read_bytes()
 
 
 SHUFFLE_POINTS = [("fsync", 1), ("fsync", 2), ("link", 1)]
@@ -245,7 +288,7 @@ def test_shuffler_killed_before_publish_leaves_only_a_hidden_temporary(shuffle_s
 def test_shuffler_killed_after_a_delay(shuffle_setup, tmp_path, delay):
     argv, reference = shuffle_setup
     out = tmp_path / "surrogate.parquet"
-    _kill_after(_spawn([*argv, str(out)], tmp_path), delay)
+    _kill_after(_fresh([*argv, str(out)], tmp_path), delay)
     assert not out.exists() or out.read_bytes() == reference
     r = _run([*argv, str(out)] + (["--overwrite"] if out.exists() else []), tmp_path)
     assert r.returncode == 0, r.stderr

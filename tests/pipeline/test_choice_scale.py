@@ -36,14 +36,15 @@ def test_the_choices_shared_fits_change_no_figure(monkeypatch):
     from astrid_airflow.pipeline import _choice
 
     policy = GatePolicy(max_accuracy_drop=0.1, attack_n=200)
-    shared = choose_release(_table(), _result(GROUPS), policy=policy, random_state=1,
+    table = _table(600)  # candidates scored out of sample and attacked, as at 1,200 rows
+    shared = choose_release(table, _result(GROUPS), policy=policy, random_state=1,
                             progress=False).release
     # every split's group fits and the original's classifier refitted for each candidate
     monkeypatch.setattr(_choice, "_rows_key", lambda rows: object())
     real = release.surrogate_utility
     monkeypatch.setattr(release, "surrogate_utility",
                         lambda *a, _original_hits=None, **kw: real(*a, **kw))
-    alone = choose_release(_table(), _result(GROUPS), policy=policy, random_state=1,
+    alone = choose_release(table, _result(GROUPS), policy=policy, random_state=1,
                            progress=False).release
     assert alone == shared
     assert any(c["utility_scored"] == "out of sample" for c in shared["candidates"])
@@ -111,14 +112,17 @@ def test_the_choices_estimate_counts_its_passes_over_every_reference_row():
                                   + (1 + 100 * 0.07 + 24) * 700 * 3e-6)
 
 
-def test_above_choice_max_rows_every_candidate_is_checked_on_100_batches():
+def test_above_choice_max_rows_every_candidate_is_checked_on_100_batches(monkeypatch):
     """The suppression budget on new batches (issue 28) is checked on 100 bootstrap
     batches above CHOICE_MAX_ROWS too: each is counted from the cells,
     not built. Before, such a reference had three, so a recipe refusing 1 new batch in 5
-    could pass."""
-    from astrid_airflow.pipeline._choice_budget import CHOICE_MAX_ROWS
+    could pass. The rule's size is scaled down (every module that reads it): a table is
+    "large" above 1,000 rows."""
+    from astrid_airflow.pipeline import _choice, _choice_budget, _choice_checks
 
-    table = _table(CHOICE_MAX_ROWS + 500)
+    for module in (_choice, _choice_budget, _choice_checks):
+        monkeypatch.setattr(module, "CHOICE_MAX_ROWS", 1000)
+    table = _table(1000 + 500)
     rel = choose_release(table, _result(GROUPS[:1]), policy=GatePolicy(attack_n=200),
                          random_state=1, progress=False).release
     checked = [c["risks"] for c in rel["candidates"] if c.get("method") != "mdav"

@@ -68,7 +68,7 @@ def test_the_release_choice_logs_an_estimate_and_the_time_left(task_log, monkeyp
     from astrid_airflow import GatePolicy, astrid, choose_release
 
     monkeypatch.setattr(_progress, "INTERVAL", 0.05)  # a heartbeat every 50 ms
-    t = make_synthetic(300, random_state=0)
+    t = make_synthetic(120, random_state=0)  # a small choice: its steps are what is logged
     result = astrid(t, target="class", classifier="nb", n_search=5, n_test=10,
                     random_state=0, progress=False)
     from astrid_airflow import release
@@ -82,7 +82,7 @@ def test_the_release_choice_logs_an_estimate_and_the_time_left(task_log, monkeyp
     monkeypatch.setattr(release, "surrogate_utility", slow)  # what the choice calls
     # no budget: whether a budget lets the first step start depends on the machine's
     # speed (the budget's stop is test_max_seconds_bounds_the_whole_learn_...)
-    choose_release(t, result, policy=GatePolicy(), random_state=0)
+    choose_release(t, result, policy=GatePolicy(attack_n=200), random_state=0)
     mine = [line for line in task_log if line.startswith("astrid_airflow: ")]
     assert any("astrid release choice: about" in line and "estimated" in line
                for line in mine), mine

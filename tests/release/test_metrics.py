@@ -262,13 +262,18 @@ def test_surrogate_metrics_bundle_is_json_and_consistent(tmp_path):
 
 @pytest.mark.slow
 def test_paper_anonymisation_example_credit_a():
-    """Sec. 6.2 redone: credit-a, SVM, the learned grouping keeps accuracy and P_anon < 1 %."""
+    """Sec. 6.2 redone: credit-a, SVM, the learned grouping keeps accuracy and P_anon < 1 %.
+
+    R' = 10 and R = 20 (the paper's 100 and 250 run in benchmarks/bench_astrid.py): the
+    grouping is whatever the search learns; at the paper's settings it learned all
+    singletons on three seeds (benchmarks/results/astrid_runs/exact_credit-a_svm_*.json).
+    """
     from conftest import UCI
 
     from astrid_airflow import astrid, drop_missing_and_constant, read_table
 
     t = drop_missing_and_constant(read_table(UCI / "credit-a.arff"), "class")
-    result = astrid(t, target="class", classifier="svm", n_search=25, n_test=50,
+    result = astrid(t, target="class", classifier="svm", n_search=10, n_test=20,
                     random_state=0, progress=False)
     paper_s5 = "A14,A7,A13;A1;A6;A12;A15,A4,A5,A2,A8,A3,A9,A10,A11"
     for grouping in (result.grouping, paper_s5):

@@ -23,6 +23,7 @@ from astrid_airflow import (
     make_synthetic,
 )
 from astrid_airflow.release._remedies import mdav_clusters
+from astrid_airflow.release._surrogate import ProtectsNothingWarning
 
 BINS = {"method": "bins", "column": "a", "edges": [2.0, 5.0], "values": [1.0, 3.0, 7.0],
         "labels": ["< 2", "[2, 5)", ">= 5"], "published_type": "integer"}
@@ -334,18 +335,47 @@ def _result(groups: list, target: str = "y") -> dict:
             "n_search": 20, "n_test": 40, "random_state": 0}
 
 
+def _two_column_table(n: int = 1200) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, n)
+    return pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
+                         "c": rng.integers(0, 1000, n), "y": y})
+
+
+CHOICE_RESULT = _result([[["a", "b"], ["c"]], [["a"], ["b"], ["c"]]])
+
+
+@pytest.fixture(scope="module")
+def chosen_release():
+    """``(table, policy, artefact, fitted_on)``: one real release choice, the index of
+    every table ``fit_recipe`` was fitted on recorded (a spy that calls the real one)."""
+    import warnings
+
+    from astrid_airflow import GatePolicy, choose_release
+    from astrid_airflow.pipeline import _fit_recipe
+
+    t = _two_column_table()
+    fitted_on: list[pd.Index] = []
+    real = _fit_recipe.fit_recipe
+
+    def spy(table, **kw):
+        fitted_on.append(table.index)
+        return real(table, **kw)
+
+    policy = GatePolicy(max_accuracy_drop=0.1, attack_n=200)
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ProtectsNothingWarning)
+        mp.setattr(_fit_recipe, "fit_recipe", spy)
+        art = choose_release(t, CHOICE_RESULT, policy=policy, random_state=1)
+    return t, policy, art, fitted_on
+
+
 @pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
-def test_choose_release_records_candidates_and_never_loosens_the_policy():
+def test_choose_release_records_candidates_and_never_loosens_the_policy(chosen_release):
     from astrid_airflow import GatePolicy, choose_release
 
-    rng = np.random.default_rng(0)
-    n = 1200
-    y = rng.integers(0, 2, n)
-    t = pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
-                      "c": rng.integers(0, 1000, n), "y": y})
-    result = _result([[["a", "b"], ["c"]], [["a"], ["b"], ["c"]]])
-    policy = GatePolicy(max_accuracy_drop=0.1, attack_n=200)
-    art = choose_release(t, result, policy=policy, random_state=1)
+    t, policy, art, _ = chosen_release
+    result = CHOICE_RESULT
     rel = art.release
     assert rel["status"] == "chosen", rel["reason"]
     assert rel["learned_grouping"] == [["a", "b"], ["c"]]
@@ -386,7 +416,7 @@ def test_cli_learn_records_the_release_by_default_and_not_with_no_remedies(tmp_p
     from astrid_airflow.cli import main
 
     rng = np.random.default_rng(2)
-    n = 2000
+    n = 800
     y = rng.integers(0, 2, n)
     t = pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
                       "c": rng.integers(0, 1000, n), "d": rng.normal(size=n).round(3),
@@ -394,7 +424,7 @@ def test_cli_learn_records_the_release_by_default_and_not_with_no_remedies(tmp_p
     src = tmp_path / "t.csv"
     t.to_csv(src, index=False)
     policy = tmp_path / "policy.json"
-    policy.write_text(GatePolicy(max_accuracy_drop=0.1).to_json())
+    policy.write_text(GatePolicy(max_accuracy_drop=0.1, attack_n=200).to_json())
     common = ["learn", str(src), "--target", "y", "--classifier", "nb", "--r-search", "5",
               "--r-test", "10", "--seed", "0", "--quiet", "--store", str(tmp_path / "s"),
               "--json"]
@@ -690,32 +720,14 @@ def test_bins_fit_nothing_to_labels_that_carry_no_signal():
     assert any(abs(e - 0.8) < 0.04 for e in recipe.steps[0]["edges"])
 
 
-@pytest.mark.filterwarnings("ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning")
 def test_the_choice_scores_each_candidate_with_a_recipe_fitted_without_its_test_rows(
-        monkeypatch):
+        chosen_release):
     # Issue 28: a class-aware recipe scored on the rows it was fitted on looks better
     # than on a new batch (credit-a: 0.003 in sample, 0.049 out of sample), so the choice
     # released what every batch then lost. A candidate that may be released must be
     # scored with its recipe refitted on each utility split's training part only.
-    from astrid_airflow import GatePolicy, choose_release
-    from astrid_airflow.pipeline import _fit_recipe
-
-    rng = np.random.default_rng(0)
-    n = 1200
-    y = rng.integers(0, 2, n)
-    t = pd.DataFrame({"a": rng.normal(y, 1.0).round(3), "b": rng.normal(size=n).round(3),
-                      "c": rng.integers(0, 1000, n), "y": y})
-    fitted_on: list[pd.Index] = []
-    real = _fit_recipe.fit_recipe
-
-    def spy(table, **kw):
-        fitted_on.append(table.index)
-        return real(table, **kw)
-
-    monkeypatch.setattr(_fit_recipe, "fit_recipe", spy)
-    policy = GatePolicy(max_accuracy_drop=0.1, attack_n=200)
-    art = choose_release(t, _result([[["a", "b"], ["c"]], [["a"], ["b"], ["c"]]]),
-                         policy=policy, random_state=1)
+    t, policy, art, fitted_on = chosen_release
+    n = len(t)
     rel = art.release
     assert rel["status"] == "chosen", rel["reason"]
     cands = rel["candidates"]
