@@ -5,7 +5,7 @@ surrogate it judges: the attacks on a shadow release of the original
 (``privacy.shadow_attacks``) and the utility refits (``release.surrogate_utility``),
 each a deterministic function of the original, the artefact (or grouping), the policy's
 settings and the seed. Modules that judge many surrogates of one original use
-:func:`installed_gate_work` in a module fixture: both functions are memoised,
+the module fixture :func:`shared_gate_work`: both functions are memoised,
 keyed on the pickled bytes of every argument (equal bytes, equal inputs; a miss only
 recomputes), and each call gets its own deep copy. The integrity and disclosure checks,
 which read the surrogate, run in every gate as before. A test about reproducibility
@@ -70,13 +70,7 @@ class GateWork:
 @contextlib.contextmanager
 def installed_gate_work() -> Iterator[GateWork]:
     """A fresh :class:`GateWork` in place of the memoised functions while the block
-    runs; a module's fixture::
-
-        @pytest.fixture(scope="module")
-        def shared_gate_work():
-            with installed_gate_work() as work:
-                yield work
-    """
+    runs."""
     import importlib
 
     work = GateWork()
@@ -84,4 +78,12 @@ def installed_gate_work() -> Iterator[GateWork]:
         for module, name in MEMOISED:
             target = importlib.import_module(module)
             mp.setattr(target, name, work.wrap(name, getattr(target, name)))
+        yield work
+
+
+@pytest.fixture(scope="module")
+def shared_gate_work() -> Iterator[GateWork]:
+    """The gate's shadow attacks and utility refits, memoised for the module that
+    imports this fixture."""
+    with installed_gate_work() as work:
         yield work

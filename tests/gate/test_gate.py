@@ -44,7 +44,7 @@ from astrid_airflow.gate._kit import import_gx
 from astrid_airflow.gate._registry import EXPECTATIONS
 from astrid_airflow.gate._result import result_paths
 from astrid_airflow.gate._suite import SUITE_FILE, build_suite, gate_extra_files, load_suite
-from tests.gate.gate_work import installed_gate_work
+from tests.gate.gate_work import shared_gate_work  # noqa: F401 (the module fixture)
 
 pytestmark = pytest.mark.usefixtures("shared_gate_work")
 
@@ -56,13 +56,6 @@ ROWS = "expect_surrogate_row_count_to_match_original"
 CLASS = "expect_surrogate_class_column_to_be_unchanged"
 VALUES = "expect_surrogate_column_values_to_match_original_per_class"
 GROUPS = "expect_surrogate_groups_to_match_original_per_class"
-
-
-@pytest.fixture(scope="module")
-def shared_gate_work():
-    """The gate's shadow attacks and utility refits, memoised for this module."""
-    with installed_gate_work() as work:
-        yield work
 
 
 def artefact_for(table: pd.DataFrame, groups: str) -> GroupingArtefact:
@@ -368,7 +361,7 @@ def test_results_written_beside_the_surrogate(tmp_path, data, learned, surrogate
 
 
 def test_gate_is_deterministic_for_a_seed_and_records_a_drawn_one(data, learned, surrogate,
-                                                                  shared_gate_work):
+                                                                  shared_gate_work):  # noqa: F811 (fixture)
     # b recomputes the attacks and the utility refits; a is (or was, in an earlier test
     # of the module) a real run of its own
     a = validate_surrogate(data, surrogate, learned, random_state=0)

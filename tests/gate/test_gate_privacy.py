@@ -30,7 +30,7 @@ from astrid_airflow.gate._checks import (
 )
 from astrid_airflow.gate._registry import EXPECTATIONS
 from astrid_airflow.gate._suite import build_suite
-from tests.gate.gate_work import installed_gate_work
+from tests.gate.gate_work import shared_gate_work  # noqa: F401 (the module fixture)
 
 pytestmark = pytest.mark.usefixtures("shared_gate_work")
 
@@ -50,13 +50,6 @@ _spec.loader.exec_module(uci)
 needs_uci = pytest.mark.skipif(not (uci.data_dir() / "vehicle.arff").exists(),
                                reason="UCI benchmark files not available "
                                       "(set ASTRID_UCI_DIR)")
-
-
-@pytest.fixture(scope="module")
-def shared_gate_work():
-    """The gate's shadow attacks and utility refits, memoised for this module."""
-    with installed_gate_work() as work:
-        yield work
 
 
 def artefact_for(table: pd.DataFrame, groups, target: str = "class") -> GroupingArtefact:

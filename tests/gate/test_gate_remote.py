@@ -30,7 +30,7 @@ from astrid_airflow import (
     validate_surrogate,
 )
 from astrid_airflow.release._store import ArtefactStore
-from tests.gate.gate_work import installed_gate_work
+from tests.gate.gate_work import shared_gate_work  # noqa: F401 (the module fixture)
 
 pytestmark = [pytest.mark.filterwarnings(
     "ignore::astrid_airflow.release._surrogate.ProtectsNothingWarning"),
@@ -40,13 +40,6 @@ pytestmark = [pytest.mark.filterwarnings(
 INTEGRITY = "expect_surrogate_column_values_to_match_original_per_class"
 # precomputed utility: the checks under test are privacy and integrity
 SAME = {"accuracy_original": 0.8, "accuracy_surrogate": 0.8}
-
-
-@pytest.fixture(scope="module")
-def shared_gate_work():
-    """The gate's shadow attacks and utility refits, memoised for this module."""
-    with installed_gate_work() as work:
-        yield work
 
 
 def _table(n: int = 600, seed: int = 4) -> pd.DataFrame:
