@@ -152,6 +152,7 @@ def learn_release(request: LearnRequest) -> Learned:
             raise ParameterError("A store and an artefact name go together.")
         check_artefact_name(request.name)
         check_weaker_policy(request.policy or {}, request.allow_weaker_policy)
+        request.store.check_signing_key()  # a bad key refused before minutes of work
     table = reference_table(request.table, request.target, clean=request.clean)
     table = without_identifiers(table, request.target, request.policy)
     settings = search_keywords(request, len(table))

@@ -214,6 +214,11 @@ class ArtefactStore:
 
         return signing_key(self._signing_key)
 
+    def check_signing_key(self) -> None:
+        """Raise ``ParameterError`` now if the key the next save would sign with is bad
+        (too short, not text), so a stage refuses it before its work, not after."""
+        self._key()
+
     def _unsaved(self, name: str, numbers: list[int]) -> str:
         """Why versions with an ``artefact.json`` but no manifest are refused."""
         shown = ", ".join(version_id(n) for n in numbers[-5:])

@@ -370,6 +370,22 @@ def test_learn_refuses_a_weaker_policy_unless_asked_and_records_it(tmp_path, cap
     assert release["policy_note"] == note and release["allow_weaker_policy"] is True
 
 
+def test_learn_refuses_a_bad_signing_key_before_any_fit(tmp_path, capsys, monkeypatch):
+    """The key is checked before the search and the choice, not at the save after them:
+    a key too short to sign loses no work (it was refused after minutes of learning)."""
+    from astrid_airflow.pipeline import _learn
+
+    fits = []
+    monkeypatch.setattr(_learn, "_search", lambda *a, **kw: fits.append(a) or 1 / 0)
+    monkeypatch.setenv("ASTRID_SIGNING_KEY", "short")
+    make_synthetic(30, random_state=0).to_csv(tmp_path / "t.csv", index=False)
+    code, err = _cli(["learn", str(tmp_path / "t.csv"), "--target", TARGET, "--quiet",
+                      "--store", str(tmp_path / "s"), "--name", "n"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "Invalid signing key ($ASTRID_SIGNING_KEY): 5 bytes" in err
+    assert fits == [] and not (tmp_path / "s").exists()
+
+
 def test_the_learn_operator_refuses_a_weaker_policy_before_reading(tmp_path):
     from airflow.exceptions import AirflowFailException
     from astrid_airflow.operators.learn import AstridLearnOperator
