@@ -22,6 +22,7 @@ from astrid_airflow._errors import RecipeError
 from astrid_airflow.release import (
     BIN_LADDER,
     ReleaseRecipe,
+    apply_column_step,
     apply_recipe,
     as_float,
     check_attacker_model,
@@ -360,17 +361,45 @@ class _GroupFit:
     class_from_one_column_risk: float | None = None
 
 
+class _PublishedColumns:
+    """A group's columns as each one-column step publishes them, each step applied once
+    however many rungs of the ladder judge it (its categories' suppression is judged
+    with every bin count of its numeric columns)."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        self.table = table
+        self.done: dict[int, tuple[dict, pd.Series]] = {}  # id(step): (step, column)
+
+    def column(self, step: dict) -> pd.Series:
+        hit = self.done.get(id(step))
+        if hit is None:  # the step is kept alive with its column, so its id stays its own
+            hit = self.done[id(step)] = (step, apply_column_step(self.table[step["column"]],
+                                                                 step))
+        return hit[1]
+
+    def frame(self, cols: Sequence[str], steps: list) -> pd.DataFrame | None:
+        """``apply_recipe`` of ``steps`` on ``cols`` (the last step of a column wins, as
+        there); None when a step acts on several columns."""
+        if any("column" not in s or s["method"] not in ("bins", "round", "suppress")
+               for s in steps):
+            return None
+        last = {s["column"]: s for s in steps}
+        return pd.DataFrame({c: (self.column(last[c]) if c in last else self.table[c]).array
+                             for c in cols}, index=self.table.index)
+
+
 def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                max_below: float, max_disclosure: float, method: str,
                max_column_risk: float = math.inf, max_bins: int | None = None) -> _GroupFit:
     numeric = [c for c in cols if published_type(table[c]) in ("integer", "float")]
     other = [c for c in cols if c not in numeric]
     column_risk: list[float | None] = [None]  # of the last judged remedy
+    published = _PublishedColumns(table)
 
     def judge(steps: list) -> tuple[bool, float, float]:
-        frame = table[list(cols)]
-        if steps:
-            frame = apply_recipe(frame.assign(**{"__y": np.asarray(labels)}),
+        frame = published.frame(cols, steps)
+        if frame is None:  # a step on several columns (mdav, partition)
+            frame = apply_recipe(table[list(cols)].assign(**{"__y": np.asarray(labels)}),
                                  ReleaseRecipe(k=k, steps=tuple(steps), target="__y"),
                                  target="__y")[list(cols)]
         below, disc, _ = group_risk(frame, labels, k)
@@ -551,7 +580,10 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
         # an identifier is published fully suppressed (all missing), never binned
         steps.extend({"method": "suppress", "column": c, "keep": [],
                       "published_type": published_type(table[c])} for c in cols if c in ids)
-        key = (tuple(rest), k_fit, below, disclosure, method, column_risk, max_bins)
+        # one column's fit is the same by every method (mdav and partition remedy
+        # multi-column groups only): MDAV and partitioned candidates share it
+        key = (tuple(rest), k_fit, below, disclosure, method if len(rest) > 1 else "bins",
+               column_risk, max_bins)
         fit = _fits.get(key) if _fits is not None else None
         if fit is None:
             fit = _fit_group(table, rest, labels, k_fit, below, disclosure, method,

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         release_time,
     )
     from ._remedies import (
+        apply_column_step,
         apply_recipe,
         as_float,
         generalise_file,

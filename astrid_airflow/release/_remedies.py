@@ -63,6 +63,10 @@ def _apply_suppress(series: pd.Series, s: Mapping[str, Any]) -> pd.Series:
     return series.where(keep, None) if series.dtype == object else series.where(keep)
 
 
+#: The steps that act on one column, row by row.
+_COLUMN_STEPS = {"bins": _apply_bins, "round": _apply_round, "suppress": _apply_suppress}
+
+
 def mdav_clusters(x: np.ndarray, k: int) -> np.ndarray:
     """MDAV cluster labels of the rows of ``x`` (Domingo-Ferrer & Mateo-Sanz 2002).
 
@@ -219,9 +223,7 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
             elif m == "partition":  # row by row, the tree of cuts (._partition)
                 new.update(apply_partition(frame, s))
             else:
-                fn = {"bins": _apply_bins, "round": _apply_round,
-                      "suppress": _apply_suppress}[m]
-                new[s["column"]] = fn(frame[s["column"]], s)
+                new[s["column"]] = _COLUMN_STEPS[m](frame[s["column"]], s)
     if is_arrow:
         import pyarrow as pa
 
@@ -239,10 +241,22 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
     for c, series in new.items():
         # the values by position, in their own dtype (a tz-aware datetime's numpy form
         # is naive, and an all-missing one cannot be cast back to its zone)
-        out[c] = series.array
-        if out[c].dtype != table[c].dtype and published_type(table[c]) != "integer":
-            out[c] = out[c].astype(table[c].dtype)
+        out[c] = in_published_dtype(series, table[c]).array
     return out
+
+
+def in_published_dtype(series: pd.Series, like: pd.Series) -> pd.Series:
+    """A remedied column in the dtype of the column ``like`` it replaces (integers as
+    the remedy typed them: a suppressed one may need a nullable dtype)."""
+    if series.dtype != like.dtype and published_type(like) != "integer":
+        return series.astype(like.dtype)
+    return series
+
+
+def apply_column_step(series: pd.Series, step: Mapping[str, Any]) -> pd.Series:
+    """One ``bins``, ``round`` or ``suppress`` step on its column, as
+    :func:`apply_recipe` publishes it (those steps act on one column, row by row)."""
+    return in_published_dtype(_COLUMN_STEPS[step["method"]](series, step), series)
 
 
 def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = False
