@@ -70,6 +70,8 @@ _ATTACKS = ("singling_out", "linkability", "inference")
 #: What a fallback may fail in full: each batch is judged on it with the groups that fell
 #: back only (the shuffle's intact-row swaps, the gate's accuracy check).
 _PER_BATCH = {"utility", "intact_rows"}
+#: A candidate's working keys, not recorded in the release.
+_UNRECORDED = ("remedied", "recipe", "refit", "_planned_splits")
 #: The label suffix of a candidate whose unsafe multi-column groups are partitioned.
 _PARTITION = "unsafe group(s) partitioned"
 
@@ -81,6 +83,12 @@ def _retry_order(c: Mapping[str, Any]) -> tuple[float, float]:
     a group whose batches mostly fail stays failing at any cap per column (its cells
     are the product of its columns' bins)."""
     return batch_excess(c["risks"]), -c["accuracy_surrogate"]
+
+
+def _domain_memo() -> Any:
+    from astrid_airflow.release import DomainMemo
+
+    return DomainMemo()
 
 
 def _rows_key(rows: pd.DataFrame) -> tuple[int, str]:
@@ -157,8 +165,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         # the per-k table's groupings that merge learned groups, not measured above
         # CHOICE_MAX_ROWS reference rows (their remedies are at least as coarse)
         "coarser_not_measured": choice.skipped,
-        "candidates": [{k: v for k, v in c.items()
-                        if k not in ("remedied", "recipe", "refit")} for c in cands]}
+        "candidates": [{k: v for k, v in c.items() if k not in _UNRECORDED} for c in cands]}
     release.update(_declared_model(table, d["target"], choice.policy.attacker_model))
     if chosen is None:
         release.update(status="refused", recipe=None, chosen=None,
@@ -220,6 +227,8 @@ class _Choice:
     # original's classifier per split: what every candidate's utility measure repeats
     split_fits: dict = dataclasses.field(default_factory=dict)
     original_hits: dict = dataclasses.field(default_factory=dict)
+    # each group's remedied columns on each split's parts (release._utility.DomainMemo)
+    domains: Any = dataclasses.field(default_factory=_domain_memo)
     skipped: list = dataclasses.field(default_factory=list)  # groupings not measured
 
     @classmethod
@@ -281,11 +290,7 @@ class _Choice:
         """A candidate fitted (for ``batch_factor`` times k rows per published cell),
         put through the checks before the attacks, and measured (the same utility
         splits for all: comparable figures)."""
-        from astrid_airflow.release import (
-            ProtectsNothingWarning,
-            release_domain,
-            surrogate_utility,
-        )
+        from astrid_airflow.release import release_domain
 
         policy, target = self.policy, self.target
         recipe, report = self.fit(self.table, grouping, method, max_bins,
@@ -315,36 +320,45 @@ class _Choice:
         def refit(train: pd.DataFrame) -> Any:
             return self.fit(train, grouping, method, max_bins, batch_factor=batch_factor)[0]
 
+        c = {"label": label, "grouping": grouping.to_list(), "method": method,
+             "max_bins": max_bins, "batch_factor": batch_factor, "recipe": recipe,
+             "remedies": report, "risks": risks, "failed": failed, "remedied": remedied,
+             "refit": refit}
         # a candidate that may be released is scored out of sample, as a new batch
         # meets its recipe: refitted on each split's training part (in sample is
         # optimistic); one already refused by a privacy check only informs the report,
-        # in sample (the refits cost most of the choice), and one refused for good (it
-        # cannot be retried coarser) on the policy's fewest splits, the first of the same;
-        # each stops at a checkpoint once its drop is certainly over the policy's
-        # (utility_splits: the splits scored)
-        scored = "in sample" if failed else "out of sample"
+        # in sample (the refits cost most of the choice), on the policy's fewest splits
+        # (the first of the same), completed only where its accuracy is to rank it among
+        # the coarser retries' bases (retry_bases)
+        self.score(c, self.repeats if not failed else
+                   min(self.repeats, policy.utility_repeats))
+        return c
+
+    def score(self, c: dict[str, Any], n_repeats: int) -> None:
+        """``c``'s accuracies on the first ``n_repeats`` utility splits (each stops at a
+        checkpoint once its drop is certainly over the policy's; ``utility_splits``:
+        the splits scored); a drop over the policy's fails ``utility``."""
+        from astrid_airflow.release import ProtectsNothingWarning, surrogate_utility
+
+        failed = [f for f in c["failed"] if f != "utility"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            u = surrogate_utility(self.table, grouping, target=target,
+            u = surrogate_utility(self.table, Grouping(c["grouping"]), target=self.target,
                                   max_fit_rows=CHOICE_MAX_ROWS,
                                   classifier=self.classifier, random_state=self.util_seed,
-                                  n_repeats=min(self.repeats, policy.utility_repeats)
-                                  if settled else self.repeats, recipe=recipe,
-                                  recipe_fitter=None if failed else refit,
-                                  refuse_above=policy.max_accuracy_drop,
-                                  _original_hits=self.original_hits)
+                                  n_repeats=n_repeats, recipe=c["recipe"],
+                                  recipe_fitter=None if failed else c["refit"],
+                                  refuse_above=self.policy.max_accuracy_drop,
+                                  _original_hits=self.original_hits,
+                                  _domains=self.domains)
         drop = u.accuracy_original - u.accuracy_surrogate
-        if drop > policy.max_accuracy_drop:
-            failed = [*failed, "utility"]
-        return {"label": label, "grouping": grouping.to_list(), "method": method,
-                "max_bins": max_bins, "batch_factor": batch_factor, "recipe": recipe,
-                "remedies": report, "risks": risks,
-                "failed": failed, "remedied": remedied,
-                "accuracy_original": u.accuracy_original,
-                "accuracy_surrogate": u.accuracy_surrogate, "accuracy_drop": drop,
-                "accuracy_drop_se": u.difference_se, "utility_scored": scored,
-                "utility_splits": u.n_repeats,
-                "refit": refit}
+        c.update(failed=[*failed, "utility"] if drop > self.policy.max_accuracy_drop
+                 else failed, accuracy_original=u.accuracy_original,
+                 accuracy_surrogate=u.accuracy_surrogate, accuracy_drop=drop,
+                 accuracy_drop_se=u.difference_se,
+                 utility_scored="in sample" if failed else "out of sample",
+                 utility_splits=u.n_repeats)
+        c["_planned_splits"] = n_repeats
 
     def measure_candidates(self, d: dict[str, Any]
                            ) -> tuple[list[dict[str, Any]], dict[str, Grouping]]:
@@ -439,9 +453,7 @@ class _Choice:
         combine all columns, so their risk falls with the detail; larger bins hold more
         rows, so a new batch's counts fall below k less often); the retries join
         ``cands``."""
-        bases = sorted((c for c in cands if c["method"] == "bins" and c["failed"]
-                        and set(c["failed"]) <= {*_ATTACKS, "suppression"}),
-                       key=_retry_order)[:COARSER_RETRIES]
+        bases = self.retry_bases(cands)
         tried = {c["recipe"].to_json() for c in bases}
         for cap in COARSER_BINS:
             batch = []
@@ -457,6 +469,27 @@ class _Choice:
             if chosen is not None:
                 return chosen
         return None
+
+    def retry_bases(self, cands: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The ``COARSER_RETRIES`` releases only the attacks or the suppression budget
+        refused, by ``_retry_order`` of their scores on every split: those scored on the
+        fewest splits are completed (the same splits, the first ones again) from the
+        smallest batch excess up, until the bases are certain (a larger excess ranks
+        after them whatever its accuracy); the others keep their fewest splits."""
+        eligible = [c for c in cands if c["method"] == "bins" and c["failed"]
+                    and set(c["failed"]) <= {*_ATTACKS, "suppression", "utility"}]
+        found = 0
+        for level in sorted({batch_excess(c["risks"]) for c in eligible}):
+            if found >= COARSER_RETRIES:
+                break
+            for c in (c for c in eligible if batch_excess(c["risks"]) == level):
+                if c["_planned_splits"] < self.repeats:
+                    with self.steps.step(f"scoring {c['label']} on every split"):
+                        self.score(c, self.repeats)
+                found += "utility" not in c["failed"]
+        return sorted((c for c in eligible if "utility" not in c["failed"]
+                       and c["_planned_splits"] == self.repeats),
+                      key=_retry_order)[:COARSER_RETRIES]
 
     def fallbacks(self, chosen: dict[str, Any], cands: list[dict[str, Any]]
                   ) -> list[dict[str, Any]]:

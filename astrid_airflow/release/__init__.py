@@ -99,6 +99,11 @@ if TYPE_CHECKING:
         unique_values,
     )
     from ._table_source import TableSource, table_source
-    from ._utility import classifier_preset, stratified_subsample, surrogate_utility
+    from ._utility import (
+        DomainMemo,
+        classifier_preset,
+        stratified_subsample,
+        surrogate_utility,
+    )
 
 __getattr__, __dir__, __all__, _EXPORTS = lazy_exports(__name__)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow._validation import check_positive_int, check_seed_sequence
-from astrid_airflow.engine import pandas_class_codes, stratified_sample
+from astrid_airflow.engine import Grouping, as_grouping, pandas_class_codes, stratified_sample
 
 from ._recipe import release_recipe
 from ._surrogate import (
@@ -71,10 +71,12 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                       recipe_fitter: Callable[[pd.DataFrame], Any] | None = None,
                       suppression: bool = True, max_fit_rows: int | None = None,
                       refuse_above: float | None = None,
-                      _original_hits: dict | None = None) -> UtilityResult:
+                      _original_hits: dict | None = None,
+                      _domains: DomainMemo | None = None) -> UtilityResult:
     # _original_hits: the release choice's memo of the original's classifier per split
     # (same table, classifier, random_state, n_repeats and test_size for every candidate:
-    # the split and the original's fit do not depend on the grouping or the recipe)
+    # the split and the original's fit do not depend on the grouping or the recipe);
+    # _domains: its memo of each group's remedied columns per split part (DomainMemo)
     """Accuracy of a classifier trained on a surrogate vs on the original (Sec. 6.2).
 
     The split comes first and the surrogate is made from the training part only: no
@@ -147,6 +149,8 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         # the rung the whole batch is published with, on every split (not each split's)
         recipe = applied_recipe(table, recipe, target, grouping)
     codes = pandas_class_codes(table[target], target)
+    if not table.index.is_unique:  # the memo knows a part's rows by their labels
+        _domains = None
     acc_o, acc_s, row_diffs = [], [], []
     n_train = n_test = 0
     fit_rows = None
@@ -167,8 +171,8 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         train_seed, surrogate_seed = sample_seed.spawn(2)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            published = remedied(train, split_recipe, target,
-                                 grouping if suppression else None)
+            published = _remedied(train, split_recipe, target, grouping, suppression,
+                                  _domains)
             if fit_rows is None:
                 surrogate = make_surrogate(published, grouping, target=target,
                                            random_state=shuffle_seed)
@@ -180,7 +184,8 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         seed = int(model_seed.generate_state(1)[0] >> 1)
         y_test = test[target].to_numpy()
         hits = [_original_hits.get(i) if _original_hits is not None else None]
-        for data, held in ((train, test), (surrogate, remedied(test, split_recipe, target))):
+        held_part = _remedied(test, split_recipe, target, grouping, False, _domains)
+        for data, held in ((train, test), (surrogate, held_part)):
             if data is train and hits[0] is not None:
                 continue
             hits.append(_hits(classifier, seed, len(grouping.columns), data, held,
@@ -202,6 +207,68 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                          type(classifier).__name__,
                          difference_se=_difference_se(np.subtract(acc_s, acc_o), row_diffs,
                                                        n_train, n_test))
+
+
+class DomainMemo:
+    """The release choice's memo of each group's remedied columns on each utility split's
+    parts: a group's remedy and its local suppression depend on its own columns and the
+    class alone, and the candidates share most groups and their fits. Holds at most
+    ``max_cells`` values (then stops adding: the results are the same either way)."""
+
+    def __init__(self, max_cells: int = 10_000_000) -> None:
+        self.blocks: dict[tuple, pd.DataFrame] = {}
+        self.cells, self.max_cells = 0, max_cells
+
+    def keep(self, key: tuple, block: pd.DataFrame) -> None:
+        if self.cells + block.size <= self.max_cells:
+            self.blocks[key] = block
+            self.cells += block.size
+
+
+def _remedied(part: pd.DataFrame, recipe: Any, target: str, grouping: Any,
+              suppress: bool, memo: DomainMemo | None) -> pd.DataFrame:
+    """``remedied(part, recipe, target, grouping if suppress else None)``, each group's
+    columns from ``memo`` when the same group was remedied with the same steps on the
+    same rows of the table (the part's index) before. Without a memo, a recipe with
+    fallbacks (its rung depends on every group) or a declared attacker model (a group's
+    suppression may keep another's sensitive column diverse): ``remedied`` itself."""
+    import hashlib
+    import json
+
+    from ._recipe import ReleaseRecipe
+
+    if memo is None or recipe is None or recipe.fallbacks or (
+            recipe.attacker_model is not None and recipe.attacker_model.declared):
+        return remedied(part, recipe, target, grouping if suppress else None)
+    groups = as_grouping(grouping).groups
+    steps: dict[tuple, list] = {tuple(g): [] for g in groups}
+    owner = {c: tuple(g) for g in groups for c in g}
+    for s in recipe.steps:
+        owners = {owner.get(c) for c in (s.get("columns") or [s.get("column")])}
+        if len(owners) != 1 or None in owners:  # a step across groups: no blocks
+            return remedied(part, recipe, target, grouping if suppress else None)
+        steps[owners.pop()].append(s)
+    where = (len(part), hashlib.sha1(pd.util.hash_array(part.index.to_numpy()).tobytes()
+                                     ).hexdigest())
+    keys = {cols: (where, cols, json.dumps(own, sort_keys=True, default=str), recipe.k,
+                   suppress) for cols, own in steps.items() if own or suppress}
+    missing = [cols for cols, key in keys.items() if key not in memo.blocks]
+    fresh: dict[tuple, pd.DataFrame] = {}
+    if missing:  # remedied together: one pass, each group as it would be alone
+        columns = [c for cols in missing for c in cols]
+        done = remedied(part[[*columns, target]], ReleaseRecipe(
+            k=recipe.k, steps=tuple(s for cols in missing for s in steps[cols]),
+            target=target, attacker_model=recipe.attacker_model), target,
+            Grouping([list(cols) for cols in missing]) if suppress else None)
+        fresh = {cols: done[list(cols)] for cols in missing}
+        for cols in missing:
+            memo.keep(keys[cols], fresh[cols])
+    out = part.copy(deep=False)
+    for cols, key in keys.items():
+        block = fresh[cols] if cols in fresh else memo.blocks[key]
+        for c in cols:
+            out[c] = block[c].array
+    return out
 
 
 def _hits(classifier: Any, seed: int, n_attributes: int, train: pd.DataFrame,
