@@ -92,11 +92,10 @@ def _domain_memo() -> Any:
 
 
 def _rows_key(rows: pd.DataFrame) -> tuple[int, str]:
-    """Which rows of the reference ``rows`` holds (a utility split's training part is
-    drawn anew, identically, for every candidate): the memo key of their group fits."""
-    import hashlib
+    """The memo key of the group fits on ``rows`` (``release.rows_key``)."""
+    from astrid_airflow.release import rows_key
 
-    return len(rows), hashlib.sha1(rows.index.to_numpy().tobytes()).hexdigest()
+    return rows_key(rows)
 
 
 @with_choice_steps  # progress lines and the budget's deadline (._choice_budget)
@@ -357,8 +356,7 @@ class _Choice:
                  accuracy_surrogate=u.accuracy_surrogate, accuracy_drop=drop,
                  accuracy_drop_se=u.difference_se,
                  utility_scored="in sample" if failed else "out of sample",
-                 utility_splits=u.n_repeats)
-        c["_planned_splits"] = n_repeats
+                 utility_splits=u.n_repeats, _planned_splits=n_repeats)
 
     def measure_candidates(self, d: dict[str, Any]
                            ) -> tuple[list[dict[str, Any]], dict[str, Grouping]]:

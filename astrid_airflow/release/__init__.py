@@ -102,6 +102,7 @@ if TYPE_CHECKING:
     from ._utility import (
         DomainMemo,
         classifier_preset,
+        rows_key,
         stratified_subsample,
         surrogate_utility,
     )

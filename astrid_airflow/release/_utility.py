@@ -225,6 +225,15 @@ class DomainMemo:
             self.cells += block.size
 
 
+def rows_key(part: pd.DataFrame) -> tuple[int, str]:
+    """Which rows of a table ``part`` holds, by their labels (a utility split's parts are
+    drawn anew, identically, for every candidate): the key of the choice's memos."""
+    import hashlib
+
+    return len(part), hashlib.sha1(pd.util.hash_array(part.index.to_numpy()).tobytes()
+                                   ).hexdigest()
+
+
 def _remedied(part: pd.DataFrame, recipe: Any, target: str, grouping: Any,
               suppress: bool, memo: DomainMemo | None) -> pd.DataFrame:
     """``remedied(part, recipe, target, grouping if suppress else None)``, each group's
@@ -232,7 +241,6 @@ def _remedied(part: pd.DataFrame, recipe: Any, target: str, grouping: Any,
     same rows of the table (the part's index) before. Without a memo, a recipe with
     fallbacks (its rung depends on every group) or a declared attacker model (a group's
     suppression may keep another's sensitive column diverse): ``remedied`` itself."""
-    import hashlib
     import json
 
     from ._recipe import ReleaseRecipe
@@ -248,8 +256,7 @@ def _remedied(part: pd.DataFrame, recipe: Any, target: str, grouping: Any,
         if len(owners) != 1 or None in owners:  # a step across groups: no blocks
             return remedied(part, recipe, target, grouping if suppress else None)
         steps[owners.pop()].append(s)
-    where = (len(part), hashlib.sha1(pd.util.hash_array(part.index.to_numpy()).tobytes()
-                                     ).hexdigest())
+    where = rows_key(part)
     keys = {cols: (where, cols, json.dumps(own, sort_keys=True, default=str), recipe.k,
                    suppress) for cols, own in steps.items() if own or suppress}
     missing = [cols for cols, key in keys.items() if key not in memo.blocks]
