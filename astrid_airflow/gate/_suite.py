@@ -65,8 +65,12 @@ def _kwargs_of(artefact: Any, model: Any = None) -> dict[str, dict[str, Any]]:
     grouping = artefact.grouping.to_list()
     known = grouping if model is None else model.key_groups(grouping)
     ref = {"$PARAMETER": REFERENCE_PARAMETER}
+    # under a declared model only the rows that disclose someone count as intact (an
+    # undeclared suite stays the same bytes)
+    intact = {"reference": ref} if model is None or not model.declared else \
+        {"reference": ref, "k": {"$PARAMETER": "disclosure_k"}}
     return {
-        "expect_surrogate_intact_row_proportion_to_be_at_most": {"reference": ref},
+        "expect_surrogate_intact_row_proportion_to_be_at_most": intact,
         "expect_surrogate_largest_group_unique_share_to_be_at_most": {"grouping": known},
         "expect_surrogate_group_share_below_k_to_be_at_most":
             {"reference": ref, "grouping": grouping, "k": {"$PARAMETER": "disclosure_k"}},

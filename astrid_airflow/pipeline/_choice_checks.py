@@ -52,7 +52,7 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
     # the shuffle breaks intact rows over max_intact by within-class swaps (._intact):
     # what one release of the reference keeps after them is what is judged
     intact = expected if expected <= policy.max_intact else \
-        _intact_after_swaps(remedied, grouping, target, policy.max_intact)
+        _intact_after_swaps(remedied, grouping, target, policy)
     # the class from each single column, exact (a shuffle keeps every (value, class)
     # pair, so the remedied table gives the release's figure)
     known = [c for g in key_groups for c in g]
@@ -258,17 +258,20 @@ def batch_excess(risks: dict[str, Any]) -> float:
 
 
 def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,
-                        max_intact: float) -> float:
+                        policy: Any) -> float:
     """Intact-row proportion of one release of ``remedied`` (a fixed seed) after the
-    shuffle's within-class swaps."""
+    shuffle's within-class swaps: the rows that disclose someone under a declared
+    attacker model, every row otherwise (the expected proportion over every row, which
+    the caller tries first, bounds it from above)."""
     from astrid_airflow.engine import pandas_class_codes, release_permutations
-    from astrid_airflow.release import break_intact_rows
+    from astrid_airflow.release import break_intact_rows, disclosing_rows
 
     seed = np.random.SeedSequence(0)
     codes = pandas_class_codes(remedied[target], target)
+    counted = disclosing_rows(remedied, target, policy.attacker_model, policy.disclosure_k)
     _, done = break_intact_rows(remedied, grouping.groups, target,
-                                release_permutations(codes, grouping.k, seed), max_intact,
-                                seed)
+                                release_permutations(codes, grouping.k, seed),
+                                policy.max_intact, seed, counted)
     return done.intact_rows / max(done.distinct_rows, 1)
 
 

@@ -27,7 +27,13 @@ if TYPE_CHECKING:
         singling_out_columns,
     )
     from ._hashing import row_hashes, splitmix
-    from ._intact import IntactSwaps, break_intact_rows, intact_budget
+    from ._intact import (
+        IntactSwaps,
+        break_intact_rows,
+        counted_rows,
+        disclosing_rows,
+        intact_budget,
+    )
     from ._manifest import MANIFEST_FILE
     from ._metrics import (
         expected_intact_row_proportion,

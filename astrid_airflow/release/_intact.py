@@ -22,6 +22,12 @@ conditioned away from draws with too many intact rows (docs/privacy.md). The num
 swaps is recorded. When no number of rounds reaches the budget (values so coarse that
 most rows are intact), the shuffle refuses the batch (:meth:`IntactSwaps.check_budget`):
 nothing is published.
+
+Under a declared attacker model only the rows that disclose someone count
+(:func:`disclosing_rows`): a profile of the quasi-identifiers and the class that at
+least k people share, across at least two classes, names no one when it reappears. The
+budget's denominator stays the original's distinct rows, and every intact row is still
+counted and recorded beside (``all_intact_rows``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from astrid_airflow._errors import IntactBudgetError
 
@@ -55,18 +62,26 @@ class IntactSwaps:
     intact_rows: int
     allowed: int
     distinct_rows: int
+    #: Every distinct original row found intact, counted or not (None: all count).
+    all_intact_rows: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"swaps": self.swaps, "intact_rows": self.intact_rows,
-                "allowed_intact_rows": self.allowed, "distinct_rows": self.distinct_rows}
+        out = {"swaps": self.swaps, "intact_rows": self.intact_rows,
+               "allowed_intact_rows": self.allowed, "distinct_rows": self.distinct_rows}
+        if self.all_intact_rows is not None:  # a declared model: what was counted
+            out.update(counted="rows that disclose someone (rare on the "
+                       "quasi-identifiers and the class)",
+                       all_intact_rows=self.all_intact_rows)
+        return out
 
     def check_budget(self) -> None:
         """Refuse a copy whose intact rows the swaps could not bring within the budget:
         the shuffle never publishes more than its policy allows (the gate would refuse
         it later, after the file was written)."""
         if self.intact_rows > self.allowed:
+            rare = "" if self.all_intact_rows is None else " rare (disclosing)"
             raise IntactBudgetError(
-                f"This batch's surrogate would keep {self.intact_rows} of its "
+                f"This batch's surrogate would keep {self.intact_rows}{rare} of its "
                 f"{self.distinct_rows} distinct rows intact, more than the {self.allowed} "
                 f"the policy's max_intact allows, even after {MAX_ROUNDS} rounds of "
                 "within-class swaps: the release's values are too coarse for this batch "
@@ -83,13 +98,53 @@ def intact_budget(value: float | None, artefact: Any = None) -> float:
     return float(value)
 
 
+def disclosing_rows(table: Any, target: str, model: Any, k: int) -> np.ndarray | None:
+    """Which rows of ``table`` (the published original) disclose someone when a release
+    keeps them intact, under a declared attacker ``model``: those whose quasi-identifier
+    projection (every quasi-identifier of the table, missing = a value) and class fewer
+    than ``k`` rows share, or whose projection rows of one class only share (it gives
+    the class away). None when no model is declared: every distinct row counts, the
+    paper's P_anon, so an undeclared release is the same bytes as before.
+
+    >>> import pandas as pd
+    >>> from ._attacker_model import AttackerModel
+    >>> t = pd.DataFrame({"age": [30] * 6 + [40, 50], "y": [0, 1] * 3 + [0, 0]})
+    >>> disclosing_rows(t, "y", AttackerModel(quasi_identifiers=("age",)), 3).tolist()
+    [False, False, False, False, False, False, True, True]
+    """
+    if model is None or not model.declared:
+        return None
+    columns = list(table.columns) if isinstance(table, pd.DataFrame) else \
+        list(table.column_names)
+    n = len(table) if isinstance(table, pd.DataFrame) else table.num_rows
+    known = [c for c in columns if c != target and model.is_key(c)]
+    if not known:  # the attacker knows nothing to find anyone's row by
+        return np.zeros(n, dtype=bool)
+    projection = group_codes(table, known)[0]
+    with_class = combine_codes([projection, class_codes(table, target)], n)
+    pair_rows = np.bincount(with_class)
+    first = np.unique(with_class, return_index=True)[1]  # one row of each pair
+    classes = np.bincount(projection[first], minlength=int(projection.max()) + 1)
+    return (pair_rows[with_class] < k) | (classes[projection] < 2)
+
+
+def counted_rows(table: Any, target: str, artefact: Any) -> np.ndarray | None:
+    """:func:`disclosing_rows` under the model and ``disclosure_k`` the artefact's
+    release was chosen for (None: no model declared, every row counts)."""
+    from ._attacker_model import release_attacker_model
+
+    policy = (getattr(artefact, "release", None) or {}).get("policy") or {}
+    return disclosing_rows(table, target, release_attacker_model(artefact),
+                           int(policy.get("disclosure_k", 5)))
+
+
 def _swap_seed(seed: np.random.SeedSequence) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, _SWAP_KEY))
 
 
 def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
                       released: tuple[np.ndarray, np.ndarray], max_intact: float,
-                      seed: np.random.SeedSequence
+                      seed: np.random.SeedSequence, counted: np.ndarray | None = None
                       ) -> tuple[tuple[np.ndarray, np.ndarray], IntactSwaps]:
     """``((rows, perms), IntactSwaps)``: ``released`` with intact rows over the budget
     broken by within-class swaps of one group's part (a new ``perms``; the drawn one is
@@ -101,7 +156,9 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     count of intact rows never rises from one round to the next.
 
     ``table`` is the published original (recipe and suppression applied), pandas or
-    Arrow; ``released`` is :func:`~astrid_airflow.engine.release_permutations`' output.
+    Arrow; ``released`` is :func:`~astrid_airflow.engine.release_permutations`' output;
+    ``counted`` (:func:`disclosing_rows`) marks the original rows whose intact copies
+    count (None: every row's).
     """
     rows, drawn = released
     perms = drawn.copy()
@@ -113,21 +170,23 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     original = combine_codes(codes, n)
     distinct = int(np.unique(original).size)
     allowed = math.floor(max_intact * distinct + 1e-9)
-    swapper = _Swapper(codes, rows, np.random.default_rng(_swap_seed(seed)))
-    swaps = drawn_hits = 0
+    swapper = _Swapper(codes, rows, np.random.default_rng(_swap_seed(seed)), counted)
+    swaps = drawn_hits = drawn_all = 0
     for made in range(MAX_ROUNDS + 1):  # the draw's count, then one after each round
-        key, hit = _intact(codes, original, rows, perms)
+        key, hit, every = _intact(codes, rows, perms, counted)
         hits = np.unique(key[hit])
         if made == 0:
-            drawn_hits = hits.size
+            drawn_hits, drawn_all = hits.size, every
         if hits.size <= allowed:
-            return (rows, perms), IntactSwaps(swaps=swaps, intact_rows=int(hits.size),
-                                              allowed=allowed, distinct_rows=distinct)
+            return (rows, perms), IntactSwaps(
+                swaps=swaps, intact_rows=int(hits.size), allowed=allowed,
+                distinct_rows=distinct, all_intact_rows=None if counted is None else every)
         if made < MAX_ROUNDS:
             swaps += swapper.round(perms, key, hit, hits, hits.size - allowed)
     # out of reach on these values: keep the uniform draw (the shuffle refuses it)
-    return (rows, drawn), IntactSwaps(swaps=0, intact_rows=int(drawn_hits),
-                                      allowed=allowed, distinct_rows=distinct)
+    return (rows, drawn), IntactSwaps(
+        swaps=0, intact_rows=int(drawn_hits), allowed=allowed, distinct_rows=distinct,
+        all_intact_rows=None if counted is None else drawn_all)
 
 
 class _Swapper:
@@ -135,8 +194,8 @@ class _Swapper:
     fewest output rows (in a random order among equals)."""
 
     def __init__(self, codes: list[np.ndarray], rows: np.ndarray,
-                 rng: np.random.Generator) -> None:
-        self.codes, self.rows, self.rng = codes, rows, rng
+                 rng: np.random.Generator, counted: np.ndarray | None = None) -> None:
+        self.codes, self.rows, self.rng, self.counted = codes, rows, rng, counted
         out_class = codes[0][rows]
         self.out_class = out_class
         self.order_c = np.argsort(out_class, kind="stable")
@@ -182,7 +241,7 @@ class _Swapper:
 
     def _both_broken(self, perms: np.ndarray, j: np.ndarray, partner: np.ndarray,
                      swap: np.ndarray) -> np.ndarray:
-        """Whether the swap leaves neither of its two rows intact."""
+        """Whether the swap leaves neither of its two rows intact (a counted row)."""
         n, m = self.rows.size, j.size
 
         def column(k: int, c: np.ndarray) -> np.ndarray:
@@ -194,17 +253,22 @@ class _Swapper:
 
         keys = combine_codes((column(k, c) for k, c in enumerate(self.codes, start=-1)),
                              n + 2 * m)
-        intact = np.isin(keys[n:], keys[:n])
+        watched = keys[:n] if self.counted is None else keys[:n][self.counted]
+        intact = np.isin(keys[n:], watched)
         return ~intact[:m] & ~intact[m:]
 
 
-def _intact(codes: list[np.ndarray], original: np.ndarray, rows: np.ndarray,
-            perms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of the output rows in the original's numbering, and which are intact."""
-    n = original.shape[0]
+def _intact(codes: list[np.ndarray], rows: np.ndarray, perms: np.ndarray,
+            counted: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Codes of the output rows in the original's numbering, which are intact copies of
+    a counted original row, and how many distinct original rows are intact at all."""
+    n = rows.shape[0]
     # one group's original and output codes at a time, folded (not all groups' at once)
     gathered = (np.concatenate([c, c[rows] if g < 0 else c[perms[g]]])
                 for g, c in enumerate(codes, start=-1))
     both = combine_codes(gathered, 2 * n)
     key_o, key_s = both[:n], both[n:]
-    return key_s, np.isin(key_s, key_o)
+    intact = np.isin(key_s, key_o)
+    if counted is None:
+        return key_s, intact, 0
+    return key_s, np.isin(key_s, key_o[counted]), int(np.unique(key_s[intact]).size)

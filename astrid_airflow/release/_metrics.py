@@ -42,7 +42,8 @@ from ._table_source import TableSource, table_source
 # -------------------------------------------------------------------------- P_anon
 
 def intact_row_proportion(original: Any, surrogate: Any, *,
-                          columns: Sequence[str] | None = None) -> float:
+                          columns: Sequence[str] | None = None,
+                          counted: np.ndarray | None = None) -> float:
     """The paper's P_anon: share of the original's unique rows found intact in the surrogate.
 
     Parameters
@@ -52,6 +53,9 @@ def intact_row_proportion(original: Any, surrogate: Any, *,
     columns : sequence of str, optional
         Columns that make up a row; default every column of ``original`` (attributes
         and class).
+    counted : bool array, optional
+        The original rows whose intact copies count (``disclosing_rows``, under a
+        declared attacker model); the denominator stays every distinct row.
 
     Returns
     -------
@@ -76,7 +80,14 @@ def intact_row_proportion(original: Any, surrogate: Any, *,
     if orig.num_rows == 0:
         raise DataError("The original table is empty (0 rows).")
     h = row_hashes(orig, cols)
-    return float(share_found(h[first_rows(h)], row_hashes(surr, cols)))
+    distinct = h[first_rows(h)]
+    if counted is None:
+        return float(share_found(distinct, row_hashes(surr, cols)))
+    watched = h[np.asarray(counted, dtype=bool)]
+    if not watched.size:
+        return 0.0
+    watched = watched[first_rows(watched)]
+    return float(share_found(watched, row_hashes(surr, cols))) * watched.size / distinct.size
 
 
 

@@ -400,11 +400,13 @@ def _within_intact_budget(table: Any, grouping: Grouping, target: str,
                           released: tuple[np.ndarray, np.ndarray], artefact: Any,
                           seed: np.random.SeedSequence) -> tuple[Any, Any]:
     """A remedied release's permutations with intact rows over the artefact's policy's
-    ``max_intact`` broken by within-class swaps (:mod:`._intact`)."""
-    from ._intact import break_intact_rows, intact_budget
+    ``max_intact`` broken by within-class swaps (:mod:`._intact`); under a declared
+    attacker model only the rows that disclose someone count."""
+    from ._intact import break_intact_rows, counted_rows, intact_budget
 
     return break_intact_rows(table, grouping.groups, target, released,
-                             intact_budget(None, artefact), seed)
+                             intact_budget(None, artefact), seed,
+                             counted_rows(table, target, artefact))
 
 
 def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,

@@ -96,3 +96,33 @@ def test_a_policy_declaring_another_model_than_the_release_is_refused():
     assert release_attacker_model(_released(_clinic(50), None), MODEL) == MODEL
     with pytest.raises(ParameterError, match="another attacker model"):
         release_attacker_model(declared, AttackerModel(quasi_identifiers=("age",)))
+
+
+INTACT = "expect_surrogate_intact_row_proportion_to_be_at_most"
+
+
+def test_the_intact_check_counts_only_the_rows_that_disclose_someone():
+    # fails before: every distinct row counted, so the common score profiles found
+    # intact failed the check (P_anon well above max_intact) under the declared model too
+    from tests.release.test_disclosing_intact import _scores_table
+
+    table = _scores_table().rename(columns={"y": "class"})
+    model = AttackerModel(quasi_identifiers=("age_band", "sex"))
+    result = {"grouping": [["age_band"], ["sex"], ["score0", "score1"]], "k": 3,
+              "table": [], "target": "class", "classifier": "nb", "scoring": "accuracy",
+              "alpha": 0.05, "n_search": 20, "n_test": 40, "random_state": 0}
+    art = GroupingArtefact.from_result(result, table, created_at="2026-01-01T00:00:00Z")
+    recipe = ReleaseRecipe(k=1, steps=(), target="class", attacker_model=model)
+    art = dataclasses.replace(art, release={"status": "given", "recipe": recipe.to_dict(),
+                                            "policy": {"max_intact": 0.01}})
+    s = make_surrogate(table, art, random_state=3)
+    r = validate_surrogate(table, s, art, random_state=0, metrics=SAME_ACCURACY)
+    found = _outcome(r, INTACT)
+    assert found.success and found.observed_value <= 0.01
+    assert found.details["intact_row_proportion_all_rows"] > 0.5  # P_anon, beside
+    # the same surrogate judged with every column known counts every distinct row
+    plain = dataclasses.replace(art, release={**art.release, "recipe": ReleaseRecipe(
+        k=1, steps=(), target="class").to_dict()})
+    r = validate_surrogate(table, s, plain, random_state=0, metrics=SAME_ACCURACY)
+    assert not _outcome(r, INTACT).success
+    assert "intact_row_proportion_all_rows" not in _outcome(r, INTACT).details

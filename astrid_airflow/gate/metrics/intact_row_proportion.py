@@ -5,15 +5,26 @@ from __future__ import annotations
 from ._base import TableMetric
 
 
-def measure(table, reference):
-    from astrid_airflow.release import intact_row_proportion
+def measure(table, reference, k=None):
+    """The paper's P_anon; under a declared attacker model (``k``: the policy's
+    ``disclosure_k``), ``{"counted", "all_rows"}``: the share of the original's distinct
+    rows that disclose someone and are intact, beside P_anon."""
+    from astrid_airflow.release import disclosing_rows, intact_row_proportion
 
     # On the columns both tables have: a dropped column (an integrity failure of its
     # own) must not hide rows that are intact on the others.
-    columns = [c for c in reference.original.columns if c in table.columns]
+    original = reference.original
+    columns = [c for c in original.columns if c in table.columns]
     if not columns:
         return 0.0
-    return float(intact_row_proportion(reference.original, table, columns=columns))
+    every = float(intact_row_proportion(original, table, columns=columns))
+    counted = None if not k else disclosing_rows(original, reference.target,
+                                                 reference.attacker_model, int(k))
+    if counted is None:
+        return every
+    return {"counted": float(intact_row_proportion(original, table, columns=columns,
+                                                   counted=counted)),
+            "all_rows": every}
 
 
-METRIC = TableMetric("astrid.intact_row_proportion", ("reference",), measure)
+METRIC = TableMetric("astrid.intact_row_proportion", ("reference", "k"), measure)
