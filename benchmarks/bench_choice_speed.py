@@ -37,49 +37,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
-
-
-def people_table(n: int = 5_000, seed: int = 0) -> tuple[pd.DataFrame, str]:
-    """A generated table of people: 13 attributes and an income class, with the
-    dependencies such tables have (education and age drive occupation and hours;
-    these and sex drive income), so a grouping has something to keep."""
-    rng = np.random.default_rng(seed)
-    age = rng.integers(18, 80, n)
-    sex = rng.choice(["f", "m"], n)
-    edu_years = np.clip(rng.normal(13, 3, n).round(), 6, 21).astype(int)
-    education = np.select([edu_years < 12, edu_years < 16, edu_years < 18],
-                          ["school", "college", "bachelor"], "master")
-    occupation = np.where(edu_years + rng.normal(0, 2, n) > 14,
-                          rng.choice(["prof", "manager", "tech"], n),
-                          rng.choice(["service", "craft", "sales", "clerical"], n))
-    hours = np.clip(rng.normal(40, 8, n) - (age > 65) * 15, 5, 80).round().astype(int)
-    marital = np.where(age < 25 + rng.integers(0, 10, n), "never",
-                       rng.choice(["married", "divorced", "widowed"], n, p=[.7, .2, .1]))
-    children = np.where(marital == "never", rng.poisson(0.2, n), rng.poisson(1.6, n))
-    region = rng.choice(["north", "south", "east", "west", "centre"], n)
-    urban = np.where(region == "centre", rng.random(n) < 0.9, rng.random(n) < 0.5)
-    commute = np.clip(rng.gamma(2, 10, n) * np.where(urban, 0.7, 1.4), 0, 180).round(1)
-    capital = np.where(rng.random(n) < 0.1, rng.lognormal(8, 1, n), 0.0).round(0)
-    health = rng.choice(["good", "fair", "poor"], n, p=[.6, .3, .1])
-    bmi = np.clip(rng.normal(26, 4, n) + (health == "poor") * 3, 15, 50).round(1)
-    score = (0.08 * (edu_years - 13) + 0.03 * (hours - 40) + 0.02 * (age - 45)
-             - 0.0004 * (age - 45) ** 2 + 0.4 * (sex == "m")
-             + 0.6 * np.isin(occupation, ["prof", "manager"]) + 0.3 * (capital > 0)
-             + rng.normal(0, 0.6, n))
-    income = np.where(score > np.quantile(score, 0.7), ">50k", "<=50k")
-    table = pd.DataFrame({
-        "age": age, "sex": sex, "education": education, "edu_years": edu_years,
-        "occupation": occupation, "hours": hours, "marital": marital,
-        "children": children, "region": region, "urban": urban.astype(str),
-        "commute": commute, "capital": capital, "health": health, "bmi": bmi,
-        "income": income})
-    return table, "income"
+from people import people_table  # noqa: E402  (the generated table of people)
 
 
 def table_by_name(name: str) -> tuple[pd.DataFrame, str]:

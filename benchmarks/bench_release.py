@@ -128,6 +128,11 @@ def _split(name: str):
         from astrid_airflow import make_synthetic
 
         table, target = make_synthetic(random_state=0), "class"
+    elif name.startswith(("people-", "clinic-")):  # generated tables of people
+        import people
+
+        kind, n = name.split("-")
+        table, target = getattr(people, f"{kind}_table")(int(n))
     else:
         table, target = uci.load(name)
     part, ctl = train_test_split(table, test_size=0.5, stratify=table[target], random_state=0)

@@ -16,9 +16,15 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 
-__all__ = ["DemoLayout", "bundled_table", "demo_layout", "demo_root"]
+__all__ = ["DEMO_ATTACKER_MODEL", "DemoLayout", "bundled_table", "demo_layout", "demo_root"]
 
 ENV_ROOT = "ASTRID_DEMO_ROOT"
+#: What an attacker may know of a woman in the diabetes example (issue 49): her age,
+#: number of pregnancies and build (BMI) are known to acquaintances; glucose (plas) and
+#: insulin (insu) are lab results that must not be learned, as the class (diabetes)
+#: always is. Blood pressure, skin fold and pedigree are insensitive.
+DEMO_ATTACKER_MODEL = {"quasi_identifiers": ["age", "preg", "mass"],
+                       "sensitive": ["plas", "insu"]}
 #: Jinja expression for a run id that is safe in a file name on every store.
 RUN_SLUG = "{{ run_id | replace(':', '-') | replace('+', '-') }}"
 

@@ -73,8 +73,14 @@ def main(argv: list[str]) -> int:
     print("Key metrics")
     # the gate's own figures: only what the receipt lists is archived with a release
     unique = by_name.get("expect_surrogate_largest_group_unique_share_to_be_at_most", {})
-    print(f"  intact-row proportion (P_anon)  {_fmt(intact.get('observed_value'))}"
-          f"  (gate <= {_fmt(intact.get('threshold'), 'g')})")
+    every = (intact.get("details") or {}).get("intact_row_proportion_all_rows")
+    if every is None:
+        print(f"  intact-row proportion (P_anon)  {_fmt(intact.get('observed_value'))}"
+              f"  (gate <= {_fmt(intact.get('threshold'), 'g')})")
+    else:  # a declared model: the rows that disclose someone are what the gate counts
+        print(f"  {'intact rows that disclose someone':<34}{_fmt(intact.get('observed_value'))}"
+              f"  (gate <= {_fmt(intact.get('threshold'), 'g')}; every distinct row, "
+              f"P_anon: {_fmt(every)})")
     print(f"  largest-group unique share      {_fmt(unique.get('observed_value'))}"
           f"  (gate <= {_fmt(unique.get('threshold'), 'g')})")
     details = acc.get("details") or {}
@@ -86,6 +92,8 @@ def main(argv: list[str]) -> int:
           f"{_fmt(acc.get('threshold'), 'g')} + 2.33 se = "
           f"{_fmt(details.get('allowed_drop'), '.3f')})")
     print()
+    for line in _model_lines(gate.get("artefact") or {}, by_name):
+        print(line)
     print("Privacy (the gate's figures on the published file)")
     for line in _privacy_lines(by_name):
         print(f"  {line}")
@@ -94,6 +102,27 @@ def main(argv: list[str]) -> int:
     print(f"Release gate    {verdict}: {passed}/{len(gate['expectations'])} expectations "
           f"passed, policy: {_policy_name(gate.get('policy') or {})}")
     return 0
+
+
+def _model_lines(judged: dict, by_name: dict) -> list[str]:
+    """The attacker model the gate judged under, and what it guarantees under it."""
+    model = judged.get("attacker_model") or {}
+    if not judged.get("attacker_model_line"):
+        return []
+    below = next((e for n, e in by_name.items() if "group_share_below_k" in n), {})
+    k = (below.get("details") or {}).get("k", "k")
+    known = model.get("quasi_identifiers")
+    known = "every column" if known is None else ", ".join(known) or "none"
+    sensitive = ", ".join(model.get("sensitive", []))
+    lines = ["Attacker model  " + judged["attacker_model_line"].removeprefix(
+                 "attacker model: "),
+             "  guaranteed on every published group tuple: its quasi-identifiers "
+             f"({known}) shared by at least {k} rows of its class and by rows of at "
+             "least 2 classes" + (f", with at least 2 distinct values of each sensitive "
+                                  f"column ({sensitive})" if sensitive else "")]
+    if model.get("identifiers"):
+        lines.append(f"  never published: {', '.join(model['identifiers'])}")
+    return [*lines, ""]
 
 
 def _release_line(release: dict) -> str:

@@ -77,7 +77,7 @@ def diabetes_store(tmp_path_factory, signing_key: str | None = DAG_SIGNING_KEY) 
 
     def build(work: Path) -> None:
         import pytest
-        from astrid_airflow.operators.demo import bundled_table
+        from astrid_airflow.operators.demo import DEMO_ATTACKER_MODEL, bundled_table
         from astrid_airflow.operators.learn import AstridLearnOperator
 
         with pytest.MonkeyPatch.context() as mp:
@@ -90,7 +90,7 @@ def diabetes_store(tmp_path_factory, signing_key: str | None = DAG_SIGNING_KEY) 
                                      reference=bundled_table("diabetes.csv"),
                                      store=str(work), name="diabetes", classifier="svm",
                                      n_search=20, n_test=50, random_state=0, force=False,
-                                     gate_policy=None)
+                                     gate_policy=dict(DEMO_ATTACKER_MODEL))
             ti = types.SimpleNamespace(dag_id="astrid_publish_diabetes", run_id="shared",
                                        task_id="learn_if_changed", map_index=-1)
             out = op.execute({"ti": ti, "run_id": "shared"})

@@ -143,8 +143,14 @@ def _facts(result: Any, artefact: Any, ref: str | None) -> str:
     if artefact is not None:
         from astrid_airflow.release import release_attacker_model
 
-        items += [("attacker model", release_attacker_model(artefact).describe()),
-                  ("reference rows", artefact.fingerprint.get("rows")),
+        items.append(("attacker model", release_attacker_model(artefact).describe()))
+        # columns the model leaves unknown that single people out: never silently safe
+        flagged = (artefact.release or {}).get("singling_out_columns") or []
+        if flagged:
+            items.append(("not declared known, yet singling people out", ", ".join(
+                f"{f['column']} ({f['role']}, {f['unique_share']:.0%} of rows unique)"
+                for f in flagged)))
+        items += [("reference rows", artefact.fingerprint.get("rows")),
                   ("reference sha256", str(artefact.fingerprint.get("sha256", ""))[:16] + "…"),
                   ("created", artefact.created_at),
                   ("library version", artefact.library_version)]

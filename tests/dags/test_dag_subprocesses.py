@@ -114,8 +114,12 @@ def test_make_demo_script_runs_the_publishing_dag_end_to_end(tmp_path, tmp_path_
                          capture_output=True, text=True, timeout=1800)  # a hang guard
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     for label in ("Artefact", "Surrogate", "Validation", "Data Docs",
-                  "intact-row proportion", "class disclosure share", "singling-out risk",
-                  "Release gate    PASSED", "policy: the default GatePolicy()"):
+                  "intact rows that disclose someone", "P_anon", "class disclosure share",
+                  "singling-out risk", "Release gate    PASSED",
+                  "policy: the default GatePolicy()",
+                  # the declared model and what it guarantees (issue 49)
+                  "Attacker model  identifiers none (dropped); quasi-identifiers age, preg, "
+                  "mass; sensitive plas, insu", "guaranteed on every published group tuple"):
         assert label in out.stdout
     published = tmp_path / "astrid_demo" / "published" / "diabetes" / "surrogate.parquet"
     assert published.is_file()

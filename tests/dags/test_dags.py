@@ -175,15 +175,20 @@ def test_publishing_dag_runs_end_to_end_and_publishes_a_gated_surrogate(demo, fi
                                out_dir=str(demo.root / "recheck"), random_state=0)
     assert check.success, check.failed
     # ... with the library's default policy, privacy checks enforced, on a remedied release
-    # the learn step chose (issue 17): no report-only demo policy.
-    assert check.policy == GatePolicy()
+    # the learn step chose (issue 17): no report-only demo policy; under the attacker
+    # model the DAG declares (issue 49)
+    from astrid_airflow.operators.demo import DEMO_ATTACKER_MODEL
+
+    declared = GatePolicy.from_dict(DEMO_ATTACKER_MODEL).to_dict()
+    assert check.policy.to_dict() == declared == {**GatePolicy().to_dict(),
+                                                  **DEMO_ATTACKER_MODEL, "identifiers": []}
     artefact = json.loads((demo.root / "artefacts" / "diabetes" / "v0001" / "artefact.json")
                           .read_text())
     assert artefact["release"]["status"] == "chosen"
-    assert artefact["release"]["policy"] == GatePolicy().to_dict()
+    assert artefact["release"]["policy"] == declared
     assert artefact["release"]["recipe"]["steps"]  # remedied, not raw
     receipt = json.loads(Path(manifest["validation"].removeprefix("file://")).read_text())
-    assert receipt["gate"]["success"] and receipt["gate"]["policy"] == GatePolicy().to_dict()
+    assert receipt["gate"]["success"] and receipt["gate"]["policy"] == declared
     # XCom carries only paths, versions and small metrics.
     values = xcoms(dr)
     assert values[("learn_if_changed", "learned")] is True

@@ -54,6 +54,12 @@ def test_a_declared_release_keeps_the_markers_and_records_the_model(learned, cap
     flagged = {f["column"] for f in release["singling_out_columns"]}
     assert flagged == {"creatinine", "marker"}
     assert "'marker' is declared insensitive but singles people out" in caplog.text
+    # ... and the report shows them beside the model, before anything is published
+    from astrid_airflow.report._sections import _facts
+
+    facts = _facts(result, art, None)
+    assert "not declared known, yet singling people out" in facts
+    assert "marker (insensitive, " in facts and "creatinine (insensitive, " in facts
 
 
 def test_no_declaration_records_no_model_key(learned):
