@@ -39,6 +39,8 @@ import pandas as pd
 from astrid_airflow._errors import RecipeError
 from astrid_airflow.release import as_float, published_type
 
+from ._fit_bins import _representative, _resolution
+
 #: ``min_class_rows`` tried, as multiples of ``k``, finest first (the first that passes
 #: the group's checks is kept).
 PARTITION_LADDER = (1, 2, 4, 8)
@@ -87,7 +89,7 @@ class _Fitter:
     """The top-down cutting of one group's reference tuples (see the module doc)."""
 
     def __init__(self, frame: pd.DataFrame, labels: Any, k: int, min_class_rows: int,
-                 cuts: str = "median"):
+                 cuts: str = "median", value_k: int | None = None):
         self.frame = frame.reset_index(drop=True)
         self.cols = list(map(str, frame.columns))
         self.types = [published_type(frame[c]) for c in frame.columns]
@@ -101,6 +103,15 @@ class _Fitter:
         self.cuts = cuts
         self.nodes: list[dict[str, Any]] = []
         self.cells: list[list[Any]] = []
+        # the values fewer than value_k rows have: never a cell's representative
+        floor = k if value_k is None else value_k
+        counts = [self.frame[c].astype(object).value_counts(dropna=True) for c in self.cols]
+        self.rare = [frozenset(float(v) for v in n.index[n < floor]) if t in _NUMBER_TYPES
+                     else frozenset(n.index[n < floor]) for n, t in zip(counts, self.types)]
+        self.resolution = [_resolution(x[np.isfinite(x)]) if t in _NUMBER_TYPES else 0.0
+                           for x, t in zip(self.keys, self.types)]
+        #: a cell has no value safe to publish in some column (partition_ladder skips it)
+        self.unsafe = False
 
     def ok(self, counts: np.ndarray) -> np.ndarray:
         # rare classes aside, a cell of fewer than k rows would be below k
@@ -153,13 +164,21 @@ class _Fitter:
             if t in _NUMBER_TYPES:
                 xs = np.sort(self.keys[d][rows])  # NaN last: lower median of all rows
                 v = xs[(rows.size - 1) // 2]
+                if not np.isnan(v) and float(v) in self.rare[d]:
+                    safe = _representative(xs[np.isfinite(xs)], rows.size, t == "integer",
+                                           self.rare[d], self.resolution[d])
+                    self.unsafe |= safe is None
+                    v = v if safe is None else safe
                 rep.append(None if np.isnan(v) else
                            (int(v) if t == "integer" else float(v)))
             else:
                 counts = self.frame[self.cols[d]].iloc[rows].astype(object).value_counts(
                     dropna=False, sort=False)
-                best = max(counts.items(), key=lambda kv: (kv[1], -self._rank(d, kv[0])))
-                rep.append(_scalar(best[0]))
+                ranked = sorted(counts.items(),
+                                key=lambda kv: (-kv[1], self._rank(d, kv[0])))
+                safe = [kv for kv in ranked if pd.isna(kv[0]) or kv[0] not in self.rare[d]]
+                self.unsafe |= not safe
+                rep.append(_scalar((safe or ranked)[0][0]))
         self.cells.append(rep)
         return {"cell": len(self.cells) - 1}
 
@@ -214,19 +233,28 @@ def fit_partition(frame: pd.DataFrame, labels: Any, k: int,
     if frame.shape[1] < 2 or len(frame) != len(labels):
         raise RecipeError("A partition needs a group of at least two columns and one label "
                           "per row.")
-    f = _Fitter(frame, labels, k, m, cuts)
+    return _fit(frame, labels, k, m, cuts)[0]
+
+
+def _fit(frame: pd.DataFrame, labels: Any, k: int, m: int, cuts: str = "median",
+         value_k: int | None = None) -> tuple[dict[str, Any], bool]:
+    """The partition step, and whether a cell has no value safe to publish (one that
+    fewer than ``value_k`` rows have, default ``k``)."""
+    f = _Fitter(frame, labels, k, m, cuts, value_k)
     f.fit()
     return {"method": "partition", "columns": f.cols, "k": k, "min_class_rows": m,
             "diversity": "distinct-2", "published_types": f.types, "nodes": f.nodes,
-            "cells": f.cells}
+            "cells": f.cells}, f.unsafe
 
 
-def partition_ladder(frame: pd.DataFrame, labels: Any, k: int):
+def partition_ladder(frame: pd.DataFrame, labels: Any, k: int,
+                     value_k: int | None = None):
     """The partition steps of ``frame`` with ``PARTITION_LADDER`` times ``k`` rows per
-    class, finest first (a repeated partition is skipped)."""
+    class, finest first (a repeated partition is skipped, and one with a cell that has
+    no value safe to publish, one that fewer than k rows have)."""
     last = None
     for mult in PARTITION_LADDER:
-        step = fit_partition(frame, labels, k, k * mult)
-        if last is None or step["nodes"] != last["nodes"]:
+        step, unsafe = _fit(frame, labels, k, k * mult, value_k=value_k)
+        if not unsafe and (last is None or step["nodes"] != last["nodes"]):
             yield step
         last = step

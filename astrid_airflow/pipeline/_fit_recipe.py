@@ -8,7 +8,6 @@ layer), so it sits here, in the pipeline that orchestrates both.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import math
 from collections.abc import Sequence
@@ -29,6 +28,8 @@ from astrid_airflow.release import (
     dtype_kind,
     published_type,
 )
+
+from ._fit_bins import _ColumnBins, _single_bin
 
 
 def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, int]:
@@ -54,217 +55,6 @@ def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, 
     n_classes = np.bincount(cells // n_y, minlength=int(tup.max()) + 1)
     one_class = n_classes[tup] == 1
     return float(np.mean(size < k)), float(np.mean(one_class)), int(size.min())
-
-
-class _ColumnBins:
-    """A numeric column sorted once, with its class-aware cuts in the order the top-down
-    binning makes them (:func:`_cut_order`): the cuts of at most ``b`` bins are the first
-    ``b - 1``, for any ``b`` up to ``max_bins``, so a ladder of bin counts sorts and
-    searches the column once."""
-
-    def __init__(self, values: np.ndarray, labels: Any, k: int, max_bins: int) -> None:
-        finite = np.isfinite(values)
-        order = np.argsort(values[finite], kind="stable")
-        self.v, self.k = values[finite][order], k
-        self.cuts: list[int] = []
-        if self.v.size:
-            y = pd.factorize(pd.Series(np.asarray(labels)[finite][order]))[0]
-            self.pos, self.cuts = _cut_order(self.v, y, max_bins, k)
-            uniq, counts = np.unique(self.v, return_counts=True)
-            self.rare = frozenset(uniq[counts < k].tolist())
-            self.resolution = _resolution(self.v)
-
-    def step(self, n_bins: int, column: str, ptype: str) -> dict[str, Any] | None:
-        """The bins step of at most ``n_bins`` bins (``None``: a single bin)."""
-        v, k = self.v, self.k
-        edges = [float(v[self.pos[j]]) for j in sorted(self.cuts[:n_bins - 1])]
-        if not edges:
-            return None
-        bounds = [0, *[int(np.searchsorted(v, e, side="left")) for e in edges], v.size]
-        # Edges and representatives are published (file, recipe, validation JSON): never
-        # one person's value. An edge is the roundest number between the values it
-        # separates (the same cut); a representative the roundest number among the
-        # middle half of its bin's values, or the median when k rows share it.
-        edges = [_roundest(float(v[a - 1]), float(v[a]), True, self.rare)
-                 for a in bounds[1:-1]]
-        reps = [_representative(v[a:b], k, ptype == "integer", self.rare, self.resolution)
-                for a, b in itertools.pairwise(bounds)]
-        if any(b <= a for a, b in itertools.pairwise(reps)):  # ties at rounding: medians
-            reps = [float(v[a + (b - a - 1) // 2]) for a, b in itertools.pairwise(bounds)]
-        fmt = (lambda x: f"{x:g}") if ptype == "float" else (lambda x: f"{int(x)}")
-        names = [f"[{fmt(a)}, {fmt(b)})" if np.isfinite(a) and np.isfinite(b) else
-                 (f"< {fmt(b)}" if np.isfinite(b) else f">= {fmt(a)}")
-                 for a, b in zip([-math.inf, *edges], [*edges, math.inf])]
-        return {"method": "bins", "column": column, "edges": edges, "values": reps,
-                "labels": names, "published_type": ptype}
-
-
-def _resolution(values: np.ndarray) -> float:
-    """The coarsest power of ten, at most 1, that every value is a multiple of (0.1 for
-    a column of one-decimal values); 0.0 when none down to 1e-12 is."""
-    for d in range(13):
-        scaled = values * 10.0 ** d
-        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
-            return 10.0 ** -d
-    return 0.0
-
-
-def _roundest(lo: float, hi: float, low_open: bool = False,
-              avoid: frozenset = frozenset(), resolution: float = 0.0) -> float:
-    """The number with the fewest significant digits in ``[lo, hi]`` (``(lo, hi]`` with
-    ``low_open``), nearest the middle among those, not in ``avoid`` (the values fewer
-    than k rows have) and a multiple of ``resolution``; ``hi`` when the interval is a
-    point or holds no such number.
-
-    >>> _roundest(1234.0, 1317.0), _roundest(3.0, 97.0), _roundest(0.5, 0.5)
-    (1300.0, 50.0, 0.5)
-    >>> _roundest(26.62, 26.68), _roundest(26.62, 26.68, resolution=0.1)
-    (26.65, 26.68)
-    """
-    if not hi > lo:
-        return float(hi)
-    mid = (lo + hi) / 2
-    step = 10.0 ** math.ceil(math.log10(hi - lo))
-    for _ in range(40):
-        for mult in (1.0, 0.5, 0.2):
-            s = step * mult
-            if s < resolution * (1 - 1e-9):  # finer than the column's values: never
-                return float(hi)
-            m = round(mid / s) * s
-            m = float(round(m, 12))
-            inside = (lo < m if low_open else lo <= m) and m <= hi
-            if inside and m not in avoid:
-                return m
-        step /= 10
-    return float(hi)
-
-
-def _representative(values: np.ndarray, k: int, integer: bool = False,
-                    rare: frozenset = frozenset(), resolution: float = 0.0) -> float:
-    """A bin's published value: its lower median when ``k`` rows share it, else the
-    roundest number among the middle half of the bin's (sorted) values (an integer for
-    an integer column), never finer than the column's values (``resolution``): a
-    published value fits the column's type (a ``numeric(4,1)`` table keeps it exact)."""
-    med = float(values[(values.size - 1) // 2])
-    if np.count_nonzero(values == med) >= k:
-        return med
-    q1 = float(values[values.size // 4])
-    q3 = float(values[max(values.size // 4, (3 * values.size) // 4 - 1)])
-    if integer:  # whole numbers only: the roundest integer of the middle half not rare
-        pool = [x for x in range(math.ceil(q1), math.floor(q3) + 1) if float(x) not in rare]
-        if pool:
-            mid = (q1 + q3) / 2
-            return float(min(pool, key=lambda x: (_digits(x), abs(x - mid))))
-        return med
-    return _roundest(q1, q3, avoid=rare, resolution=resolution)
-
-
-def _digits(x: int) -> int:
-    """Significant digits of an integer (0 has none): roundness of a representative."""
-    x = abs(x)
-    if x == 0:
-        return 0
-    while x % 10 == 0:
-        x //= 10
-    return len(str(x))
-
-
-#: Cut points a class-aware binning chooses from (quantiles of the column).
-CANDIDATE_CUTS = 1024
-
-
-def _cut_order(v: np.ndarray, y: np.ndarray, n_bins: int, k: int
-               ) -> tuple[np.ndarray, list[int]]:
-    """``(pos, cuts)``: the candidate positions in sorted ``v`` (class codes ``y``) and
-    the cuts into at most ``n_bins`` class-aware bins, indices into ``pos`` in the order
-    they are made (each bin count's cuts are a prefix of a larger one's).
-
-    Top-down, as a decision tree on one column (Fayyad and Irani, IJCAI 1993): the bin whose
-    best cut among the quantiles (``CANDIDATE_CUTS``) gains the most class information is
-    cut next. A cut keeps on each side two classes and ``k`` rows of every class held, so
-    every bin is k-anonymous and distinct 2-diverse by construction. A cut must pass the
-    minimum-description-length test (a noise-explained cut would let the boundaries tell
-    members from non-members); then uninformative bins are cut at their median, largest
-    first.
-    """
-    import heapq
-
-    n, n_classes = v.size, int(y.max()) + 1
-    q = np.quantile(v, np.linspace(0, 1, CANDIDATE_CUTS + 1)[1:-1], method="lower")
-    pos = np.unique(np.searchsorted(v, np.unique(q[q > v[0]]), side="left"))
-    pos = np.concatenate([[0], pos[(pos > 0) & (pos < n)], [n]])
-    # class counts before each candidate position
-    cum = np.zeros((pos.size, n_classes), dtype=np.int64)
-    for c in range(n_classes):
-        cum[:, c] = np.concatenate([[0], np.cumsum(y == c)])[pos]
-
-    def entropy(counts: np.ndarray) -> np.ndarray:
-        tot = counts.sum(axis=-1, keepdims=True)
-        p = np.divide(counts, tot, out=np.zeros(counts.shape), where=tot > 0)
-        return -(p * np.log(p, out=np.zeros(p.shape), where=p > 0)).sum(axis=-1)
-
-    rare = cum[-1] < k  # classes below k in the whole column
-
-    def ok(counts: np.ndarray) -> np.ndarray:
-        return (((counts == 0) | (counts >= k) | rare).all(axis=-1)
-                & ((counts > 0).sum(axis=-1) >= 2))
-
-    def best(a: int, b: int) -> tuple[tuple[int, float], int] | None:
-        if b - a < 2:
-            return None
-        whole = cum[b] - cum[a]
-        left = cum[a + 1:b] - cum[a]
-        right = whole - left
-        allowed = ok(left) & ok(right)
-        if not allowed.any():
-            return None
-        nl, nr = left.sum(axis=1), right.sum(axis=1)
-        n_ab = whole.sum()
-        gain = entropy(whole) - (nl * entropy(left) + nr * entropy(right)) / n_ab
-        gain = np.where(allowed, gain, -np.inf)
-        j = int(np.argmax(gain))
-        if not mdl_accepts(whole, left[j], right[j], gain[j]):
-            # no cut tells the classes apart better than the sample's own noise: the
-            # median, which fits nothing to the labels (a cut fitted to noise would
-            # tell who is in the release)
-            mid = (pos[a] + pos[b]) / 2
-            j = int(np.argmin(np.where(allowed, np.abs(pos[a + 1:b] - mid), np.inf)))
-            return (0, float(n_ab)), a + 1 + j  # after every informative cut, largest first
-        return (1, float(gain[j]) * n_ab), a + 1 + j
-
-    def mdl_accepts(whole: np.ndarray, left: np.ndarray, right: np.ndarray,
-                    gain: float) -> bool:
-        """Fayyad and Irani's minimum-description-length test of a cut (in nats)."""
-        n_ab = whole.sum()
-        c, c1, c2 = ((x > 0).sum() for x in (whole, left, right))
-        delta = np.log(3.0 ** c - 2) - (c * entropy(whole) - c1 * entropy(left)
-                                         - c2 * entropy(right))
-        return gain > (np.log(n_ab - 1) + delta) / n_ab
-
-    if not ok(cum[-1] - cum[0])[()]:
-        return pos, []
-    heap: list = []
-    cuts: list[int] = []
-    first = best(0, pos.size - 1)
-    if first is not None:
-        heapq.heappush(heap, (-first[0][0], -first[0][1], 0, pos.size - 1, first[1]))
-    while heap and len(cuts) + 1 < n_bins:
-        *_, a, b, j = heapq.heappop(heap)
-        cuts.append(j)
-        for lo, hi in ((a, j), (j, b)):
-            nxt = best(lo, hi)
-            if nxt is not None:
-                heapq.heappush(heap, (-nxt[0][0], -nxt[0][1], lo, hi, nxt[1]))
-    return pos, cuts
-
-
-def _single_bin(values: np.ndarray, column: str, ptype: str) -> dict[str, Any]:
-    # No split keeps k rows per bin: one bin, everything published as the lower median
-    # (full suppression of the column's information, stated as such in the recipe).
-    v = np.sort(values[np.isfinite(values)])
-    rep = float(v[(v.size - 1) // 2]) if v.size else 0.0
-    return {"method": "bins", "column": column, "edges": [], "values": [rep],
-            "labels": ["all values"], "published_type": ptype}
 
 
 def column_class_risk(series: pd.Series, labels: Any) -> float:
@@ -390,7 +180,10 @@ class _PublishedColumns:
 
 def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                max_below: float, max_disclosure: float, method: str,
-               max_column_risk: float = math.inf, max_bins: int | None = None) -> _GroupFit:
+               max_column_risk: float = math.inf, max_bins: int | None = None,
+               value_k: int | None = None) -> _GroupFit:
+    """The remedies of one group: ``k`` rows of each class per published tuple (the
+    fit's), every published value one that no row or ``value_k`` rows have."""
     numeric = [c for c in cols if published_type(table[c]) in ("integer", "float")]
     other = [c for c in cols if c not in numeric]
     column_risk: list[float | None] = [None]  # of the last judged remedy
@@ -433,13 +226,13 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
     last = (False, below, disc, list(cat_steps))
     ladder = [b for b in BIN_LADDER if max_bins is None or b <= max_bins]
     columns = {c: (as_float(table[c]), published_type(table[c])) for c in numeric}
-    bins = {c: _ColumnBins(vals, labels, k, max(ladder, default=2))
+    bins = {c: _ColumnBins(vals, labels, k, max(ladder, default=2), value_k)
             for c, (vals, _) in columns.items()}
     for n_bins in ladder:
         steps = list(cat_steps)
         for c, (vals, ptype) in columns.items():
             s = bins[c].step(n_bins, c, ptype)
-            steps.append(s if s is not None else _single_bin(vals, c, ptype))
+            steps.append(s if s is not None else _single_bin(vals, c, ptype, k, value_k))
         ok, below, disc = judge(steps)
         last = (ok, below, disc, steps)
         if ok:
@@ -449,7 +242,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
         # the group generalised together before it is split (._fit_partition)
         from ._fit_partition import partition_ladder
 
-        for step in partition_ladder(table[list(cols)], labels, k):
+        for step in partition_ladder(table[list(cols)], labels, k, value_k):
             ok, below, disc = judge([step])
             if ok:
                 return _GroupFit((step,), True, below, disc,
@@ -457,7 +250,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                                  f"and >= {step['min_class_rows']} rows of each",
                                  column_risk[0])
     if numeric and len(cols) == 1:
-        steps = [_single_bin(as_float(table[c]), c, published_type(table[c]))
+        steps = [_single_bin(as_float(table[c]), c, published_type(table[c]), k, value_k)
                  for c in numeric]
         ok, below, disc = judge(cat_steps + steps)
         return _GroupFit(tuple(cat_steps + steps), ok, below, disc, "one bin (suppressed)",
@@ -582,12 +375,12 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                       "published_type": published_type(table[c])} for c in cols if c in ids)
         # one column's fit is the same by every method (mdav and partition remedy
         # multi-column groups only): MDAV and partitioned candidates share it
-        key = (tuple(rest), k_fit, below, disclosure, method if len(rest) > 1 else "bins",
-               column_risk, max_bins)
+        key = (tuple(rest), k_fit, k, below, disclosure,
+               method if len(rest) > 1 else "bins", column_risk, max_bins)
         fit = _fits.get(key) if _fits is not None else None
         if fit is None:
             fit = _fit_group(table, rest, labels, k_fit, below, disclosure, method,
-                             column_risk, max_bins) if rest else \
+                             column_risk, max_bins, value_k=k) if rest else \
                 _GroupFit((), True, 0.0, 0.0, "")
             if _fits is not None:
                 _fits[key] = fit

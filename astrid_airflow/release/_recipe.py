@@ -8,7 +8,7 @@ k-anonymous and class-diverse while keeping as much of the values as they can:
 
 * ``bins``: numeric coarsening to intervals, fitted with the class: every bin holds at
   least two classes and at least ``k`` reference rows of each class it holds
-  (``pipeline._fit_recipe._cut_order``). A value is published as its bin's
+  (``pipeline._fit_bins._cut_order``). A value is published as its bin's
   *representative*: the lower median of the reference values in the bin, so an integer
   column stays integer and the value is one the data really had (nothing invented); the
   recipe also states each bin's label ``[low, high)``. Values below the first edge or
