@@ -89,7 +89,7 @@ def test_representatives_are_lower_medians_and_modes_of_the_cell():
                 if whole.get(median, 0) >= 5:
                     assert v == median  # a value the data had
                 else:
-                    assert xs[0] <= v <= xs[-1] and whole.get(v, 0) in (0,) or \
+                    assert (xs[0] <= v <= xs[-1] and whole.get(v, 0) in (0,)) or \
                         whole.get(v, 0) >= 5
 
 

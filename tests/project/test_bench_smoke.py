@@ -61,9 +61,8 @@ def test_bench_gate_estimate_runs_and_writes_its_figures(tmp_path):
 def test_the_declared_models_of_bench_e2e_fit_their_tables():
     # bench_e2e --declared runs for about an hour: a typo in a model, or a generated table
     # below the issue-49 size, fails here in a second instead
-    from benchmarks import bench_e2e, bench_release, people
-
     from astrid_airflow.release import AttackerModel
+    from benchmarks import bench_e2e, bench_release, people
 
     for name, roles in bench_e2e.DECLARED.items():
         table, target, part, _ = bench_release._split(name)
