@@ -113,6 +113,30 @@ def run_anonymeter(spec: dict, tmp: Path) -> list[dict]:
 ANONYMETER_ORDERS = 5
 
 
+def _mean_risks(name: str, ori, rel, ctl, attacks: list[dict], tmp: Path,
+                orders: int) -> dict[str, dict]:
+    """Each attack run on ``orders`` row orders of the published file (its own first),
+    by attack name: the mean risk, the mean 95 % bounds and each order's risk."""
+    ori_path, ctl_path = tmp / f"{name}-ori.csv", tmp / f"{name}-control.csv"
+    ori.to_csv(ori_path, index=False)
+    ctl.to_csv(ctl_path, index=False)
+    cases = []
+    for r in range(orders):
+        syn = rel if r == 0 else rel.sample(frac=1.0, random_state=r).reset_index(drop=True)
+        syn_path = tmp / f"{name}-syn{r}.csv"
+        syn.to_csv(syn_path, index=False)
+        cases.append({"name": f"{name}#{r}", "ori": str(ori_path), "syn": str(syn_path),
+                      "control": str(ctl_path), "attacks": attacks})
+    out = run_anonymeter({"n_attacks": min(len(ori), len(ctl)), "cases": cases}, tmp)
+    by_attack: dict[str, list[dict]] = {}
+    for o in out:
+        by_attack.setdefault(o["attack"], []).append(o)
+    return {k: {"risk": sum(o["risk"] for o in v) / len(v),
+                "ci": [sum(o["ci"][0] for o in v) / len(v), sum(o["ci"][1] for o in v) / len(v)],
+                "attack": k, "runs": [o["risk"] for o in v], "n_attacks": v[0]["n_attacks"]}
+            for k, v in by_attack.items()}
+
+
 def anonymeter_release_attacks(name: str, ori, rel, ctl, target: str, groups, tmp: Path,
                                orders: int = ANONYMETER_ORDERS) -> dict:
     """anonymeter on a release: the worst risk of each issue-17 target.
@@ -151,24 +175,7 @@ def anonymeter_release_attacks(name: str, ori, rel, ctl, target: str, groups, tm
                             "secret": c, "aux": [m for m in g if m != c],
                             "regression": bool(pd.api.types.is_numeric_dtype(ori[c])),
                             "seed": 100 + len(attacks)})
-    ori_path, ctl_path = tmp / f"{name}-ori.csv", tmp / f"{name}-control.csv"
-    ori.to_csv(ori_path, index=False)
-    ctl.to_csv(ctl_path, index=False)
-    cases = []
-    for r in range(orders):
-        syn = rel if r == 0 else rel.sample(frac=1.0, random_state=r).reset_index(drop=True)
-        syn_path = tmp / f"{name}-syn{r}.csv"
-        syn.to_csv(syn_path, index=False)
-        cases.append({"name": f"{name}#{r}", "ori": str(ori_path), "syn": str(syn_path),
-                      "control": str(ctl_path), "attacks": attacks})
-    out = run_anonymeter({"n_attacks": min(len(ori), len(ctl)), "cases": cases}, tmp)
-    by_attack: dict[str, list[dict]] = {}
-    for o in out:
-        by_attack.setdefault(o["attack"], []).append(o)
-    mean = {k: {"risk": sum(o["risk"] for o in v) / len(v),
-                "ci": [sum(o["ci"][0] for o in v) / len(v), sum(o["ci"][1] for o in v) / len(v)],
-                "attack": k, "runs": [o["risk"] for o in v], "n_attacks": v[0]["n_attacks"]}
-            for k, v in by_attack.items()}
+    mean = _mean_risks(name, ori, rel, ctl, attacks, tmp, orders)
 
     def worst(pred) -> dict | None:
         rows = [m for k, m in mean.items() if pred(k)]
@@ -217,24 +224,7 @@ def anonymeter_declared_attacks(name: str, ori, rel, ctl, target: str, model: di
                         "regression": secret != target and bool(
                             pd.api.types.is_numeric_dtype(ori[secret])),
                         "seed": 10 + i})
-    ori_path, ctl_path = tmp / f"{name}-ori.csv", tmp / f"{name}-control.csv"
-    ori.to_csv(ori_path, index=False)
-    ctl.to_csv(ctl_path, index=False)
-    cases = []
-    for r in range(orders):
-        syn = rel if r == 0 else rel.sample(frac=1.0, random_state=r).reset_index(drop=True)
-        syn_path = tmp / f"{name}-syn{r}.csv"
-        syn.to_csv(syn_path, index=False)
-        cases.append({"name": f"{name}#{r}", "ori": str(ori_path), "syn": str(syn_path),
-                      "control": str(ctl_path), "attacks": attacks})
-    out = run_anonymeter({"n_attacks": min(len(ori), len(ctl)), "cases": cases}, tmp)
-    by_attack: dict[str, list[dict]] = {}
-    for o in out:
-        by_attack.setdefault(o["attack"], []).append(o)
-    mean = {k: {"risk": sum(o["risk"] for o in v) / len(v),
-                "ci": [sum(o["ci"][0] for o in v) / len(v), sum(o["ci"][1] for o in v) / len(v)],
-                "attack": k, "runs": [o["risk"] for o in v], "n_attacks": v[0]["n_attacks"]}
-            for k, v in by_attack.items()}
+    mean = _mean_risks(name, ori, rel, ctl, attacks, tmp, orders)
 
     def worst(pred) -> dict | None:
         rows = [m for k, m in mean.items() if pred(k)]
