@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 
-class _ColumnBins:
+class ColumnBins:
     """A numeric column sorted once, with its class-aware cuts in the order the top-down
     binning makes them (:func:`_cut_order`): the cuts of at most ``b`` bins are the first
     ``b - 1``, for any ``b`` up to ``max_bins``, so a ladder of bin counts sorts and
@@ -37,12 +37,12 @@ class _ColumnBins:
             self.rare = frozenset(uniq[counts < k].tolist())
             self.unsafe = frozenset(uniq[counts < (k if value_k is None else value_k)]
                                     .tolist())
-            self.resolution = _resolution(self.v)
+            self.resolution = value_resolution(self.v)
 
     def step(self, n_bins: int, column: str, ptype: str) -> dict[str, Any] | None:
         """The bins step of at most ``n_bins`` bins (``None``: a single bin): the most
         bins up to ``n_bins`` whose every representative is a value that no row or at
-        least ``value_k`` rows have (:func:`_representative`)."""
+        least ``value_k`` rows have (:func:`representative`)."""
         for b in range(min(n_bins, len(self.cuts) + 1), 1, -1):
             step = self._step(b, column, ptype)
             if step is not _UNSAFE:
@@ -61,7 +61,7 @@ class _ColumnBins:
         # middle half of its bin's values, or the median when k rows share it.
         edges = [_roundest(float(v[a - 1]), float(v[a]), True, self.rare)
                  for a in bounds[1:-1]]
-        reps = [_representative(v[a:b], k, ptype == "integer", self.rare, self.resolution,
+        reps = [representative(v[a:b], k, ptype == "integer", self.rare, self.resolution,
                                 self.unsafe) for a, b in itertools.pairwise(bounds)]
         if any(r is None for r in reps):  # a bin with no value safe to publish
             return _UNSAFE
@@ -77,7 +77,7 @@ class _ColumnBins:
                 "labels": names, "published_type": ptype}
 
 
-def _resolution(values: np.ndarray) -> float:
+def value_resolution(values: np.ndarray) -> float:
     """The coarsest power of ten, at most 1, that every value is a multiple of (0.1 for
     a column of one-decimal values); 0.0 when none down to 1e-12 is."""
     for d in range(13):
@@ -120,7 +120,7 @@ def _roundest(lo: float, hi: float, low_open: bool = False,
     return float(hi)
 
 
-#: A bin count whose bins cannot all be published as a value (:meth:`_ColumnBins.step`).
+#: A bin count whose bins cannot all be published as a value (:meth:`ColumnBins.step`).
 _UNSAFE = object()
 #: Integers a representative is looked for among one by one (wider: the roundest).
 _INTEGER_POOL = 100_000
@@ -128,7 +128,7 @@ _INTEGER_POOL = 100_000
 _SPREAD = 64
 
 
-def _representative(values: np.ndarray, k: int, integer: bool = False,
+def representative(values: np.ndarray, k: int, integer: bool = False,
                     rare: frozenset = frozenset(), resolution: float = 0.0,
                     unsafe: frozenset | None = None) -> float | None:
     """A bin's published value: its lower median when ``k`` rows share it, else the
@@ -275,19 +275,19 @@ def _cut_order(v: np.ndarray, y: np.ndarray, n_bins: int, k: int
     return pos, cuts
 
 
-def _single_bin(values: np.ndarray, column: str, ptype: str, k: int,
+def single_bin(values: np.ndarray, column: str, ptype: str, k: int,
                 value_k: int | None = None) -> dict[str, Any]:
     """No split keeps k rows per bin: one bin, every value published as one
     representative (full suppression of the column's information, stated as such in the
     recipe), or as missing when every candidate is a value that fewer than ``value_k``
-    rows have (:func:`_representative`)."""
+    rows have (:func:`representative`)."""
     v = np.sort(values[np.isfinite(values)])
     uniq, counts = np.unique(v, return_counts=True)
     unsafe = frozenset(uniq[counts < (k if value_k is None else value_k)].tolist())
     rep = float(v[(v.size - 1) // 2]) if v.size else 0.0  # the lower median, if safe
     if rep in unsafe:
-        rep = _representative(v, k, ptype == "integer",
-                              frozenset(uniq[counts < k].tolist()), _resolution(v), unsafe)
+        rep = representative(v, k, ptype == "integer",
+                              frozenset(uniq[counts < k].tolist()), value_resolution(v), unsafe)
     if rep is None:
         return {"method": "suppress", "column": column, "keep": [], "published_type": ptype}
     return {"method": "bins", "column": column, "edges": [], "values": [rep],

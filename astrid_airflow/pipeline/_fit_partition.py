@@ -39,7 +39,7 @@ import pandas as pd
 from astrid_airflow._errors import RecipeError
 from astrid_airflow.release import as_float, published_type
 
-from ._fit_bins import _representative, _resolution
+from ._fit_bins import representative, value_resolution
 
 #: ``min_class_rows`` tried, as multiples of ``k``, finest first (the first that passes
 #: the group's checks is kept).
@@ -108,7 +108,7 @@ class _Fitter:
         counts = [self.frame[c].astype(object).value_counts(dropna=True) for c in self.cols]
         self.rare = [frozenset(float(v) for v in n.index[n < floor]) if t in _NUMBER_TYPES
                      else frozenset(n.index[n < floor]) for n, t in zip(counts, self.types)]
-        self.resolution = [_resolution(x[np.isfinite(x)]) if t in _NUMBER_TYPES else 0.0
+        self.resolution = [value_resolution(x[np.isfinite(x)]) if t in _NUMBER_TYPES else 0.0
                            for x, t in zip(self.keys, self.types)]
         #: a cell has no value safe to publish in some column (partition_ladder skips it)
         self.unsafe = False
@@ -165,7 +165,7 @@ class _Fitter:
                 xs = np.sort(self.keys[d][rows])  # NaN last: lower median of all rows
                 v = xs[(rows.size - 1) // 2]
                 if not np.isnan(v) and float(v) in self.rare[d]:
-                    safe = _representative(xs[np.isfinite(xs)], rows.size, t == "integer",
+                    safe = representative(xs[np.isfinite(xs)], rows.size, t == "integer",
                                            self.rare[d], self.resolution[d])
                     self.unsafe |= safe is None
                     v = v if safe is None else safe

@@ -29,7 +29,7 @@ from astrid_airflow.release import (
     published_type,
 )
 
-from ._fit_bins import _ColumnBins, _single_bin
+from ._fit_bins import ColumnBins, single_bin
 
 
 def group_risk(frame: pd.DataFrame, labels: Any, k: int) -> tuple[float, float, int]:
@@ -226,13 +226,13 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
     last = (False, below, disc, list(cat_steps))
     ladder = [b for b in BIN_LADDER if max_bins is None or b <= max_bins]
     columns = {c: (as_float(table[c]), published_type(table[c])) for c in numeric}
-    bins = {c: _ColumnBins(vals, labels, k, max(ladder, default=2), value_k)
+    bins = {c: ColumnBins(vals, labels, k, max(ladder, default=2), value_k)
             for c, (vals, _) in columns.items()}
     for n_bins in ladder:
         steps = list(cat_steps)
         for c, (vals, ptype) in columns.items():
             s = bins[c].step(n_bins, c, ptype)
-            steps.append(s if s is not None else _single_bin(vals, c, ptype, k, value_k))
+            steps.append(s if s is not None else single_bin(vals, c, ptype, k, value_k))
         ok, below, disc = judge(steps)
         last = (ok, below, disc, steps)
         if ok:
@@ -250,7 +250,7 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                                  f"and >= {step['min_class_rows']} rows of each",
                                  column_risk[0])
     if numeric and len(cols) == 1:
-        steps = [_single_bin(as_float(table[c]), c, published_type(table[c]), k, value_k)
+        steps = [single_bin(as_float(table[c]), c, published_type(table[c]), k, value_k)
                  for c in numeric]
         ok, below, disc = judge(cat_steps + steps)
         return _GroupFit(tuple(cat_steps + steps), ok, below, disc, "one bin (suppressed)",

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from astrid_airflow.engine import Grouping
 from astrid_airflow.pipeline import fit_recipe
-from astrid_airflow.pipeline._fit_bins import _ColumnBins, _single_bin
+from astrid_airflow.pipeline._fit_bins import ColumnBins, single_bin
 from astrid_airflow.release import BIN_LADDER
 
 
@@ -52,9 +52,9 @@ def _columns(draw):
 @given(_columns(), st.sampled_from(BIN_LADDER))
 def test_no_representative_is_a_value_fewer_than_k_rows_have(column, n_bins):
     x, y, ptype, k = column
-    step = _ColumnBins(x, y, k, max(BIN_LADDER)).step(n_bins, "x", ptype)
+    step = ColumnBins(x, y, k, max(BIN_LADDER)).step(n_bins, "x", ptype)
     if step is None:
-        step = _single_bin(x, "x", ptype, k)
+        step = single_bin(x, "x", ptype, k)
     assert _shared_or_absent(x, _published_values(step), k), step
     if step["method"] == "bins":  # still a valid bins step: inside its bin, increasing
         edges, reps = step["edges"], step["values"]

@@ -114,12 +114,12 @@ def numeric_columns(draw):
 def test_every_bin_count_of_the_ladder_is_binned_as_on_its_own(column, k):
     # a column sorted and cut once for the ladder's largest count gives each smaller
     # count the bins a binning for that count alone gives: its cuts are a prefix
-    from astrid_airflow.pipeline._fit_bins import _ColumnBins
+    from astrid_airflow.pipeline._fit_bins import ColumnBins
     from astrid_airflow.release import BIN_LADDER
 
     values, labels = column
-    once = _ColumnBins(values, labels, k, max(BIN_LADDER))
+    once = ColumnBins(values, labels, k, max(BIN_LADDER))
     for n_bins in BIN_LADDER:
-        alone = _ColumnBins(values, labels, k, n_bins)
+        alone = ColumnBins(values, labels, k, n_bins)
         assert once.step(n_bins, "x", "float") == alone.step(n_bins, "x", "float")
         assert len(alone.cuts) <= n_bins - 1
