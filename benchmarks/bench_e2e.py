@@ -446,6 +446,9 @@ def _declared_misses(r: dict) -> str:
         if m and m["ci"][0] > 0.0:
             out.append(f"anonymeter {m['attack']} {m['risk']:.3f} (95 % from "
                        f"{m['ci'][0]:.3f}) above the noise floor")
+    if a and not a.get("at_noise_floor") and not any("anonymeter" in o for o in out):
+        out.append("an anonymeter attack other than the worst of its kind has its 95 % "
+                   "interval above 0 (above the strict noise floor)")
     return "; ".join(out)
 
 
