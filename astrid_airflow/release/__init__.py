@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ._metrics import (
         expected_intact_row_proportion,
         intact_row_proportion,
+        intact_row_shares,
         largest_group_unique_share,
     )
     from ._receipt import (

@@ -93,9 +93,13 @@ def intact_budget(value: float | None, artefact: Any = None) -> float:
     """``max_intact``: ``value``, else that of the policy the artefact's release was
     chosen for, else the gate's default (0.01)."""
     if value is None:
-        policy = (getattr(artefact, "release", None) or {}).get("policy") or {}
-        value = policy.get("max_intact", 0.01)
+        value = _release_policy(artefact).get("max_intact", 0.01)
     return float(value)
+
+
+def _release_policy(artefact: Any) -> dict[str, Any]:
+    """The policy (as a dict) the artefact's release was chosen for; empty if none."""
+    return (getattr(artefact, "release", None) or {}).get("policy") or {}
 
 
 def disclosing_rows(table: Any, target: str, model: Any, k: int) -> np.ndarray | None:
@@ -133,9 +137,8 @@ def counted_rows(table: Any, target: str, artefact: Any) -> np.ndarray | None:
     release was chosen for (None: no model declared, every row counts)."""
     from ._attacker_model import release_attacker_model
 
-    policy = (getattr(artefact, "release", None) or {}).get("policy") or {}
     return disclosing_rows(table, target, release_attacker_model(artefact),
-                           int(policy.get("disclosure_k", 5)))
+                           int(_release_policy(artefact).get("disclosure_k", 5)))
 
 
 def _swap_seed(seed: np.random.SeedSequence) -> np.random.SeedSequence:
@@ -171,22 +174,30 @@ def break_intact_rows(table: Any, groups: Sequence[Sequence[str]], target: str,
     distinct = int(np.unique(original).size)
     allowed = math.floor(max_intact * distinct + 1e-9)
     swapper = _Swapper(codes, rows, np.random.default_rng(_swap_seed(seed)), counted)
-    swaps = drawn_hits = drawn_all = 0
+    swaps = drawn_hits = 0
+    drawn_all: int | None = None
     for made in range(MAX_ROUNDS + 1):  # the draw's count, then one after each round
-        key, hit, every = _intact(codes, rows, perms, counted)
+        key, hit, intact = _intact(codes, rows, perms, counted)
         hits = np.unique(key[hit])
         if made == 0:
-            drawn_hits, drawn_all = hits.size, every
+            drawn_hits, drawn_all = hits.size, _distinct(key, intact, counted)
         if hits.size <= allowed:
             return (rows, perms), IntactSwaps(
                 swaps=swaps, intact_rows=int(hits.size), allowed=allowed,
-                distinct_rows=distinct, all_intact_rows=None if counted is None else every)
+                distinct_rows=distinct, all_intact_rows=_distinct(key, intact, counted))
         if made < MAX_ROUNDS:
             swaps += swapper.round(perms, key, hit, hits, hits.size - allowed)
     # out of reach on these values: keep the uniform draw (the shuffle refuses it)
     return (rows, drawn), IntactSwaps(
         swaps=0, intact_rows=int(drawn_hits), allowed=allowed, distinct_rows=distinct,
-        all_intact_rows=None if counted is None else drawn_all)
+        all_intact_rows=drawn_all)
+
+
+def _distinct(key: np.ndarray, intact: np.ndarray, counted: np.ndarray | None
+              ) -> int | None:
+    """How many distinct original rows are intact at all (None when every row counts:
+    the hits are those)."""
+    return None if counted is None else int(np.unique(key[intact]).size)
 
 
 class _Swapper:
@@ -259,9 +270,9 @@ class _Swapper:
 
 
 def _intact(codes: list[np.ndarray], rows: np.ndarray, perms: np.ndarray,
-            counted: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, int]:
+            counted: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Codes of the output rows in the original's numbering, which are intact copies of
-    a counted original row, and how many distinct original rows are intact at all."""
+    a counted original row, and which are intact at all."""
     n = rows.shape[0]
     # one group's original and output codes at a time, folded (not all groups' at once)
     gathered = (np.concatenate([c, c[rows] if g < 0 else c[perms[g]]])
@@ -269,6 +280,4 @@ def _intact(codes: list[np.ndarray], rows: np.ndarray, perms: np.ndarray,
     both = combine_codes(gathered, 2 * n)
     key_o, key_s = both[:n], both[n:]
     intact = np.isin(key_s, key_o)
-    if counted is None:
-        return key_s, intact, 0
-    return key_s, np.isin(key_s, key_o[counted]), int(np.unique(key_s[intact]).size)
+    return key_s, intact if counted is None else np.isin(key_s, key_o[counted]), intact

@@ -70,6 +70,15 @@ def intact_row_proportion(original: Any, surrogate: Any, *,
     >>> intact_row_proportion(t, t.iloc[::-1])
     1.0
     """
+    every, share = intact_row_shares(original, surrogate, columns=columns, counted=counted)
+    return every if counted is None else share
+
+
+def intact_row_shares(original: Any, surrogate: Any, *, columns: Sequence[str] | None = None,
+                      counted: np.ndarray | None = None) -> tuple[float, float]:
+    """``(P_anon, counted share)`` of :func:`intact_row_proportion`, the tables hashed
+    once: the share of every distinct original row found intact, and of those among the
+    ``counted`` rows (over every distinct row; P_anon again when ``counted`` is None)."""
     orig = table_source(original, "original")
     surr = table_source(surrogate, "surrogate")
     cols = list(orig.columns) if columns is None else [str(c) for c in columns]
@@ -79,15 +88,16 @@ def intact_row_proportion(original: Any, surrogate: Any, *,
     surr.require(cols, "surrogate")
     if orig.num_rows == 0:
         raise DataError("The original table is empty (0 rows).")
-    h = row_hashes(orig, cols)
+    h, found = row_hashes(orig, cols), row_hashes(surr, cols)
     distinct = h[first_rows(h)]
+    every = float(share_found(distinct, found))
     if counted is None:
-        return float(share_found(distinct, row_hashes(surr, cols)))
+        return every, every
     watched = h[np.asarray(counted, dtype=bool)]
     if not watched.size:
-        return 0.0
+        return every, 0.0
     watched = watched[first_rows(watched)]
-    return float(share_found(watched, row_hashes(surr, cols))) * watched.size / distinct.size
+    return every, float(share_found(watched, found)) * watched.size / distinct.size
 
 
 

@@ -9,9 +9,10 @@ k-anonymous and class-diverse while keeping as much of the values as they can:
 * ``bins``: numeric coarsening to intervals, fitted with the class: every bin holds at
   least two classes and at least ``k`` reference rows of each class it holds
   (``pipeline._fit_bins._cut_order``). A value is published as its bin's
-  *representative*: the lower median of the reference values in the bin, so an integer
-  column stays integer and the value is one the data really had (nothing invented); the
-  recipe also states each bin's label ``[low, high)``. Values below the first edge or
+  *representative*: a value inside the bin of the column's type (an integer column
+  stays integer) that no reference row or at least k rows have, never one person's
+  value (``pipeline._fit_bins.representative``); the recipe also states each bin's
+  label ``[low, high)``. Values below the first edge or
   above the last are published as the first/last bin's representative: the bins do the
   top- and bottom-coding;
 * ``round``: rounding to a multiple of ``step``, top/bottom-coded at ``low``/``high``;

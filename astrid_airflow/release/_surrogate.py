@@ -285,11 +285,12 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     codes = arrow_class_codes(table.column(target), target) if is_arrow else \
         engine.pandas_class_codes(table[target], target)
     out = []
+    counted = _counted(table, target, artefact, recipe)  # the same rows for every copy
     for seed in engine.seed_of_copies(random_state, n_copies):
         rows, perms = engine.release_permutations(codes, grouping.k, seed)
         if recipe is not None:
             (rows, perms), _ = _within_intact_budget(table, grouping, target,
-                                                     (rows, perms), artefact, seed)
+                                                     (rows, perms), artefact, seed, counted)
         out.append(_shuffle_arrow(table, grouping, perms, target, rows) if is_arrow else
                    engine.shuffle_frame(table, grouping, perms, target, rows))
     return out[0] if n_copies == 1 else out
@@ -396,17 +397,25 @@ def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
     return table, released
 
 
+def _counted(table: Any, target: str, artefact: Any, recipe: Any) -> np.ndarray | None:
+    """The rows whose intact copies count (:func:`._intact.counted_rows`; None: every
+    row's, or no recipe and so no swaps)."""
+    from ._intact import counted_rows
+
+    return None if recipe is None else counted_rows(table, target, artefact)
+
+
 def _within_intact_budget(table: Any, grouping: Grouping, target: str,
                           released: tuple[np.ndarray, np.ndarray], artefact: Any,
-                          seed: np.random.SeedSequence) -> tuple[Any, Any]:
+                          seed: np.random.SeedSequence, counted: np.ndarray | None
+                          ) -> tuple[Any, Any]:
     """A remedied release's permutations with intact rows over the artefact's policy's
     ``max_intact`` broken by within-class swaps (:mod:`._intact`); under a declared
-    attacker model only the rows that disclose someone count."""
-    from ._intact import break_intact_rows, counted_rows, intact_budget
+    attacker model only the rows that disclose someone (``counted``) count."""
+    from ._intact import break_intact_rows, intact_budget
 
     return break_intact_rows(table, grouping.groups, target, released,
-                             intact_budget(None, artefact), seed,
-                             counted_rows(table, target, artefact))
+                             intact_budget(None, artefact), seed, counted)
 
 
 def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, *,
@@ -502,6 +511,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         if record is not None:
             record["suppression"] = None if suppression is None else suppression.to_dict()
             record["intact_swaps"] = swaps  # one entry per copy, filled below
+        counted = _counted(table, target, art, recipe)  # the same rows for every copy
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
             copy = f"copy {i + 1}/{n_copies}"
             if i:
@@ -510,7 +520,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
             if recipe is not None:
                 with tracker.step(f"{copy}: intact-row swaps"):
                     released, done = _within_intact_budget(table, grouping, target,
-                                                           released, art, seed)
+                                                           released, art, seed, counted)
                 swaps.append(done.to_dict())
                 done.check_budget()
             with tracker.step(f"{copy}: writing"):

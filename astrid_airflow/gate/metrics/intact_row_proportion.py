@@ -9,7 +9,7 @@ def measure(table, reference, k=None):
     """The paper's P_anon; under a declared attacker model (``k``: the policy's
     ``disclosure_k``), ``{"counted", "all_rows"}``: the share of the original's distinct
     rows that disclose someone and are intact, beside P_anon."""
-    from astrid_airflow.release import disclosing_rows, intact_row_proportion
+    from astrid_airflow.release import disclosing_rows, intact_row_shares
 
     # On the columns both tables have: a dropped column (an integrity failure of its
     # own) must not hide rows that are intact on the others.
@@ -17,14 +17,10 @@ def measure(table, reference, k=None):
     columns = [c for c in original.columns if c in table.columns]
     if not columns:
         return 0.0
-    every = float(intact_row_proportion(original, table, columns=columns))
     counted = None if not k else disclosing_rows(original, reference.target,
                                                  reference.attacker_model, int(k))
-    if counted is None:
-        return every
-    return {"counted": float(intact_row_proportion(original, table, columns=columns,
-                                                   counted=counted)),
-            "all_rows": every}
+    every, share = intact_row_shares(original, table, columns=columns, counted=counted)
+    return every if counted is None else {"counted": share, "all_rows": every}
 
 
 METRIC = TableMetric("astrid.intact_row_proportion", ("reference", "k"), measure)
