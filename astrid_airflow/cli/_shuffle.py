@@ -9,7 +9,9 @@ a failure (exit 2) leaves no output behind. ``--json`` prints one object whose k
 ``largest_group_unique_share``, ``accuracy_original``, ``accuracy_surrogate``, ``rows``
 and ``out`` are a contract; ``suppression`` says what local suppression removed, per
 group (``suppressed_rows``, ``suppressed_share``; null for a raw release) and, with a
-recipe's fallbacks, which rung each group was published with (``recipe_rung``).
+recipe's fallbacks, which rung each group was published with (``recipe_rung``);
+``dropped_identifiers`` names the declared identifier columns the input carried and
+the surrogate does not (absent when it carried none).
 ``<stem>.metrics.json`` beside ``--out`` is the stage's metrics record, the one the
 shuffle operator writes.
 """
@@ -150,6 +152,9 @@ def _output(args: argparse.Namespace, staged: Any, outs: list[str], seed: int, d
 
 def _print(out: dict[str, Any], outs: list[str], seed: int) -> None:
     print(f"wrote {', '.join(outs)} ({out['rows']} rows, seed {seed})")
+    if out.get("dropped_identifiers"):
+        print(f"dropped the declared identifier column(s) {out['dropped_identifiers']}: "
+              "never published")
     print(f"intact-row proportion (P_anon): {out['intact_row_proportion']:.4f}   "
           f"expected: {out['expected_intact_row_proportion']:.4f}")
     print(f"largest group {out['largest_group']}: unique share "

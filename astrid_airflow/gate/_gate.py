@@ -212,7 +212,7 @@ def _read_inputs(original: Any, surrogate: Any, artefact: Any
     """Both tables read; neither empty, the original of the artefact's schema."""
     from astrid_airflow.io import read_table
 
-    original_df = read_table(original)
+    original_df, _ = artefact.without_identifiers(read_table(original))
     surrogate_df = read_table(surrogate)
     for what, frame in (("original", original_df), ("surrogate", surrogate_df)):
         if len(frame) == 0:  # no row to measure: bad input, not a failed expectation

@@ -181,14 +181,15 @@ def without_identifiers(table: Any, target: str, policy: Any) -> Any:
     learned on), after checking the declaration against its columns (``ParameterError``
     before any fit)."""
     from astrid_airflow.gate import check_policy
+    from astrid_airflow.release import drop_identifiers
 
     model = check_policy(policy).attacker_model
     model.check_table(list(map(str, table.columns)), target)
-    if not model.identifiers:
-        return table
-    logging.getLogger(__name__).info("Identifier column(s) %s dropped: never published.",
-                                     list(model.identifiers))
-    return table.drop(columns=list(model.identifiers))
+    table, dropped = drop_identifiers(table, model.identifiers)
+    if dropped:
+        logging.getLogger(__name__).info(
+            "Identifier column(s) %s dropped: never published.", dropped)
+    return table
 
 
 def reference_table(source: Any, target: str, *, clean: bool = False) -> Any:

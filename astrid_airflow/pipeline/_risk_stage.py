@@ -87,9 +87,10 @@ def _read_checked(request: RiskRequest, artefact: Any, read_table: Any) -> tuple
     surrogate with the artefact's columns, its rows and class counts the batch's."""
     from astrid_airflow._errors import AstridError, DataError
 
-    original = read_table(request.original)
+    original, _ = artefact.without_identifiers(read_table(request.original))
     surrogate = read_table(request.surrogate)
-    control = read_table(request.control) if request.control else None
+    control = artefact.without_identifiers(read_table(request.control))[0] \
+        if request.control else None
     for what, table in (("original", original), ("control", control)):
         if table is not None:
             try:

@@ -300,6 +300,8 @@ def stage_surrogate(src: str | os.PathLike, artefact: Any, dest: str | os.PathLi
     report["suppression"] = record.get("suppression")
     # per copy: within-class swaps that kept the intact rows within max_intact
     report["intact_swaps"] = record.get("intact_swaps") or None
+    if record.get("dropped_identifiers"):  # declared identifiers the batch carried
+        report["dropped_identifiers"] = record["dropped_identifiers"]
     warned = any(issubclass(w.category, ProtectsNothingWarning) for w in caught)
     return StagedSurrogate(paths=surrogate_paths(dest, n_copies), metrics=report,
                            copies=copies or None,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         SENSITIVE_DIVERSITY,
         AttackerModel,
         check_attacker_model,
+        drop_identifiers,
         parse_columns,
         release_attacker_model,
         singling_out_columns,

@@ -167,6 +167,24 @@ class GroupingArtefact:
             return str(self.release.get("reason") or "no release passed the policy")
         return None
 
+    @property
+    def identifiers(self) -> tuple[str, ...]:
+        """The columns its release's attacker model declares identifiers: dropped before
+        learning, so never among :attr:`columns`, and dropped from every batch too."""
+        from ._attacker_model import check_attacker_model
+
+        release = self.release or {}  # the recipe's model, else the choice's record
+        model = (release.get("recipe") or {}).get("attacker_model") \
+            or release.get("attacker_model")
+        return check_attacker_model(model).identifiers
+
+    def without_identifiers(self, table: Any) -> tuple[Any, list[str]]:
+        """``(table, dropped)``: a batch (DataFrame, Arrow table or schema) without the
+        declared identifiers it carries (:func:`._attacker_model.drop_identifiers`)."""
+        from ._attacker_model import drop_identifiers
+
+        return drop_identifiers(table, self.identifiers)
+
     # ----------------------------------------------------------------- construction
     @classmethod
     def from_result(cls, result: Any, reference_table: pd.DataFrame, *,

@@ -238,3 +238,51 @@ def singling_out_columns(table: pd.DataFrame, model: AttackerModel, target: str
             out.append({"column": str(c), "role": model.role_of(c, target),
                         "unique_share": alone, "unique_share_with_known": with_known})
     return out
+
+
+def drop_identifiers(table: Any, identifiers: Iterable[str]) -> tuple[Any, list[str]]:
+    """``table`` (a pandas DataFrame, an Arrow table or schema) without the columns of
+    ``identifiers`` it carries, and their names. A declared identifier is never
+    published, so a batch that still carries one loses it before anything reads it (the
+    stage that publishes says so); a table without them is returned as it is."""
+    import pyarrow as pa
+
+    if isinstance(table, pa.Schema):
+        names = list(table.names)
+    elif isinstance(table, pa.Table):
+        names = list(table.column_names)
+    else:
+        names = [str(c) for c in table.columns]
+    present = [c for c in identifiers if c in names]
+    if not present:
+        return table, []
+    if isinstance(table, pa.Schema):
+        return pa.schema([f for f in table if f.name not in present],
+                         metadata=_metadata_without(table.metadata, present)), present
+    if isinstance(table, pa.Table):
+        kept = table.drop_columns(present)
+        return kept.replace_schema_metadata(
+            _metadata_without(kept.schema.metadata, present)), present
+    return table.drop(columns=present), present
+
+
+def _metadata_without(metadata: dict | None, dropped: list[str]) -> dict | None:
+    """Arrow schema metadata whose column descriptions (pandas', and the SQL types of
+    ``astrid.sql``) no longer describe ``dropped``: what was written for the batch would
+    describe columns the surrogate does not have."""
+    import json
+
+    if not metadata:
+        return metadata
+    out = dict(metadata)
+    for key in (b"pandas", b"astrid.sql"):
+        if key not in out:
+            continue
+        try:
+            described = json.loads(out[key])
+            described["columns"] = [c for c in described["columns"]
+                                    if c.get("name") not in dropped]
+            out[key] = json.dumps(described).encode()
+        except (ValueError, TypeError, KeyError, AttributeError):
+            del out[key]  # unreadable: not carried over
+    return out

@@ -32,6 +32,7 @@ import pandas as pd
 
 from astrid_airflow._errors import DataError, ParameterError
 from astrid_airflow.engine import Grouping, as_grouping
+from astrid_airflow.io import read_arrow
 
 from ._counting import coded_counts, first_rows, hashed_counts, key_counts, share_found
 from ._hashing import U64, Scratch, accumulate, read_column, read_group, row_hashes, splitmix
@@ -125,12 +126,27 @@ def _class_hash_and_sizes_of(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return splitmix(h + U64(1)), key_counts(h)
 
 
+def _without_identifiers(src: TableSource, artefact: Any) -> TableSource:
+    """``src`` without the artefact's declared identifiers: read without them into
+    memory when it carries any (a batch staged with its IDs), else itself."""
+    ids = [c for c in artefact.identifiers if c in src.columns]
+    if not ids:
+        return src
+    if src.table is None:
+        table = read_arrow(src.path, [c for c in src.columns if c not in ids])
+    else:
+        table, _ = artefact.without_identifiers(src.table)
+    return TableSource(table, "table")
+
+
 def prepared_source(table: Any, grouping_or_artefact: Any, target: str | None
              ) -> tuple[TableSource, Grouping, str, Any]:
     grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
     src = table_source(table, "table")
-    if artefact is not None and src.table is not None:
-        artefact.check_table(src.table)
+    if artefact is not None:
+        src = _without_identifiers(src, artefact)
+        if src.table is not None:
+            artefact.check_table(src.table)
     src.require([target], "table")
     grouping.check_partition_of([c for c in src.columns if c != target])
     if src.num_rows == 0:

@@ -31,6 +31,7 @@ bytes never depend on the thread count (:data:`~astrid_airflow.engine._permutati
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -277,6 +278,7 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
         raise DataError("The table is empty (0 rows).")
     recipe = release_recipe(artefact, remedies)
     if artefact is not None:
+        table, _ = artefact.without_identifiers(table)
         artefact.check_table(table)
     columns = table.column_names if is_arrow else list(table.columns)
     _check_columns(columns, grouping, target)
@@ -378,10 +380,10 @@ def _write_shuffled(table: Any, grouping: Grouping, released: tuple[np.ndarray, 
 
 
 def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
-                          seed: np.random.SeedSequence
+                          seed: np.random.SeedSequence, columns: list[str] | None = None
                           ) -> tuple[Any, tuple[np.ndarray, np.ndarray]]:
-    """``(table, engine.release_permutations(codes, k, seed))``, the read overlapping the
-    draws."""
+    """``(table, engine.release_permutations(codes, k, seed))``, the read (of
+    ``columns``, default all) overlapping the draws."""
     if table is not None:
         return table.combine_chunks(), engine.release_permutations(codes, k, seed)
     from concurrent.futures import ThreadPoolExecutor
@@ -389,7 +391,7 @@ def _read_while_permuting(src: str, table: Any, codes: np.ndarray, k: int,
     with ThreadPoolExecutor(1) as pool:
         # One chunk per column: Arrow's take on a many-chunk column resolves every index's
         # chunk (and concatenates string chunks on every call), several times slower.
-        reading = pool.submit(lambda: read_arrow(src).combine_chunks())
+        reading = pool.submit(lambda: read_arrow(src, columns).combine_chunks())
         try:
             released = engine.release_permutations(codes, k, seed)
         finally:
@@ -487,7 +489,13 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     # A CSV/ARFF file is parsed once; a Parquet file is read footer, class column, table.
     table = read_arrow(src) if src_kind != "parquet" else None
     schema = table.schema if table is not None else read_arrow_schema(src)
-    if art is not None:
+    dropped: list[str] = []
+    if art is not None:  # declared identifiers are never read, so never published
+        schema, dropped = art.without_identifiers(schema)
+        table = table.drop_columns(dropped) if table is not None and dropped else table
+        if dropped:
+            logging.getLogger(__name__).info(
+                "Identifier column(s) %s dropped: never published.", dropped)
         art.check_table(schema)
     _check_columns(schema.names, grouping, target)
     warn_if_one_group(grouping)
@@ -502,7 +510,10 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         seeds = engine.seed_of_copies(random_state, n_copies)
         # The first copy's permutations are drawn while Arrow reads the table.
         with tracker.step(f"reading the table, permuting {grouping.k} groups of copy 1"):
-            table, released = _read_while_permuting(src, table, codes, grouping.k, seeds[0])
+            table, released = _read_while_permuting(src, table, codes, grouping.k, seeds[0],
+                                                    schema.names if dropped else None)
+        if dropped:  # the column descriptions without the identifiers
+            table = table.replace_schema_metadata(schema.metadata)
         table, suppression = release_domain(table, recipe, target, grouping,
                                             progress=tracker)
         if suppression is not None:
@@ -511,6 +522,7 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
         if record is not None:
             record["suppression"] = None if suppression is None else suppression.to_dict()
             record["intact_swaps"] = swaps  # one entry per copy, filled below
+            record["dropped_identifiers"] = dropped
         counted = _counted(table, target, art, recipe)  # the same rows for every copy
         for i, (seed, kind, tmp) in enumerate(zip(seeds, kinds, tmps)):
             copy = f"copy {i + 1}/{n_copies}"

@@ -135,6 +135,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         raise DataError(f"surrogate_utility needs a DataFrame or pyarrow Table, got "
                         f"{type(table).__name__}.")
     if artefact is not None:
+        table, _ = artefact.without_identifiers(table)
         artefact.check_table(table)
     check_table(table, target, min_rows_per_class=2)
     grouping.check_partition_of([c for c in table.columns if c != target])

@@ -184,6 +184,11 @@ def spark_surrogate(df: Any, artefact_or_grouping: Any, *, target: str | None = 
     _, Window, F = _pyspark()
     grouping, target, artefact = resolve_grouping(artefact_or_grouping, target)
     recipe = release_recipe(artefact, remedies)
+    if artefact is not None and (ids := [c for c in artefact.identifiers
+                                         if c in df.columns]):
+        df = df.drop(*ids)  # declared identifiers: never published
+        if record is not None:
+            record["dropped_identifiers"] = ids
     columns = _check_spark_table(df, grouping, target, artefact)
     warn_if_one_group(grouping)
     if recipe is not None:
