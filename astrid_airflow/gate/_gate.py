@@ -177,19 +177,30 @@ def validate_surrogate(
             validation_json=paths[0] if paths else None,
             data_docs=paths[1] if paths else None, suite=suite_info,
             surrogate_sha256=digest, allow_weaker_policy=allow_weaker_policy)
-        _decide(result, gx_result, surrogate, digest, paths, tracker)
+        _decide(result, gx_result, surrogate, digest, paths, tracker,
+                sources=_source_rows(original_df, artefact) if paths else None)
     return result
 
 
+def _source_rows(original_df: pd.DataFrame, artefact: Any) -> bytes:
+    """The fingerprints of the rows judged, for publish's check of what this release
+    discloses next to earlier ones (:mod:`astrid_airflow.release._history`)."""
+    from astrid_airflow.io import signing_key
+    from astrid_airflow.release import source_fingerprints
+
+    return source_fingerprints(original_df, artefact.columns, artefact.target,
+                               signing_key()).to_bytes()
+
+
 def _decide(result: GateResult, gx_result: Any, surrogate: Any, digest: str | None,
-            paths: tuple[str, str] | None, tracker: Any) -> None:
+            paths: tuple[str, str] | None, tracker: Any, sources: bytes | None) -> None:
     """Refuse a file that changed while it was judged, else write the results."""
     if digest is not None and _file_digest(surrogate) != digest:
         raise GateError(f"{os.fspath(surrogate)!r} changed while the gate judged it; "
                         "nothing was decided.")
     if paths:
         with tracker.step("writing the results and Data Docs"):
-            _write_outputs(result, gx_result, paths)
+            _write_outputs(result, gx_result, paths, sources)
 
 
 def _effective_policy(policy: Any, stored: GatePolicy, classifier: Any) -> GatePolicy:
@@ -498,9 +509,12 @@ def _outcomes(gx_result: Any) -> list[ExpectationOutcome]:
 
 
 
-def _write_outputs(result: GateResult, gx_result: Any, paths: tuple[str, str]) -> None:
-    """Write the result JSON and the Data Docs page, each atomically (JSON last)."""
-    from astrid_airflow.io import atomic_write_text
+def _write_outputs(result: GateResult, gx_result: Any, paths: tuple[str, str],
+                   sources: bytes | None = None) -> None:
+    """Write the source fingerprints, the Data Docs page and the result JSON, each
+    atomically (JSON last)."""
+    from astrid_airflow.io import atomic_write_bytes, atomic_write_text
+    from astrid_airflow.release import SOURCE_ROWS_SUFFIX
 
     from ._datadocs import render_validation_html
 
@@ -511,6 +525,9 @@ def _write_outputs(result: GateResult, gx_result: Any, paths: tuple[str, str]) -
     except (TypeError, ValueError) as exc:
         raise GateError(f"The gate's result cannot be serialised: {exc}") from None
     try:
+        if sources is not None:
+            atomic_write_bytes(paths[0].removesuffix(".validation.json")
+                               + SOURCE_ROWS_SUFFIX, sources, overwrite=True)
         atomic_write_text(paths[1], html, overwrite=True)
         atomic_write_text(paths[0], text, overwrite=True)
     except OSError as exc:

@@ -130,14 +130,15 @@ class Candidate:
             archived_sha256=sha256_of(archived) if archived.exists() else None,
             force=self.request.force)
 
-    def plan(self, write_archive: bool) -> Any:
+    def plan(self, write_archive: bool, successive: Mapping[str, Any] | None = None) -> Any:
+        """The release's writes; ``successive``: its comparison with the earlier ones."""
         return _plan(self.request, self.receipt_file, self.receipt, self.canonical,
-                     self.run_after, write_archive, self.now, self.gated)
+                     self.run_after, write_archive, self.now, self.gated, successive)
 
 
 def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any],
           canonical: Any, run_after: str | None, write_archive: bool,
-          now: _dt.datetime, gated: bool) -> Any:
+          now: _dt.datetime, gated: bool, successive: Mapping[str, Any] | None) -> Any:
     from ._integrity import gate_files, release_record
     from ._release_plan import release_plan
 
@@ -147,5 +148,6 @@ def _plan(request: PublishRequest, receipt_file: Any, receipt: Mapping[str, Any]
                         published_at=now.isoformat(timespec="seconds"),
                         published=canonical.data,
                         gate_files=gate_files(dict(receipt), receipt_file),
-                        record=release_record(dict(receipt), canonical,
-                                              "gated here" if gated else "signed"))
+                        record={**release_record(dict(receipt), canonical,
+                                                 "gated here" if gated else "signed"),
+                                "successive_releases": successive})

@@ -30,6 +30,7 @@ from astrid_airflow.engine import StageRate, stage_progress
 from ._publication import Candidate, Published, PublishRequest
 from ._publish_files import (
     is_local_fs,
+    listing,
     manifest_text,
     read_bytes,
     read_manifest,
@@ -38,6 +39,7 @@ from ._publish_files import (
     write_bytes_atomic,
     write_text_atomic,
 )
+from ._successive import check_successive
 
 
 def publish_release(request: PublishRequest) -> Published:
@@ -151,7 +153,7 @@ def refuse_archive_destination(destination: Any) -> None:
     archive never changes, whatever the flags."""
     for folder in _ancestors(destination):
         if folder.name == "releases" and any(
-                p.name.endswith(".release.json") for p in _listing(folder.parent)):
+                p.name.endswith(".release.json") for p in listing(folder.parent)):
             raise ReleaseError(f"Refusing to publish to {destination}: it lies inside the "
                                f"release archive {folder}, which never changes (force or "
                                "not); publish beside it instead.")
@@ -163,13 +165,6 @@ def _ancestors(path: Any) -> list[Any]:
         out.append(current)
         current = current.parent
     return out
-
-
-def _listing(folder: Any) -> list[Any]:
-    try:
-        return list(folder.iterdir()) if folder.exists() else []
-    except (OSError, NotImplementedError):
-        return []
 
 
 def _refuse_inputs(cand: Candidate) -> None:
@@ -226,7 +221,7 @@ def _promote(cand: Candidate, outcome: dict[str, Any]) -> Published:
         repair_current(cand.request.destination, current)
         return Published(decision.action, decision.reason, **outcome,
                          manifest_path=cand.manifest_path, write_archive=False)
-    plan = cand.plan(decision.write_archive)
+    plan = cand.plan(decision.write_archive, check_successive(cand))
     for data, dst in plan.copies:
         # the archived file is created, never replaced: a release id names one archive
         write_bytes_atomic(dst, data, overwrite=dst != cand.archived)

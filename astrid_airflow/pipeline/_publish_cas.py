@@ -40,6 +40,7 @@ from ._publish_files import (
     where,
     write_bytes_atomic,
 )
+from ._successive import check_successive
 
 #: Claims lost to other publishers before giving up (each loss means one of them won).
 MAX_ATTEMPTS = 200
@@ -59,7 +60,7 @@ def promote_cas(cand: Candidate, outcome: dict[str, Any]) -> Published:
             converge(cand)
             return Published(decision.action, decision.reason, **outcome,
                              manifest_path=cand.manifest_path, write_archive=False)
-        plan = cand.plan(decision.write_archive)
+        plan = cand.plan(decision.write_archive, check_successive(cand))
         for data, dst in plan.copies[:-1]:  # the archive; the current file comes last
             if dst == cand.archived:
                 _archive_once(cand, data)

@@ -125,3 +125,12 @@ def write_bytes_atomic(dst: Any, data: bytes, *, overwrite: bool = True) -> None
 
     fs, inner = where(dst)
     fs_write_bytes(fs, inner, data, overwrite=overwrite)
+
+
+def listing(folder: Any) -> list[Any]:
+    """The entries of ``folder`` (a path object of any store); none if it is missing or
+    cannot be listed."""
+    try:
+        return list(folder.iterdir()) if folder.exists() else []
+    except (OSError, NotImplementedError):
+        return []

@@ -28,6 +28,14 @@ if TYPE_CHECKING:
         singling_out_columns,
     )
     from ._hashing import row_hashes, splitmix
+    from ._history import (
+        SOURCE_ROWS_SUFFIX,
+        Differencing,
+        Isolation,
+        SourceRows,
+        differencing,
+        source_fingerprints,
+    )
     from ._intact import (
         IntactSwaps,
         break_intact_rows,

@@ -9,7 +9,8 @@ any claim, so :func:`seal_receipt` binds it to everything the decision rested on
   (the store's manifest vouches for both, :mod:`._manifest`);
 * ``policy`` and ``policy_sha256``: the thresholds applied;
 * ``validation_sha256`` and ``files``: the SHA-256 of every file the gate wrote (the
-  validation JSON, its Data Docs, the release report), by its name relative to the
+  validation JSON, its Data Docs, the source fingerprints, the release report), by its
+  name relative to the
   receipt's directory, the one place the gate writes them;
 
 and, with a signing key configured (:mod:`astrid_airflow.io._signing`), signs it. Only a
@@ -30,6 +31,8 @@ from typing import Any
 from astrid_airflow._errors import ReleaseError
 from astrid_airflow.io import SIGNATURE, STORE_NAME, sign, signature_problem
 
+from ._history import SOURCE_ROWS_SUFFIX
+
 RECEIPT_FORMAT = 2
 
 
@@ -47,14 +50,15 @@ def policy_sha256(policy: Mapping[str, Any]) -> str:
 def _check_name(rel: object, stem: str) -> str:
     """``rel`` if it is a name the gate writes for ``stem``, else ``ReleaseError``."""
     ok = isinstance(rel, str) and (
-        rel in (f"{stem}.validation.json", f"{stem}.validation.html")
+        rel in (f"{stem}.validation.json", f"{stem}.validation.html",
+                f"{stem}{SOURCE_ROWS_SUFFIX}")
         or (rel.count("/") == 1 and rel.split("/")[0] == f"{stem}.report"
             and STORE_NAME.fullmatch(rel.split("/")[1]) is not None
             and ".." not in rel.split("/")[1]))
     if not ok:
         raise ReleaseError(f"Refusing the gate receipt: {str(rel)[:120]!r} is not a file the "
                            f"gate writes for {stem!r} (<stem>.validation.json/.html, "
-                           "<stem>.report/<file>).")
+                           f"<stem>{SOURCE_ROWS_SUFFIX}, <stem>.report/<file>).")
     return rel
 
 
@@ -145,7 +149,7 @@ def seal_gate_receipt(receipt: Mapping[str, Any], result: Any, *, out_dir: Any, 
     """
     from astrid_airflow.io import signing_key
 
-    names = [f"{stem}.validation.json", f"{stem}.validation.html",
+    names = [f"{stem}.validation.json", f"{stem}.validation.html", f"{stem}{SOURCE_ROWS_SUFFIX}",
              *(f"{stem}.report/{str(f).replace(chr(92), '/').rsplit('/', 1)[-1]}"
                for f in report_files)]
     files = {}

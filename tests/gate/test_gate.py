@@ -353,7 +353,8 @@ def test_results_written_beside_the_surrogate(tmp_path, data, learned, surrogate
     assert len(saved["great_expectations"]["results"]) == len(EXPECTATIONS)
     assert open(r.data_docs).read().startswith("<!DOCTYPE html>")
     assert sorted(os.listdir(tmp_path / "out")) == [
-        "release.parquet", "release.validation.html", "release.validation.json"]
+        "release.parquet", "release.source_rows.parquet", "release.validation.html",
+        "release.validation.json"]  # the source fingerprints: publish's history check
     # a rerun replaces them; DataFrames without out_dir write nothing
     r2 = validate_surrogate(data, path, learned, random_state=0, out_dir=tmp_path / "o2")
     assert os.path.dirname(r2.data_docs) == str(tmp_path / "o2")

@@ -201,7 +201,8 @@ def test_validate_signs_a_receipt_publish_trusts_and_no_edit_survives(work, caps
     receipt_path = tmp / "staging" / "s.gate.json"
     receipt = json.loads(receipt_path.read_text())
     assert receipt["signature"]["algorithm"] == "hmac-sha256"
-    assert set(receipt["files"]) == {"s.validation.json", "s.validation.html"}
+    assert set(receipt["files"]) == {"s.validation.json", "s.validation.html",
+                                     "s.source_rows.parquet"}
     dest = tmp / "pub" / "s.csv"
     assert _publish(staged, dest, receipt_path) == 0
     manifest = json.loads((tmp / "pub" / "s.release.json").read_text())

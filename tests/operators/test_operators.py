@@ -468,7 +468,8 @@ class TestPublish:
         # only files the gate wrote (the shuffle's metrics are not the gate's)
         assert {p.name for p in archived.iterdir()} == {
             "surrogate.parquet", "surrogate.gate.json", "surrogate.validation.json",
-            "surrogate.validation.html", "surrogate.report"}
+            "surrogate.validation.html", "surrogate.source_rows.parquet",
+            "surrogate.report"}
         assert (archived / "surrogate.report" / "index.html").is_file()
         manifest = json.loads((tmp_path / "pub" / "surrogate.release.json").read_text())
         assert manifest["report"].endswith("releases/manual__1/surrogate.report/index.html")
