@@ -113,5 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def console() -> None:
+    """The ``astrid`` console script: :func:`main`, then an exit that skips the native
+    teardown where Arrow can abort a finished process (:mod:`._exit`)."""
+    from ._exit import run_console
+
+    run_console(main)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console()

@@ -1,7 +1,5 @@
 """``python -m astrid_airflow.cli``."""
 
-import sys
+from . import console
 
-from . import main
-
-sys.exit(main())
+console()
