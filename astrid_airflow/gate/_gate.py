@@ -46,7 +46,7 @@ from ._suite import (
     suite_bytes,
     verify_suite,
 )
-from ._weaker import check_weaker_policy
+from ._weaker import check_stored_policy, check_weaker_policy
 
 
 def _utility_splits(policy: GatePolicy, rows: int) -> int:
@@ -135,6 +135,7 @@ def validate_surrogate(
     digest = _file_digest(surrogate)
     stored, suite_info = _stored_policy(artefact, location)
     effective = _effective_policy(policy, stored, classifier)
+    check_stored_policy(stored, effective, allow_weaker_policy)
     seed = _check_seed(random_state)
     paths = result_paths(surrogate, out_dir)
     if paths:  # the result files never replace an input (the artefact file included)

@@ -102,3 +102,14 @@ def check_weaker_policy(policy: Mapping[str, Any] | Any, allowed: bool | None, *
     if note:
         raise ParameterError(f"The gate policy is {note}; pass {flag} to use it (it is "
                              "recorded with the result).")
+
+
+def check_stored_policy(stored: Any, effective: Any, allowed: bool | None) -> None:
+    """Raise ``ParameterError`` if the artefact's stored policy is weaker than the default,
+    the policy in force still is, and ``allowed`` is False (the CLI and the operators
+    without the flag): a store writer must not loosen the gate silently, signed or not."""
+    note = weaker_note(stored)
+    if allowed is False and note and weaker_note(effective):
+        raise ParameterError(f"The artefact's stored gate policy is {note}; pass "
+                             "--allow-weaker-policy (operators: allow_weaker_policy=True) "
+                             "to gate under it, or give a policy that restores the default.")

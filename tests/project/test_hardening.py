@@ -370,6 +370,38 @@ def test_learn_refuses_a_weaker_policy_unless_asked_and_records_it(tmp_path, cap
     assert release["policy_note"] == note and release["allow_weaker_policy"] is True
 
 
+def test_a_stored_weaker_policy_needs_the_flag_at_every_gate(tmp_path, capsys):
+    # issue 53: a store writer loosened the stored policy (without a key, rewriting its
+    # digests) and validate passed a raw column without a word; however the weaker
+    # policy got into the store, gating under it now needs the flag each time
+    import json
+
+    from astrid_airflow.cli import main
+
+    make_synthetic(30, random_state=0).to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "weak.json").write_text(json.dumps({"max_class_disclosure_share": 1.0}))
+    assert main(["learn", str(tmp_path / "t.csv"), "--target", TARGET, "--classifier", "nb",
+                 "--r-search", "2", "--r-test", "3", "--seed", "0", "--quiet", "--store",
+                 str(tmp_path / "s"), "--name", "n", "--policy", str(tmp_path / "weak.json"),
+                 "--allow-weaker-policy", "--no-remedies"]) == 0
+    staged = tmp_path / "staging" / "s.csv"
+    assert main(["shuffle", str(tmp_path / "t.csv"), "--artefact", str(tmp_path / "s" / "n"),
+                 "--out", str(staged), "--seed", "1", "--no-utility", "--no-remedies"]) == 0
+    validate = ["validate", "--original", str(tmp_path / "t.csv"), "--surrogate",
+                str(staged), "--artefact", str(tmp_path / "s" / "n"), "--seed", "0",
+                "--no-remedies"]
+    capsys.readouterr()
+    code, err = _cli(validate, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "stored gate policy is weaker than the default policy: " \
+        "max_class_disclosure_share 1 (default 0)" in err and "--allow-weaker-policy" in err
+    assert not (staged.parent / "s.gate.json").exists()  # nothing judged or written
+    # restoring the loosened field in the policy in force also passes the check
+    assert _cli([*validate, "--max-class-disclosure-share", "0"], capsys)[0] in (0, 1)
+    assert main([*validate, "--allow-weaker-policy"]) in (0, 1)
+    assert (staged.parent / "s.gate.json").exists()
+
+
 def test_learn_refuses_a_bad_signing_key_before_any_fit(tmp_path, capsys, monkeypatch):
     """The key is checked before the search and the choice, not at the save after them:
     a key too short to sign loses no work (it was refused after minutes of learning)."""
