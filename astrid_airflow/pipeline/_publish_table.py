@@ -120,8 +120,10 @@ def promote_table(cand: Any, outcome: dict[str, Any]) -> Any:
         receipt, release_id=req.release_id, published=req.destination,
         archived=surrogate, sha256=cand.digest, run_id=req.run_id,
         run_after=cand.run_after, published_at=published_at,
-        record=release_record(dict(receipt), canonical,
-                              "gated here" if cand.gated else "signed"),
+        record={**release_record(dict(receipt), canonical,
+                                 "gated here" if cand.gated else "signed"),
+                # a table keeps no archive of source fingerprints: not compared
+                "successive_releases": None},
         table=info["table"], rows=info["rows"], columns=info["columns"],
         swap_seconds=info["swap_seconds"])
     write_text_atomic(manifest_path, manifest_text(manifest))

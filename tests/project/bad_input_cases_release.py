@@ -407,6 +407,14 @@ def _hardening_cases() -> list[Case]:
              "`validate --max-intact 1` without --allow-weaker-policy",
              lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--max-intact", "1"],
              "exit 2", r"weaker than the default policy: max_intact 1 \(default 0\.01\)"))
+    add(Case("cli-validate-stored-weaker-no-flag", "cli",
+             "a version saved with a policy weaker than the default (`max_intact` 1.0), "
+             "validated without --allow-weaker-policy (issue 53)",
+             lambda w: (_write(w, "metrics.json", '{"accuracy_original": 0.9, '
+                               '"accuracy_surrogate": 0.9}'),
+                        _validate(_weak_store(w), "surr.parquet"))[1],
+             "exit 2", r"stored gate policy is weaker than the default policy: max_intact 1 "
+             r"\(default 0\.01\); pass --allow-weaker-policy"))
     add(Case("cli-validate-disclosure-k-1", "cli", "`validate --disclosure-k 1`",
              lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--disclosure-k",
                         "1", "--allow-weaker-policy"], "exit 2",
@@ -478,6 +486,19 @@ def _suite_of(w, name, change, *, policy=None, legacy=False):
 
 def _exp(suite, name):
     return next(e for e in suite["expectations"] if e["type"] == name)
+
+
+def _weak_store(w) -> str:
+    """``store/weakstored``: the artefact saved with a weaker policy in its suite."""
+    from astrid_airflow.gate._policy import GatePolicy
+    from astrid_airflow.gate._suite import gate_extra_files
+    from astrid_airflow.release._store import ArtefactStore
+
+    store = ArtefactStore(w["root"] / "store")
+    if "weakstored" not in store.names():
+        store.save("weakstored", w["artefact"], extra_files=gate_extra_files(
+            w["artefact"], GatePolicy(max_intact=1.0)))
+    return "store/weakstored"
 
 
 def _validate(ref, surrogate="surr.parquet", *extra):
