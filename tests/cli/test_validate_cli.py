@@ -33,8 +33,10 @@ def files(tmp_path_factory):
 
 def run(files, surrogate, *extra):
     try:
+        # the store keeps the raw-release policy: a weaker one, allowed explicitly
         return main(["validate", "--original", files["original"], "--surrogate", surrogate,
-                     "--artefact", files["ref"], "--seed", "0", *extra])
+                     "--artefact", files["ref"], "--seed", "0", "--allow-weaker-policy",
+                     *extra])
     except SystemExit as exc:  # argparse rejects malformed flags itself
         return exc.code
 
@@ -107,7 +109,7 @@ def test_bad_tables_and_refs_exit_2(files, capsys, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a1,a2,class\n1,2,0\n")
     assert main(["validate", "--original", str(bad), "--surrogate", files["good"],
-                 "--artefact", files["ref"]]) == 2
+                 "--artefact", files["ref"], "--allow-weaker-policy"]) == 2
     assert "missing column(s)" in capsys.readouterr().err
     assert main(["validate", "--original", files["original"], "--surrogate", files["good"],
                  "--artefact", str(tmp_path / "nostore" / "x")]) == 2

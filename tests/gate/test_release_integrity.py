@@ -197,7 +197,8 @@ def test_validate_signs_a_receipt_publish_trusts_and_no_edit_survives(work, caps
     main(["shuffle", str(src), "--artefact", str(tmp / "store" / "syn"), "--out",
           str(staged), "--seed", "1", "--no-utility", "--json"])
     assert main(["validate", "--original", str(src), "--surrogate", str(staged),
-                 "--artefact", str(tmp / "store" / "syn"), "--seed", "0"]) == 0
+                 "--artefact", str(tmp / "store" / "syn"), "--seed", "0",
+                 "--allow-weaker-policy"]) == 0  # LENIENT is stored
     receipt_path = tmp / "staging" / "s.gate.json"
     receipt = json.loads(receipt_path.read_text())
     assert receipt["signature"]["algorithm"] == "hmac-sha256"
@@ -216,7 +217,8 @@ def test_validate_signs_a_receipt_publish_trusts_and_no_edit_survives(work, caps
     assert "changed after signing" in capsys.readouterr().err
     # a validation file replaced after the gate is refused too
     assert main(["validate", "--original", str(src), "--surrogate", str(staged),
-                 "--artefact", str(tmp / "store" / "syn"), "--seed", "0"]) == 0
+                 "--artefact", str(tmp / "store" / "syn"), "--seed", "0",
+                 "--allow-weaker-policy"]) == 0  # LENIENT is stored
     (tmp / "staging" / "s.validation.json").write_text(str(src.read_text()))
     assert _publish(staged, tmp / "pub3" / "s.csv", receipt_path, "r3") == 2
     assert not (tmp / "pub3" / "s.csv").exists()

@@ -85,6 +85,7 @@ def staged(learned):
                                        random_state=1)
     s = shuffle.execute(ctx(task_id="shuffle"))
     gate = SurrogateGateOperator(task_id="gate", original=s["original"], surrogate=s["surrogate"],
+                                 allow_weaker_policy=True,  # SYN_LEARN: a raw release
                                  store=str(learned.store), artefact=s["artefact"],
                                  random_state=1)
     g = gate.execute(ctx(task_id="gate"))
@@ -397,6 +398,7 @@ class TestGate:
         fake = tmp_path / "surrogate.parquet"
         pd.read_csv(BATCH).to_parquet(fake, index=False)
         op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(fake),
+                                   allow_weaker_policy=True,  # SYN_LEARN: a raw release
                                    store=str(learned.store), artefact="syn@latest",
                                    random_state=0)
         with pytest.raises(AirflowFailException) as info:
@@ -409,6 +411,7 @@ class TestGate:
 
     def test_run_time_threshold_override(self, learned, staged, tmp_path):
         op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(staged.path),
+                                   allow_weaker_policy=True,  # SYN_LEARN: a raw release
                                    store=str(learned.store), artefact="syn",
                                    policy={"max_largest_group_unique_share": "0.0"},
                                    out_dir=str(tmp_path), random_state=1)
@@ -436,6 +439,7 @@ class TestGate:
         # the operator imports the public name (issue 20): patch it there too
         monkeypatch.setattr(astrid_airflow, "validate_surrogate", judge_then_swap)
         op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(path),
+                                   allow_weaker_policy=True,  # SYN_LEARN: a raw release
                                    store=str(learned.store), artefact="syn", random_state=1)
         with pytest.raises(AirflowFailException, match="changed while it was judged"):
             op.execute(ctx())
@@ -651,6 +655,7 @@ class TestLinks:
         fake = tmp_path / "surrogate.parquet"
         pd.read_csv(BATCH).to_parquet(fake, index=False)
         op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(fake),
+                                   allow_weaker_policy=True,  # SYN_LEARN: a raw release
                                    store=str(learned.store), artefact="syn@latest",
                                    random_state=0)
         context, pushed = linked_ctx()
@@ -756,6 +761,7 @@ class TestOpenLineage:
 
     def test_a_failed_gate_reports_the_failed_assertion(self, learned, staged, tmp_path):
         op = SurrogateGateOperator(task_id="gate", original=BATCH, surrogate=str(staged.path),
+                                   allow_weaker_policy=True,  # SYN_LEARN: a raw release
                                    store=str(learned.store), artefact="syn",
                                    policy={"max_largest_group_unique_share": "0.0"},
                                    out_dir=str(tmp_path), random_state=1)
