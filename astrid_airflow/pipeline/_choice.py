@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import ParameterError
@@ -51,6 +52,7 @@ from ._choice_checks import (
     built_batches,
     cheap_checks,
 )
+from ._choice_race import race
 from ._choice_reasons import refusal
 from ._fit_recipe import BATCH_FACTOR
 
@@ -71,7 +73,8 @@ _ATTACKS = ("singling_out", "linkability", "inference")
 #: back only (the shuffle's intact-row swaps, the gate's accuracy check).
 _PER_BATCH = {"utility", "intact_rows"}
 #: A candidate's working keys, not recorded in the release.
-_UNRECORDED = ("remedied", "recipe", "refit", "_planned_splits")
+_UNRECORDED = ("remedied", "recipe", "refit", "_planned_splits", "_splits",
+               "_splits_scored")
 #: The label suffix of a candidate whose unsafe multi-column groups are partitioned.
 _PARTITION = "unsafe group(s) partitioned"
 
@@ -149,7 +152,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                                                    if c not in table.columns)], d["target"])
     choice = _Choice.start(table, d, policy, random_state, classifier, _steps)
     cands, split_for = choice.measure_candidates(d)
-    chosen = choice.attack_in_order(cands)
+    chosen = choice.race(cands)
     if chosen is None:  # the attacks or the batches refused them: the same, coarser
         chosen = choice.retry_coarser(cands)
     partition_costs(cands, split_for)  # of the candidates the choice was made among
@@ -284,11 +287,12 @@ class _Choice:
                           self.split_fits.setdefault(key or _rows_key(rows), {}))
 
     def evaluate(self, label: str, grouping: Grouping, method: str,
-                 max_bins: int | None = None, batch_factor: int = BATCH_FACTOR
-                 ) -> dict[str, Any]:
+                 max_bins: int | None = None, batch_factor: int = BATCH_FACTOR,
+                 complete: bool = False) -> dict[str, Any]:
         """A candidate fitted (for ``batch_factor`` times k rows per published cell),
         put through the checks before the attacks, and measured (the same utility
-        splits for all: comparable figures)."""
+        splits for all: comparable figures): on the policy's fewest splits, the rest
+        left to the race (``._choice_race``) unless ``complete``."""
         from astrid_airflow.release import release_domain
 
         policy, target = self.policy, self.target
@@ -329,17 +333,32 @@ class _Choice:
         # in sample (the refits cost most of the choice), on the policy's fewest splits
         # (the first of the same), completed only where its accuracy is to rank it among
         # the coarser retries' bases (retry_bases)
-        self.score(c, self.repeats if not failed else
-                   min(self.repeats, policy.utility_repeats))
+        fewest = min(self.repeats, policy.utility_repeats)
+        self.score(c, self.repeats if not failed else fewest,
+                   upto=None if complete else fewest)
         return c
 
-    def score(self, c: dict[str, Any], n_repeats: int) -> None:
-        """``c``'s accuracies on the first ``n_repeats`` utility splits (each stops at a
-        checkpoint once its drop is certainly over the policy's; ``utility_splits``:
-        the splits scored); a drop over the policy's fails ``utility``."""
-        from astrid_airflow.release import ProtectsNothingWarning, surrogate_utility
+    def score(self, c: dict[str, Any], n_repeats: int, upto: int | None = None,
+              refuse_above: float | None = None) -> bool:
+        """``c``'s accuracies on the first ``n_repeats`` utility splits, or on the first
+        ``upto`` of them for now (the splits scored are kept: a later call continues).
+        Scoring stops at a checkpoint once the drop is certainly over ``refuse_above``
+        (default the policy's bar; ``utility_splits``: the splits scored). Once every
+        planned split is scored, or stopped at the bar, a drop over the bar fails
+        ``utility``; stopped below the bar (a rival's drop), it is left unjudged.
+        Returns whether scoring stopped early."""
+        from astrid_airflow.release import (
+            ProtectsNothingWarning,
+            drop_certainly_above,
+            surrogate_utility,
+        )
 
         failed = [f for f in c["failed"] if f != "utility"]
+        scored = "in sample" if failed else "out of sample"
+        if c.get("_splits_scored") != scored:  # splits of the other kind are not reused
+            c["_splits"], c["_splits_scored"] = [], scored
+        bar = self.policy.max_accuracy_drop
+        threshold = bar if refuse_above is None else min(bar, refuse_above)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
             u = surrogate_utility(self.table, Grouping(c["grouping"]), target=self.target,
@@ -347,16 +366,23 @@ class _Choice:
                                   classifier=self.classifier, random_state=self.util_seed,
                                   n_repeats=n_repeats, recipe=c["recipe"],
                                   recipe_fitter=None if failed else c["refit"],
-                                  refuse_above=self.policy.max_accuracy_drop,
+                                  refuse_above=threshold,
                                   _original_hits=self.original_hits,
-                                  _domains=self.domains)
+                                  _domains=self.domains, _scored=c["_splits"], _upto=upto)
         drop = u.accuracy_original - u.accuracy_surrogate
-        c.update(failed=[*failed, "utility"] if drop > self.policy.max_accuracy_drop
+        stopped = u.n_repeats < (n_repeats if upto is None else min(upto, n_repeats))
+        # stopped by a rival's drop: judged only where it is certainly over the bar too
+        judged = (not stopped and u.n_repeats == n_repeats) or (stopped and (
+            threshold == bar or drop_certainly_above(
+                np.array([x.accuracy_original - x.accuracy_surrogate for x in c["_splits"]]),
+                [x.row_diffs for x in c["_splits"]], n_repeats, bar)))
+        c.update(failed=[*failed, "utility"] if judged and drop > bar
                  else failed, accuracy_original=u.accuracy_original,
                  accuracy_surrogate=u.accuracy_surrogate, accuracy_drop=drop,
                  accuracy_drop_se=u.difference_se,
                  utility_scored="in sample" if failed else "out of sample",
                  utility_splits=u.n_repeats, _planned_splits=n_repeats)
+        return stopped
 
     def measure_candidates(self, d: dict[str, Any]
                            ) -> tuple[list[dict[str, Any]], dict[str, Grouping]]:
@@ -411,20 +437,37 @@ class _Choice:
             cands.append(c)
         return cands, split_for
 
-    def attack_in_order(self, batch: list[dict[str, Any]]) -> dict[str, Any] | None:
-        """Attack the batch's candidates that passed everything else, most accurate
-        first; the first that passes the attacks too is the release."""
-        for c in sorted(batch, key=lambda c: -c["accuracy_surrogate"]):
-            if c["failed"] or not self.keeps_new_batches(c):
-                continue
-            with self.steps.step(f"attacking {c['label']}"):
-                risks, failed = attack_checks(c["remedied"], Grouping(c["grouping"]),
-                                               self.target, self.policy, self.attack_seed)
-            c["risks"].update(risks)
-            c["failed"] = failed
-            if not failed:
-                return c
-        return None
+    def race(self, batch: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The batch's most accurate candidate that passes every check (``._choice_race``):
+        each open one completed on every split against the incumbent, and one more
+        accurate checked on refitted batches and attacked."""
+        return race(batch, self.complete, self.admit)
+
+    def complete(self, c: dict[str, Any], incumbent: dict[str, Any] | None) -> bool:
+        """``c`` scored on every split, stopped once its drop is certainly over the
+        incumbent's (``outranked_by``: its label) or the policy's bar; whether it is
+        still a contender (complete and within the bar)."""
+        if c["utility_splits"] >= self.repeats:  # scored on every split already
+            return "utility" not in c["failed"]
+        rival = None if incumbent is None else incumbent["accuracy_drop"]
+        with self.steps.step(f"scoring {c['label']} on every split"):
+            stopped = self.score(c, self.repeats, refuse_above=rival)
+        if stopped and "utility" not in c["failed"]:
+            c["outranked_by"] = incumbent["label"] if incumbent is not None else None
+            return False
+        return "utility" not in c["failed"]
+
+    def admit(self, c: dict[str, Any]) -> bool:
+        """The checks left after the utility: the calibrated batch check, then the
+        attacks; whether ``c`` passed them (a failure is recorded in ``c``)."""
+        if not self.keeps_new_batches(c):
+            return False
+        with self.steps.step(f"attacking {c['label']}"):
+            risks, failed = attack_checks(c["remedied"], Grouping(c["grouping"]),
+                                           self.target, self.policy, self.attack_seed)
+        c["risks"].update(risks)
+        c["failed"] = failed
+        return not failed
 
     def keeps_new_batches(self, c: dict[str, Any]) -> bool:
         """The calibrated step of the batch check (``batch_suppression(refitted=True)``),
@@ -463,7 +506,7 @@ class _Choice:
                     tried.add(retry["recipe"].to_json())
                     batch.append(retry)
             cands.extend(batch)
-            chosen = self.attack_in_order(batch)
+            chosen = self.race(batch)
             if chosen is not None:
                 return chosen
         return None
@@ -510,7 +553,7 @@ class _Choice:
             try:
                 with self.steps.step(f"measuring {label}"):
                     c = self.evaluate(label, grouping, chosen["method"],
-                                      chosen["max_bins"], factor)
+                                      chosen["max_bins"], factor, complete=True)
                 if c["recipe"].to_json() in seen:
                     continue
                 if set(c["failed"]) <= _PER_BATCH:

@@ -117,7 +117,9 @@ if TYPE_CHECKING:
     from ._table_source import TableSource, table_source
     from ._utility import (
         DomainMemo,
+        SplitScore,
         classifier_preset,
+        drop_certainly_above,
         rows_key,
         stratified_subsample,
         surrogate_utility,

@@ -72,11 +72,16 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
                       suppression: bool = True, max_fit_rows: int | None = None,
                       refuse_above: float | None = None,
                       _original_hits: dict | None = None,
-                      _domains: DomainMemo | None = None) -> UtilityResult:
+                      _domains: DomainMemo | None = None,
+                      _scored: list[SplitScore] | None = None,
+                      _upto: int | None = None) -> UtilityResult:
     # _original_hits: the release choice's memo of the original's classifier per split
     # (same table, classifier, random_state, n_repeats and test_size for every candidate:
     # the split and the original's fit do not depend on the grouping or the recipe);
-    # _domains: its memo of each group's remedied columns per split part (DomainMemo)
+    # _domains: its memo of each group's remedied columns per split part (DomainMemo);
+    # _scored: the splits of this candidate scored so far, continued in place (the first
+    # of the same splits: spawn's children do not depend on n_repeats); _upto: score no
+    # more than this many splits now (n_repeats stays the plan the stop rule judges)
     """Accuracy of a classifier trained on a surrogate vs on the original (Sec. 6.2).
 
     The split comes first and the surrogate is made from the training part only: no
@@ -124,8 +129,6 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
         ``accuracy_original``, ``accuracy_surrogate`` and ``difference`` (surrogate −
         original), both scored on the same held-out original rows.
     """
-    from sklearn.model_selection import train_test_split
-
     from astrid_airflow.io import check_table
 
     grouping, target, artefact = resolve_grouping(grouping_or_artefact, target)
@@ -152,62 +155,120 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
     codes = pandas_class_codes(table[target], target)
     if not table.index.is_unique:  # the memo knows a part's rows by their labels
         _domains = None
-    acc_o, acc_s, row_diffs = [], [], []
-    n_train = n_test = 0
     fit_rows = None
     if max_fit_rows is not None and len(table) > check_positive_int(max_fit_rows,
                                                                     "max_fit_rows"):
         held = int(np.ceil(test_size * max_fit_rows))  # as a max_fit_rows table's split
         fit_rows, test_size = max_fit_rows - held, held
+    work = _Splits(table=table, codes=codes, test_size=test_size, target=target,
+                   grouping=grouping, recipe=recipe, recipe_fitter=recipe_fitter,
+                   suppression=suppression, fit_rows=fit_rows, classifier=classifier,
+                   original_hits=_original_hits, domains=_domains)
+    scored = [] if _scored is None else _scored
+    upto = n_repeats if _upto is None else min(check_positive_int(_upto, "_upto"), n_repeats)
     for i, child in enumerate(check_seed_sequence(random_state).spawn(n_repeats)):
+        if i >= upto:
+            break
+        if i < len(scored):  # scored by an earlier call on the same splits
+            continue
+        # a checkpoint before split i: stop once the drop is certainly refused
+        if refuse_above is not None and i > 0 and i % STOP_EVERY == 0 and \
+                drop_certainly_above(*_drops(scored), n_repeats, refuse_above):
+            break
+        scored.append(work.score(i, child))
+    done = scored[:upto]
+    acc_o = [s.accuracy_original for s in done]
+    acc_s = [s.accuracy_surrogate for s in done]
+    a_o, a_s = float(np.mean(acc_o)), float(np.mean(acc_s))
+    return UtilityResult(accuracy_original=a_o, accuracy_surrogate=a_s, difference=a_s - a_o,
+                         n_train=done[-1].n_train, n_test=done[-1].n_test,
+                         n_repeats=len(done),
+                         classifier=classifier if isinstance(classifier, str) else
+                         type(classifier).__name__,
+                         difference_se=_difference_se(np.subtract(acc_s, acc_o),
+                                                       [s.row_diffs for s in done],
+                                                       done[-1].n_train, done[-1].n_test))
+
+
+@dataclass(frozen=True)
+class SplitScore:
+    """One utility split's figures: both accuracies on its held-out rows, the paired
+    per-row differences (surrogate minus original) and the parts' sizes."""
+
+    accuracy_original: float
+    accuracy_surrogate: float
+    row_diffs: np.ndarray
+    n_train: int
+    n_test: int
+
+
+def _drops(scored: list[SplitScore]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The scored splits' accuracy drops and paired per-row differences."""
+    return (np.array([s.accuracy_original - s.accuracy_surrogate for s in scored]),
+            [s.row_diffs for s in scored])
+
+
+@dataclass(frozen=True)
+class _Splits:
+    """What every split of one ``surrogate_utility`` call is scored with."""
+
+    table: pd.DataFrame
+    codes: np.ndarray
+    test_size: float | int
+    target: str
+    grouping: Any
+    recipe: Any
+    recipe_fitter: Callable[[pd.DataFrame], Any] | None
+    suppression: bool
+    fit_rows: int | None
+    classifier: Any
+    original_hits: dict | None
+    domains: Any
+
+    def score(self, i: int, child: np.random.SeedSequence) -> SplitScore:
+        """Split ``i``: the surrogate made from its training part alone, both classifiers
+        scored on its held-out rows (the original's from the memo when kept)."""
+        from sklearn.model_selection import train_test_split
+
+        target, grouping = self.target, self.grouping
         # (a fourth stream for the samples: spawn keeps the first three as they were)
         split_seed, shuffle_seed, model_seed, sample_seed = child.spawn(4)
         try:
             train, test = train_test_split(
-                table, test_size=test_size, stratify=codes,
+                self.table, test_size=self.test_size, stratify=self.codes,
                 random_state=int(split_seed.generate_state(1)[0] >> 1))
         except ValueError as exc:  # a class too small for the held-out share
             raise DataError(f"Cannot split the table for the utility check: {exc}") from None
-        split_recipe = recipe if recipe_fitter is None else recipe_fitter(train)
+        recipe = self.recipe if self.recipe_fitter is None else self.recipe_fitter(train)
         train_seed, surrogate_seed = sample_seed.spawn(2)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ProtectsNothingWarning)
-            published = _remedied(train, split_recipe, target, grouping, suppression,
-                                  _domains)
-            if fit_rows is None:
+            published = _remedied(train, recipe, target, grouping, self.suppression,
+                                  self.domains)
+            if self.fit_rows is None:
                 surrogate = make_surrogate(published, grouping, target=target,
                                            random_state=shuffle_seed)
             else:  # each classifier on a sample of its training data
-                train = _sample(train, target, fit_rows, train_seed)
+                train = _sample(train, target, self.fit_rows, train_seed)
                 surrogate = _sampled_surrogate(published, grouping, target, shuffle_seed,
-                                               fit_rows, surrogate_seed)
+                                               self.fit_rows, surrogate_seed)
             del published
         seed = int(model_seed.generate_state(1)[0] >> 1)
         y_test = test[target].to_numpy()
-        hits = [_original_hits.get(i) if _original_hits is not None else None]
-        held_part = _remedied(test, split_recipe, target, grouping, False, _domains)
-        for data, held in ((train, test), (surrogate, held_part)):
-            if data is train and hits[0] is not None:
-                continue
-            hits.append(_hits(classifier, seed, len(grouping.columns), data, held,
-                              target) == y_test)
-        hits = hits[1:] if hits[0] is None else hits
-        if _original_hits is not None:
-            _original_hits[i] = hits[0]
-        acc_o.append(float(np.mean(hits[0])))
-        acc_s.append(float(np.mean(hits[1])))
-        row_diffs.append(hits[1].astype(float) - hits[0].astype(float))
-        n_train, n_test = len(train), len(test)
-        if refuse_above is not None and (i + 1) % STOP_EVERY == 0 and drop_certainly_above(
-                np.subtract(acc_o, acc_s), row_diffs, n_repeats, refuse_above):
-            break
-    a_o, a_s = float(np.mean(acc_o)), float(np.mean(acc_s))
-    return UtilityResult(accuracy_original=a_o, accuracy_surrogate=a_s, difference=a_s - a_o,
-                         n_train=n_train, n_test=n_test, n_repeats=len(acc_o),
-                         classifier=classifier if isinstance(classifier, str) else
-                         type(classifier).__name__,
-                         difference_se=_difference_se(np.subtract(acc_s, acc_o), row_diffs,
-                                                       n_train, n_test))
+        memo = self.original_hits
+        original = memo.get(i) if memo is not None else None
+        if original is None:
+            original = _hits(self.classifier, seed, len(grouping.columns), train, test,
+                             target) == y_test
+            if memo is not None:
+                memo[i] = original
+        held_part = _remedied(test, recipe, target, grouping, False, self.domains)
+        hits = _hits(self.classifier, seed, len(grouping.columns), surrogate, held_part,
+                     target) == y_test
+        return SplitScore(accuracy_original=float(np.mean(original)),
+                          accuracy_surrogate=float(np.mean(hits)),
+                          row_diffs=hits.astype(float) - original.astype(float),
+                          n_train=len(train), n_test=len(test))
 
 
 class DomainMemo:
