@@ -11,6 +11,7 @@ import json
 
 from benchmarks import (
     bench_adaptive_null,
+    bench_fusion,
     bench_gate_estimate,
     bench_screen_auto,
     bench_utility_stop,
@@ -72,3 +73,15 @@ def test_the_declared_models_of_bench_e2e_fit_their_tables():
             assert len(part) >= 5_000, name
     clinic, target = people.clinic_table(500)
     assert clinic["patient_id"].is_unique and set(clinic[target]) == {"alive", "dead"}
+
+
+def test_bench_fusion_runs_and_writes_its_figures(tmp_path):
+    assert bench_fusion.main(["--tables", "credit-a", "--splits", "1", "--reps", "2",
+                              "--out", str(tmp_path / "fusion")]) == 0
+    (row,) = json.loads((tmp_path / "fusion.json").read_text())["rows"]
+    assert row["splits"] == 1 and row["reps"] == 2
+    assert row["fusions_with_replacement"] == 0 and row["fused_rows_min"] > 150
+    assert all(0 < a <= 1 for a in row["accuracy"].values())
+    # the control pairs rows across classes: the criterion sees it (0.25 on credit-a)
+    assert row["original_minus_across"] > 0.05, row
+    assert "| credit-a |" in (tmp_path / "fusion.md").read_text()

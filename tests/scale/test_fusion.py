@@ -9,7 +9,6 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import UCI
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -365,59 +364,6 @@ def test_cli_plan_collection(files, capsys):
     assert capsys.readouterr().err.startswith("astrid plan-collection: error:")
 
 
-# ------------------------------------------------------------------- credit-a (paper)
-
-def _accuracy(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> float:
-    from astrid_airflow.engine._classifiers import make_classifier
-
-    clf = make_classifier("svm", random_state=seed)
-    clf.fit(train.drop(columns="class"), train["class"])
-    return float(np.mean(clf.predict(test.drop(columns="class")) == test["class"].to_numpy()))
-
-
-@pytest.mark.slow
-def test_credit_a_fused_training_rows_are_as_good_as_original_rows():
-    """Sec. 6.3: parts from different respondents, fused by class, train as well.
-
-    For ten train/held-out splits: learn the grouping on the training rows, give each
-    group's questionnaire to a different random half of the training rows, fuse, train
-    the svm preset and score on the held-out rows; compare with the same number of
-    original training rows per class. The negative control pairs rows across classes
-    (labels from one part, in turn), which the same criterion must reject.
-    """
-    from sklearn.model_selection import train_test_split
-
-    from astrid_airflow.engine._search import astrid
-    from astrid_airflow.io._io import drop_missing_and_constant, read_table
-
-    table = drop_missing_and_constant(read_table(UCI / "credit-a.arff"), "class")
-    scores: dict[str, list[float]] = {"fused": [], "original": [], "across": []}
-    for split, seeds in enumerate(np.random.SeedSequence(2024).spawn(10)):
-        tr, te = train_test_split(np.arange(len(table)), test_size=1 / 3,
-                                  stratify=table["class"], random_state=split)
-        train, test = table.iloc[tr].reset_index(drop=True), table.iloc[te]
-        result = astrid(train, target="class", classifier="svm", n_search=2, n_test=20,
-                        random_state=split, progress=False)
-        art = GroupingArtefact.from_result(result, train)
-        assert art.k >= 2, "fusion needs a grouping of at least two groups"
-        rng = np.random.default_rng(seeds)
-        y = train["class"].to_numpy()
-        for rep in range(6):
-            parts = [train.iloc[rng.choice(len(train), len(train) // 2, replace=False)]
-                     [[*g, "class"]] for g in art.grouping.groups]
-            fused, report = fuse_parts(parts, art, random_state=rng.integers(2**32))
-            assert not report.any_replacement and report.rows > 150
-            original = train.iloc[np.concatenate([
-                rng.choice(np.flatnonzero(y == c), n, replace=False)
-                for c, n in report.rows_per_class.items()])]
-            drawn = [p.iloc[rng.choice(len(p), report.rows, replace=False)] for p in parts]
-            across = pd.concat([d.drop(columns="class").reset_index(drop=True)
-                                for d in drawn], axis=1)
-            across["class"] = drawn[rep % art.k]["class"].to_numpy()
-            for name, frame in (("fused", fused), ("original", original),
-                                ("across", across[list(table.columns)])):
-                scores[name].append(_accuracy(frame, test, rep))
-    # Ten splits: the mean difference has a standard error of about 0.006 (docs/fusion.md).
-    mean = {k: float(np.mean(v)) for k, v in scores.items()}
-    assert abs(mean["fused"] - mean["original"]) <= 0.02, mean
-    assert mean["original"] - mean["across"] > 0.05, mean  # the criterion can fail
+# The paper's credit-a comparison of fused and original training rows (Sec. 6.3) is a
+# sweep over ten splits: benchmarks/bench_fusion.py (results/fusion.md), smoke-run by
+# tests/project/test_bench_smoke.py.
