@@ -290,3 +290,13 @@ def fmt_risk(d: dict | None) -> str:
     if not d:
         return ""
     return f"{d['risk']:.2f} ({d['ci'][0]:.2f}–{d['ci'][1]:.2f})"
+
+
+def write_results(out: str | Path, result: dict, markdown: str) -> None:
+    """``<out>.json`` (the figures) and ``<out>.md`` (their table), then the table on
+    stdout: how every sweep records what it measured."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    out.with_suffix(".md").write_text(markdown)
+    print(markdown)

@@ -21,7 +21,6 @@ Run: ``.venv/bin/python benchmarks/bench_fusion.py [--tables credit-a] [--splits
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -33,6 +32,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
+from _benchlib import write_results  # noqa: E402
 
 
 def _accuracy(train: pd.DataFrame, test: pd.DataFrame, target: str, seed: int) -> float:
@@ -130,11 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"rows": [run_table(t, a.splits, a.reps) for t in a.tables.split(",")]}
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["machine"] = f"{platform.machine()}, {platform.python_version()}"
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-    out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(a.out, result, markdown(result))
     return 0
 
 

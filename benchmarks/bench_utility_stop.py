@@ -21,7 +21,6 @@ credit-a,diabetes,people-2000] [--seeds 20]``. Writes ``results/utility_stop.{js
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 sys.path.insert(0, str(HERE))
+from _benchlib import write_results  # noqa: E402
 from bench_choice_speed import table_by_name  # noqa: E402  (one loader per table name)
 
 DELTAS = (-0.03, -0.01, 0.0, 0.005, 0.01)
@@ -116,11 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     result["seconds"] = round(time.perf_counter() - started, 1)
     result["machine"] = f"{platform.machine()}, {platform.python_version()}"
     result["summary"] = summary(result)
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-    out.with_suffix(".md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(a.out, result, markdown(result))
     return 0
 
 
