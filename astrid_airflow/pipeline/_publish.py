@@ -90,6 +90,7 @@ def publish_release(request: PublishRequest) -> Published:
         if not gated:
             require_trust(receipt, key, where=str(receipt_file), surrogate=surrogate)
         _check_stated_model(request.attacker_model, receipt, receipt_file)
+        _note_newer_version(receipt)
         with tracker.step("the canonical re-write"):
             canonical = canonical_of(staged, surrogate.suffix, release_id=request.release_id,
                                      random_state=request.random_state, key=key)
@@ -274,6 +275,30 @@ def _gate_here(request: PublishRequest, digest: str) -> tuple[Any, dict[str, Any
     return gated.receipt_path, gated.receipt
 
 
+
+
+def _note_newer_version(receipt: Any) -> None:
+    """Log a warning when the release was gated against an artefact version its store
+    has since superseded: publishing it is allowed (a pinned version, a roll-back), but
+    not silently. A store that cannot be read here is not checked."""
+    import logging
+
+    from astrid_airflow.release import ArtefactStore
+
+    ref, store = receipt.get("artefact"), receipt.get("store")
+    if not isinstance(ref, str) or not isinstance(store, str) or "@" not in ref:
+        return
+    name, _, version = ref.rpartition("@")  # the gate records NAME@vNNNN
+    try:
+        versions = ArtefactStore(store).versions(name)
+    except Exception:  # a note never stops a release (no access here, no store)
+        return
+    latest = versions[-1]
+    if version in versions and latest != version:
+        logging.getLogger("astrid_airflow").warning(
+            "Publishing a release gated against %s, while the store %s now holds %s@%s "
+            "(learned since): the newer version's recipe and policy did not judge it.",
+            ref, store, name, latest)
 
 
 def _check_stated_model(stated: Any, receipt: Any, where: Any) -> None:

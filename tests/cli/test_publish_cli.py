@@ -133,3 +133,23 @@ def test_publish_gating_again_never_rewrites_the_gate_tasks_files(staged, capsys
     if code == 0:  # the release archives and names publish's own validation
         manifest = json.loads((dest.parent / "surrogate.release.json").read_text())
         assert manifest["validation"].startswith(str(dest.parent / "releases" / "r1"))
+
+
+def test_a_receipt_for_a_superseded_version_publishes_with_a_warning(staged, caplog):
+    import logging
+
+    tmp, _, surrogate = staged
+    store = ArtefactStore(tmp / "store")
+    receipt = _receipt(surrogate, store=str(tmp / "store"))  # gated against syn@v0001
+    with caplog.at_level(logging.WARNING, logger="astrid_airflow"):
+        assert main(["publish", str(surrogate), "--destination",
+                     str(tmp / "a" / "surrogate.parquet"), "--receipt", str(receipt)]) == 0
+    assert not [r for r in caplog.records if "learned since" in r.getMessage()]
+    store.save("syn", store.load("syn", "v0001"))  # a newer version is learned
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="astrid_airflow"):
+        assert main(["publish", str(surrogate), "--destination",
+                     str(tmp / "b" / "surrogate.parquet"), "--receipt", str(receipt)]) == 0
+    (line,) = [r.getMessage() for r in caplog.records if "learned since" in r.getMessage()]
+    assert "syn@v0001" in line and "syn@v0002" in line
+    assert (tmp / "b" / "surrogate.parquet").exists()  # published all the same
