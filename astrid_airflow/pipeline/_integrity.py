@@ -96,17 +96,23 @@ def canonical_of(staged: bytes, suffix: str, *, release_id: str, random_state: A
 def gate_files(receipt: dict, receipt_file: Any) -> list[tuple[str, bytes]]:
     """``(name, bytes)`` of the files the gate wrote, each checked against the receipt.
 
-    Read from the receipt's directory only; a file missing there is skipped (the gate
-    may not have written a report), one with other bytes refuses the release.
+    Read from the receipt's directory only. The receipt seals only what the gate
+    wrote, so a file missing there (a receipt moved away from its evidence) or with
+    other bytes refuses the release: an archive holds the evidence it names.
     """
+    from astrid_airflow._errors import short_list
     from astrid_airflow.release import checked_bytes, gate_file_sources
 
-    out = []
-    for rel, source, digest in gate_file_sources(receipt, receipt_file.parent):
-        if not source.exists():
-            continue
-        out.append((rel, checked_bytes(read_bytes(source), digest, str(source))))
-    return out
+    sources = gate_file_sources(receipt, receipt_file.parent)
+    missing = [rel for rel, source, _ in sources if not source.exists()]
+    if missing:
+        raise ReleaseError(f"Refusing to publish: the gate receipt {receipt_file} seals "
+                           f"{short_list(missing)}, not found beside it (a receipt moved "
+                           "away from the files its gate wrote archives no evidence). Keep "
+                           "the receipt where the gate wrote it, or gate again; nothing "
+                           "was published.")
+    return [(rel, checked_bytes(read_bytes(source), digest, str(source)))
+            for rel, source, digest in sources]
 
 
 def release_record(receipt: dict, canonical: CanonicalRelease, trust: str

@@ -223,3 +223,23 @@ def test_validate_signs_a_receipt_publish_trusts_and_no_edit_survives(work, caps
     assert _publish(staged, tmp / "pub3" / "s.csv", receipt_path, "r3") == 2
     assert not (tmp / "pub3" / "s.csv").exists()
     assert not (tmp / "pub3" / "releases" / "r3" / "s.csv").exists()
+
+
+def test_a_receipt_moved_away_from_its_gate_files_publishes_nothing(work, capsys):
+    tmp, src, _ = work
+    staged = tmp / "staging" / "s.csv"
+    main(["shuffle", str(src), "--artefact", str(tmp / "store" / "syn"), "--out",
+          str(staged), "--seed", "1", "--no-utility", "--json"])
+    assert main(["validate", "--original", str(src), "--surrogate", str(staged),
+                 "--artefact", str(tmp / "store" / "syn"), "--seed", "0",
+                 "--allow-weaker-policy"]) == 0  # LENIENT is stored
+    moved = tmp / "elsewhere" / "s.gate.json"
+    moved.parent.mkdir()
+    moved.write_bytes((tmp / "staging" / "s.gate.json").read_bytes())  # still signed
+    capsys.readouterr()
+    dest = tmp / "pub" / "s.csv"
+    assert _publish(staged, dest, moved) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not found beside it" in err[0] and "s.validation.json" in err[0]
+    assert not dest.exists() and not (tmp / "pub" / "releases").exists()
+    assert _publish(staged, dest, tmp / "staging" / "s.gate.json") == 0  # where it was
