@@ -191,14 +191,20 @@ def test_a_loosened_suite_with_its_digest_rewritten_stops_validate(work, capsys)
 
 # ------------------------------------------------------- validate -> publish, signed
 
-def test_validate_signs_a_receipt_publish_trusts_and_no_edit_survives(work, capsys):
-    tmp, src, _ = work
+def _shuffled_and_validated(tmp: Path, src: Path) -> Path:
+    """``staging/s.csv`` shuffled and gated by the command line (its receipt beside it)."""
     staged = tmp / "staging" / "s.csv"
     main(["shuffle", str(src), "--artefact", str(tmp / "store" / "syn"), "--out",
           str(staged), "--seed", "1", "--no-utility", "--json"])
     assert main(["validate", "--original", str(src), "--surrogate", str(staged),
                  "--artefact", str(tmp / "store" / "syn"), "--seed", "0",
                  "--allow-weaker-policy"]) == 0  # LENIENT is stored
+    return staged
+
+
+def test_validate_signs_a_receipt_publish_trusts_and_no_edit_survives(work, capsys):
+    tmp, src, _ = work
+    staged = _shuffled_and_validated(tmp, src)
     receipt_path = tmp / "staging" / "s.gate.json"
     receipt = json.loads(receipt_path.read_text())
     assert receipt["signature"]["algorithm"] == "hmac-sha256"
@@ -227,12 +233,7 @@ def test_validate_signs_a_receipt_publish_trusts_and_no_edit_survives(work, caps
 
 def test_a_receipt_moved_away_from_its_gate_files_publishes_nothing(work, capsys):
     tmp, src, _ = work
-    staged = tmp / "staging" / "s.csv"
-    main(["shuffle", str(src), "--artefact", str(tmp / "store" / "syn"), "--out",
-          str(staged), "--seed", "1", "--no-utility", "--json"])
-    assert main(["validate", "--original", str(src), "--surrogate", str(staged),
-                 "--artefact", str(tmp / "store" / "syn"), "--seed", "0",
-                 "--allow-weaker-policy"]) == 0  # LENIENT is stored
+    staged = _shuffled_and_validated(tmp, src)
     moved = tmp / "elsewhere" / "s.gate.json"
     moved.parent.mkdir()
     moved.write_bytes((tmp / "staging" / "s.gate.json").read_bytes())  # still signed
