@@ -53,7 +53,9 @@ def make_dirs(path: str) -> None:
     path = os.path.abspath(path)
     missing = []
     while not os.path.isdir(path):
-        if os.path.lexists(path):  # a file where a folder must be
+        # a file where a folder must be; a folder made meanwhile by a concurrent writer
+        # (between the two looks) is what was wanted
+        if os.path.lexists(path) and not os.path.isdir(path):
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
         missing.append(path)
         parent = os.path.dirname(path)

@@ -149,3 +149,30 @@ def test_permission_denied_emulated(tmp_path, monkeypatch):
     with pytest.raises(StoreError, match="permission denied"):
         atomic_write_text(tmp_path / "a.txt", "x")
     assert _visible(tmp_path) == []
+
+
+def test_a_folder_made_meanwhile_by_another_writer_is_not_a_file(tmp_path, monkeypatch):
+    """make_dirs looks twice (is it a folder? is anything there?); a concurrent writer's
+    mkdir between the looks made the folder wanted, not a file in its way (seen as
+    "Not a directory" from concurrent first saves to one store)."""
+    import os
+
+    from astrid_airflow.io import _modes
+
+    target = tmp_path / "store" / "name"
+    target.mkdir(parents=True)  # made by the other writer ...
+    real, first = os.path.isdir, []
+
+    def isdir(path):  # ... just after this writer's first look
+        if os.fspath(path) == str(target) and not first:
+            first.append(path)
+            return False
+        return real(path)
+
+    monkeypatch.setattr(_modes.os.path, "isdir", isdir)
+    _modes.make_dirs(str(target))
+    assert first and real(target)
+    (tmp_path / "file").write_text("x")
+    monkeypatch.undo()
+    with pytest.raises(NotADirectoryError):  # a file in the way still refuses
+        _modes.make_dirs(str(tmp_path / "file" / "sub"))
