@@ -24,7 +24,6 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import ParameterError
@@ -349,7 +348,7 @@ class _Choice:
         Returns whether scoring stopped early."""
         from astrid_airflow.release import (
             ProtectsNothingWarning,
-            drop_certainly_above,
+            splits_certainly_above,
             surrogate_utility,
         )
 
@@ -373,9 +372,7 @@ class _Choice:
         stopped = u.n_repeats < (n_repeats if upto is None else min(upto, n_repeats))
         # stopped by a rival's drop: judged only where it is certainly over the bar too
         judged = (not stopped and u.n_repeats == n_repeats) or (stopped and (
-            threshold == bar or drop_certainly_above(
-                np.array([x.accuracy_original - x.accuracy_surrogate for x in c["_splits"]]),
-                [x.row_diffs for x in c["_splits"]], n_repeats, bar)))
+            threshold == bar or splits_certainly_above(c["_splits"], n_repeats, bar)))
         c.update(failed=[*failed, "utility"] if judged and drop > bar
                  else failed, accuracy_original=u.accuracy_original,
                  accuracy_surrogate=u.accuracy_surrogate, accuracy_drop=drop,
@@ -452,8 +449,8 @@ class _Choice:
         rival = None if incumbent is None else incumbent["accuracy_drop"]
         with self.steps.step(f"scoring {c['label']} on every split"):
             stopped = self.score(c, self.repeats, refuse_above=rival)
-        if stopped and "utility" not in c["failed"]:
-            c["outranked_by"] = incumbent["label"] if incumbent is not None else None
+        if stopped and "utility" not in c["failed"]:  # (a stop at the bar fails utility)
+            c["outranked_by"] = incumbent["label"]
             return False
         return "utility" not in c["failed"]
 

@@ -10,7 +10,7 @@ accurate than the incumbent is admitted (the calibrated batch check, then the at
 and, passing, becomes the incumbent. The release is the last incumbent: the candidate
 of highest accuracy (ties: the first measured) among those that pass every check, as
 scoring every candidate on every split would choose, unless a sequential stop errs
-(``release.drop_certainly_above``: 1e-4 a look).
+(``release._utility.drop_certainly_above``: 1e-4 a look).
 """
 
 from __future__ import annotations

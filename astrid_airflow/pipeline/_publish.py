@@ -283,12 +283,14 @@ def _note_newer_version(receipt: Any) -> None:
     not silently. A store that cannot be read here is not checked."""
     import logging
 
-    from astrid_airflow.release import ArtefactStore
+    from astrid_airflow.release import ArtefactStore, split_artefact_ref
 
     ref, store = receipt.get("artefact"), receipt.get("store")
-    if not isinstance(ref, str) or not isinstance(store, str) or "@" not in ref:
+    if not isinstance(ref, str) or not isinstance(store, str):
         return
-    name, _, version = ref.rpartition("@")  # the gate records NAME@vNNNN
+    name, version = split_artefact_ref(ref)  # the gate records NAME@vNNNN
+    if version is None:
+        return
     try:
         versions = ArtefactStore(store).versions(name)
     except Exception:  # a note never stops a release (no access here, no store)

@@ -119,8 +119,8 @@ if TYPE_CHECKING:
         DomainMemo,
         SplitScore,
         classifier_preset,
-        drop_certainly_above,
         rows_key,
+        splits_certainly_above,
         stratified_subsample,
         surrogate_utility,
     )

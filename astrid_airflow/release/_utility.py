@@ -173,7 +173,7 @@ def surrogate_utility(table: Any, grouping_or_artefact: Any, *, target: str | No
             continue
         # a checkpoint before split i: stop once the drop is certainly refused
         if refuse_above is not None and i > 0 and i % STOP_EVERY == 0 and \
-                drop_certainly_above(*_drops(scored), n_repeats, refuse_above):
+                splits_certainly_above(scored, n_repeats, refuse_above):
             break
         scored.append(work.score(i, child))
     done = scored[:upto]
@@ -202,10 +202,12 @@ class SplitScore:
     n_test: int
 
 
-def _drops(scored: list[SplitScore]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """The scored splits' accuracy drops and paired per-row differences."""
-    return (np.array([s.accuracy_original - s.accuracy_surrogate for s in scored]),
-            [s.row_diffs for s in scored])
+def splits_certainly_above(scored: list[SplitScore], planned: int, threshold: float
+                           ) -> bool:
+    """:func:`drop_certainly_above` of the splits scored so far."""
+    return drop_certainly_above(
+        np.array([s.accuracy_original - s.accuracy_surrogate for s in scored]),
+        [s.row_diffs for s in scored], planned, threshold)
 
 
 @dataclass(frozen=True)
