@@ -26,6 +26,17 @@ os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(_REPO / "dags")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "False")
+# Stores are signed by default with a key file outside them (~/.config/...): the tests
+# use one of their own, made once here and inherited by pytest-xdist's workers and every
+# subprocess, and never touch the user's. A test of the key file's creation points
+# ASTRID_KEY_FILE elsewhere itself.
+if "ASTRID_KEY_FILE" not in os.environ:
+    _KEY_DIR = pathlib.Path(tempfile.mkdtemp(prefix="astrid_test_key_"))
+    atexit.register(shutil.rmtree, _KEY_DIR, ignore_errors=True)
+    _KEY = _KEY_DIR / "signing.key"
+    _KEY.write_text(os.urandom(32).hex() + "\n")
+    _KEY.chmod(0o600)
+    os.environ["ASTRID_KEY_FILE"] = str(_KEY)
 
 # pytest-xdist's workers run under `python -c`: their __main__ has neither __file__ nor
 # __spec__, which PySpark (imported by Great Expectations) takes for a doctest run of its

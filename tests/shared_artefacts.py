@@ -67,7 +67,7 @@ def copy_into(built: Path, dest: Path) -> Path:
 
 
 def _key_tag(signing_key: str | None) -> str:
-    return "unsigned" if not signing_key else hashlib.sha256(
+    return "default-key" if not signing_key else hashlib.sha256(
         signing_key.encode()).hexdigest()[:12]
 
 

@@ -47,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=_summary(command),
                            description=command.DESCRIPTION)
         command.add_arguments(p)
+        p.add_argument("--allow-unsigned", action="store_true",
+                       help="read artefact stores that no configured key signed "
+                       "as checksummed only (refused otherwise, exit 2); recorded in the "
+                       "receipt and the release manifest (docs/reliability.md)")
         p.set_defaults(handler=command.run)
     return parser
 
@@ -88,7 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning):
                 warnings.filterwarnings("ignore", category=category,
                                         module=r"(?!astrid_airflow)")
-            return int(args.handler(args) or 0)
+            from astrid_airflow.io import allowing_unsigned
+
+            with allowing_unsigned(bool(getattr(args, "allow_unsigned", False))):
+                return int(args.handler(args) or 0)
     except Terminated:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM: finish cleanup
         _stop_workers()

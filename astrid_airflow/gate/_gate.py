@@ -186,11 +186,11 @@ def validate_surrogate(
 def _source_rows(original_df: pd.DataFrame, artefact: Any) -> bytes:
     """The fingerprints of the rows judged, for publish's check of what this release
     discloses next to earlier ones (:mod:`astrid_airflow.release._history`)."""
-    from astrid_airflow.io import signing_key
+    from astrid_airflow.io import signing_key_or_new
     from astrid_airflow.release import source_fingerprints
 
     return source_fingerprints(original_df, artefact.columns, artefact.target,
-                               signing_key()).to_bytes()
+                               signing_key_or_new()).to_bytes()
 
 
 def _decide(result: GateResult, gx_result: Any, surrogate: Any, digest: str | None,

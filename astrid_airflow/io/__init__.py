@@ -49,7 +49,17 @@ if TYPE_CHECKING:
     )
     from ._jsonable import MAX_JSON_BYTES, load_json, native, plain, strict
     from ._modes import current_umask, dir_mode, file_mode
-    from ._signing import SIGNATURE, sign, signature_problem, signing, signing_key
+    from ._signing import (
+        SIGNATURE,
+        allowing_unsigned,
+        key_file,
+        sign,
+        signature_problem,
+        signing,
+        signing_key,
+        signing_key_or_new,
+        unsigned_allowed,
+    )
     from ._sql import (
         CHUNK_ROWS,
         SqlConnectionError,

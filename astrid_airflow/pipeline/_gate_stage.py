@@ -42,6 +42,8 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
     out_dir : path
         Where the validation JSON and Data Docs were written.
     """
+    from astrid_airflow.io import unsigned_allowed
+
     d = result.to_dict()
 
     def beside(written: str | None) -> str | None:
@@ -64,6 +66,8 @@ def gate_receipt(result: Any, *, surrogate: Any, sha256: str, original: Any,
         "policy": d["policy"],
         "policy_note": d.get("policy_note"),
         "allow_weaker_policy": d.get("allow_weaker_policy"),
+        # an unsigned store was read as checksummed only (--allow-unsigned)
+        "allow_unsigned": unsigned_allowed(),
         "random_state": result.random_state,
         "report": report,
         "run_id": run_id,

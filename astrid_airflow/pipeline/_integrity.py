@@ -53,6 +53,13 @@ def require_trust(receipt: Any, key: bytes | None, *, where: str, surrogate: Any
         raise ReleaseError(f"Refusing to publish {surrogate}: the gate receipt {where} is "
                            "not a JSON object.")
     if receipt_trusted(receipt, key, where=where):
+        from astrid_airflow.io import unsigned_allowed
+
+        if receipt.get("allow_unsigned") is True and not unsigned_allowed():
+            raise ReleaseError(
+                f"Refusing to publish {surrogate}: the gate behind {where} read an "
+                "unsigned artefact store (--allow-unsigned); publishing what it judged "
+                "needs --allow-unsigned (ASTRID_ALLOW_UNSIGNED=1) here too.")
         return
     if key is None:
         raise ReleaseError(
@@ -60,7 +67,8 @@ def require_trust(receipt: Any, key: bytes | None, *, where: str, surrogate: Any
             f"receipt {where} cannot be trusted (anyone who can write the staging area "
             "can write one). Give the original and the artefact so that publish runs the "
             "gate itself, or configure the key ($ASTRID_SIGNING_KEY, or the Airflow "
-            "connection 'astrid_signing') for both validate and publish.")
+            "connection 'astrid_signing', or the key file validate created) for both "
+            "validate and publish.")
 
 
 def order_seed_of(release_id: str, random_state: Any, key: bytes | None):
@@ -127,6 +135,8 @@ def release_record(receipt: dict, canonical: CanonicalRelease, trust: str
         "policy_sha256": receipt.get("policy_sha256"),
         "validation_sha256": receipt.get("validation_sha256"),
         "receipt_trust": trust,
+        # the gate read an unsigned store as checksummed only (--allow-unsigned)
+        "unsigned_store_allowed": receipt.get("allow_unsigned") is True,
         "canonical": {"format": canonical.kind, "content_sha256": canonical.content_sha256,
                       "order_seed": canonical.order_seed},
     }

@@ -3,15 +3,16 @@
 Every version directory written by :meth:`ArtefactStore.save
 <astrid_airflow.release.ArtefactStore.save>` holds ``manifest.json``, written *last*:
 the name, the version and the SHA-256 of every file saved with it (``artefact.json``
-included), HMAC-SHA256 signed when a signing key is configured
-(:mod:`astrid_airflow.io._signing`). Reading a version verifies it: every listed file
+included), HMAC-SHA256 signed with the key in force, created on the first save if
+there is none (:mod:`astrid_airflow.io._signing`). Reading a version verifies it: every listed file
 must be there with exactly those bytes, and the name and version must be the
-directory's (a signed version copied to another number or name is refused). With a key
-configured an unsigned manifest, or one signed with another key, is refused too.
+directory's (a signed version copied to another number or name is refused). An unsigned
+manifest, one signed with another key, or any manifest when no key is configured to
+check it, is refused too, unless unsigned stores are allowed explicitly.
 
-Without a key the manifest is a checksum: it catches a file edited, replaced or
+An allowed unsigned manifest is a checksum: it catches a file edited, replaced or
 deleted, and a version made by hand, by anyone who does not also rewrite the manifest.
-With a key, it catches them whoever did it, as long as they do not hold the key
+A signed one catches them whoever did it, as long as they do not hold the key
 (``docs/reliability.md``, threat model).
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from astrid_airflow._errors import StoreError
-from astrid_airflow.io import SIGNATURE, sign, signature_problem
+from astrid_airflow.io import SIGNATURE, key_file, sign, signature_problem, unsigned_allowed
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -45,6 +46,31 @@ def manifest_bytes(name: str, version: str, files: Mapping[str, bytes],
 
 def _manifest_text(document: Mapping[str, Any]) -> bytes:
     return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _check_signature(doc: Mapping[str, Any], key: bytes | None, shown: str) -> None:
+    """Refuse a manifest no key in force signed, unless unsigned stores are allowed
+    explicitly (then it is a checksum only)."""
+    unsigned_ok = unsigned_allowed()
+    if SIGNATURE in doc and not isinstance(doc[SIGNATURE], dict):
+        raise StoreError(f"{shown}: a malformed signature; the version is refused.")
+    if key is None:
+        if not unsigned_ok:
+            raise StoreError(
+                f"{shown}: no signing key is configured here to verify the manifest "
+                f"($ASTRID_SIGNING_KEY, the key file {str(key_file())!r} or the Airflow "
+                "connection of the key the store was saved with); the version is refused. "
+                "Pass --allow-unsigned (ASTRID_ALLOW_UNSIGNED=1) to trust its checksums "
+                "only.")
+        return
+    problem = signature_problem(doc, key)
+    if problem is None or (unsigned_ok and SIGNATURE not in doc):
+        return
+    hint = (" Pass --allow-unsigned (ASTRID_ALLOW_UNSIGNED=1) to read an unsigned store "
+            "as checksummed only." if SIGNATURE not in doc else "")
+    raise StoreError(f"{shown}: the manifest's signature does not hold: {problem}. "
+                     "The version is refused (not written by a saver holding the "
+                     f"signing key, or changed since).{hint}")
 
 
 def verify_manifest(raw: bytes, *, name: str, version: str,
@@ -73,14 +99,7 @@ def verify_manifest(raw: bytes, *, name: str, version: str,
         raise StoreError(f"{shown}: the manifest is for {str(doc.get('name'))[:80]}@"
                          f"{str(doc.get('version'))[:20]}, not {name}@{version} (a version "
                          "copied from elsewhere); the version is refused.")
-    if key is not None:
-        problem = signature_problem(doc, key)
-        if problem:
-            raise StoreError(f"{shown}: the manifest's signature does not hold: {problem}. "
-                             "The version is refused (not written by a saver holding the "
-                             "signing key, or changed since).")
-    elif SIGNATURE in doc and not isinstance(doc[SIGNATURE], dict):
-        raise StoreError(f"{shown}: a malformed signature; the version is refused.")
+    _check_signature(doc, key, shown)
     if raw != _manifest_text(doc):
         # the signature covers the parsed document: a re-formatted manifest (a byte of
         # whitespace) would otherwise pass as the one the store wrote

@@ -145,9 +145,9 @@ def seal_gate_receipt(receipt: Mapping[str, Any], result: Any, *, out_dir: Any, 
     ``ObjectStoragePath``; the receipt goes there too); ``report_files`` the names of
     the files of ``<stem>.report/`` the release report wrote (``WrittenReport.files``),
     the only ones of that directory a release archives. ``key``: the signing key in
-    force (:func:`astrid_airflow.io.signing_key`) unless given.
+    force (:func:`astrid_airflow.io.signing_key`, created if there is none) unless given.
     """
-    from astrid_airflow.io import signing_key
+    from astrid_airflow.io import signing_key_or_new
 
     names = [f"{stem}.validation.json", f"{stem}.validation.html", f"{stem}{SOURCE_ROWS_SUFFIX}",
              *(f"{stem}.report/{str(f).replace(chr(92), '/').rsplit('/', 1)[-1]}"
@@ -163,4 +163,4 @@ def seal_gate_receipt(receipt: Mapping[str, Any], result: Any, *, out_dir: Any, 
     suite = getattr(result, "suite", None) or {}
     return seal_receipt(receipt, stem=stem, artefact_sha256=summary.get("sha256"),
                         suite_sha256=suite.get("sha256"), gate_files=files,
-                        key=signing_key(key))
+                        key=signing_key_or_new(key))

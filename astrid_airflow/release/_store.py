@@ -91,7 +91,8 @@ class ArtefactStore:
     signing_key : bytes or str, optional
         Key of the HMAC-SHA256 signature of each version's manifest (``save`` signs,
         reading verifies). Default: the key in force (:func:`astrid_airflow.io.signing`
-        block, else ``$ASTRID_SIGNING_KEY``), looked up at each save and read.
+        block, else ``$ASTRID_SIGNING_KEY``, else the key file outside the store, which
+        the first save creates), looked up at each save and read.
 
     Examples
     --------
@@ -214,10 +215,16 @@ class ArtefactStore:
 
         return signing_key(self._signing_key)
 
+    def _saving_key(self) -> bytes:
+        """The key a save signs with: the one in force, else a new key file's."""
+        from astrid_airflow.io import signing_key_or_new
+
+        return signing_key_or_new(self._signing_key)
+
     def check_signing_key(self) -> None:
         """Raise ``ParameterError`` now if the key the next save would sign with is bad
         (too short, not text), so a stage refuses it before its work, not after."""
-        self._key()
+        self._saving_key()
 
     def _unsaved(self, name: str, numbers: list[int]) -> str:
         """Why versions with an ``artefact.json`` but no manifest are refused."""
@@ -465,7 +472,7 @@ class ArtefactStore:
     def _save_local(self, name: str, files: dict[str, bytes]) -> str:
         base = os.path.join(self._root, name)
         self.refuse_links(name)
-        key = self._key()
+        key = self._saving_key()
         stamped = max(self._numbers(name, complete=False), default=0) + 1
         try:
             # the manifest last, so that even the temporary directory is complete
@@ -527,7 +534,7 @@ class ArtefactStore:
                                    into_store=True)
                 # last: its presence makes the version visible (and verifiable)
                 fs_write_bytes(fs, self._join(vdir, MANIFEST_FILE), manifest_bytes(
-                    name, version_id(number), files, self._key()), into_store=True)
+                    name, version_id(number), files, self._saving_key()), into_store=True)
                 with contextlib.suppress(Exception):
                     fs.rm(claim)
             except BaseException as exc:

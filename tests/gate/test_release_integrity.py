@@ -21,6 +21,7 @@ from astrid_airflow.cli import main
 from astrid_airflow.gate._policy import GatePolicy
 from astrid_airflow.gate._suite import gate_extra_files
 from astrid_airflow.release import seal_receipt
+from tests.keys import without_any_key
 
 KEY = "release-integrity-test-key-0123"
 LENIENT = GatePolicy().with_overrides(
@@ -146,7 +147,7 @@ def test_an_unsigned_receipt_publishes_nothing(work, monkeypatch, capsys):
     forged = _signed_receipt(raw, key=None)
     assert _publish(raw, dest, forged) == 2
     assert "not signed" in capsys.readouterr().err
-    monkeypatch.delenv("ASTRID_SIGNING_KEY")  # without a key no receipt is trusted
+    without_any_key(monkeypatch, tmp)  # without a key no receipt is trusted
     assert _publish(raw, dest, forged) == 2
     assert "no signing key is configured" in capsys.readouterr().err
     assert not dest.exists() and not (tmp / "pub" / "releases").exists()

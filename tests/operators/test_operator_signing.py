@@ -12,6 +12,7 @@ from astrid_airflow.operators._compat import AirflowFailException
 from astrid_airflow.operators.publish import PublishSurrogateOperator
 
 from astrid_airflow.release import seal_receipt
+from tests.keys import without_any_key
 
 CONN_KEY = "connection-key-0123456789abcdef"
 
@@ -57,7 +58,7 @@ def test_the_key_of_the_connection_verifies_the_receipt(tmp_path, monkeypatch):
 
 
 def test_without_any_key_a_receipt_is_not_trusted(tmp_path, monkeypatch):
-    monkeypatch.delenv("ASTRID_SIGNING_KEY", raising=False)
+    without_any_key(monkeypatch, tmp_path)
     dest = tmp_path / "pub" / "s.csv"
     with pytest.raises(AirflowFailException, match="no signing key is configured"):
         _op(_staged(tmp_path, None), dest, signing_conn_id=None).execute(_ctx())

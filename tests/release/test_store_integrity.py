@@ -39,6 +39,16 @@ def _loosen(version_dir) -> None:
         path.write_bytes(data)
 
 
+def unsign(version_dir) -> None:
+    """Drop the manifest's signature, as the store wrote manifests before signing was
+    the default (or as a store writer without the key would)."""
+    path = version_dir / MANIFEST_FILE
+    manifest = json.loads(path.read_text())
+    manifest.pop("signature", None)
+    path.chmod(0o644)
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
 def _saved(tmp_path, **kw) -> ArtefactStore:
     store = ArtefactStore(tmp_path / "store", **kw)
     store.save("diab", make_artefact(), extra_files=gate_extra_files(make_artefact(),
@@ -68,8 +78,10 @@ def test_with_a_key_even_a_rewritten_manifest_is_refused(tmp_path):
     with pytest.raises(StoreError, match="signature does not hold: its signature does not "
                                          "match"):
         store.load("diab")
-    # without the key the store cannot tell (documented): the key is what it rests on
-    assert ArtefactStore(tmp_path / "store").load("diab") == make_artefact()
+    # without the key the store cannot tell (documented): the key is what it rests on,
+    # so with none configured the store is refused unless unsigned stores are allowed
+    with pytest.raises(StoreError, match="signed with another key"):
+        ArtefactStore(tmp_path / "store").load("diab")  # the default key file's
 
 
 @pytest.mark.parametrize("key", [KEY, None])
@@ -85,7 +97,8 @@ def test_a_reformatted_manifest_is_refused(tmp_path, key):
 
 
 def test_a_key_refuses_unsigned_and_foreign_manifests(tmp_path, monkeypatch):
-    store = _saved(tmp_path)  # no key at save
+    store = _saved(tmp_path)
+    unsign(tmp_path / "store" / "diab" / "v0001")  # as a store of before default signing
     with pytest.raises(StoreError, match="it is not signed"):
         ArtefactStore(tmp_path / "store", signing_key=KEY).load("diab")
     monkeypatch.setenv("ASTRID_SIGNING_KEY", "another key of enough bytes")
