@@ -90,7 +90,7 @@ def test_a_key_file_others_can_read_is_refused(tmp_path, monkeypatch, capsys):
     without_any_key(monkeypatch, tmp_path)
     signing_key_or_new()
     key_file().chmod(0o644)
-    with pytest.raises(ParameterError, match="owner-only permissions .*mode 644"):
+    with pytest.raises(ParameterError, match=r"owner-only permissions .*mode 644"):
         ArtefactStore(tmp_path / "store").save("s", make_artefact())
     make_synthetic(30, random_state=0).to_csv(tmp_path / "t.csv", index=False)
     code = main(["learn", str(tmp_path / "t.csv"), "--target", "class", "--quiet",
