@@ -3,9 +3,9 @@
 The library takes the key as bytes (``astrid_airflow.io.signing``); the operators fetch
 it. A connection (default id ``astrid_signing``, any type) holds the key in its
 password, or in its extra as ``{"key": "..."}``. Without that connection the library's
-own default applies (``$ASTRID_SIGNING_KEY``, else no key: receipts are not trusted and
-publish gates again). Only the workers' service identity should be able to read the
-connection (``docs/gate.md``, threat model).
+own default applies (``$ASTRID_SIGNING_KEY``, else the worker's key file, created by the
+first save: one key per machine). Only the workers' service identity should be able to
+read the connection (``docs/gate.md``, threat model).
 """
 
 from __future__ import annotations

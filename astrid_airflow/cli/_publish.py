@@ -4,7 +4,7 @@
 
 Gate the staged surrogate (``--original`` and ``--artefact``: the suite stored with the
 artefact) and write its receipt, or take the receipt a gate already wrote
-(``--receipt``, trusted only if signed with the key in ``$ASTRID_SIGNING_KEY``); then,
+(``--receipt``, trusted only if signed with the key in force); then,
 only if the receipt passed and names the surrogate's current bytes, promote the
 canonical form of its values (never the staged bytes) atomically: the immutable archive
 ``releases/<id>/`` first, the current file in one rename, then the manifest
@@ -38,8 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=options.ARTEFACT_REF_HELP + " (to gate it here)")
     p.add_argument("--receipt", metavar="FILE",
                    help="a gate receipt (<stem>.gate.json) instead of gating here; trusted "
-                        "only if signed with $ASTRID_SIGNING_KEY (without a key, give "
-                        "--original and --artefact)")
+                        "only if signed with the key in force ($ASTRID_SIGNING_KEY, else "
+                        "the key file validate used; without a key, give --original and "
+                        "--artefact)")
     p.add_argument("--release-id", default=None, metavar="ID",
                    help="name of the release directory (default: UTC time)")
     options.add_seed_option(

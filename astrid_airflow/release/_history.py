@@ -12,7 +12,8 @@ compared as sets.
 
 The key is derived from the signing key in force (``ASTRID_SIGNING_KEY``), so someone who
 reads the archive but holds no key cannot test whether a row they know was released.
-Without a key the fingerprints are unkeyed (the file says so) and such a test is
+Without a key (only files from before signing was the default: the gate creates a key
+when there is none) the fingerprints are unkeyed (the file says so) and such a test is
 possible for a reader who knows a whole row (docs/privacy.md, "Successive releases").
 """
 
