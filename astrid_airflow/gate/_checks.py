@@ -44,6 +44,7 @@ class _Reference:
     attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None
     progress: Any = None  # the gate's StageProgress: each metric computed is a step
     attacker_model: Any = None  # the roles the per-group checks count under
+    copies: Any = None  # the original's rows repeating an earlier one (one person)
     _utility_value: Mapping[str, Any] | None = field(default=None, repr=False)
     _attack_values: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -78,7 +79,8 @@ _REFERENCES_LOCK = threading.Lock()
 def bind_reference(original: pd.DataFrame, *, target: str,
                    utility: Callable[[], Mapping[str, Any]],
                    attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None,
-                   progress: Any = None, attacker_model: Any = None) -> Iterator[str]:
+                   progress: Any = None, attacker_model: Any = None,
+                   copies: Any = None) -> Iterator[str]:
     """Make ``original`` available to the gate's metrics; yield its handle.
 
     Parameters
@@ -98,6 +100,10 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     attacker_model : AttackerModel, optional
         The per-group checks count the quasi-identifier projections of this model (None:
         every column a quasi-identifier).
+    copies : DataFrame, optional
+        The rows of the source that repeat an earlier row exactly, in the release's
+        domain before local suppression: the per-group checks count people, so each is
+        taken off its (tuple, class) class's count.
 
     Yields
     ------
@@ -110,7 +116,7 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     with _REFERENCES_LOCK:
         _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility,
                                          attacks=attacks, progress=progress,
-                                         attacker_model=attacker_model)
+                                         attacker_model=attacker_model, copies=copies)
     try:
         yield handle
     finally:
@@ -307,20 +313,24 @@ def _present_groups(grouping: Sequence[Sequence[str]], *tables: pd.DataFrame
 
 def group_disclosure_values(surrogate: pd.DataFrame, target: str,
                             grouping: Sequence[Sequence[str]], k: int,
-                            attacker_model: Any = None) -> list[dict] | None:
+                            attacker_model: Any = None, copies: Any = None
+                            ) -> list[dict] | None:
     """The per-group disclosure of ``surrogate``'s *published* tuples, or None when it
     cannot be measured (no class column, no rows, none of the grouping's columns).
 
     A row whose group values are all missing (locally suppressed) publishes nothing of
     that group: it is not counted in ``share_below_k`` / ``class_disclosure_share`` but
     in ``suppressed_rows`` / ``suppressed_share`` beside them
-    (:func:`~astrid_airflow.release._suppression.published_exposure`)."""
+    (:func:`~astrid_airflow.release._suppression.published_exposure`). ``copies``: the
+    original's rows that repeat an earlier one, so that the counts are of people."""
     from astrid_airflow.release import published_exposure
 
     groups = _present_groups(grouping, surrogate)
     if target not in surrogate.columns or len(surrogate) == 0 or not groups:
         return None
-    return published_exposure(surrogate, groups, target, int(k), attacker_model)
+    if copies is not None and not all(c in copies.columns for g in groups for c in g):
+        copies = None  # a column missing from the original: an integrity failure
+    return published_exposure(surrogate, groups, target, int(k), attacker_model, copies)
 
 
 def linkage_values(original: pd.DataFrame, surrogate: pd.DataFrame, target: str,

@@ -24,6 +24,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from astrid_airflow._errors import AstridError, DataError, GateError, ParameterError, StoreError
@@ -32,7 +33,7 @@ from astrid_airflow._validation import (
 )
 from astrid_airflow.engine import stage_progress
 from astrid_airflow.io import plain as _plain
-from astrid_airflow.release import release_attacker_model
+from astrid_airflow.release import release_attacker_model, repeated_rows
 
 from ._policy import REFERENCE_PARAMETER, UTILITY_MAX_ROWS, GatePolicy
 from ._result import ExpectationOutcome, GateResult, result_paths
@@ -151,14 +152,15 @@ def validate_surrogate(
                                if stored.to_dict().get(k) != v}
     with stage_progress("validate") as tracker:  # estimate and heartbeat
         with tracker.step("reading the tables"):
-            original_df, surrogate_df = _read_inputs(original, surrogate, artefact)
+            original_df, surrogate_df, repeated = _read_inputs(original, surrogate,
+                                                               artefact)
         plan_gate(tracker, suite, original_df.shape, computed_utility=metrics is None,
                   writes=bool(paths),
                   utility_splits=_utility_splits(effective, len(original_df)))
         given = _given_metrics(metrics)  # bad figures refused before any work
         with tracker.step("the release's domain (recipe, local suppression)"):
-            judged_original, surrogate_df, recipe = _release_domain(
-                original_df, surrogate_df, surrogate, artefact, remedies)
+            judged_original, surrogate_df, recipe, copies = _release_domain(
+                original_df, surrogate_df, surrogate, artefact, remedies, repeated)
         # the utility scores the batch with the recipe it was judged with (its rungs)
         utility, source = (given, "precomputed") if given is not None else (
             _computed_utility(original_df, artefact, effective, seed, remedies,
@@ -166,7 +168,7 @@ def validate_surrogate(
         _keep_default_suite(artefact, location, suite_info)  # every input checked by now
 
         gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target,
-                               effective, utility, verbose=verbose,
+                               effective, utility, verbose=verbose, copies=copies,
                                attacks=_attack_function(judged_original, artefact.target,
                                                         seed, model), progress=tracker,
                                attacker_model=model)
@@ -220,37 +222,47 @@ def _effective_policy(policy: Any, stored: GatePolicy, classifier: Any) -> GateP
 
 
 def _read_inputs(original: Any, surrogate: Any, artefact: Any
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Both tables read; neither empty, the original of the artefact's schema."""
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+    """Both tables read; neither empty, the original of the artefact's schema; third,
+    the original's rows that repeat an earlier one (declared identifiers included, so
+    a row id tells identical records apart)."""
     from astrid_airflow.io import read_table
 
-    original_df, _ = artefact.without_identifiers(read_table(original))
+    raw = read_table(original)
+    repeated = repeated_rows(raw)  # copies of a row: one person
+    original_df, _ = artefact.without_identifiers(raw)
     surrogate_df = read_table(surrogate)
     for what, frame in (("original", original_df), ("surrogate", surrogate_df)):
         if len(frame) == 0:  # no row to measure: bad input, not a failed expectation
             raise DataError(f"The {what} table is empty (0 rows): nothing to validate.")
     artefact.check_table(original_df)
     artefact.refuse_unseen_classes(original_df)  # the release's domain: its classes
-    return original_df, surrogate_df
+    return original_df, surrogate_df, repeated
 
 
 def _release_domain(original_df: pd.DataFrame, surrogate_df: pd.DataFrame, surrogate: Any,
-                    artefact: Any, remedies: bool) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+                    artefact: Any, remedies: bool, repeated: Any = None
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, Any, Any]:
     """The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
     and what an attacker who knows the published recipe compares against. Returns the
     remedied original, the surrogate read as its types, and ``(recipe applied, rung per
     group)`` (None for the raw release)."""
     from astrid_airflow.io import csv_floats_like, suppressed_like
-    from astrid_airflow.release import release_domain, release_recipe
+    from astrid_airflow.release import release_domain_parts, release_recipe
 
     recipe = release_recipe(artefact, remedies)
     # with fallbacks, each group's rung on this batch: the shuffle's
-    judged_original, found = release_domain(original_df, recipe, artefact.target,
-                                            artefact.grouping)
+    judged_original, found, before = release_domain_parts(
+        original_df, recipe, artefact.target, artefact.grouping, repeated=repeated)
+    # the repeated rows' tuples before suppression: they are taken off the surrogate's
+    # counts whether or not the staged file suppressed them
+    copies = before.iloc[np.flatnonzero(repeated)] if repeated is not None and \
+        repeated.any() else None
     surrogate_df = suppressed_like(csv_floats_like(surrogate_df, surrogate, judged_original),
                                    judged_original)  # a suppressed column has no type
     return judged_original, surrogate_df, None if found is None else \
-        (recipe.mixed(found.recipe_rungs, artefact.grouping.groups), found.recipe_rungs)
+        (recipe.mixed(found.recipe_rungs, artefact.grouping.groups), found.recipe_rungs), \
+        copies
 
 
 def _artefact_summary(artefact: Any, location: Any, recipe: Any, model: Any
@@ -443,14 +455,16 @@ def _attack_function(original: pd.DataFrame, target: str, seed: int, model: Any 
 
 def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.DataFrame,
                target: str, policy: GatePolicy, utility, *, verbose: bool,
-               attacks=None, progress: Any = None, attacker_model: Any = None) -> Any:
+               attacks=None, progress: Any = None, attacker_model: Any = None,
+               copies: Any = None) -> Any:
     from ._checks import bind_reference
 
     with contextlib.nullcontext() if progress is None else \
             progress.step("setting up Great Expectations"):
         definition = _gx_definition(suite, verbose)
     with bind_reference(original, target=target, utility=utility, attacks=attacks,
-                        progress=progress, attacker_model=attacker_model) as handle:
+                        progress=progress, attacker_model=attacker_model,
+                        copies=copies) as handle:
         result = definition.run(
             batch_parameters={"dataframe": surrogate},
             expectation_parameters={**policy.parameters(), REFERENCE_PARAMETER: handle},

@@ -231,6 +231,8 @@ class _Choice:
     # each group's remedied columns on each split's parts (release._utility.DomainMemo)
     domains: Any = dataclasses.field(default_factory=_domain_memo)
     skipped: list = dataclasses.field(default_factory=list)  # groupings not measured
+    # the reference's rows repeating an earlier one: one person, as the shuffle counts
+    repeated: Any = None
 
     @classmethod
     def start(cls, table: pd.DataFrame, d: dict[str, Any], policy: Any,
@@ -299,7 +301,12 @@ class _Choice:
                                   batch_factor=batch_factor)
         # measured on every reference row: suppression at k depends on the counts,
         # which a sample of a large table divides; attacked on the measured rows
-        remedied, suppression = release_domain(self.table, recipe, target, grouping)
+        if self.repeated is None:
+            from astrid_airflow.release import repeated_rows
+
+            self.repeated = repeated_rows(self.table)
+        remedied, suppression = release_domain(self.table, recipe, target, grouping,
+                                               repeated=self.repeated)
         risks, failed = cheap_checks(remedied, grouping, target, policy, suppression)
         if self.work_rows is not None:
             remedied = remedied.iloc[self.work_rows].reset_index(drop=True)

@@ -12,8 +12,12 @@ limit) publishes that group's values of that row as missing instead.
 The rule, applied per group of the grouping after the recipe, on the batch's own counts
 (like MDAV, it depends on the batch): a row's group tuple is *kept* when
 
-* its (tuple, class) equivalence class holds at least ``k`` rows, and
-* the tuple has at least two classes holding ``k`` rows or more;
+* its (tuple, class) equivalence class holds at least ``k`` people, and
+* the tuple has at least two classes holding ``k`` people or more;
+
+where exact copies of one source row (equal in every column: :func:`repeated_rows`)
+are one person, so k copies of a target's row are not k people (the shuffle and the
+gate pass them; the Spark path and the release choice's resampled batches count rows);
 
 every other row has the group's values published as missing. Under a declared
 :class:`~astrid_airflow.release.AttackerModel` the "tuple" is the group's
@@ -74,17 +78,44 @@ def keep_rows(size: np.ndarray, n_big: np.ndarray, k: int) -> np.ndarray:
     return (np.asarray(size) >= k) & (np.asarray(n_big) >= 2)
 
 
-def tuple_counts(tuples: np.ndarray, classes: np.ndarray, k: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, ``(size, n_big)`` of :func:`keep_rows` from integer tuple and class codes."""
+def tuple_counts(tuples: np.ndarray, classes: np.ndarray, k: int,
+                 weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, ``(size, n_big)`` of :func:`keep_rows` from integer tuple and class codes;
+    ``weights`` (integers): what each row counts for (default 1: a row is a person; 0
+    for a repeated row, :func:`repeated_rows`; -1 for a copy to take away)."""
     n_cls = int(classes.max()) + 1 if classes.size else 1
     key = tuples.astype(np.int64) * n_cls + classes.astype(np.int64)
     uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    if weights is not None:
+        counts = np.rint(np.bincount(inv, weights=weights, minlength=uniq.size)
+                         ).astype(np.int64)
     size = counts[inv]
     big_tuple = uniq[counts >= k] // n_cls
     n_tuples = int(tuples.max()) + 1 if tuples.size else 1
     n_big = np.bincount(big_tuple, minlength=n_tuples)[tuples]
     return size, n_big
+
+
+def repeated_rows(table: Any) -> np.ndarray:
+    """Per row of a batch (pandas or Arrow), True where it repeats an earlier row in
+    every column: exact copies of one record are one person, so they count once for
+    k-anonymity (a stager's k copies of a target's row are not k people). A 64-bit row
+    hash decides (:func:`~._hashing.row_hashes`); a collision would only count two
+    people as one, which suppresses more, never less."""
+    from ._hashing import row_hashes
+
+    columns = list(table.columns) if isinstance(table, pd.DataFrame) else \
+        list(table.schema.names)
+    hashes = row_hashes(table, columns)
+    out = np.ones(hashes.shape[0], dtype=bool)
+    out[np.unique(hashes, return_index=True)[1]] = False
+    return out
+
+
+def _person_weights(repeated: np.ndarray | None) -> np.ndarray | None:
+    return None if repeated is None or not repeated.any() else \
+        (~np.asarray(repeated, dtype=bool)).astype(np.int64)
 
 
 # ------------------------------------------------------------------ codes of a group
@@ -188,12 +219,13 @@ def diverse_rows(tuples: np.ndarray, shown: np.ndarray, sensitive: Sequence[np.n
     return ok
 
 
-def group_keep(table: Any, columns: Sequence[str], y: np.ndarray, k: int, model: Any = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+def group_keep(table: Any, columns: Sequence[str], y: np.ndarray, k: int, model: Any = None,
+               repeated: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(keep, silent)``: the rows whose values of the group are published, by the
-    module's rule under ``model``, and the rows that publish nothing of it anyway."""
+    module's rule under ``model``, and the rows that publish nothing of it anyway
+    (``repeated``: the rows that repeat an earlier one, counted as no further person)."""
     tuples, silent, sensitive = projection_codes(table, columns, model)
-    keep = keep_rows(*tuple_counts(tuples, y, k), k)
+    keep = keep_rows(*tuple_counts(tuples, y, k, _person_weights(repeated)), k)
     if sensitive:
         keep &= diverse_rows(tuples, keep | silent, sensitive, SENSITIVE_DIVERSITY)
     return keep | silent, silent
@@ -377,15 +409,18 @@ def suppress_counted(batch: Any, groups: Sequence[Sequence[str]], k: int,
 
 
 def suppress_table(table: Any, groups: Sequence[Sequence[str]], target: str, k: int,
-                   model: Any = None) -> tuple[Any, Suppression]:
+                   model: Any = None, repeated: np.ndarray | None = None
+                   ) -> tuple[Any, Suppression]:
     """Apply local suppression to a remedied batch (pandas or Arrow) under the attacker
     ``model`` (None: every column a quasi-identifier); return the table and what was
-    suppressed. Without anything to suppress, ``table`` itself."""
+    suppressed. Without anything to suppress, ``table`` itself. ``repeated``
+    (:func:`repeated_rows` of the batch before the recipe): copies of a row count as
+    one person."""
     y = class_codes(table, target)
     n = int(y.shape[0])
     report = []
     for cols in groups:
-        keep, _ = group_keep(table, cols, y, k, model)
+        keep, _ = group_keep(table, cols, y, k, model, repeated)
         dropped = int(n - np.count_nonzero(keep))
         table = null_rows(table, cols, keep)
         report.append({"columns": list(cols), "suppressed_rows": dropped,
@@ -457,7 +492,7 @@ def suppressed_share(frame: pd.DataFrame, labels: Any, k: int, model: Any = None
 
 
 def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str, k: int,
-                       model: Any = None) -> list[dict[str, Any]]:
+                       model: Any = None, copies: Any = None) -> list[dict[str, Any]]:
     """Per group, the rows a release exposes among its published tuples.
 
     ``share_below_k`` and ``class_disclosure_share`` count rows whose group tuple is
@@ -470,15 +505,28 @@ def published_exposure(table: Any, groups: Sequence[Sequence[str]], target: str,
     fewer than ``SENSITIVE_DIVERSITY`` values of a declared sensitive column (they are
     exposed, and counted in ``class_disclosure_share``: the class is the sensitive
     column every model has); that key is there only when the group holds one.
+
+    ``copies``: the source's repeated rows (:func:`repeated_rows`) in the release's
+    domain, a table of ``table``'s columns. Each is one more row of a person counted
+    already, so it is taken off its (tuple, class) class: the counts are of people.
     """
+    n = len(table) if isinstance(table, pd.DataFrame) else table.num_rows
+    weights = None
+    if copies is not None and len(copies):
+        needed = [target, *dict.fromkeys(c for g in groups for c in g if c != target)]
+        frame = table if isinstance(table, pd.DataFrame) else table.to_pandas()
+        table = pd.concat([frame[needed], copies[needed]], ignore_index=True)
+        weights = np.r_[np.ones(n, dtype=np.int64), -np.ones(len(copies), dtype=np.int64)]
     y = class_codes(table, target)
-    n = int(y.shape[0])
     out = []
     for cols in groups:
         tuples, all_missing, sensitive = projection_codes(table, cols, model)
-        size, n_big = tuple_counts(tuples, y, k)
+        size, n_big = tuple_counts(tuples, y, k, weights)
+        _, n_cls = tuple_counts(tuples, y, 1, weights)  # classes of the tuple, any size
+        tuples, all_missing = tuples[:n], all_missing[:n]
+        size, n_big, n_cls = size[:n], n_big[:n], n_cls[:n]
+        sensitive = [s[:n] for s in sensitive]
         shown = ~all_missing
-        _, n_cls = tuple_counts(tuples, y, 1)  # classes of the tuple, any size
         below = shown & (size < k)
         one_class = shown & (n_cls < 2)
         exposed = shown & ~keep_rows(size, n_big, k)

@@ -89,7 +89,7 @@ def remedied(table: Any, recipe: Any, target: str, grouping: Any = None) -> Any:
 
 
 def release_domain(table: Any, recipe: Any, target: str, grouping: Any = None, *,
-                   progress: Any = None) -> tuple[Any, Any]:
+                   progress: Any = None, repeated: Any = None) -> tuple[Any, Any]:
     """``(table, Suppression or None)``: the recipe's values, then local suppression of
     every group of ``grouping`` with the recipe's k on this batch's own counts. No
     recipe (the raw release) or no grouping: nothing is suppressed. ``progress`` (a
@@ -101,34 +101,59 @@ def release_domain(table: Any, recipe: Any, target: str, grouping: Any = None, *
     judges. A group's suppression depends on its own columns and the class alone, so the
     rungs of groups mix freely (``ReleaseRecipe.mixed``); the choice depends on the
     batch alone, so the shuffle and the gate find the same one
-    (``Suppression.recipe_rungs``).
+    (``Suppression.recipe_rungs``). ``repeated``: the batch's rows that repeat an earlier
+    row exactly (:func:`._suppression.repeated_rows`), counted as no further person by
+    the suppression; None counts rows (a resampled batch, where copies are draws).
     """
+    out, found, _ = release_domain_parts(table, recipe, target, grouping,
+                                         progress=progress, repeated=repeated)
+    return out, found
+
+
+def release_domain_parts(table: Any, recipe: Any, target: str, grouping: Any = None, *,
+                         progress: Any = None, repeated: Any = None
+                         ) -> tuple[Any, Any, Any]:
+    """:func:`release_domain` and, third, the same batch before local suppression (each
+    group's values from the rung it was published with): what the gate takes the
+    repeated rows' tuples from, whether or not a staged file suppressed them."""
     if recipe is None:
-        return table, None
+        return table, None, table
     from ._remedies import apply_recipe
 
     if grouping is None:
-        return apply_recipe(table, recipe, target=target, progress=progress), None
+        out = apply_recipe(table, recipe, target=target, progress=progress)
+        return out, None, out
     from ._suppression import climb_rungs, mixed_suppression, suppress_table
 
     groups = as_grouping(grouping).groups
-    tables = []  # per rung tried, the batch in its domain
+    tables, applied = [], []  # per rung tried, the batch in its domain and before
 
     def suppressed(i: int, rung: Any) -> Any:
-        applied = apply_recipe(table, rung, target=target, progress=progress)
+        applied.append(apply_recipe(table, rung, target=target, progress=progress))
         with step(progress, "local suppression" if not i else
                   f"local suppression (fallback recipe {i})"):
-            out, found = suppress_table(applied, groups, target, recipe.k,
-                                        recipe.attacker_model)
+            out, found = suppress_table(applied[-1], groups, target, recipe.k,
+                                        recipe.attacker_model, repeated)
         tables.append(out)
         return found
 
     picks, tried = climb_rungs(recipe, suppressed)
-    out = tables[0]
+    out, before = tables[0], applied[0]
     for g, p in enumerate(picks):  # each group's columns from its rung's table
         if p:
             out = _with_columns(out, tables[p], groups[g])
-    return out, mixed_suppression(tried, picks, len(recipe.rungs))
+            before = _with_columns(before, applied[p], groups[g])
+    return out, mixed_suppression(tried, picks, len(recipe.rungs)), before
+
+
+def _repeated(table: Any, recipe: Any) -> Any:
+    """The rows of a batch that repeat an earlier one (None when nothing is
+    suppressed: the raw release)."""
+    if recipe is None:
+        return None
+    from ._suppression import repeated_rows
+
+    return repeated_rows(table)
 
 
 def _with_columns(table: Any, source: Any, columns: Sequence[str]) -> Any:
@@ -277,13 +302,14 @@ def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None 
     if (table.num_rows if is_arrow else len(table)) == 0:
         raise DataError("The table is empty (0 rows).")
     recipe = release_recipe(artefact, remedies)
+    repeated = _repeated(table, recipe)  # a declared row id tells copies apart
     if artefact is not None:
         table, _ = artefact.without_identifiers(table)
         artefact.check_table(table)
     columns = table.column_names if is_arrow else list(table.columns)
     _check_columns(columns, grouping, target)
     warn_if_one_group(grouping)
-    table = remedied(table, recipe, target, grouping)
+    table = release_domain(table, recipe, target, grouping, repeated=repeated)[0]
     codes = arrow_class_codes(table.column(target), target) if is_arrow else \
         engine.pandas_class_codes(table[target], target)
     out = []
@@ -490,6 +516,10 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     table = read_arrow(src) if src_kind != "parquet" else None
     schema = table.schema if table is not None else read_arrow_schema(src)
     dropped: list[str] = []
+    # exact copies of a row are one person; a declared row id tells them apart (read
+    # here for that alone: identifiers are never read into the release)
+    repeated = None if recipe is None or art is None or not art.without_identifiers(
+        schema)[1] else _repeated(table if table is not None else read_arrow(src), recipe)
     if art is not None:  # declared identifiers are never read, so never published
         schema, dropped = art.without_identifiers(schema)
         table = table.drop_columns(dropped) if table is not None and dropped else table
@@ -514,8 +544,10 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
                                                     schema.names if dropped else None)
         if dropped:  # the column descriptions without the identifiers
             table = table.replace_schema_metadata(schema.metadata)
+        if repeated is None:
+            repeated = _repeated(table, recipe)
         table, suppression = release_domain(table, recipe, target, grouping,
-                                            progress=tracker)
+                                            progress=tracker, repeated=repeated)
         if suppression is not None:
             suppression.check_budget(budget)
         swaps: list[dict] = []

@@ -6,6 +6,7 @@ once per original and setting (``tests/gate/gate_work.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import pathlib
@@ -30,6 +31,7 @@ from astrid_airflow.gate._checks import (
 )
 from astrid_airflow.gate._registry import EXPECTATIONS
 from astrid_airflow.gate._suite import build_suite
+from astrid_airflow.release import AttackerModel, ReleaseRecipe
 from tests.gate.gate_work import shared_gate_work  # noqa: F401 (the module fixture)
 
 pytestmark = pytest.mark.usefixtures("shared_gate_work")
@@ -84,11 +86,18 @@ def synthetic():
 @pytest.fixture(scope="module")
 def coarsened(synthetic):
     """The synthetic table with a1, a2, a3 rounded to their sign and a4 to one of two
-    halves (2 levels each), and its release under the true grouping."""
+    halves (2 levels each), its release under the true grouping, and that artefact.
+
+    Only 32 distinct records: exact copies of a row count as one person, unless a
+    declared identifier tells them apart, so the batch carries a row id ``person``."""
     t, art = synthetic
     c = t.assign(a1=np.sign(t["a1"]), a2=np.sign(t["a2"]), a3=np.sign(t["a3"]),
-                 a4=(t["a4"] > 0.5).astype(float))
-    return c, make_surrogate(c, art, random_state=1)
+                 a4=(t["a4"] > 0.5).astype(float), person=np.arange(len(t)))
+    recipe = ReleaseRecipe(k=5, steps=(), target="class",
+                           attacker_model=AttackerModel(identifiers=("person",)))
+    art = dataclasses.replace(art, release={"status": "given", "recipe": recipe.to_dict(),
+                                            "policy": {"max_suppressed_share": 1.0}})
+    return c, make_surrogate(c, art, random_state=1), art
 
 
 @pytest.fixture(scope="module")
@@ -157,18 +166,18 @@ def test_synthetic_one_column_shuffled_and_original_fail(synthetic):
     assert {BELOW_K, CLASS_DISC, LINKAGE, UNIQUE, INTACT} <= set(r.failed)
 
 
-def test_coarsened_release_with_the_true_grouping_passes_the_per_group_checks(synthetic,
-                                                                             coarsened):
-    _, art = synthetic
-    c, s = coarsened
+def test_coarsened_release_with_the_true_grouping_passes_the_per_group_checks(coarsened):
+    c, s, art = coarsened
     r = validate_surrogate(c, s, art, random_state=0, metrics=SAME_ACCURACY)
     for name in (BELOW_K, CLASS_DISC, UNIQUE, LINKAGE):
         assert outcome(r, name).success, outcome(r, name)
     groups = outcome(r, BELOW_K).details["groups"]
     assert [g["columns"] for g in groups] == art.grouping.to_list()
     assert min(g["k_min"] for g in groups) >= 5
-    # few distinct rows: the intact-row check (the user's) still fails, as it should
-    assert not outcome(r, INTACT).success
+    # few distinct records: most rows are intact, but under the declared model (the row
+    # id an identifier) only the intact rows that disclose count, and none does
+    intact = outcome(r, INTACT)
+    assert intact.success and intact.details["intact_row_proportion_all_rows"] > 0.5
 
 
 def test_raw_surrogate_fails_the_default_gate_and_passes_the_demo_policy(synthetic):
@@ -221,9 +230,8 @@ def test_suite_holds_the_privacy_expectations_with_parameters(synthetic):
     assert suite["meta"]["astrid"]["policy"]["disclosure_k"] == 7
 
 
-def test_k_is_applied_at_run_time(synthetic, coarsened):
-    _, art = synthetic
-    c, s = coarsened
+def test_k_is_applied_at_run_time(coarsened):
+    c, s, art = coarsened
     loose = validate_surrogate(c, s, art, metrics=SAME_ACCURACY, random_state=0)
     strict = validate_surrogate(c, s, art, metrics=SAME_ACCURACY, random_state=0,
                                 policy={"disclosure_k": 200})
@@ -231,6 +239,11 @@ def test_k_is_applied_at_run_time(synthetic, coarsened):
     assert outcome(strict, BELOW_K).details["k"] == 200
     assert outcome(strict, BELOW_K).observed_value > outcome(loose, BELOW_K).observed_value
     assert not outcome(strict, BELOW_K).success
+    # without the row id, the 32 records are 32 people: each cell is below k
+    alone = dataclasses.replace(art, release=None)
+    counted = validate_surrogate(c.drop(columns="person"), s, alone,
+                                 metrics=SAME_ACCURACY, random_state=0)
+    assert outcome(counted, BELOW_K).observed_value == 1.0
 
 
 # ------------------------------------------------------------------------ judging
