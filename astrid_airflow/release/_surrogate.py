@@ -48,6 +48,7 @@ from astrid_airflow.io import TableFile, arrow_writer, csv_schema, file_format, 
 
 from ._recipe import release_recipe
 from ._shuffle_steps import plan_shuffle, step
+from ._table_source import is_arrow_table
 
 #: Rows per output chunk (and Parquet row group) in :func:`shuffle_file`.
 CHUNK_ROWS = 1 << 20
@@ -237,14 +238,6 @@ def _shuffle_arrow(table: Any, grouping: Grouping, perms: np.ndarray, target: st
         idx = rows if c == target else perms[group_of[c]]
         arrays.append(table.column(c).take(pa.array(idx)))
     return pa.Table.from_arrays(arrays, schema=table.schema)
-
-
-def is_arrow_table(obj: object) -> bool:
-    try:
-        import pyarrow as pa
-    except ImportError:  # pragma: no cover - pyarrow is a dependency
-        return False
-    return isinstance(obj, pa.Table)
 
 
 def make_surrogate(table: Any, artefact_or_grouping: Any, *, target: str | None = None,

@@ -15,7 +15,15 @@ import pandas as pd
 from astrid_airflow._errors import DataError, short_list
 from astrid_airflow.io import TableFile, read_arrow
 
-from ._surrogate import is_arrow_table
+
+def is_arrow_table(obj: object) -> bool:
+    """Whether ``obj`` is a ``pyarrow.Table``."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        return False
+    return isinstance(obj, pa.Table)
+
 
 
 def table_source(table: Any, what: str) -> TableSource:
