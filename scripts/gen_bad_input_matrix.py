@@ -27,6 +27,8 @@ def main() -> int:
     home = tempfile.mkdtemp(prefix="astrid_airflow_home_")
     os.environ.setdefault("AIRFLOW_HOME", home)
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    # stores are signed by default: a key file of the run's own, not the user's
+    os.environ.setdefault("ASTRID_KEY_FILE", os.path.join(home, "signing.key"))
     sys.path.insert(0, str(REPO))  # the matrix's modules import each other as tests.project.*
     # as under pytest (its log capture is a root handler): the CLI adds no progress lines
     # to stderr, so the messages are the test's (cli._common.progress_lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -415,6 +416,19 @@ def _hardening_cases() -> list[Case]:
                         _validate(_weak_store(w), "surr.parquet"))[1],
              "exit 2", r"stored gate policy is weaker than the default policy: max_intact 1 "
              r"\(default 0\.01\); pass --allow-weaker-policy"))
+    # stores are signed by default: one no key in force signed is refused (issue 53)
+    add(Case("cli-shuffle-unsigned-store", "cli",
+             "`shuffle` from a version whose manifest carries no signature (saved before "
+             "signing was the default, or rewritten without the key; issue 53)",
+             lambda w: ["shuffle", "ref.parquet", "--artefact", _unsigned_store(w),
+                        "--out", "u.parquet", "--seed", "0", "--no-utility"], "exit 2",
+             r"the manifest's signature does not hold: it is not signed\..*Pass "
+             r"--allow-unsigned"))
+    add(Case("lib-load-rewritten-store", "library",
+             "`ArtefactStore.load` of a version whose artefact.json was edited and every "
+             "digest of its manifest rewritten, the signature kept (issue 53)",
+             lambda w: (lambda: _store_of(w).load(_rewritten_store(w))),
+             StoreError, r"its signature does not match its content"))
     add(Case("cli-validate-disclosure-k-1", "cli", "`validate --disclosure-k 1`",
              lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--disclosure-k",
                         "1", "--allow-weaker-policy"], "exit 2",
@@ -504,3 +518,52 @@ def _weak_store(w) -> str:
 def _validate(ref, surrogate="surr.parquet", *extra):
     return ["validate", "--original", "ref.parquet", "--surrogate", surrogate,
             "--artefact", ref, "--metrics", "metrics.json", *extra]
+
+
+def _store_of(w):
+    from astrid_airflow.release._store import ArtefactStore
+
+    return ArtefactStore(w["root"] / "store")
+
+
+def _version_copy(w, name: str) -> Path:
+    """A writable copy of ``store/m/v0001`` as ``store/<name>/v0001``, its manifest
+    naming it (as a writer without the key would make it)."""
+    import shutil
+
+    src, dst = w["root"] / "store" / "m", w["root"] / "store" / name
+    if not dst.exists():
+        shutil.copytree(src, dst)
+        for f in (dst / "v0001").iterdir():
+            f.chmod(0o644)
+    return dst / "v0001"
+
+
+def _rewrite_manifest(vdir: Path, name: str, *, keep_signature: bool) -> None:
+    import hashlib
+
+    path = vdir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["name"] = name
+    for f in manifest["files"]:
+        manifest["files"][f] = hashlib.sha256((vdir / f).read_bytes()).hexdigest()
+    if not keep_signature:
+        manifest.pop("signature", None)
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _unsigned_store(w) -> str:
+    """``store/unsigned``: the artefact of ``store/m``, its manifest without signature."""
+    _rewrite_manifest(_version_copy(w, "unsigned"), "unsigned", keep_signature=False)
+    return "store/unsigned"
+
+
+def _rewritten_store(w) -> str:
+    """``rewritten``: ``store/m``'s artefact with its release removed and every digest
+    rewritten, the old signature kept."""
+    vdir = _version_copy(w, "rewritten")
+    art = json.loads((vdir / "artefact.json").read_text())
+    art["created_at"] = "2026-01-02T00:00:00Z"
+    (vdir / "artefact.json").write_text(json.dumps(art))
+    _rewrite_manifest(vdir, "rewritten", keep_signature=True)
+    return "rewritten"
