@@ -70,7 +70,11 @@ def read_arrow(source: str | os.PathLike | TableFile, columns: Sequence[str] | N
 
             fs, inner = filesystem(text)
             with (fs.open(inner, "rb") if fs is not None else open(inner, "rb")) as fh:
-                _check_unique_names(pq.read_schema(fh).names, text)
+                meta = pq.read_metadata(fh)
+                names = meta.schema.to_arrow_schema().names
+                _check_unique_names(names, text)
+                check_expansion(meta.num_rows * len(cols or names), fh.seek(0, os.SEEK_END),
+                                text)
             table = pq.read_table(inner, columns=cols, filesystem=fs)
         else:
             import pyarrow as pa
@@ -80,6 +84,34 @@ def read_arrow(source: str | os.PathLike | TableFile, columns: Sequence[str] | N
                                          preserve_index=False)
     check_finite(table, text)
     return table
+
+
+#: A Parquet file may hold at most this many cells per byte on disk once past
+#: ``EXPANSION_FLOOR`` cells (ASTRID_MAX_CELLS_PER_BYTE overrides it): a few kilobytes
+#: of run-length pages can claim 10^9 rows and exhaust memory when read. pyarrow's own
+#: writer reaches about 250 cells per byte on an all-constant column; a random table
+#: of floats, integers and text about 0.4 (tests/io/test_decompression_bound.py).
+MAX_CELLS_PER_BYTE = 1000
+EXPANSION_FLOOR = 100_000_000
+
+
+def check_expansion(cells: int, size: int, shown: str) -> None:
+    """Refuse (``DataError``, before reading) a file whose ``cells`` (rows times columns
+    read) exceed both ``EXPANSION_FLOOR`` and ``MAX_CELLS_PER_BYTE`` per byte of its
+    ``size``: a decompression bomb, or a table to read in parts."""
+    limit = MAX_CELLS_PER_BYTE
+    env = os.environ.get("ASTRID_MAX_CELLS_PER_BYTE")
+    if env:
+        try:
+            limit = float(env)
+        except ValueError:
+            raise DataError(f"Invalid $ASTRID_MAX_CELLS_PER_BYTE {env[:20]!r}: expected a "
+                            "number.") from None
+    if cells > EXPANSION_FLOOR and cells > limit * max(int(size), 1):
+        raise DataError(
+            f"Refusing {shown!r}: it claims {cells:,} cells in {int(size):,} bytes, more "
+            f"than {limit:g} per byte (a decompression bomb?); nothing was read. Raise "
+            "$ASTRID_MAX_CELLS_PER_BYTE if the file is genuine.")
 
 
 @contextlib.contextmanager
