@@ -16,8 +16,8 @@ The rule, applied per group of the grouping after the recipe, on the batch's own
 * the tuple has at least two classes holding ``k`` people or more;
 
 where exact copies of one source row (equal in every column: :func:`repeated_rows`)
-are one person, so k copies of a target's row are not k people (the shuffle and the
-gate pass them; the Spark path and the release choice's resampled batches count rows);
+are one person, so k copies of a target's row are not k people (the shuffle, its Spark
+path and the gate pass them; the release choice's resampled batches count rows);
 
 every other row has the group's values published as missing. Under a declared
 :class:`~astrid_airflow.release.AttackerModel` the "tuple" is the group's

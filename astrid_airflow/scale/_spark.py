@@ -76,6 +76,7 @@ MAX_BUCKET_BITS = 12
 _RID, _KEY, _BUCKET, _RANK, _OFFSET, _GROUP = (
     "__astrid_rid", "__astrid_key", "__astrid_bucket", "__astrid_rank", "__astrid_offset",
     "__astrid_group")
+_PERSON = "__astrid_person"  # 1 on the first of a row's exact copies, 0 on the others
 
 
 def _pyspark() -> tuple[Any, Any, Any]:
@@ -280,6 +281,10 @@ def _spark_remedied(df: Any, recipe: Any, target: str, grouping: Grouping | None
         raise RecipeError("The release recipe has an MDAV step, which aggregates over the "
                           "whole batch: the Spark path applies row-wise steps only; "
                           "shuffle this batch with the local path (astrid shuffle).")
+    if grouping is not None:  # before the recipe: exact copies of a row are one person
+        _, Window, F = _pyspark()
+        first = F.row_number().over(Window.partitionBy(*df.columns).orderBy(F.lit(1)))
+        df = df.withColumn(_PERSON, (first == 1).cast("long"))
     schema = df.schema
 
     def apply(frames: Any) -> Any:
@@ -325,8 +330,9 @@ def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
     counted = df
     for cols, (size_c, big_c, diverse_c) in zip(groups, counts):
         key = cols if model is None else model.key_columns(cols)
+        # people, not rows: a row repeating an earlier one adds no one (_PERSON 0)
         counted = counted.withColumn(
-            size_c, F.count(F.lit(1)).over(Window.partitionBy(*key, target)))
+            size_c, F.sum(F.col(_PERSON)).over(Window.partitionBy(*key, target)))
         counted = counted.withColumn(big_c, F.size(F.collect_set(
             F.when(F.col(size_c) >= k, F.col(target))).over(Window.partitionBy(*key))))
         published = ((F.col(size_c) >= k) & (F.col(big_c) >= 2)) | \
@@ -337,18 +343,23 @@ def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
                 published, F.struct(F.col(s)))).over(Window.partitionBy(*key))))
         counted = counted.withColumn(diverse_c, fewest)
 
+    helpers = [*counts, (_PERSON,)]  # every helper column is dropped with the counts
+
     def suppressed(batches: Any) -> Any:
         for b in batches:
-            yield suppress_counted(b, groups, k, counts)[0]
+            yield suppress_counted(b, groups, k, helpers)[0]
 
     def tally(batches: Any) -> Any:
         for b in batches:
             yield pa.record_batch({"g": pa.array(range(len(groups)), pa.int32()),
-                                   "n": pa.array(suppress_counted(b, groups, k, counts)[1],
+                                   "n": pa.array(suppress_counted(b, groups, k, helpers)[1],
                                                  pa.int64()),
                                    "rows": pa.array([b.num_rows] * len(groups), pa.int64())})
 
-    out = counted.mapInArrow(suppressed, schema=df.schema)
+    from pyspark.sql.types import StructType
+
+    out = counted.mapInArrow(suppressed, schema=StructType(
+        [f for f in df.schema.fields if f.name != _PERSON]))
     if not count:
         return out
     sums = {r["g"]: (int(r["n"]), int(r["rows"])) for r in counted.mapInArrow(

@@ -164,21 +164,24 @@ def test_risk_reads_a_remedied_release_as_the_gate_does(tmp_path, capsys):
     import numpy as np
 
     from astrid_airflow import ReleaseRecipe, shuffle_file
+    from astrid_airflow.release import AttackerModel
     from tests.release.test_remedies import _artefact
 
     rng = np.random.default_rng(0)
     n = 400
     table = pd.DataFrame({"a": np.r_[rng.integers(0, 8, n - 5), [99] * 5],
                           "c": rng.choice(list("pqr"), n), "y": rng.choice(list("uv"), n)})
+    # 48 distinct records: a declared row id tells their 400 people apart (exact copies
+    # of a row are one person otherwise)
     recipe = ReleaseRecipe(k=5, target="y", steps=({
         "method": "suppress", "column": "a", "keep": list(range(8)),
-        "published_type": "integer"},))
+        "published_type": "integer"},), attacker_model=AttackerModel(identifiers=("pid",)))
     artefact = _artefact(table, "a;c", release={"status": "given",
                                                    "recipe": recipe.to_dict(),
                                                    "policy": {"max_intact": 1.0}})
     ArtefactStore(tmp_path / "store").save("t", artefact)
     src = tmp_path / "t.csv"
-    table.to_csv(src, index=False)
+    table.assign(pid=np.arange(n)).to_csv(src, index=False)
     out = shuffle_file(src, artefact, tmp_path / "release.csv", random_state=3)
     published = pd.read_csv(out)
     assert published["a"].isna().any() and published["a"].dtype == float  # suppressed

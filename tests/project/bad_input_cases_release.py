@@ -427,7 +427,7 @@ def _hardening_cases() -> list[Case]:
     add(Case("lib-load-rewritten-store", "library",
              "`ArtefactStore.load` of a version whose artefact.json was edited and every "
              "digest of its manifest rewritten, the signature kept (issue 53)",
-             lambda w: (lambda: _store_of(w).load(_rewritten_store(w))),
+             lambda w: (lambda name: lambda: _store_of(w).load(name))(_rewritten_store(w)),
              StoreError, r"its signature does not match its content"))
     add(Case("cli-validate-disclosure-k-1", "cli", "`validate --disclosure-k 1`",
              lambda w: [*_validate_files("ref.parquet", "surr.parquet"), "--disclosure-k",
