@@ -39,12 +39,16 @@ def signing_key_from_connection(conn_id: str | None = DEFAULT_CONN_ID) -> bytes 
 
 
 @contextlib.contextmanager
-def signing_from(conn_id: Any) -> Iterator[bytes | None]:
+def signing_from(conn_id: Any, allow_unsigned: Any = False) -> Iterator[bytes | None]:
     """Within the block the library signs and verifies with the connection's key (or
-    its own default when there is no such connection); yields the key in force."""
-    from astrid_airflow.io import signing, signing_key
+    its own default when there is no such connection), and reads unsigned stores only
+    with ``allow_unsigned`` (a bool or its text); yields the key in force."""
+    from astrid_airflow.io import allowing_unsigned, signing, signing_key
 
-    with signing(signing_key_from_connection(conn_id)):
+    from ._common import to_bool
+
+    with signing(signing_key_from_connection(conn_id)), \
+            allowing_unsigned(to_bool(allow_unsigned, "allow_unsigned")):
         yield signing_key()
 
 
@@ -56,6 +60,7 @@ def signed(method):
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        with signing_from(getattr(self, "signing_conn_id", DEFAULT_CONN_ID)):
+        with signing_from(getattr(self, "signing_conn_id", DEFAULT_CONN_ID),
+                          getattr(self, "allow_unsigned", False)):
             return method(self, *args, **kwargs)
     return wrapper

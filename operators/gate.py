@@ -126,6 +126,10 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
         Storage prefix → public base URL for the extra links ("Data Docs", "Release
         report", "Artefact"); default the ``[astrid] link_base_url`` option, else the
         files' own locations (see ``astrid_airflow.operators.links``).
+    allow_unsigned : bool, default False
+        Read an artefact store that no configured key signed (saved before signing was
+        the default) as checksummed only; recorded in the receipt and the release
+        manifest (templated). ``ASTRID_ALLOW_UNSIGNED=1`` does the same for a worker.
     signing_conn_id : str, optional
         Airflow connection holding the key that verifies the store's manifests and
         signs the receipt (default ``astrid_signing``; without that connection,
@@ -142,7 +146,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
     template_fields: Sequence[str] = (
         "original_conn_id", "store_conn_id",
         "original", "surrogate", "store", "artefact", "name", "policy", "out_dir",
-        "random_state", "remedies", "allow_weaker_policy",
+        "random_state", "remedies", "allow_weaker_policy", "allow_unsigned",
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"policy": "json"}
     ui_color = "#d4edda"
@@ -154,10 +158,12 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
                  out_dir: Any = None, random_state: int | str | None = None,
                  remedies: bool | str = True, link_base_url: Any = None,
                  allow_weaker_policy: bool | str = False,
-                 signing_conn_id: str | None = DEFAULT_CONN_ID, **kwargs: Any) -> None:
+                 signing_conn_id: str | None = DEFAULT_CONN_ID,
+                 allow_unsigned: bool | str = False, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.signing_conn_id = signing_conn_id
+        self.allow_unsigned = allow_unsigned
         self.original = original
         self.surrogate = surrogate
         self.store = store
@@ -174,7 +180,7 @@ class SurrogateGateOperator(RecordsLineage, BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         # the store's manifests are verified, and the receipt signed, with this key
-        with signing_from(self.signing_conn_id):
+        with signing_from(self.signing_conn_id, self.allow_unsigned):
             return self._execute(context)
 
     def _execute(self, context: Any) -> dict[str, Any]:

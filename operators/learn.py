@@ -133,6 +133,10 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         Accept a ``gate_policy`` that loosens a privacy threshold of the default policy
         (refused otherwise); recorded in the artefact's release (templated;
         docs/gate.md).
+    allow_unsigned : bool, default False
+        Read an artefact store that no configured key signed (saved before signing was
+        the default) as checksummed only, when reusing an unchanged version (templated).
+        ``ASTRID_ALLOW_UNSIGNED=1`` does the same for a worker.
     remedies : bool, default True
         Choose and record the release of least utility loss within the policy
         (:func:`~astrid_airflow.choose_release`, as ``astrid learn --store``);
@@ -182,7 +186,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         "reference_conn_id", "store_conn_id",
         "reference", "store", "name", "target", "classifier", "n_search", "n_test",
         "alpha", "random_state", "clean", "force", "gate_policy", "scheduler", "adaptive",
-        "remedies", "allow_weaker_policy",
+        "remedies", "allow_weaker_policy", "allow_unsigned",
         "n_jobs", "max_seconds", "sample", "deferrable", "search",
     )
     ui_color = "#e8d8f0"
@@ -200,7 +204,8 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
                  max_seconds: float | str | None = 4 * 3600,
                  sample: int | str | None = "auto", deferrable: bool | str | None = None,
                  poll_interval: float = 10.0, allow_weaker_policy: bool | str = False,
-                 search: Any = None, **kwargs: Any) -> None:
+                 search: Any = None, allow_unsigned: bool | str = False,
+                 **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         # our defaults yield to explicit arguments and to the DAG's default_args
         defaults = {"execution_timeout": LEARN_EXECUTION_TIMEOUT}
@@ -235,6 +240,7 @@ class AstridLearnOperator(RecordsLineage, BaseOperator):
         self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.poll_interval = poll_interval
         self.allow_weaker_policy = allow_weaker_policy
+        self.allow_unsigned = allow_unsigned
         self.search = search
 
     @signed  # the store is signed / verified with the pipeline's key

@@ -99,6 +99,10 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     link_base_url : dict or str, optional
         Storage prefix → public base URL for the extra links ("Data Docs", "Release
         report", "Artefact") of the release (see ``astrid_airflow.operators.links``).
+    allow_unsigned : bool, default False
+        Read an artefact store that no configured key signed (saved before signing was
+        the default) as checksummed only; recorded in the receipt and the release
+        manifest (templated). ``ASTRID_ALLOW_UNSIGNED=1`` does the same for a worker.
     signing_conn_id : str, optional
         Airflow connection holding the key receipts are signed with (default
         ``astrid_signing``; without it ``$ASTRID_SIGNING_KEY``). Without any key no
@@ -130,7 +134,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
     template_fields: Sequence[str] = ("destination_conn_id",
                                       "surrogate", "destination", "receipt", "release_id",
                                       "lock_timeout", "force", "original", "store",
-                                      "artefact")
+                                      "artefact", "allow_unsigned")
     ui_color = "#cfe2ff"
     operator_extra_links = (DataDocsLink(), ReleaseReportLink(), ArtefactLink())
 
@@ -139,10 +143,12 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
                  release_id: str | None = None, lock_timeout: float | str = 30.0,
                  force: bool | str = False, link_base_url: Any = None,
                  signing_conn_id: str | None = DEFAULT_CONN_ID, original: Any = None,
-                 store: Any = None, artefact: str | None = None, **kwargs: Any) -> None:
+                 store: Any = None, artefact: str | None = None,
+                 allow_unsigned: bool | str = False, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.signing_conn_id = signing_conn_id
+        self.allow_unsigned = allow_unsigned
         self.original, self.store, self.artefact = original, store, artefact
         self.surrogate = surrogate
         self.destination = destination
@@ -155,7 +161,7 @@ class PublishSurrogateOperator(RecordsLineage, BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         # receipts are trusted only when signed with this key
-        with signing_from(self.signing_conn_id):
+        with signing_from(self.signing_conn_id, self.allow_unsigned):
             return self._execute(context)
 
     def _execute(self, context: Any) -> dict[str, Any]:

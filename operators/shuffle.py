@@ -129,6 +129,10 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
     remedies : bool, default True
         Apply the artefact's release recipe before the shuffle; ``False``
         stages the raw GoldenEye release (pass the same to the gate) (templated).
+    allow_unsigned : bool, default False
+        Read an artefact store that no configured key signed (saved before signing was
+        the default) as checksummed only; recorded in the receipt and the release
+        manifest (templated). ``ASTRID_ALLOW_UNSIGNED=1`` does the same for a worker.
 
     Returns (XCom)
     --------------
@@ -142,7 +146,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
     template_fields: Sequence[str] = (
         "table_conn_id", "store_conn_id",
         "table", "store", "artefact", "out", "name", "random_state", "utility", "engine",
-        "spark_conf", "remedies",
+        "spark_conf", "remedies", "allow_unsigned",
     )
     ui_color = "#f3e3c3"
 
@@ -151,7 +155,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
                  name: str | None = None, random_state: int | str | None = None,
                  utility: bool | str = True, engine: str = "local",
                  spark_conf: dict[str, Any] | None = None, remedies: bool | str = True,
-                 **kwargs: Any) -> None:
+                 allow_unsigned: bool | str = False, **kwargs: Any) -> None:
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.table = table
@@ -166,6 +170,7 @@ class GoldenEyeShuffleOperator(RecordsLineage, BaseOperator):
         self.engine = engine
         self.spark_conf = spark_conf
         self.remedies = remedies
+        self.allow_unsigned = allow_unsigned
 
     @signed  # the store is signed / verified with the pipeline's key
     def execute(self, context: Any) -> dict[str, Any]:

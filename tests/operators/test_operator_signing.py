@@ -80,3 +80,34 @@ def test_an_empty_signing_connection_fails_clearly(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_ASTRID_SIGNING", json.dumps({"conn_type": "generic"}))
     with pytest.raises(AirflowFailException, match="holds no key"):
         signing_key_from_connection()
+
+
+def test_an_unsigned_store_is_read_only_with_allow_unsigned(tmp_path):
+    """Stores are signed by default (issue 53): the shuffle operator refuses a version
+    no key signed, and reads it with ``allow_unsigned=True`` (templated text too)."""
+    from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
+
+    from astrid_airflow import ArtefactStore, GroupingArtefact, make_synthetic
+    from astrid_airflow.engine import Grouping
+    from tests.release.test_store_integrity import unsign
+
+    data = make_synthetic(200, random_state=0)
+    g = Grouping.parse("a1,a2;a3;a4")
+    result = {"grouping": g.to_list(), "k": g.k, "table": [], "target": "class",
+              "classifier": "svm", "scoring": "accuracy", "alpha": 0.05, "n_search": 20,
+              "n_test": 40, "random_state": 0}
+    art = GroupingArtefact.from_result(result, data, created_at="2026-01-01T00:00:00Z")
+    ArtefactStore(tmp_path / "store").save("syn", art)
+    unsign(tmp_path / "store" / "syn" / "v0001")
+    data.to_csv(tmp_path / "batch.csv", index=False)
+
+    def shuffle(**kw):
+        return GoldenEyeShuffleOperator(
+            task_id="shuffle", table=str(tmp_path / "batch.csv"),
+            store=str(tmp_path / "store"), artefact="syn", utility=False,
+            out=str(tmp_path / "out" / "s.parquet"), random_state=0, **kw).execute(_ctx())
+
+    with pytest.raises(AirflowFailException, match=r"it is not signed.*--allow-unsigned"):
+        shuffle()
+    assert not (tmp_path / "out" / "s.parquet").exists()
+    assert shuffle(allow_unsigned="true")["rows"] == len(data)
