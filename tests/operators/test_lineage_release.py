@@ -109,13 +109,18 @@ def test_a_failed_publish_names_its_input(tmp_path, gated):
 @pytest.fixture
 def store(tmp_path):
     """A store holding ``syn@v0001`` (a grouping of the synthetic table)."""
+    return synthetic_store(tmp_path / "store")
+
+
+def synthetic_store(root):
+    """``(root, table)``: a store at ``root`` holding ``syn@v0001``, a grouping of the
+    synthetic table, and that table."""
     data = make_synthetic(200, random_state=0)
     g = Grouping.parse("a1,a2;a3;a4")
     result = {"grouping": g.to_list(), "k": g.k, "table": [], "target": "class",
               "classifier": "svm", "scoring": "accuracy", "alpha": 0.05, "n_search": 20,
               "n_test": 40, "random_state": 0}
     art = GroupingArtefact.from_result(result, data, created_at="2026-01-01T00:00:00Z")
-    root = tmp_path / "store"
     ArtefactStore(str(root)).save("syn", art)
     return root, data
 

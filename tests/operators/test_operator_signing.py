@@ -87,17 +87,10 @@ def test_an_unsigned_store_is_read_only_with_allow_unsigned(tmp_path):
     no key signed, and reads it with ``allow_unsigned=True`` (templated text too)."""
     from astrid_airflow.operators.shuffle import GoldenEyeShuffleOperator
 
-    from astrid_airflow import ArtefactStore, GroupingArtefact, make_synthetic
-    from astrid_airflow.engine import Grouping
+    from tests.operators.test_lineage_release import synthetic_store
     from tests.release.test_store_integrity import unsign
 
-    data = make_synthetic(200, random_state=0)
-    g = Grouping.parse("a1,a2;a3;a4")
-    result = {"grouping": g.to_list(), "k": g.k, "table": [], "target": "class",
-              "classifier": "svm", "scoring": "accuracy", "alpha": 0.05, "n_search": 20,
-              "n_test": 40, "random_state": 0}
-    art = GroupingArtefact.from_result(result, data, created_at="2026-01-01T00:00:00Z")
-    ArtefactStore(tmp_path / "store").save("syn", art)
+    _, data = synthetic_store(tmp_path / "store")
     unsign(tmp_path / "store" / "syn" / "v0001")
     data.to_csv(tmp_path / "batch.csv", index=False)
 
