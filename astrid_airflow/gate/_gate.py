@@ -245,8 +245,9 @@ def _release_domain(original_df: pd.DataFrame, surrogate_df: pd.DataFrame, surro
                     ) -> tuple[pd.DataFrame, pd.DataFrame, Any, Any]:
     """The release's domain: what a GoldenEye shuffle of the remedied batch must keep,
     and what an attacker who knows the published recipe compares against. Returns the
-    remedied original, the surrogate read as its types, and ``(recipe applied, rung per
-    group)`` (None for the raw release)."""
+    remedied original, the surrogate read as its types, ``(recipe applied, rung per
+    group)`` (None for the raw release), and the original's ``repeated`` rows before
+    local suppression (None if there are none)."""
     from astrid_airflow.io import csv_floats_like, suppressed_like
     from astrid_airflow.release import release_domain_parts, release_recipe
 

@@ -239,7 +239,11 @@ class _Choice:
               random_state: object, classifier: Any, steps: Any) -> _Choice:
         from astrid_airflow._validation import check_seed_sequence
         from astrid_airflow.engine import pandas_class_codes
-        from astrid_airflow.release import classifier_preset, stratified_subsample
+        from astrid_airflow.release import (
+            classifier_preset,
+            repeated_rows,
+            stratified_subsample,
+        )
 
         target = d["target"]
         # an int seed is used as given; anything else is drawn once and recorded
@@ -260,7 +264,7 @@ class _Choice:
                    classifier=classifier, seed=seed,
                    util_seed=int(s_util.generate_state(1)[0] >> 1),
                    attack_seed=int(s_attack.generate_state(1)[0] >> 1),
-                   work_rows=rows,
+                   work_rows=rows, repeated=repeated_rows(table),
                    repeats=policy.utility_repeats_for(measured), steps=steps)
 
     def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
@@ -301,10 +305,6 @@ class _Choice:
                                   batch_factor=batch_factor)
         # measured on every reference row: suppression at k depends on the counts,
         # which a sample of a large table divides; attacked on the measured rows
-        if self.repeated is None:
-            from astrid_airflow.release import repeated_rows
-
-            self.repeated = repeated_rows(self.table)
         remedied, suppression = release_domain(self.table, recipe, target, grouping,
                                                repeated=self.repeated)
         risks, failed = cheap_checks(remedied, grouping, target, policy, suppression)

@@ -509,12 +509,11 @@ def shuffle_file(src: str | os.PathLike, artefact: Any, out: str | os.PathLike, 
     table = read_arrow(src) if src_kind != "parquet" else None
     schema = table.schema if table is not None else read_arrow_schema(src)
     dropped: list[str] = []
-    # exact copies of a row are one person; a declared row id tells them apart (read
-    # here for that alone: identifiers are never read into the release)
-    repeated = None if recipe is None or art is None or not art.without_identifiers(
-        schema)[1] else _repeated(table if table is not None else read_arrow(src), recipe)
+    repeated = None  # counted below on the table read, unless identifiers are dropped
     if art is not None:  # declared identifiers are never read, so never published
         schema, dropped = art.without_identifiers(schema)
+        if dropped:  # a declared row id tells copies apart: read for that alone
+            repeated = _repeated(table if table is not None else read_arrow(src), recipe)
         table = table.drop_columns(dropped) if table is not None and dropped else table
         if dropped:
             logging.getLogger(__name__).info(

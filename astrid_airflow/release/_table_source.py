@@ -25,7 +25,6 @@ def is_arrow_table(obj: object) -> bool:
     return isinstance(obj, pa.Table)
 
 
-
 def table_source(table: Any, what: str) -> TableSource:
     return table if isinstance(table, TableSource) else TableSource(table, what)
 

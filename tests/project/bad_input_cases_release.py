@@ -527,8 +527,9 @@ def _store_of(w):
 
 
 def _version_copy(w, name: str) -> Path:
-    """A writable copy of ``store/m/v0001`` as ``store/<name>/v0001``, its manifest
-    naming it (as a writer without the key would make it)."""
+    """A writable copy of ``store/m/v0001`` as ``store/<name>/v0001`` (its manifest
+    still names ``m``: :func:`rewrite_manifest` renames it, as a writer without the key
+    would)."""
     import shutil
 
     src, dst = w["root"] / "store" / "m", w["root"] / "store" / name
@@ -539,31 +540,22 @@ def _version_copy(w, name: str) -> Path:
     return dst / "v0001"
 
 
-def _rewrite_manifest(vdir: Path, name: str, *, keep_signature: bool) -> None:
-    import hashlib
-
-    path = vdir / "manifest.json"
-    manifest = json.loads(path.read_text())
-    manifest["name"] = name
-    for f in manifest["files"]:
-        manifest["files"][f] = hashlib.sha256((vdir / f).read_bytes()).hexdigest()
-    if not keep_signature:
-        manifest.pop("signature", None)
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-
-
 def _unsigned_store(w) -> str:
     """``store/unsigned``: the artefact of ``store/m``, its manifest without signature."""
-    _rewrite_manifest(_version_copy(w, "unsigned"), "unsigned", keep_signature=False)
+    from tests.release.test_store_integrity import rewrite_manifest
+
+    rewrite_manifest(_version_copy(w, "unsigned"), name="unsigned")
     return "store/unsigned"
 
 
 def _rewritten_store(w) -> str:
-    """``rewritten``: ``store/m``'s artefact with its release removed and every digest
-    rewritten, the old signature kept."""
+    """``rewritten``: ``store/m``'s artefact with its ``artefact.json`` edited and every
+    digest rewritten, the old signature kept."""
+    from tests.release.test_store_integrity import rewrite_manifest
+
     vdir = _version_copy(w, "rewritten")
     art = json.loads((vdir / "artefact.json").read_text())
     art["created_at"] = "2026-01-02T00:00:00Z"
     (vdir / "artefact.json").write_text(json.dumps(art))
-    _rewrite_manifest(vdir, "rewritten", keep_signature=True)
+    rewrite_manifest(vdir, name="rewritten", keep_signature=True)
     return "rewritten"

@@ -26,22 +26,11 @@ from astrid_airflow.cli import main
 from astrid_airflow.io import allowing_unsigned, key_file, signing_key_or_new
 from tests.keys import without_any_key
 from tests.release.test_store import make_artefact
+from tests.release.test_store_integrity import rewrite_manifest
 
 
 def _key_id(key: bytes) -> str:
     return hashlib.sha256(b"astrid key id\0" + key).hexdigest()[:16]
-
-
-def _rewrite_digests(vdir: Path, *, keep_signature: bool = False) -> None:
-    """What a store writer without the key can do: make every digest match again."""
-    path = vdir / "manifest.json"
-    manifest = json.loads(path.read_text())
-    for name in manifest["files"]:
-        manifest["files"][name] = hashlib.sha256((vdir / name).read_bytes()).hexdigest()
-    if not keep_signature:
-        manifest.pop("signature", None)
-    path.chmod(0o644)
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
 def _edit(path: Path, change) -> None:
@@ -129,7 +118,7 @@ def _tampered(learned: Path, tmp_path: Path, *, keep_signature: bool = False,
     vdir = store / "n" / "v0001"
     if edit:
         _edit(vdir / "artefact.json", lambda a: {**a, "release": None})
-    _rewrite_digests(vdir, keep_signature=keep_signature)
+    rewrite_manifest(vdir, keep_signature=keep_signature)
     return store
 
 
@@ -232,6 +221,6 @@ def test_property_no_version_changed_without_the_key_is_read(edits, keep_signatu
             (vdir / "manifest.json").chmod(0o644)
             (vdir / "manifest.json").write_text(json.dumps(manifest, indent=2,
                                                            sort_keys=True) + "\n")
-        _rewrite_digests(vdir, keep_signature=keep_signature)
+        rewrite_manifest(vdir, keep_signature=keep_signature)
         with pytest.raises(StoreError, match="signature does not hold"):
             store.verified_files("s", "v0001")

@@ -39,14 +39,27 @@ def _loosen(version_dir) -> None:
         path.write_bytes(data)
 
 
-def unsign(version_dir) -> None:
-    """Drop the manifest's signature, as the store wrote manifests before signing was
-    the default (or as a store writer without the key would)."""
+def rewrite_manifest(version_dir, *, keep_signature: bool = False,
+                     name: str | None = None) -> None:
+    """What a store writer without the key can do to a version's manifest: make every
+    digest match the files again, drop the signature (``keep_signature``: keep the old
+    one) and rename it (``name``: a copied version), written as the store writes it."""
     path = version_dir / MANIFEST_FILE
     manifest = json.loads(path.read_text())
-    manifest.pop("signature", None)
+    for f in manifest["files"]:
+        manifest["files"][f] = hashlib.sha256((version_dir / f).read_bytes()).hexdigest()
+    if not keep_signature:
+        manifest.pop("signature", None)
+    if name is not None:
+        manifest["name"] = name
     path.chmod(0o644)
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def unsign(version_dir) -> None:
+    """Drop the manifest's signature, as the store wrote manifests before signing was
+    the default."""
+    rewrite_manifest(version_dir)
 
 
 def _saved(tmp_path, **kw) -> ArtefactStore:
