@@ -8,6 +8,13 @@ at 4,000 rows the triple is not learned) and the default ``screen="auto"``. Repo
 width: whether the run screened, whether every planted group sits inside one block and
 inside one learned group, the learned k and the seconds.
 
+``--parity 1`` adds a pure parity triple (``make_planted(n_parity=1)``: every pair of
+it independent given the class, found by the triple screen only), and ``--defaults``
+runs the learn's own settings for the table's size (``large_table_defaults``: hgb,
+``sample="auto"``, adaptive; R' and R as ``astrid``'s defaults) instead of the sample
+and R given: issue 50's check is ``--rows 300000 --parity 1 --defaults``, written to
+``results/screen_parity.*``.
+
 Run ``python benchmarks/bench_screen_auto.py`` (three widths, about 5-8 minutes on 2
 cores); it writes ``benchmarks/results/screen_auto.json`` and ``.md``.
 ``tests/project/test_bench_smoke.py`` runs it on a small table (``--rows 2000 --widths
@@ -28,17 +35,21 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from astrid_airflow import astrid, make_planted
+from astrid_airflow.engine import large_table_defaults
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def run_width(rows: int, width: int, *, sample: int, n_search: int, n_test: int,
-              screen: bool | str = "auto") -> dict:
+              screen: bool | str = "auto", n_parity: int = 0, defaults: bool = False,
+              n_jobs: int = 1) -> dict:
     """One run at ``width``: what the screen and the search found for the planted groups."""
-    table, planted = make_planted(rows, width, random_state=width)
+    table, planted = make_planted(rows, width, n_parity=n_parity, random_state=width)
+    settings = large_table_defaults(rows) if defaults else dict(
+        classifier="hgb", sample=sample, adaptive=True, n_search=n_search, n_test=n_test)
     started = time.perf_counter()
-    result = astrid(table, target="class", classifier="hgb", sample=sample, adaptive=True,
-                    n_search=n_search, n_test=n_test, random_state=0, screen=screen)
+    result = astrid(table, target="class", random_state=0, screen=screen, n_jobs=n_jobs,
+                    progress=False, **settings)
     seconds = time.perf_counter() - started
     blocks = [set(b) for b in result.screen["blocks"]] if result.screen else []
     learned = [set(g) for g in result.grouping.to_list()]
@@ -46,19 +57,28 @@ def run_width(rows: int, width: int, *, sample: int, n_search: int, n_test: int,
             "planted": planted,
             "in_blocks": all(any(set(g) <= b for b in blocks) for g in planted),
             "learned": all(any(set(g) <= lg for lg in learned) for g in planted),
-            "k": result.k, "grouping": result.grouping.to_list(), "seconds": seconds}
+            "k": result.k, "grouping": result.grouping.to_list(), "seconds": seconds,
+            "n_parity": n_parity, "triples": (result.screen or {}).get("triples"),
+            "sample_rows": (result.sample or {}).get("rows")}
 
 
 def _markdown(rows: list[dict], settings: dict) -> str:
-    out = ["# The pair screen on the large-table path (screen=\"auto\")", "",
+    a = settings["args"]
+    how = ("the learn's defaults for the size (hgb, sample auto, adaptive, astrid's R' "
+           "and R)" if a["defaults"] else f"hgb, adaptive, sample {a['sample']}, "
+           f"R' = {a['n_search']}, R = {a['n_test']}")
+    out = ["# The pair and triple screen on the large-table path (screen=\"auto\")", "",
            f"{settings['machine']}, Python {settings['python']}, {settings['date']}; "
-           f"hgb, adaptive, sample {settings['args']['sample']}, "
-           f"R' = {settings['args']['n_search']}, R = {settings['args']['n_test']}.", "",
+           f"{how}; {a['parity']} pure parity triple(s) planted; {a['jobs']} job(s).", "",
            "| rows | width | screened | planted groups in blocks | planted groups learned "
-           "| k | s |", "|---|---|---|---|---|---|---|"]
+           "| k | triples tested / found | sample | s |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        t = r.get("triples") or {}
         out.append(f"| {r['rows']:,} | {r['width']} | {r['screened']} | {r['in_blocks']} | "
-                   f"{r['learned']} | {r['k']} | {r['seconds']:.0f} |")
+                   f"{r['learned']} | {r['k']} | {t.get('tested', 0):,} / "
+                   f"{t.get('n_found', 0)} | {r.get('sample_rows') or 'all'} | "
+                   f"{r['seconds']:.0f} |")
     return "\n".join(out) + "\n"
 
 
@@ -70,13 +90,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--n-search", type=int, default=10)
     ap.add_argument("--n-test", type=int, default=40)
     ap.add_argument("--screen", choices=["auto", "on"], default="auto")
+    ap.add_argument("--parity", type=int, default=0)
+    ap.add_argument("--defaults", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--out", default=str(RESULTS / "screen_auto"))
     args = ap.parse_args(argv)
     screen = {"auto": "auto", "on": True}[args.screen]
     rows = []
     for width in args.widths:
         rows.append(run_width(args.rows, width, sample=args.sample, n_search=args.n_search,
-                              n_test=args.n_test, screen=screen))
+                              n_test=args.n_test, screen=screen, n_parity=args.parity,
+                              defaults=args.defaults, n_jobs=args.jobs))
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "grouping"}), flush=True)
     settings = {"machine": f"{platform.machine()} {os.cpu_count()} cpu",
                 "python": sys.version.split()[0], "date": time.strftime("%Y-%m-%d"),

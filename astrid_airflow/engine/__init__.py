@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._progress import RunProgress, StageProgress, StageRate, format_seconds, stage_progress
     from ._result import AstridResult, GroupingTestResult
     from ._sample import large_table_defaults, stratified_sample
+    from ._screen import blocks_of, screen_pairs, screen_triples
     from ._search import astrid
     from ._settings import SearchSettings
     from ._split import prepare, stratified_split

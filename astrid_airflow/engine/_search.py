@@ -58,7 +58,15 @@ from ._result import AstridResult
 from ._sample import MIN_PER_CLASS, auto_sample_size, stratified_sample
 from ._screen import ALPHA as SCREEN_ALPHA
 from ._screen import MAX_ROWS as SCREEN_MAX_ROWS
-from ._screen import blocks_of, screen_applies, screen_pairs
+from ._screen import (
+    TRIPLE_MAX_ATTRIBUTES,
+    TRIPLE_MAX_ROWS,
+    blocks_of,
+    screen_applies,
+    screen_pairs,
+    screen_triples,
+    triples_apply,
+)
 from ._settings import SearchSettings
 from ._split import Prepared, prepare, stratified_split
 
@@ -218,7 +226,8 @@ class _SearchRun:
                                           self.streams.screen)]
         t0 = time.perf_counter()
         p = screen_pairs(prep.table[attrs].iloc[rows], prep.codes[rows])
-        blocks = blocks_of(p)
+        triples = self.screened_triples(prep, rows, blocks_of(p))
+        blocks = blocks_of(p, [t[1:] for t in triples.pop("found_positions")])
         first = [b[0] for b in blocks if len(b) == 1]
         pairs = sorted(((float(p[i, j]), attrs[i], attrs[j]) for i, j in
                         zip(*np.nonzero(np.triu(p < SCREEN_ALPHA, 1)))))
@@ -226,12 +235,36 @@ class _SearchRun:
             rows.size), "alpha": SCREEN_ALPHA, "free": [attrs[i] for i in first],
             "blocks": [[attrs[i] for i in b] for b in blocks if len(b) > 1],
             "dependent_pairs": [[a, b, q] for q, a, b in pairs[:200]],
-            "n_dependent_pairs": len(pairs),
+            "n_dependent_pairs": len(pairs), "triples": triples,
             "seconds": round(time.perf_counter() - t0, 3)}
         log.info("astrid screen: %d of %d attributes depend on none given the class; the "
-                 "sorting evaluates the other %d (blocks: %s)", len(first), m, m - len(first),
-                 record["blocks"])
+                 "sorting evaluates the other %d (blocks: %s; %s)", len(first), m,
+                 m - len(first), record["blocks"], _triples_line(triples))
         return first, [list(b) for b in blocks if len(b) > 1], record
+
+    def screened_triples(self, prep: Prepared, rows: np.ndarray,
+                         blocks: list[list[int]]) -> dict:
+        """The triple screen's record (``_screen.screen_triples``) on at most
+        ``TRIPLE_MAX_ROWS`` of the pair screen's rows; ``found_positions`` is popped by
+        the caller."""
+        attrs = self.attrs
+        if not triples_apply(len(attrs)):
+            return {"rule": f"not run: more than {TRIPLE_MAX_ATTRIBUTES} attributes (or "
+                            "fewer than 3)",
+                    "tested": 0, "found": [], "found_positions": []}
+        if rows.size > TRIPLE_MAX_ROWS:
+            rows = rows[stratified_sample(prep.codes[rows], TRIPLE_MAX_ROWS,
+                                          self.streams.screen)]
+        t0 = time.perf_counter()
+        out = screen_triples(prep.table[attrs].iloc[rows], prep.codes[rows], blocks)
+        return {"rule": "G-test of the three-way interaction given the class (no-three-"
+                        "way log-linear model, 4 bins per attribute)",
+                "rows": int(rows.size), "threshold": out["threshold"],
+                "tested": out["tested"], "n_found": len(out["found"]),
+                "found": [[attrs[i], attrs[j], attrs[k], q]
+                          for q, i, j, k in out["found"][:200]],
+                "seconds": round(time.perf_counter() - t0, 3),
+                "found_positions": out["found"]}
 
     def factorised(self, fit_data: FitData) -> FitData:
         """hgb fitted factorised over the screen's blocks (BlockwiseClassifier)."""
@@ -352,6 +385,10 @@ class _SearchRun:
                   "seconds_before_search": self.searched - self.start,
                   "fits_run": result.n_fits, "actual_seconds": actual,
                   "ratio": actual / est.seconds if est.seconds > 0 else None}
+        if self.screen_record is not None:  # the blocks the planned fits were sized on
+            triples = self.screen_record["triples"]
+            record["screen_triples"] = {"tested": triples["tested"],
+                                        "found": triples.get("n_found", 0)}
         log.info("astrid: %s fits in %s (estimated %s).", f"{result.n_fits:,}",
                  format_seconds(actual), format_seconds(est.seconds))
         if self.sample_record is not None:
@@ -401,3 +438,11 @@ def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
     return (f"Estimated {est.describe()}, over max_seconds = {round(total, 1):g} "
             f"({format_seconds(total)}){part}. Would fit: {hint}; or --over-budget sample "
             "to sample rows automatically.")
+
+
+def _triples_line(triples: dict) -> str:
+    """The log's account of the triple screen."""
+    if "n_found" not in triples:
+        return "triples " + triples["rule"]
+    return (f"{triples['tested']:,} triples tested, {triples['n_found']} with a three-way "
+            f"interaction")

@@ -45,7 +45,7 @@ def make_synthetic(n_per_class: int = 500, *, mean_gap: float = 0.6, correlation
 
 
 def make_planted(n_rows: int = 10_000, n_attributes: int = 50, *, n_pairs: int = 3,
-                 correlation: float = 0.9, random_state: object = None
+                 correlation: float = 0.9, n_parity: int = 0, random_state: object = None
                  ) -> tuple[pd.DataFrame, list[list[str]]]:
     """A wide mixed table with planted interactions, for benchmarks at scale.
 
@@ -59,12 +59,17 @@ def make_planted(n_rows: int = 10_000, n_attributes: int = 50, *, n_pairs: int =
     * one triple ``t0a, t0b, t0c``: ``t0c = ±t0a·t0b + noise``, the sign by class, so
       every pair of the three has the same distribution in both classes;
     * two single signals ``s0``, ``s1`` (a class-dependent mean), independent of the rest;
+    * ``n_parity`` pure parity triples ``q{i}a, q{i}b, q{i}c`` (default none): normal
+      values whose signs multiply to the class's sign 90 % of the time, so every pair of
+      the three is independent given the class and only the triple carries it;
     * noise columns up to ``n_attributes``: numeric and categorical, independent of
       everything.
 
-    Returns the table (``class`` last) and the planted groups (pairs, then the triple).
+    Returns the table (``class`` last) and the planted groups (pairs, the triple, then
+    the parity triples).
     """
     n = check_positive_int(n_rows, "n_rows", minimum=8)
+    n_parity = check_positive_int(n_parity, "n_parity", minimum=0)
     rng = np.random.default_rng(check_seed_sequence(random_state))
     y = np.arange(n) % 2
     sign = np.where(y == 0, 1.0, -1.0)
@@ -88,6 +93,12 @@ def make_planted(n_rows: int = 10_000, n_attributes: int = 50, *, n_pairs: int =
     groups.append(["t0a", "t0b", "t0c"])
     cols["s0"] = rng.normal(size=n) + 0.5 * sign
     cols["s1"] = rng.normal(size=n) - 0.3 * sign
+    for i in range(n_parity):
+        qa, qb = rng.normal(size=n), rng.normal(size=n)
+        keep = np.where(rng.random(n) < 0.9, 1.0, -1.0)
+        cols[f"q{i}a"], cols[f"q{i}b"] = qa, qb
+        cols[f"q{i}c"] = sign * keep * np.sign(qa) * np.sign(qb) * np.abs(rng.normal(size=n))
+        groups.append([f"q{i}a", f"q{i}b", f"q{i}c"])
     j = 0
     while len(cols) < n_attributes:
         cols[f"n{j}"] = rng.normal(size=n) if j % 3 else \

@@ -143,7 +143,11 @@ def test_publish_on_s3_archives_promotes_and_refuses_a_changed_archive(s3):
 
 # ------------------------------------------------------------------ the race on S3
 
-ROUNDS, RELEASES = 20, 4
+# Eight rounds of five racing publishers: the local race (test_publish_concurrency) runs
+# twenty; on the S3 server each round is a few hundred requests to one process, so more
+# rounds cost minutes under load (141 s for twenty in one suite run) and add repetitions,
+# not paths
+ROUNDS, RELEASES = 8, 4
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 

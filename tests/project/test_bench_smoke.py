@@ -14,6 +14,7 @@ from benchmarks import (
     bench_fusion,
     bench_gate_estimate,
     bench_screen_auto,
+    bench_triple_screen,
     bench_utility_stop,
 )
 
@@ -35,6 +36,15 @@ def test_bench_screen_auto_runs_and_writes_its_figures(tmp_path):
     assert run["screened"] and run["in_blocks"]  # the pair screen sees the planted pairs
     assert run["width"] == 12 and run["k"] == len(run["grouping"])
     assert "| 2,000 | 12 |" in (tmp_path / "screen.md").read_text()
+
+
+def test_bench_triple_screen_runs_and_writes_its_figures(tmp_path):
+    assert bench_triple_screen.main(["--rows", "2000", "--widths", "8", "--seeds", "1",
+                                     "--out", str(tmp_path / "triples")]) == 0
+    summary = json.loads((tmp_path / "triples.json").read_text())["summary"]
+    assert [(r["n_parity"], r["seeds"]) for r in summary] == [(0, 1), (1, 1)]
+    assert all(r["tested"] > 0 and r["runs_with_a_false_triple"] <= 1 for r in summary)
+    assert "| 2,000 | 8 |" in (tmp_path / "triples.md").read_text()
 
 
 def test_bench_utility_stop_runs_and_writes_its_figures(tmp_path):
