@@ -73,9 +73,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "docs/engine.md) or 'none' (every row; the default up to 20,000 rows, "
                    "auto above)")
     p.add_argument("--screen", choices=["auto", "on", "off"], default="auto",
-                   help="before the sorting, test every pair of attributes for dependence "
-                   "given the class and detach those dependent on none without fits "
-                   "(auto: more than 40 attributes, or more than 20,000 rows; docs/engine.md)")
+                   help="before the sorting, test every pair (and, up to 60 attributes, "
+                   "every triple) of attributes for dependence given the class and detach "
+                   "those dependent on none without fits (auto: more than 40 attributes, "
+                   "or more than 20,000 rows; docs/engine.md)")
     options.add_scoring_option(p)
     options.add_seed_option(p, help="random seed (default: fresh)", metavar=None)
     options.add_parallel_options(p)

@@ -87,8 +87,9 @@ class SearchSettings:
         recorded in the result (``sample``). See docs/engine.md for what the p-values
         then mean.
     screen : {"auto", True, False}, default="auto"
-        Before the sorting, test every pair of attributes for dependence given the class
-        (no classifier fits); attributes dependent on none are detached first without
+        Before the sorting, test every pair of attributes for dependence given the class,
+        then (up to 60 attributes) every triple for a three-way interaction no pair
+        shows (no classifier fits); attributes dependent on none are detached first without
         evaluation, so the sorting's O(m²) fits run on the others only (see
         ``_screen``). "auto": for more than 40 attributes, or for a table of more than
         20,000 rows (the large-table path) with at least 4 attributes; the paper's
