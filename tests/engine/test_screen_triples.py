@@ -136,3 +136,36 @@ def test_classes_too_sparse_for_the_test_leave_nothing_tested():
     X, y = table.drop(columns="class"), table["class"].to_numpy()
     out = screen_triples(X, y, [[i] for i in range(X.shape[1])])
     assert out == {"tested": 0, "threshold": ALPHA, "found": []}
+
+
+def _shape(kind: str, rng: np.random.Generator, n: int = 6_000):
+    """A three-way interaction no pair shows, of another shape than make_planted's."""
+    y = rng.integers(0, 3 if kind == "categorical, 3 classes" else 2, n)
+    sign, flip = np.where(y == 0, 1, -1), np.where(rng.random(n) < 0.9, 1, -1)
+    if kind.startswith("categorical"):  # (a + b + class) mod 3, 80 % of the time
+        a, b = rng.integers(0, 3, n), rng.integers(0, 3, n)
+        c = np.where(rng.random(n) < 0.8, (a + b + y) % 3, rng.integers(0, 3, n))
+        levels = np.array(["x", "y", "z"])
+        cols = {"a": levels[a], "b": levels[b], "c": levels[c]}
+    elif kind == "mixed":  # two numeric signs and a yes/no column
+        a, b = rng.normal(size=n), rng.normal(size=n)
+        cols = {"a": a, "b": b, "c": np.where(sign * np.sign(a) * np.sign(b) * flip > 0,
+                                              "yes", "no")}
+    else:  # skewed columns around their medians, 5 % missing in one
+        a, b = rng.lognormal(size=n), rng.lognormal(size=n)
+        c = sign * np.sign(a - np.median(a)) * np.sign(b - np.median(b)) * flip * \
+            np.abs(rng.normal(size=n))
+        a[rng.random(n) < 0.05] = np.nan
+        cols = {"a": a, "b": b, "c": c}
+    noise = {f"n{i}": rng.normal(size=n) for i in range(12)}
+    return pd.DataFrame({**cols, **noise}), y
+
+
+@pytest.mark.parametrize("kind", ["categorical, 2 classes", "categorical, 3 classes",
+                                  "mixed", "skewed with missing values"])
+def test_the_triple_screen_finds_interactions_of_other_shapes(kind):
+    X, y = _shape(kind, np.random.default_rng(1))
+    p = screen_pairs(X, y)
+    assert all(p[i, j] >= ALPHA for i in range(3) for j in range(i + 1, 3))
+    found = screen_triples(X, y, blocks_of(p))["found"]
+    assert [sorted(X.columns[[i, j, k]]) for _, i, j, k in found] == [["a", "b", "c"]]
