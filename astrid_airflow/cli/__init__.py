@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import warnings
@@ -79,6 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from astrid_airflow._errors import AstridError, one_line, os_error_message
 
     args = build_parser().parse_args(argv)
+    # loky's resource tracker (its own process, started by the first parallel fit, on
+    # this stderr) warns of semaphores already unlinked when the workers are stopped on
+    # SIGTERM: not the user's business either, and it broke "one line on stderr"
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (
+        os.environ.get("PYTHONWARNINGS"),
+        "ignore::UserWarning:joblib.externals.loky.backend.resource_tracker")))
     previous = signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
