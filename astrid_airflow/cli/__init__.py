@@ -75,17 +75,26 @@ def _stop_workers() -> None:
         executor.shutdown(wait=True, kill_workers=True)
 
 
+#: What the resource tracker's process is started with (it inherits the environment).
+TRACKER_WARNINGS = "ignore::UserWarning:joblib.externals.loky.backend.resource_tracker"
+
+
+def _quiet_resource_tracker() -> None:
+    """loky's resource tracker (its own process, started by the first parallel fit, on
+    this stderr) warns of semaphores already unlinked when the workers are stopped on
+    SIGTERM: not the user's business, and it broke "one line on stderr". Added once to
+    ``PYTHONWARNINGS``, whatever else it holds."""
+    held = os.environ.get("PYTHONWARNINGS", "")
+    if TRACKER_WARNINGS not in held.split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (held, TRACKER_WARNINGS)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``astrid`` console script; returns the exit code."""
     from astrid_airflow._errors import AstridError, one_line, os_error_message
 
     args = build_parser().parse_args(argv)
-    # loky's resource tracker (its own process, started by the first parallel fit, on
-    # this stderr) warns of semaphores already unlinked when the workers are stopped on
-    # SIGTERM: not the user's business either, and it broke "one line on stderr"
-    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (
-        os.environ.get("PYTHONWARNINGS"),
-        "ignore::UserWarning:joblib.externals.loky.backend.resource_tracker")))
+    _quiet_resource_tracker()
     previous = signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)

@@ -61,6 +61,9 @@ TRIPLE_BINS = 4
 TRIPLE_MAX_ROWS = 20_000
 TRIPLE_MAX_ATTRIBUTES = 60
 _IPF_ITERATIONS = 25
+#: A class adds to the triple test only with this many rows per cell of its table: the
+#: chi-squared law of G needs expected counts well above one.
+_MIN_ROWS_PER_CELL = 10
 
 
 def screen_applies(screen: bool | str, n_rows: int, n_attributes: int) -> bool:
@@ -213,8 +216,9 @@ def screen_triples(X: pd.DataFrame, codes: np.ndarray, blocks: list[list[int]]
 
     m, width = X.shape[1], TRIPLE_BINS + 1
     triples = _candidate_triples(m, blocks)
+    fewest = _MIN_ROWS_PER_CELL * TRIPLE_BINS ** 3
     classes = [rows for c in np.unique(codes)
-               if (rows := np.flatnonzero(codes == c)).size >= 10 * TRIPLE_BINS ** 3]
+               if (rows := np.flatnonzero(codes == c)).size >= fewest]
     if not len(triples) or not classes:  # nothing to test, or every class too sparse
         return {"tested": 0, "threshold": ALPHA, "found": []}
     binned = np.stack([_binned(X.iloc[:, j], TRIPLE_BINS) for j in range(m)], axis=1)

@@ -59,6 +59,7 @@ from ._sample import MIN_PER_CLASS, auto_sample_size, stratified_sample
 from ._screen import ALPHA as SCREEN_ALPHA
 from ._screen import MAX_ROWS as SCREEN_MAX_ROWS
 from ._screen import (
+    TRIPLE_BINS,
     TRIPLE_MAX_ATTRIBUTES,
     TRIPLE_MAX_ROWS,
     blocks_of,
@@ -226,8 +227,8 @@ class _SearchRun:
                                           self.streams.screen)]
         t0 = time.perf_counter()
         p = screen_pairs(prep.table[attrs].iloc[rows], prep.codes[rows])
-        triples = self.screened_triples(prep, rows, blocks_of(p))
-        blocks = blocks_of(p, [t[1:] for t in triples.pop("found_positions")])
+        triples, found = self.screened_triples(prep, rows, blocks_of(p))
+        blocks = blocks_of(p, [t[1:] for t in found])
         first = [b[0] for b in blocks if len(b) == 1]
         pairs = sorted(((float(p[i, j]), attrs[i], attrs[j]) for i, j in
                         zip(*np.nonzero(np.triu(p < SCREEN_ALPHA, 1)))))
@@ -242,29 +243,26 @@ class _SearchRun:
                  m - len(first), record["blocks"], _triples_line(triples))
         return first, [list(b) for b in blocks if len(b) > 1], record
 
-    def screened_triples(self, prep: Prepared, rows: np.ndarray,
-                         blocks: list[list[int]]) -> dict:
-        """The triple screen's record (``_screen.screen_triples``) on at most
-        ``TRIPLE_MAX_ROWS`` of the pair screen's rows; ``found_positions`` is popped by
-        the caller."""
+    def screened_triples(self, prep: Prepared, rows: np.ndarray, blocks: list[list[int]]
+                         ) -> tuple[dict, list[tuple[float, int, int, int]]]:
+        """The triple screen (``_screen.screen_triples``) on at most ``TRIPLE_MAX_ROWS``
+        of the pair screen's rows: its record, and the triples found by position."""
         attrs = self.attrs
         if not triples_apply(len(attrs)):
             return {"rule": f"not run: more than {TRIPLE_MAX_ATTRIBUTES} attributes (or "
-                            "fewer than 3)",
-                    "tested": 0, "found": [], "found_positions": []}
+                            "fewer than 3)", "tested": 0, "n_found": 0, "found": []}, []
         if rows.size > TRIPLE_MAX_ROWS:
             rows = rows[stratified_sample(prep.codes[rows], TRIPLE_MAX_ROWS,
                                           self.streams.screen)]
         t0 = time.perf_counter()
         out = screen_triples(prep.table[attrs].iloc[rows], prep.codes[rows], blocks)
         return {"rule": "G-test of the three-way interaction given the class (no-three-"
-                        "way log-linear model, 4 bins per attribute)",
+                        f"way log-linear model, {TRIPLE_BINS} bins per attribute)",
                 "rows": int(rows.size), "threshold": out["threshold"],
                 "tested": out["tested"], "n_found": len(out["found"]),
                 "found": [[attrs[i], attrs[j], attrs[k], q]
                           for q, i, j, k in out["found"][:200]],
-                "seconds": round(time.perf_counter() - t0, 3),
-                "found_positions": out["found"]}
+                "seconds": round(time.perf_counter() - t0, 3)}, out["found"]
 
     def factorised(self, fit_data: FitData) -> FitData:
         """hgb fitted factorised over the screen's blocks (BlockwiseClassifier)."""
@@ -388,7 +386,7 @@ class _SearchRun:
         if self.screen_record is not None:  # the blocks the planned fits were sized on
             triples = self.screen_record["triples"]
             record["screen_triples"] = {"tested": triples["tested"],
-                                        "found": triples.get("n_found", 0)}
+                                        "found": triples["n_found"]}
         log.info("astrid: %s fits in %s (estimated %s).", f"{result.n_fits:,}",
                  format_seconds(actual), format_seconds(est.seconds))
         if self.sample_record is not None:
@@ -442,7 +440,7 @@ def _advice(est: CostEstimate, budget: float, rows: int, exponent: float,
 
 def _triples_line(triples: dict) -> str:
     """The log's account of the triple screen."""
-    if "n_found" not in triples:
+    if "rows" not in triples:  # not run
         return "triples " + triples["rule"]
     return (f"{triples['tested']:,} triples tested, {triples['n_found']} with a three-way "
             f"interaction")

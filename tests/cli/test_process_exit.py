@@ -58,3 +58,28 @@ def test_python_m_runs_the_same_console(tmp_path):
                            "missing.csv", "--target", "class", "--store", "s"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_the_resource_trackers_warning_is_filtered_once_in_its_process(monkeypatch):
+    # the tracker is its own process and inherits PYTHONWARNINGS; its warning is a
+    # UserWarning raised in its module (what broke "one line on stderr" after SIGTERM)
+    import os
+    import subprocess
+    import sys
+
+    from astrid_airflow.cli import TRACKER_WARNINGS, _quiet_resource_tracker
+
+    monkeypatch.setenv("PYTHONWARNINGS", "ignore::DeprecationWarning")
+    _quiet_resource_tracker()
+    _quiet_resource_tracker()  # every main() call: added once, the user's own kept
+    held = os.environ["PYTHONWARNINGS"]
+    assert held == f"ignore::DeprecationWarning,{TRACKER_WARNINGS}"
+    code = ("import warnings; from joblib.externals.loky.backend import resource_tracker "
+            "as rt; exec(compile(\"warnings.warn('resource_tracker: /loky-x: gone')\", "
+            "rt.__file__, 'exec'), vars(rt))")
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONWARNINGS": held})
+    loud = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONWARNINGS": ""})
+    assert "gone" in loud.stderr  # the warning shows without the filter
+    assert quiet.stderr == ""
