@@ -45,6 +45,9 @@ class _Reference:
     progress: Any = None  # the gate's StageProgress: each metric computed is a step
     attacker_model: Any = None  # the roles the per-group checks count under
     copies: Any = None  # the original's rows repeating an earlier one (one person)
+    synthesised: Any = None  # columns -> whether that group publishes no real value
+    real: Any = None  # the batch's real values (before the recipe): the DCR test's
+    seed: int = 0  # the gate's random_state (the DCR test's halves)
     _utility_value: Mapping[str, Any] | None = field(default=None, repr=False)
     _attack_values: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -80,7 +83,8 @@ def bind_reference(original: pd.DataFrame, *, target: str,
                    utility: Callable[[], Mapping[str, Any]],
                    attacks: Callable[[list, int], Mapping[str, Any] | None] | None = None,
                    progress: Any = None, attacker_model: Any = None,
-                   copies: Any = None) -> Iterator[str]:
+                   copies: Any = None, synthesised: Any = None, real: Any = None,
+                   seed: int = 0) -> Iterator[str]:
     """Make ``original`` available to the gate's metrics; yield its handle.
 
     Parameters
@@ -104,6 +108,13 @@ def bind_reference(original: pd.DataFrame, *, target: str,
         The rows of the source that repeat an earlier row exactly, in the release's
         domain before local suppression: the per-group checks count people, so each is
         taken off its (tuple, class) class's count.
+    synthesised : callable, optional
+        ``synthesised(columns)``: whether a group's values are all drawn from the
+        recipe's model (``ReleaseRecipe.is_synthesised``); such a group publishes no
+        real tuple, so the per-group and one-column checks leave it out.
+    real : DataFrame, optional
+        The batch before the recipe: what the synthesised groups' tuples are compared
+        with (distance to the closest record), halved by ``seed``.
 
     Yields
     ------
@@ -116,7 +127,9 @@ def bind_reference(original: pd.DataFrame, *, target: str,
     with _REFERENCES_LOCK:
         _REFERENCES[handle] = _Reference(original=original, target=target, utility=utility,
                                          attacks=attacks, progress=progress,
-                                         attacker_model=attacker_model, copies=copies)
+                                         attacker_model=attacker_model, copies=copies,
+                                         synthesised=synthesised, real=real,
+                                         seed=seed)
     try:
         yield handle
     finally:
@@ -311,10 +324,16 @@ def _present_groups(grouping: Sequence[Sequence[str]], *tables: pd.DataFrame
     return [g for g in groups if g]
 
 
+def real_groups(grouping: Sequence[Sequence[str]], synthesised: Any
+                ) -> list[list[str]]:
+    """The groups that publish real values (all, without a ``synthesised`` test)."""
+    return [list(g) for g in grouping if synthesised is None or not synthesised(list(g))]
+
+
 def group_disclosure_values(surrogate: pd.DataFrame, target: str,
                             grouping: Sequence[Sequence[str]], k: int,
-                            attacker_model: Any = None, copies: Any = None
-                            ) -> list[dict] | None:
+                            attacker_model: Any = None, copies: Any = None,
+                            synthesised: Any = None) -> list[dict] | None:
     """The per-group disclosure of ``surrogate``'s *published* tuples, or None when it
     cannot be measured (no class column, no rows, none of the grouping's columns).
 
@@ -322,12 +341,16 @@ def group_disclosure_values(surrogate: pd.DataFrame, target: str,
     that group: it is not counted in ``share_below_k`` / ``class_disclosure_share`` but
     in ``suppressed_rows`` / ``suppressed_share`` beside them
     (:func:`~astrid_airflow.release._suppression.published_exposure`). ``copies``: the
-    original's rows that repeat an earlier one, so that the counts are of people."""
+    original's rows that repeat an earlier one, so that the counts are of people.
+    A ``synthesised`` group is not counted (``[]``: every group is synthesised)."""
     from astrid_airflow.release import published_exposure
 
     groups = _present_groups(grouping, surrogate)
     if target not in surrogate.columns or len(surrogate) == 0 or not groups:
         return None
+    groups = real_groups(groups, synthesised)
+    if not groups:
+        return []
     if copies is not None and not all(c in copies.columns for g in groups for c in g):
         copies = None  # a column missing from the original: an integrity failure
     return published_exposure(surrogate, groups, target, int(k), attacker_model, copies)
@@ -351,12 +374,18 @@ _UNMEASURED = ("cannot be measured: the surrogate or the original lacks the clas
                "rows or the grouping's columns (see the integrity checks); failed to be safe")
 
 
+_ALL_SYNTHESISED = ("every group's values are drawn from the recipe's class-conditional "
+                    "model: no real tuple is published")
+
+
 def judge_group_disclosure(groups: list[dict] | None, measure: str, threshold: float
                            ) -> tuple[bool, float | None, dict]:
     """(success, observed, details) of a per-group check: the worst group's ``measure``
     (``share_below_k`` or ``class_disclosure_share``) must be at most ``threshold``."""
     if groups is None:
         return False, None, {"note": _UNMEASURED}
+    if not groups:
+        return True, 0.0, {"note": _ALL_SYNTHESISED}
     worst = max(groups, key=lambda g: g[measure])  # first such in the grouping's order
     failing = [g for g in groups if g[measure] > threshold + EPS]
     details = {"group": worst["columns"], "k": worst["k"], "k_min": worst["k_min"],
@@ -428,15 +457,20 @@ def judge_attack(values: Mapping[str, Any] | None, attack: str, threshold: float
 
 
 def class_from_column_values(surrogate: pd.DataFrame, target: str,
-                             grouping: Sequence[Sequence[str]]) -> list[dict] | None:
+                             grouping: Sequence[Sequence[str]], synthesised: Any = None
+                             ) -> list[dict] | None:
     """``AttackRisk.to_dict()`` of the exact class-from-one-column risk of every column
     of the grouping present in ``surrogate``, or None when it cannot be measured (no
-    class column, no rows, none of the grouping's columns)."""
+    class column, no rows, none of the grouping's columns). A ``synthesised`` group's
+    columns are left out (their values are no one's; ``[]``: every group is)."""
     from astrid_airflow.privacy import class_from_column_risks
 
-    columns = [c for g in _present_groups(grouping, surrogate) for c in g]
-    if target not in surrogate.columns or len(surrogate) == 0 or not columns:
+    present = _present_groups(grouping, surrogate)
+    if target not in surrogate.columns or len(surrogate) == 0 or not present:
         return None
+    columns = [c for g in real_groups(present, synthesised) for c in g]
+    if not columns:
+        return []
     return [r.to_dict() for r in class_from_column_risks(surrogate, target=target,
                                                          columns=columns)]
 
@@ -448,6 +482,8 @@ def judge_class_from_column(risks: list[dict] | None, threshold: float
     the details name its column and every failing one."""
     if risks is None:
         return False, None, {"note": _UNMEASURED}
+    if not risks:
+        return True, 0.0, {"note": _ALL_SYNTHESISED}
     worst = max(risks, key=lambda r: (r["ci"][1], r["risk"]))
     failing = [r for r in risks if r["ci"][1] > threshold + EPS]
     details = {"column": worst["aux_columns"][0], "risk": worst["risk"], "ci": worst["ci"],
@@ -455,6 +491,20 @@ def judge_class_from_column(risks: list[dict] | None, threshold: float
                "failing_columns": [r["aux_columns"][0] for r in failing][:MAX_DETAILS],
                "n_failing_columns": len(failing), "risks": risks[:MAX_DETAILS]}
     return not failing, float(worst["ci"][1]), details
+
+
+def judge_closeness(groups: list[dict] | None) -> tuple[bool, float | None, dict]:
+    """(success, observed, details) of the synthesised groups' DCR test: the largest
+    excess of the synthetic share over the real one, each within its allowance."""
+    if groups is None or any(not g["measured"] for g in groups):
+        return False, None, {"note": _UNMEASURED, "groups": groups}
+    if not groups:
+        return True, 0.0, {"note": "no group is synthesised"}
+    worst = max(groups, key=lambda g: g["excess"] - g["allowed_excess"])
+    failing = [g["columns"] for g in groups if g["excess"] > g["allowed_excess"] + EPS]
+    return not failing, float(worst["excess"]), {
+        "group": worst["columns"], "allowed_excess": worst["allowed_excess"],
+        "failing_groups": failing[:MAX_DETAILS], "groups": groups[:MAX_DETAILS]}
 
 
 def share_value(value: Any) -> float:

@@ -169,9 +169,12 @@ def validate_surrogate(
 
         gx_result = _run_suite(suite, judged_original, surrogate_df, artefact.target,
                                effective, utility, verbose=verbose, copies=copies,
-                               attacks=_attack_function(judged_original, artefact.target,
-                                                        seed, model), progress=tracker,
-                               attacker_model=model)
+                               attacks=_attack_function(
+                                   judged_original, artefact.target, seed, model,
+                                   _synthesised_real(original_df, recipe)),
+                               progress=tracker,
+                               attacker_model=model, synthesised=None if recipe is None
+                               else recipe[0].is_synthesised, real=original_df, seed=seed)
         outcomes = _outcomes(gx_result)
         result = GateResult(
             success=all(o.success for o in outcomes), expectations=tuple(outcomes),
@@ -264,6 +267,13 @@ def _release_domain(original_df: pd.DataFrame, surrogate_df: pd.DataFrame, surro
     return judged_original, surrogate_df, None if found is None else \
         (recipe.mixed(found.recipe_rungs, artefact.grouping.groups), found.recipe_rungs), \
         copies
+
+
+def _synthesised_real(original_df: pd.DataFrame, recipe: Any) -> pd.DataFrame | None:
+    """The batch's own values of the columns the recipe applied synthesises (None:
+    none, or the raw release)."""
+    drawn = sorted(recipe[0].synthesised_columns) if recipe is not None else []
+    return original_df[drawn].reset_index(drop=True) if drawn else None
 
 
 def _artefact_summary(artefact: Any, location: Any, recipe: Any, model: Any
@@ -437,17 +447,25 @@ def _is_number(value: object) -> bool:
         and math.isfinite(float(value))
 
 
-def _attack_function(original: pd.DataFrame, target: str, seed: int, model: Any = None):
+def _attack_function(original: pd.DataFrame, target: str, seed: int, model: Any = None,
+                     real: pd.DataFrame | None = None):
     """The attack-based risks of a shadow release of ``original`` under the attacker
     ``model`` (computed when a check asks, once per grouping and attack count), or None
-    when they cannot be measured."""
+    when they cannot be measured. ``real``: the people's own values of the synthesised
+    columns, which the attacks target (the shadow publishes ``original``'s draws)."""
     def compute(grouping: list, n_attacks: int) -> dict[str, Any] | None:
         from astrid_airflow.privacy import shadow_attacks
 
+        targets = original
+        if real is not None:
+            targets = original.copy(deep=False)
+            for c in real.columns:
+                targets[c] = real[c].array
         try:
-            return shadow_attacks(original, target=target, grouping=grouping,
+            return shadow_attacks(targets, target=target, grouping=grouping,
                                   n_attacks=n_attacks, random_state=seed,
-                                  attacker_model=model)
+                                  attacker_model=model,
+                                  published=None if real is None else original)
         except AstridError:  # e.g. the original lacks a column: an integrity failure
             return None
 
@@ -457,7 +475,8 @@ def _attack_function(original: pd.DataFrame, target: str, seed: int, model: Any 
 def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.DataFrame,
                target: str, policy: GatePolicy, utility, *, verbose: bool,
                attacks=None, progress: Any = None, attacker_model: Any = None,
-               copies: Any = None) -> Any:
+               copies: Any = None, synthesised: Any = None, real: Any = None,
+               seed: int = 0) -> Any:
     from ._checks import bind_reference
 
     with contextlib.nullcontext() if progress is None else \
@@ -465,7 +484,8 @@ def _run_suite(suite: Mapping[str, Any], original: pd.DataFrame, surrogate: pd.D
         definition = _gx_definition(suite, verbose)
     with bind_reference(original, target=target, utility=utility, attacks=attacks,
                         progress=progress, attacker_model=attacker_model,
-                        copies=copies) as handle:
+                        copies=copies, synthesised=synthesised, real=real,
+                        seed=seed) as handle:
         result = definition.run(
             batch_parameters={"dataframe": surrogate},
             expectation_parameters={**policy.parameters(), REFERENCE_PARAMETER: handle},

@@ -27,6 +27,7 @@ from astrid_airflow.gate.expectations import (
     expect_surrogate_row_count_to_match_original,
     expect_surrogate_schema_to_match_original,
     expect_surrogate_singling_out_risk_to_be_at_most,
+    expect_surrogate_synthetic_tuples_to_be_no_closer_than_real,
 )
 from astrid_airflow.gate.metrics import (
     attack_risks,
@@ -40,6 +41,7 @@ from astrid_airflow.gate.metrics import (
     reference_row_count,
     schema_differences,
     surrogate_utility,
+    synthetic_closeness,
 )
 
 METRICS = (
@@ -54,7 +56,10 @@ METRICS = (
     reference_row_count,
     class_changes,
     multiset_differences,
+    synthetic_closeness,
 )
+#: The checks only a release that synthesises groups has (absent from other suites).
+SYNTHESIS_CHECKS = ("expect_surrogate_synthetic_tuples_to_be_no_closer_than_real",)
 EXPECTATIONS_IN_ORDER = (
     expect_surrogate_intact_row_proportion_to_be_at_most,
     expect_surrogate_largest_group_unique_share_to_be_at_most,
@@ -65,6 +70,7 @@ EXPECTATIONS_IN_ORDER = (
     expect_surrogate_linkability_risk_to_be_at_most,
     expect_surrogate_inference_risk_to_be_at_most,
     expect_surrogate_class_from_one_column_risk_to_be_at_most,
+    expect_surrogate_synthetic_tuples_to_be_no_closer_than_real,
     expect_surrogate_accuracy_drop_to_be_at_most,
     expect_surrogate_schema_to_match_original,
     expect_surrogate_row_count_to_match_original,

@@ -76,6 +76,8 @@ _UNRECORDED = ("remedied", "recipe", "refit", "_planned_splits", "_splits",
                "_splits_scored")
 #: The label suffix of a candidate whose unsafe multi-column groups are partitioned.
 _PARTITION = "unsafe group(s) partitioned"
+#: The label suffix of a candidate whose coarsened or unsafe groups are synthesised.
+_SYNTHESISED = "coarsened group(s) synthesised"
 
 
 def _retry_order(c: Mapping[str, Any]) -> tuple[float, float]:
@@ -233,6 +235,8 @@ class _Choice:
     skipped: list = dataclasses.field(default_factory=list)  # groupings not measured
     # the reference's rows repeating an earlier one: one person, as the shuffle counts
     repeated: Any = None
+    synthesis_seed: Any = None  # the synthesised groups' models and draws
+    synthesis_budget: Any = None  # (epsilon, delta) of the synthesised groups, or None
 
     @classmethod
     def start(cls, table: pd.DataFrame, d: dict[str, Any], policy: Any,
@@ -249,7 +253,8 @@ class _Choice:
         # an int seed is used as given; anything else is drawn once and recorded
         seed = random_state if isinstance(random_state, int) else int(
             check_seed_sequence(random_state).generate_state(1)[0] >> 1)
-        s_sub, s_util, s_attack = check_seed_sequence(seed).spawn(3)
+        # a fourth stream for the synthesis: spawn keeps the first three as they were
+        s_sub, s_util, s_attack, s_synth = check_seed_sequence(seed).spawn(4)
         rows = None
         if len(table) > CHOICE_MAX_ROWS:
             codes = pandas_class_codes(table[target], target)
@@ -264,8 +269,22 @@ class _Choice:
                    classifier=classifier, seed=seed,
                    util_seed=int(s_util.generate_state(1)[0] >> 1),
                    attack_seed=int(s_attack.generate_state(1)[0] >> 1),
-                   work_rows=rows, repeated=repeated_rows(table),
+                   work_rows=rows, repeated=repeated_rows(table), synthesis_seed=s_synth,
                    repeats=policy.utility_repeats_for(measured), steps=steps)
+
+    def attacked(self, c: dict[str, Any], grouping: Grouping
+                 ) -> tuple[dict[str, Any], list[str]]:
+        """The gate's attacks on ``c``'s release domain; where its recipe synthesises
+        columns, aimed at the measured rows' own values of them."""
+        recipe = c["recipe"]
+        drawn = sorted(recipe.synthesised_columns) if recipe is not None else []
+        real = {}
+        if drawn:
+            rows = self.table[drawn]
+            real["real"] = rows if self.work_rows is None else \
+                rows.iloc[self.work_rows].reset_index(drop=True)
+        return attack_checks(c["remedied"], grouping, self.target, self.policy,
+                             self.attack_seed, **real)
 
     def fit(self, rows: pd.DataFrame, grouping: Grouping, method: str,
             max_bins: int | None, key: Any = None, batch_factor: int = BATCH_FACTOR
@@ -288,6 +307,8 @@ class _Choice:
                           max_class_from_one_column_risk, max_bins=max_bins,
                           batch_factor=batch_factor,
                           attacker_model=self.policy.attacker_model,
+                          random_state=self.synthesis_seed,
+                          synthesis_budget=self.synthesis_budget,
                           _fits=self.group_fits if rows is self.table else
                           self.split_fits.setdefault(key or _rows_key(rows), {}))
 
@@ -307,7 +328,8 @@ class _Choice:
         # which a sample of a large table divides; attacked on the measured rows
         remedied, suppression = release_domain(self.table, recipe, target, grouping,
                                                repeated=self.repeated)
-        risks, failed = cheap_checks(remedied, grouping, target, policy, suppression)
+        risks, failed = cheap_checks(remedied, grouping, target, policy, suppression,
+                                     recipe)
         if self.work_rows is not None:
             remedied = remedied.iloc[self.work_rows].reset_index(drop=True)
         # a new batch has its own counts: the recipe must keep the suppression of
@@ -416,7 +438,8 @@ class _Choice:
             label, grouping = queue[i]
             i += 1
             method = "mdav" if label.endswith("MDAV") else "partition" \
-                if label.endswith(_PARTITION) else "bins"
+                if label.endswith(_PARTITION) else "synthesise" \
+                if label.endswith(_SYNTHESISED) else "bins"
             if (grouping, method) in done:
                 continue
             done.add((grouping, method))
@@ -427,6 +450,11 @@ class _Choice:
                 c = self.evaluate(label, grouping, method)
             failing = [tuple(g["columns"]) for g in c["remedies"] if not g["passed"]
                        and len(g["columns"]) > 1]
+            coarsened = [g for g in c["remedies"] if len(g["columns"]) > 1
+                         and (not g["passed"] or g["remedy"] != "unchanged")]
+            if coarsened and method == "bins":
+                # the groups the bins fail or coarsen, drawn from their class's model
+                queue.append((then(label, _SYNTHESISED), grouping))
             if failing and method == "bins":
                 # the unsafe groups generalised together first, then split (the
                 # interactions ASTRID found survive only the former)
@@ -467,8 +495,7 @@ class _Choice:
         if not self.keeps_new_batches(c):
             return False
         with self.steps.step(f"attacking {c['label']}"):
-            risks, failed = attack_checks(c["remedied"], Grouping(c["grouping"]),
-                                           self.target, self.policy, self.attack_seed)
+            risks, failed = self.attacked(c, Grouping(c["grouping"]))
         c["risks"].update(risks)
         c["failed"] = failed
         return not failed
@@ -562,8 +589,7 @@ class _Choice:
                     continue
                 if set(c["failed"]) <= _PER_BATCH:
                     with self.steps.step(f"attacking {label}"):
-                        risks, failed = attack_checks(c["remedied"], grouping, self.target,
-                                                      self.policy, self.attack_seed)
+                        risks, failed = self.attacked(c, grouping)
                     c["risks"].update(risks)
                     c["failed"] = [*c["failed"], *failed]
             except BudgetError:

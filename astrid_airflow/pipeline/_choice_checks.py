@@ -24,8 +24,29 @@ from astrid_airflow.engine import Grouping
 CHOICE_MAX_ROWS = 20_000
 
 
+def with_values(table: pd.DataFrame, values: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with ``values``' columns, row by row (by position)."""
+    out = table.copy(deep=False)
+    for c in values.columns:
+        out[c] = values[c].array
+    return out
+
+
+def real_groups(groups: Any, recipe: Any) -> list:
+    """The groups that publish real tuples: all but those the recipe synthesises."""
+    return [g for g in groups if recipe is None or not recipe.is_synthesised(g)]
+
+
+_NO_GROUP = {"columns": [], "share_below_k": 0.0, "class_disclosure_share": 0.0,
+             "k_min": None}
+
+
 def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
-                  suppression: Any = None) -> tuple[dict[str, Any], list[str]]:
+                  suppression: Any = None, recipe: Any = None
+                  ) -> tuple[dict[str, Any], list[str]]:
+    """The checks before the attacks on a candidate's release domain; a group the
+    ``recipe`` synthesises publishes no real tuple and is left out of the per-group
+    and one-column checks (the intact rows count it as published)."""
     from astrid_airflow.privacy import class_from_column_risks
     from astrid_airflow.release import (
         expected_intact_row_proportion,
@@ -36,8 +57,9 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
     # ``remedied`` is locally suppressed (as the shuffle publishes it): the per-group
     # checks count the published tuples, beside the share the suppression removed
     model = policy.attacker_model
-    groups = published_exposure(remedied, grouping.groups, target, policy.disclosure_k,
-                                model)
+    real = real_groups(grouping.groups, recipe)
+    groups = published_exposure(remedied, real, target, policy.disclosure_k,
+                                model) if real else [_NO_GROUP]
     worst_below = max(groups, key=lambda d: d["share_below_k"])
     worst_disc = max(groups, key=lambda d: d["class_disclosure_share"])
     # the budget bounds what local suppression removed (not the recipe's merges)
@@ -46,7 +68,7 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
     below = worst_below["share_below_k"]
     disc = worst_disc["class_disclosure_share"]
     # what an attacker may know of each group: its quasi-identifier projection
-    key_groups = model.key_groups(grouping.groups)
+    key_groups = model.key_groups(real) if real else []
     unique = largest_group_unique_share(remedied, key_groups) if key_groups else 0.0
     expected = expected_intact_row_proportion(remedied, grouping, target)
     # the shuffle breaks intact rows over max_intact by within-class swaps (._intact):
@@ -83,7 +105,7 @@ def cheap_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy
         failed.append("largest_group_unique_share")
     if intact > policy.max_intact:
         failed.append("intact_rows")
-    if column.ci[1] > policy.max_class_from_one_column_risk:
+    if column is not None and column.ci[1] > policy.max_class_from_one_column_risk:
         failed.append("class_from_one_column")
     return risks, failed
 
@@ -215,15 +237,16 @@ def batch_suppression(table: pd.DataFrame, recipe: Any, refit: Callable[..., Any
             allowed_over(planned))
     elif not refits:
         shares = resampled_suppressed_shares(
-            release_domain(table, recipe, target)[0], grouping.groups, target, recipe.k,
+            release_domain(table, recipe, target)[0], real_groups(grouping.groups, recipe),
+            target, recipe.k,
             batch_multiplicities(table, target, per), recipe.attacker_model)
     else:
         shares, rates = [], []
         for r, m in enumerate(batch_multiplicities(table, target, refits, stream=1)):
-            applied = release_domain(table, refit(_rows_of(table, m), ("batch refit", r)),
-                                     target)[0]
+            refitted_recipe = refit(_rows_of(table, m), ("batch refit", r))
+            applied = release_domain(table, refitted_recipe, target)[0]
             judged = resampled_suppressed_shares(
-                applied, grouping.groups, target, recipe.k,
+                applied, real_groups(grouping.groups, refitted_recipe), target, recipe.k,
                 batch_multiplicities(table, target, per, stream=2 + r),
                 recipe.attacker_model)
             shares += judged
@@ -276,18 +299,22 @@ def _intact_after_swaps(remedied: pd.DataFrame, grouping: Grouping, target: str,
 
 
 def attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, policy: Any,
-                   seed: int) -> tuple[dict[str, Any], list[str]]:
+                   seed: int, real: pd.DataFrame | None = None
+                   ) -> tuple[dict[str, Any], list[str]]:
     """The gate's attacks (on its shadow releases, :func:`~astrid_airflow.privacy.
     shadow_attacks`): a candidate fails an attack when the upper bound the gate may find
     with its own seed exceeds the policy's limit. That bound is this draw's upper bound
     plus a one-sided 95 % margin for the difference of two draws' pooled risks
     (``1.645 * sd * sqrt(2 / releases)``, ``sd`` the spread of the releases' risks): a
-    candidate just under a limit would otherwise fail the gate about half the time."""
+    candidate just under a limit would otherwise fail the gate about half the time.
+    ``real``: the people's own values of the synthesised groups' columns (row by row
+    with ``remedied``), which the attacks target."""
     from astrid_airflow.privacy import shadow_attacks
 
-    found = shadow_attacks(remedied, target=target, grouping=grouping,
-                           n_attacks=policy.attack_n, random_state=seed,
-                           attacker_model=policy.attacker_model)
+    found = shadow_attacks(remedied if real is None else with_values(remedied, real),
+                           target=target, grouping=grouping, n_attacks=policy.attack_n,
+                           random_state=seed, attacker_model=policy.attacker_model,
+                           published=None if real is None else remedied)
     limits = {"singling_out": policy.max_singling_out_risk,
               "linkability": policy.max_linkability_risk,
               "inference": policy.max_inference_risk}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -260,6 +261,59 @@ def _fit_group(table: pd.DataFrame, cols: Sequence[str], labels: Any, k: int,
                      column_risk[0])
 
 
+#: The remedy methods of :func:`fit_recipe`.
+FIT_METHODS = ("bins", "mdav", "partition", "synthesise")
+#: A placeholder step: the group's model is fitted once every group is known.
+_SYNTHESISE = "synthesise"
+
+
+def _synthesised(table: pd.DataFrame, labels: Any, steps: list, k: int,
+                 random_state: Any, budget: Any, report: list[dict]) -> list:
+    """``steps`` with each placeholder replaced by its group's fitted model, the
+    budget split evenly over those groups (the report names each group's model)."""
+    from astrid_airflow._validation import check_seed_sequence
+    from astrid_airflow.release import Budget, check_budget, fit_synthesis
+
+    todo = [cols for s in steps if isinstance(s, tuple) and s[0] == _SYNTHESISE
+            for cols in [s[1]]]
+    if not todo:
+        return steps
+    rho = None
+    if budget is not None:
+        eps, delta = check_budget(*budget, len(table)) if isinstance(
+            budget, (tuple, list)) and len(budget) == 2 else (None, None)
+        if eps is None:
+            raise RecipeError(f"Invalid synthesis_budget: {budget!r}. Must be (epsilon, "
+                              "delta).")
+        accountant = Budget(eps, delta, len(todo))
+        rho = accountant.rho_per_group
+    root = check_seed_sequence(random_state)
+    out, done = [], {}
+    for s in steps:
+        if not (isinstance(s, tuple) and s[0] == _SYNTHESISE):
+            out.append(s)
+            continue
+        cols = list(s[1])
+        # one stream per group, by its columns: the same group gets the same draws in
+        # every candidate of the choice
+        seq = np.random.SeedSequence(root.entropy, spawn_key=(
+            *root.spawn_key, zlib.crc32("\x1f".join(cols).encode())))
+        step = fit_synthesis(table[cols], labels, cols,
+                             [published_type(table[c]) for c in cols], min_count=k,
+                             random_state=seq, rho=rho)
+        if budget is not None:
+            step["dp"]["accounting"] = accountant.accounting()
+        done[tuple(cols)] = step
+        out.append(step)
+    for r in report:
+        step = next((st for cols, st in done.items() if set(cols) <= set(r["columns"])),
+                    None)
+        if step is not None:
+            r["remedy"] = f"synthesised ({step['model']}" + (
+                f", epsilon {budget[0]:g} over {len(todo)} group(s))" if budget else ")")
+    return out
+
+
 #: The fit asks this many times k rows of every published (tuple, class) cell of the
 #: reference, so that a batch of the same size rarely falls below k (docs/privacy.md).
 BATCH_FACTOR = 3
@@ -300,7 +354,8 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                margin: float = 0.5, method: str = "bins",
                max_class_from_one_column_risk: float | None = None,
                max_bins: int | None = None, batch_factor: int = BATCH_FACTOR,
-               attacker_model: Any = None,
+               attacker_model: Any = None, random_state: Any = None,
+               synthesis_budget: Any = None,
                _fits: dict | None = None) -> tuple[ReleaseRecipe, list[dict]]:
     # _fits: the release choice's memo of group fits on this same table (a group's
     # remedy depends on its own columns only; candidates share most of their groups)
@@ -334,9 +389,8 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     from astrid_airflow.release import resolve_grouping
 
     grouping, target, _ = resolve_grouping(grouping, target)
-    if method not in ("bins", "mdav", "partition"):
-        raise RecipeError(f"Invalid remedy method {method!r}; known: ['bins', 'mdav', "
-                          "'partition'].")
+    if method not in FIT_METHODS:
+        raise RecipeError(f"Invalid remedy method {method!r}; known: {list(FIT_METHODS)}.")
     if target not in table.columns:
         raise RecipeError(f"The table has no class column {target!r}.")
     labels = table[target].to_numpy()
@@ -375,15 +429,20 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                       "published_type": published_type(table[c])} for c in cols if c in ids)
         # one column's fit is the same by every method (mdav and partition remedy
         # multi-column groups only): MDAV and partitioned candidates share it
-        key = (tuple(rest), k_fit, k, below, disclosure,
-               method if len(rest) > 1 else "bins", column_risk, max_bins)
+        # a synthesised group is one the bins' fit fails: the same fit first
+        fitted = "bins" if method == "synthesise" or len(rest) < 2 else method
+        key = (tuple(rest), k_fit, k, below, disclosure, fitted, column_risk, max_bins)
         fit = _fits.get(key) if _fits is not None else None
         if fit is None:
-            fit = _fit_group(table, rest, labels, k_fit, below, disclosure, method,
+            fit = _fit_group(table, rest, labels, k_fit, below, disclosure, fitted,
                              column_risk, max_bins, value_k=k) if rest else \
                 _GroupFit((), True, 0.0, 0.0, "")
             if _fits is not None:
                 _fits[key] = fit
+        # synthesised: a group the bins cannot make safe, or must coarsen with others
+        if method == "synthesise" and (not fit.passed or (fit.detail != "unchanged" and (
+                len(rest) > 1 or published_type(table[rest[0]]) in ("integer", "float")))):
+            fit = _GroupFit(((_SYNTHESISE, tuple(rest)),), True, 0.0, 0.0, "synthesised")
         if any(c in ids for c in cols):
             fit = dataclasses.replace(fit, detail="; ".join(filter(None, [
                 f"identifier(s) {[c for c in cols if c in ids]} fully suppressed",
@@ -394,6 +453,7 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                        "class_disclosure_share": fit.class_disclosure_share,
                        "class_from_one_column_risk": fit.class_from_one_column_risk,
                        "remedy": fit.detail})
+    steps = _synthesised(table, labels, steps, k, random_state, synthesis_budget, report)
     notes = ["bins: values published as the bin's representative (lower median of the "
              "reference values in the bin, so integers stay integers); values outside the "
              "reference range go to the first/last bin (top/bottom coding)",
@@ -411,6 +471,11 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
     if any(s["method"] == "mdav" for s in steps):
         notes.append("mdav: applied within each batch (classes separately) with the "
                      "recorded k; a new batch is aggregated among its own rows")
+    if any(s["method"] == "synthesise" for s in steps):
+        notes.append("synthesise: a group's values drawn from its class-conditional model "
+                     "of the reference, by each row's class and rank within its class; "
+                     "the model is never refitted on a batch (no batch's own values "
+                     "enter it, and a privacy budget is spent once)")
     if model.declared:
         notes.append(model.describe())
     return ReleaseRecipe(k=k, steps=tuple(steps), target=target, notes=tuple(notes),

@@ -12,6 +12,7 @@ from astrid_airflow._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._attacks import AttackRisk
     from ._class_from_column import class_from_column_risks
+    from ._closeness import ClosenessEvaluator
     from ._control import check_control, control_overlap
     from ._disclosure import cross_group_linkage, disclosure_risk, group_disclosure
     from ._disclosure_measure import PAIR_SAMPLE_ROWS

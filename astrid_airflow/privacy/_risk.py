@@ -135,8 +135,11 @@ def _half_split(labels: pd.Series, rng: np.random.Generator) -> tuple[np.ndarray
 
 
 def _shadow(original: pd.DataFrame, target: str, grouping: Grouping, max_rows: int,
-            seed: np.random.SeedSequence) -> tuple[pd.DataFrame, pd.DataFrame,
-                                                   pd.DataFrame, dict[str, int]]:
+            seed: np.random.SeedSequence, published: pd.DataFrame | None = None
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, int]]:
+    """A shadow release of a class-stratified half of ``original`` and the other half
+    as control; the release is of ``published``'s values of those rows when given (a
+    synthesised group's draws, where ``original`` holds the people's own)."""
     from astrid_airflow.release import ProtectsNothingWarning, make_surrogate
 
     s_sample, s_split, s_perm = seed.spawn(3)
@@ -145,8 +148,10 @@ def _shadow(original: pd.DataFrame, target: str, grouping: Grouping, max_rows: i
         keep = np.sort(np.random.default_rng(s_sample).choice(n_batch, 2 * max_rows,
                                                               replace=False))
         table = original.iloc[keep].reset_index(drop=True)
+        shown = None if published is None else published.iloc[keep].reset_index(drop=True)
     else:
         table = original.reset_index(drop=True)
+        shown = None if published is None else published.reset_index(drop=True)
     part, rest = _half_split(table[target], np.random.default_rng(s_split))
     if part.size == 0 or rest.size == 0:
         raise DataError("A shadow release needs at least two rows (one released, one "
@@ -156,7 +161,9 @@ def _shadow(original: pd.DataFrame, target: str, grouping: Grouping, max_rows: i
     with warnings.catch_warnings():
         # One group: the shadow is the part itself, which the attacks then measure.
         warnings.simplefilter("ignore", ProtectsNothingWarning)
-        released = make_surrogate(train, grouping, target=target, random_state=s_perm)
+        released = make_surrogate(train if shown is None else
+                                  shown.iloc[part].reset_index(drop=True), grouping,
+                                  target=target, random_state=s_perm)
     info = {"batch_rows": n_batch, "sampled_rows": len(table),
             "released_rows": len(train), "control_rows": len(control)}
     return train, released, control, info
@@ -293,7 +300,7 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
                  control: pd.DataFrame | None, target: str, grouping: Grouping,
                  n_attacks: int, seed: int, shadow_max_rows: int,
                  shadow_releases: int = SHADOW_RELEASES, n_jobs: int | None = None,
-                 model: Any = None
+                 model: Any = None, published: pd.DataFrame | None = None
                  ) -> tuple[dict[str, tuple[AttackRisk, ...]], str, dict | None]:
     """Every attack of the report, on ``control``, or, when it is None, on
     ``shadow_releases`` shadow releases (each attack pooled over them, :func:`_pooled`;
@@ -315,7 +322,7 @@ def _run_attacks(original: pd.DataFrame, released: pd.DataFrame | None,
     def shadow_round(s: np.random.SeedSequence, plan: Any):
         s_shadow, s_attacks = s.spawn(2)
         train, attacked, ctl, info = _shadow(original, target, grouping, shadow_max_rows,
-                                             s_shadow)
+                                             s_shadow, published)
         return (*one(train, attacked, ctl, s_attacks, plan), info)
 
     if control is None:
@@ -417,13 +424,16 @@ def shadow_attacks(original: pd.DataFrame, *, target: str,
                    grouping: Grouping | Sequence[Sequence[str]] | str,
                    n_attacks: int = 200, random_state: int | None = None,
                    shadow_max_rows: int = SHADOW_MAX_ROWS,
-                   attacker_model: Any = None) -> dict[str, Any]:
+                   attacker_model: Any = None, published: pd.DataFrame | None = None
+                   ) -> dict[str, Any]:
     """The attacks of :func:`measure_risk` on a shadow release of ``original`` (JSON-ready).
 
     What the gate measures: the release is the whole batch, so a GoldenEye surrogate of
     a random class-stratified half (the artefact's ``grouping``) is attacked with the
     other half as control (Giomi et al. 2023; see :func:`measure_risk`, also for
-    ``attacker_model``).
+    ``attacker_model``). ``published``: the values the release publishes of each row of
+    ``original`` where they are not its own (synthesised groups): the shadow releases
+    those, and the attacks target the people's own values in ``original``.
 
     Returns
     -------
@@ -436,9 +446,11 @@ def shadow_attacks(original: pd.DataFrame, *, target: str,
     grouping, target, _ = resolve_grouping(grouping, target)
     n_attacks = check_attack_count(n_attacks)
     seed = _seed(random_state)
-    _check_tables(grouping, target, original=original)
+    _check_tables(grouping, target, original=original, published=published)
+    if published is not None and len(published) != len(original):
+        raise DataError("The published values must have one row per original row.")
     out, mode, info = _run_attacks(original, None, None, target, grouping, n_attacks, seed,
                                    check_positive_int(shadow_max_rows, "shadow_max_rows"),
-                                   model=attacker_model)
+                                   model=attacker_model, published=published)
     return {"control": mode, "shadow": info, "random_state": seed, "n_attacks": n_attacks,
             **{k: [r.to_dict() for r in v] for k, v in out.items()}}

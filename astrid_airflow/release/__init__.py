@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         release_attacker_model,
         singling_out_columns,
     )
+    from ._dp_accounting import Budget, check_budget, epsilon_of, gaussian_sigma, rho_of
     from ._hashing import row_hashes, splitmix
     from ._history import (
         SOURCE_ROWS_SUFFIX,
@@ -108,6 +109,7 @@ if TYPE_CHECKING:
         warn_if_one_group,
     )
     from ._surrogate_metrics import SurrogateMetrics, surrogate_metrics
+    from ._synthesis import fit_synthesis, synthesised_values
     from ._table_schema import (
         SchemaCheck,
         column_kind,

@@ -28,6 +28,9 @@ k-anonymous and class-diverse while keeping as much of the values as they can:
   tree of cuts fitted on the reference table, every cell with at least two classes and
   at least ``k`` rows of each; a row is published as its cell's representative tuple
   (row by row, on any batch: :mod:`._partition`).
+* ``synthesise``: a multi-column group's values drawn from a class-conditional model
+  fitted on the reference (:mod:`._synthesis`): no real tuple of the group is
+  published, so the group is judged by its distance to real tuples, not by k.
 
 A :class:`ReleaseRecipe` records, per column, what was done with its parameters: bin
 edges and representatives, not "quantiles of whatever data", so it re-applies exactly to
@@ -52,10 +55,14 @@ from astrid_airflow.engine import Grouping
 
 from ._attacker_model import check_attacker_model
 from ._partition import PARTITION_KEYS, check_partition_step
+from ._synthesis import STEP_KEYS as SYNTHESIS_KEYS
+from ._synthesis import check_synthesis_step
 
 RECIPE_VERSION = 1
-_METHODS = ("bins", "round", "suppress", "mdav", "partition")
+_METHODS = ("bins", "round", "suppress", "mdav", "partition", "synthesise")
 _TYPES = ("integer", "float", "string", "category", "boolean")
+#: The steps on several columns of one group (named by ``columns``).
+_GROUP_METHODS = ("mdav", "partition", "synthesise")
 #: Bin counts tried per group, most detailed first (the first that passes is kept).
 BIN_LADDER = (64, 32, 20, 12, 8, 6, 5, 4, 3, 2)
 
@@ -82,13 +89,13 @@ def _check_step(i: int, s: Any, target: str | None) -> dict[str, Any]:
                "round": {"method", "column", "step", "low", "high", "published_type"},
                "suppress": {"method", "column", "keep", "published_type"},
                "mdav": {"method", "columns", "k", "published_types"},
-               "partition": set(PARTITION_KEYS)}[method]
+               "partition": set(PARTITION_KEYS), "synthesise": set(SYNTHESIS_KEYS)}[method]
     unknown = sorted(set(s) - allowed)
     missing = sorted(allowed - set(s))
     if unknown or missing:
         raise RecipeError(f"Invalid {where} ({method}): unknown key(s) {unknown}, missing "
                           f"key(s) {missing}.")
-    cols = s["columns"] if method in ("mdav", "partition") else [s["column"]]
+    cols = s["columns"] if method in _GROUP_METHODS else [s["column"]]
     if not isinstance(cols, list) or not cols or not all(isinstance(c, str) and c
                                                          for c in cols):
         raise RecipeError(f"Invalid {where} ({method}): column names must be non-empty "
@@ -124,6 +131,8 @@ def _check_step(i: int, s: Any, target: str | None) -> dict[str, Any]:
             raise RecipeError(f"Invalid {where} (round {cols[0]!r}): low > high.")
     elif method == "partition":  # the tree of cuts (._partition)
         check_partition_step(where, s)
+    elif method == "synthesise":  # the class-conditional model (._synthesis)
+        check_synthesis_step(where, s)
     elif method == "suppress":
         if not isinstance(s["keep"], list) or not all(_scalar(x) and x is not None
                                                       for x in s["keep"]):
@@ -134,14 +143,15 @@ def _check_step(i: int, s: Any, target: str | None) -> dict[str, Any]:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise RecipeError(f"Invalid {where} (mdav): k must be an integer >= 1, got "
                               f"{k!r}.")
-        if len(set(cols)) != len(cols):
-            raise RecipeError(f"Invalid {where} (mdav): duplicated columns {cols!r}.")
+    if method in _GROUP_METHODS and len(set(cols)) != len(cols):
+        raise RecipeError(f"Invalid {where} ({method}): duplicated columns {cols!r}.")
+    if method in ("mdav", "synthesise") and len(set(cols)) == len(cols):
         pt = s["published_types"]
         if not isinstance(pt, list) or len(pt) != len(cols) or any(t not in _TYPES
                                                                    for t in pt):
-            raise RecipeError(f"Invalid {where} (mdav): published_types must list one of "
-                              f"{list(_TYPES)} per column.")
-    if method not in ("mdav", "partition") and s["published_type"] not in _TYPES:
+            raise RecipeError(f"Invalid {where} ({method}): published_types must list "
+                              f"one of {list(_TYPES)} per column.")
+    if method not in _GROUP_METHODS and s["published_type"] not in _TYPES:
         raise RecipeError(f"Invalid {where}: published_type {s['published_type']!r}; "
                           f"known: {list(_TYPES)}.")
     return s
@@ -284,6 +294,28 @@ class ReleaseRecipe:
         return dataclasses.replace(rungs[0], steps=tuple(steps))
 
     @property
+    def synthesised_columns(self) -> frozenset[str]:
+        """The columns whose values a ``synthesise`` step draws (this rung's steps)."""
+        return frozenset(c for s in self.steps if s["method"] == "synthesise"
+                         for c in s["columns"])
+
+    def without_synthesis(self) -> ReleaseRecipe:
+        """This rung with its ``synthesise`` steps left out (the real values of those
+        groups): what a held-out row is scored with."""
+        if not self.synthesised_columns:
+            return self
+        return dataclasses.replace(self, fallbacks=(), fallback_share=None, steps=tuple(
+            s for s in self.steps if s["method"] != "synthesise"))
+
+    def is_synthesised(self, columns: Sequence[str]) -> bool:
+        """Whether a group publishes no real value: every one of its ``columns`` is
+        synthesised or fully suppressed (an identifier), and one at least is drawn."""
+        drawn = self.synthesised_columns
+        gone = {s["column"] for s in self.steps if s["method"] == "suppress"
+                and not s["keep"]}
+        return bool(drawn & set(columns)) and set(columns) <= drawn | gone
+
+    @property
     def columns(self) -> tuple[str, ...]:
         """The columns the recipe changes."""
         return tuple(self._by_column)
@@ -301,7 +333,7 @@ class ReleaseRecipe:
         if grouping is not None:
             group_of = {c: g for g, cols in enumerate(grouping.groups) for c in cols}
             for s in self.steps:
-                if s["method"] in ("mdav", "partition") and len(
+                if s["method"] in _GROUP_METHODS and len(
                         {group_of.get(c) for c in s["columns"]}) > 1:
                     raise RecipeError(f"The recipe's {s['method']} step over "
                                       f"{s['columns']} spans several groups of the "

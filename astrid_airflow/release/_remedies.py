@@ -19,6 +19,7 @@ from astrid_airflow._errors import RecipeError
 from ._partition import apply_partition
 from ._recipe import ReleaseRecipe, release_recipe
 from ._shuffle_steps import step
+from ._synthesis import synthesised_values
 from ._table_schema import dtype_kind, typed_like
 
 
@@ -170,8 +171,22 @@ def _mdav_values(col: pd.Series, members: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+def _apply_synthesis(frame: pd.DataFrame, s: Mapping[str, Any], target: str,
+                     ranks: Any = None) -> dict[str, pd.Series]:
+    """The group's drawn values, each in its column's published type."""
+    out = {}
+    for c, values in synthesised_values(s, frame[target].to_numpy(), ranks).items():
+        like = frame[c]
+        if values.dtype == float and published_type(like) in ("integer", "float"):
+            out[c] = _typed(values, like)
+        else:
+            out[c] = pd.Series(values, index=frame.index, name=c, dtype=object)
+    return out
+
+
 def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
-                 target: str | None = None, progress: Any = None) -> Any:
+                 target: str | None = None, progress: Any = None,
+                 class_ranks: Any = None) -> Any:
     """Return ``table`` with the recipe's remedies applied (values only; no shuffle).
 
     Parameters
@@ -189,7 +204,8 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
     -------
     Same type as ``table``: same columns, dtypes and row order; remedied columns hold
     the published values (bins: representatives; round: rounded, top/bottom-coded;
-    suppress: missing; mdav: cluster means/modes within class, computed in this batch).
+    suppress: missing; mdav: cluster means/modes within class, computed in this batch;
+    synthesise: draws of the class's model, by each row's rank within its class).
 
     Notes
     -----
@@ -205,8 +221,8 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
     target = target or recipe.target
     is_arrow = type(table).__module__.startswith("pyarrow")
     frame = table.select(list(recipe.columns) + ([target] if target and any(
-        s["method"] == "mdav" for s in recipe.steps) else [])).to_pandas() if is_arrow \
-        else table
+        s["method"] in ("mdav", "synthesise") for s in recipe.steps) else [])
+    ).to_pandas() if is_arrow else table
     if not isinstance(frame, pd.DataFrame):
         raise RecipeError(f"apply_recipe needs a DataFrame or pyarrow Table, got "
                           f"{type(table).__name__}.")
@@ -222,6 +238,11 @@ def apply_recipe(table: Any, recipe: ReleaseRecipe | Mapping[str, Any], *,
                 new.update(_apply_mdav(frame, s, target))
             elif m == "partition":  # row by row, the tree of cuts (._partition)
                 new.update(apply_partition(frame, s))
+            elif m == "synthesise":  # by (class, rank in class): ._synthesis
+                if not target or target not in frame.columns:
+                    raise RecipeError("A synthesise step needs the class column "
+                                      "(target=...).")
+                new.update(_apply_synthesis(frame, s, target, class_ranks))
             else:
                 new[s["column"]] = _COLUMN_STEPS[m](frame[s["column"]], s)
     if is_arrow:

@@ -409,17 +409,24 @@ def suppress_counted(batch: Any, groups: Sequence[Sequence[str]], k: int,
 
 
 def suppress_table(table: Any, groups: Sequence[Sequence[str]], target: str, k: int,
-                   model: Any = None, repeated: np.ndarray | None = None
+                   model: Any = None, repeated: np.ndarray | None = None,
+                   exempt: Callable[[Sequence[str]], bool] | None = None
                    ) -> tuple[Any, Suppression]:
     """Apply local suppression to a remedied batch (pandas or Arrow) under the attacker
     ``model`` (None: every column a quasi-identifier); return the table and what was
     suppressed. Without anything to suppress, ``table`` itself. ``repeated``
     (:func:`repeated_rows` of the batch before the recipe): copies of a row count as
-    one person."""
+    one person. ``exempt(columns)``: a group that publishes no real value (a
+    synthesised one, ``ReleaseRecipe.is_synthesised``) keeps its rows, and its entry
+    says it suppressed none (the entries are per group, in order)."""
     y = class_codes(table, target)
     n = int(y.shape[0])
     report = []
     for cols in groups:
+        if exempt is not None and exempt(cols):
+            report.append({"columns": list(cols), "suppressed_rows": 0,
+                           "suppressed_share": 0.0})
+            continue
         keep, _ = group_keep(table, cols, y, k, model, repeated)
         dropped = int(n - np.count_nonzero(keep))
         table = null_rows(table, cols, keep)

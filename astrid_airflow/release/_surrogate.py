@@ -134,7 +134,8 @@ def release_domain_parts(table: Any, recipe: Any, target: str, grouping: Any = N
         with step(progress, "local suppression" if not i else
                   f"local suppression (fallback recipe {i})"):
             out, found = suppress_table(applied[-1], groups, target, recipe.k,
-                                        recipe.attacker_model, repeated)
+                                        recipe.attacker_model, repeated,
+                                        exempt=rung.is_synthesised)
         tables.append(out)
         return found
 

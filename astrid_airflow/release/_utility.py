@@ -264,7 +264,10 @@ class _Splits:
                              target) == y_test
             if memo is not None:
                 memo[i] = original
-        held_part = _remedied(test, recipe, target, grouping, False, self.domains)
+        # held-out rows as a new person meets the model: real values where a group is
+        # synthesised (its draws by their own class would hand the classifier the label)
+        held_part = _remedied(test, None if recipe is None else recipe.without_synthesis(),
+                              target, grouping, False, self.domains)
         hits = _hits(self.classifier, seed, len(grouping.columns), surrogate, held_part,
                      target) == y_test
         return SplitScore(accuracy_original=float(np.mean(original)),

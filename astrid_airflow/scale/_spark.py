@@ -77,6 +77,7 @@ _RID, _KEY, _BUCKET, _RANK, _OFFSET, _GROUP = (
     "__astrid_rid", "__astrid_key", "__astrid_bucket", "__astrid_rank", "__astrid_offset",
     "__astrid_group")
 _PERSON = "__astrid_person"  # 1 on the first of a row's exact copies, 0 on the others
+_RANK = "__astrid_class_rank"  # a row's rank within its class (synthesised groups draw by it)
 
 
 def _pyspark() -> tuple[Any, Any, Any]:
@@ -281,20 +282,29 @@ def _spark_remedied(df: Any, recipe: Any, target: str, grouping: Grouping | None
         raise RecipeError("The release recipe has an MDAV step, which aggregates over the "
                           "whole batch: the Spark path applies row-wise steps only; "
                           "shuffle this batch with the local path (astrid shuffle).")
+    _, Window, F = _pyspark()
     if grouping is not None:  # before the recipe: exact copies of a row are one person
-        _, Window, F = _pyspark()
         first = F.row_number().over(Window.partitionBy(*df.columns).orderBy(F.lit(1)))
         df = df.withColumn(_PERSON, (first == 1).cast("long"))
     schema = df.schema
+    ranked = bool(recipe.synthesised_columns)
+    if ranked:  # a synthesised group draws by each row's rank within its class
+        df = df.withColumn(_RANK, F.row_number().over(Window.partitionBy(target).orderBy(
+            F.monotonically_increasing_id())) - 1)
 
     def apply(frames: Any) -> Any:
         for frame in frames:
-            yield apply_recipe(frame, recipe, target=target)
+            if not ranked:
+                yield apply_recipe(frame, recipe, target=target)
+                continue
+            ranks = frame.pop(_RANK).to_numpy()
+            yield apply_recipe(frame, recipe, target=target, class_ranks=ranks)
 
     out = df.mapInPandas(apply, schema=schema)
     if grouping is None:
         return out
-    return _spark_suppressed(out, grouping, target, recipe.k, count, recipe.attacker_model)
+    return _spark_suppressed(out, grouping, target, recipe.k, count, recipe.attacker_model,
+                             exempt=recipe.is_synthesised)
 
 
 def _all_missing(F: Any, schema: Any, cols: Sequence[str]) -> Any:
@@ -309,7 +319,7 @@ def _all_missing(F: Any, schema: Any, cols: Sequence[str]) -> Any:
 
 
 def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
-                      count: bool = False, model: Any = None) -> Any:
+                      count: bool = False, model: Any = None, exempt: Any = None) -> Any:
     """Local suppression of ``df``: the counts of every row's (group tuple, class) and of
     its tuple's classes of ``k`` rows or more come from windows over the whole
     DataFrame (nulls compare equal, as in the local codes); the rule and the nulling
@@ -318,7 +328,7 @@ def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
     function), returned beside the DataFrame as a ``Suppression``. Under a declared
     attacker ``model`` the windows are over each group's quasi-identifier projection,
     and one more counts the distinct values of each declared sensitive column among the
-    rows the first two keep."""
+    rows the first two keep. An ``exempt`` group (synthesised) keeps every row."""
     import pyarrow as pa
 
     from astrid_airflow.release import SENSITIVE_DIVERSITY, Suppression, suppress_counted
@@ -329,6 +339,10 @@ def _spark_suppressed(df: Any, grouping: Grouping, target: str, k: int,
               for g in range(len(groups))]
     counted = df
     for cols, (size_c, big_c, diverse_c) in zip(groups, counts):
+        if exempt is not None and exempt(cols):  # counts that keep every row
+            counted = counted.withColumn(size_c, F.lit(k).cast("long")).withColumn(
+                big_c, F.lit(2)).withColumn(diverse_c, F.lit(SENSITIVE_DIVERSITY))
+            continue
         key = cols if model is None else model.key_columns(cols)
         # people, not rows: a row repeating an earlier one adds no one (_PERSON 0)
         counted = counted.withColumn(

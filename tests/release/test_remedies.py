@@ -22,6 +22,7 @@ from astrid_airflow import (
     group_disclosure,
     make_synthetic,
 )
+from astrid_airflow.pipeline._fit_recipe import BATCH_FACTOR
 from astrid_airflow.release._remedies import mdav_clusters
 from astrid_airflow.release._surrogate import ProtectsNothingWarning
 
@@ -348,7 +349,8 @@ CHOICE_RESULT = _result([[["a", "b"], ["c"]], [["a"], ["b"], ["c"]]])
 @pytest.fixture(scope="module")
 def chosen_release():
     """``(table, policy, artefact, fitted_on)``: one real release choice, the index of
-    every table ``fit_recipe`` was fitted on recorded (a spy that calls the real one)."""
+    every table ``fit_recipe`` was fitted on recorded (a spy that calls the real one),
+    with the fit's batch factor (the chosen release's fallbacks have their own)."""
     import warnings
 
     from astrid_airflow import GatePolicy, choose_release
@@ -359,7 +361,7 @@ def chosen_release():
     real = _fit_recipe.fit_recipe
 
     def spy(table, **kw):
-        fitted_on.append(table.index)
+        fitted_on.append((table.index, kw.get("batch_factor")))
         return real(table, **kw)
 
     policy = GatePolicy(max_accuracy_drop=0.1, attack_n=200)
@@ -737,9 +739,14 @@ def test_the_choice_scores_each_candidate_with_a_recipe_fitted_without_its_test_
     # scored in sample only when a privacy check had refused it already (never released)
     assert all(c["failed"] for c in cands if c["utility_scored"] == "in sample")
     repeats = policy.utility_repeats_for(n)
-    parts = [ix for ix in fitted_on if len(ix) < n]
+    # the candidates' own fits (the chosen release's coarser fallbacks are refitted for
+    # more rows per cell, RUNG_FACTORS, and scored on the same splits; the calibrated
+    # batch check refits on bootstrap batches' distinct rows, of other sizes)
+    split_rows = n - math.ceil(0.25 * n)
+    parts = [ix for ix, factor in fitted_on if len(ix) == split_rows and factor in (
+        None, BATCH_FACTOR)]
     # one refit per split for each candidate scored out of sample, and for the chosen
     # one's figure without local suppression
     assert len(parts) == repeats * (len(out) + 1)
-    assert all(len(ix) == n - math.ceil(0.25 * n) for ix in parts)
-    assert len({tuple(sorted(ix)) for ix in parts[:repeats]}) == repeats  # new splits
+    # the same splits for every candidate (comparable figures), each a new one
+    assert len({tuple(sorted(ix)) for ix in parts}) == repeats

@@ -14,6 +14,7 @@ expectation                                                     category   metri
 ``expect_surrogate_singling_out_risk_to_be_at_most``             privacy    upper 95 % bound
 ``expect_surrogate_linkability_risk_to_be_at_most``              privacy    upper 95 % bound
 ``expect_surrogate_inference_risk_to_be_at_most``                privacy    upper 95 % bound
+``expect_surrogate_synthetic_tuples_to_be_no_closer_than_real``  privacy    DCR excess
 ``expect_surrogate_accuracy_drop_to_be_at_most``                utility    acc_o - acc_s
 ``expect_surrogate_schema_to_match_original``                   integrity  differences
 ``expect_surrogate_row_count_to_match_original``                integrity  row count

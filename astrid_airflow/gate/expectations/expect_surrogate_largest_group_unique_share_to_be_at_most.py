@@ -14,6 +14,7 @@ class ExpectSurrogateLargestGroupUniqueShareToBeAtMost(AtMost):
     category = "privacy"
     metric = "astrid.largest_group_unique_share"
     parameter = "max_largest_group_unique_share"
-    kwarg_defaults: ClassVar[dict[str, Any]] = {"threshold": REQUIRED, "grouping": REQUIRED}
+    kwarg_defaults: ClassVar[dict[str, Any]] = {"threshold": REQUIRED, "grouping": REQUIRED,
+                                                 "reference": None}
     sentence = ("Share of rows unique on the largest group's columns (linkage risk) must be "
                 "at most $threshold.")

@@ -46,7 +46,7 @@ class TableMetric:
                     metrics, runtime_configuration):
             # GX passes every value key (None when the expectation lacks it)
             values = {key: metric_value_kwargs.get(key) for key in metric.value_keys}
-            if "reference" not in values:
+            if values.get("reference") is None:  # a check of the surrogate alone
                 return metric.measure(kit.table_of(execution_engine, metric_domain_kwargs),
                                       **values)
             values["reference"] = bound_reference(values["reference"])

@@ -9,7 +9,8 @@ from ._base import TableMetric
 
 def measure(table, reference, grouping):
     """The exact class-from-one-column risk of every attribute of the surrogate."""
-    return class_from_column_values(table, reference.target, grouping)
+    return class_from_column_values(table, reference.target, grouping,
+                                    reference.synthesised)
 
 
 METRIC = TableMetric("astrid.class_from_column_risks", ("reference", "grouping"), measure)

@@ -9,7 +9,8 @@ from ._base import TableMetric
 
 def measure(table, reference, grouping, k):
     return group_disclosure_values(table, reference.target, grouping, int(k),
-                                   reference.attacker_model, reference.copies)
+                                   reference.attacker_model, reference.copies,
+                                   reference.synthesised)
 
 
 METRIC = TableMetric("astrid.group_disclosure", ("reference", "grouping", "k"), measure)
