@@ -29,8 +29,9 @@ k-anonymous and class-diverse while keeping as much of the values as they can:
   at least ``k`` rows of each; a row is published as its cell's representative tuple
   (row by row, on any batch: :mod:`._partition`).
 * ``synthesise``: a multi-column group's values drawn from a class-conditional model
-  fitted on the reference (:mod:`._synthesis`): no real tuple of the group is
-  published, so the group is judged by its distance to real tuples, not by k.
+  fitted on the reference (:mod:`._synthesis`): numeric values are drawn, never
+  copied, and a categorical tuple is one at least k reference rows of its class share,
+  so the group is judged by its distance to real tuples, not by k.
 
 A :class:`ReleaseRecipe` records, per column, what was done with its parameters: bin
 edges and representatives, not "quantiles of whatever data", so it re-applies exactly to

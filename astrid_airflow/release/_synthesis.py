@@ -47,7 +47,9 @@ MODELS = ("gaussian_copula", "contingency")
 #: Rows per seed stream: rank r of a class is row r % BLOCK of stream (class, r // BLOCK).
 BLOCK = 4096
 #: Numeric bins per column: about √(rows per class), within these bounds.
-MIN_BINS, MAX_BINS = 4, 32
+MIN_BINS, MAX_BINS = 4, 64
+#: Rows below the first and above the last bin edge of a budgeted (pooled) level set.
+MIN_TAIL = 5
 #: Normal scores are clipped here (bounds a row's weight in the correlation).
 CLIP = 3.0
 #: Most joint cells per class of a contingency model (a larger group gets a copula).
@@ -78,11 +80,10 @@ def _levels(series: pd.Series, ptype: str, n_bins: int, column: str, y: np.ndarr
                                                                 na_value=np.nan)
         x = x_all[np.isfinite(x_all)]
         if np.unique(x).size > n_bins and min_count is None:
-            edges = np.unique(np.quantile(x, np.linspace(0, 1, n_bins + 1)))
-            return {"kind": "bins", "edges": [float(e) for e in edges], "missing": missing}
+            return {"kind": "bins", "edges": _edges(x, n_bins, MIN_TAIL), "missing": missing}
         if np.unique(x).size > n_bins:
             return {"kind": "class_bins", "missing": missing, "edges": [
-                _class_edges(x_all[y == c], x, min_count) for c in range(n_classes)]}
+                _class_edges(x_all[y == c], min_count) for c in range(n_classes)]}
     try:
         values = [json_scalar(v, f"column {column!r}") for v in
                   sorted(pd.unique(present), key=lambda v: (str(type(v)), v))]
@@ -91,17 +92,37 @@ def _levels(series: pd.Series, ptype: str, n_bins: int, column: str, y: np.ndarr
     return {"kind": "values", "values": values, "missing": missing}
 
 
-def _class_edges(x: np.ndarray, pooled: np.ndarray, min_count: int) -> list[float]:
-    """A class's quantile edges, about ``min_count`` rows per bin (at most MAX_BINS);
-    the pooled range for a class without a value, a narrow bin for one value."""
-    x = x[np.isfinite(x)]
-    if not x.size:
-        x = pooled
-    m = int(np.clip(x.size // max(min_count, 1), 1, MAX_BINS))
-    edges = np.unique(np.quantile(x, np.linspace(0, 1, m + 1)))
+def _edges(x: np.ndarray, n_bins: int, tail: int) -> list[float]:
+    """Quantile edges of ``x`` in ``n_bins`` bins between its ``tail``-th smallest and
+    largest values (interpolated: top- and bottom-coded, so no extreme, one person's
+    value, is stored or drawn); a narrow bin for one value."""
+    edges = np.unique(np.quantile(x, _knots(x.size, n_bins, tail))) if x.size else \
+        np.zeros(1)
     if edges.size < 2:
         edges = np.array([edges[0], edges[0] + max(abs(edges[0]) * 1e-9, 1e-9)])
     return [float(e) for e in edges]
+
+
+def _knots(n: int, n_bins: int, tail: int) -> np.ndarray:
+    """The probabilities of the edges: evenly spaced in normal scores between the
+    ``tail``-th smallest and largest of ``n`` values (dense in the tails, where a flat
+    bin would inflate the spread), merged so that every bin holds ``tail`` values."""
+    p = min(tail / max(n, 1), 0.25)
+    z = ndtri(p)
+    knots = ndtr(np.linspace(z, -z, n_bins + 1))
+    keep, last = [knots[0]], knots[0]
+    for q in knots[1:-1]:
+        if (q - last) * n >= tail and (knots[-1] - q) * n >= tail:
+            keep.append(q)
+            last = q
+    return np.array([*keep, knots[-1]])
+
+
+def _class_edges(x: np.ndarray, min_count: int) -> list[float]:
+    """A class's quantile edges, about ``min_count`` rows per bin (at most MAX_BINS;
+    a class of fewer than 2k rows draws from the pooled model instead)."""
+    x = x[np.isfinite(x)]
+    return _edges(x, int(np.clip(x.size // max(min_count, 1), 1, MAX_BINS)), min_count)
 
 
 def edges_of(level: Mapping[str, Any], c: int) -> np.ndarray:
@@ -159,10 +180,15 @@ def fit_synthesis(frame: pd.DataFrame, labels: Any, columns: Sequence[str],
     classes, y = _classes(labels)
     draws, noise_seq = random_state.spawn(2)
     rng = np.random.default_rng(noise_seq)
-    n_c = np.bincount(y, minlength=len(classes))
     n_bins = int(np.clip(round(math.sqrt(max(len(frame), 1) / max(len(classes), 1))),
                          MIN_BINS, MAX_BINS))
-    levels = [_levels(frame[c], t, n_bins, c, y, len(classes), None if rho is not None
+    n_fit = len(classes)
+    if rho is None:  # every row once more as one pooled class: what a small class draws
+        frame = pd.concat([frame[columns], frame[columns]], ignore_index=True)
+        y = np.r_[y, np.full(len(y), n_fit)]
+        n_fit += 1
+    n_c = np.bincount(y, minlength=n_fit)
+    levels = [_levels(frame[c], t, n_bins, c, y, n_fit, None if rho is not None
                       else min_count) for c, t in zip(columns, published_types)]
     coded = [_level_codes(frame[c], lv, y) for c, lv in zip(columns, levels)]
     cells = math.prod(n_levels(lv) for lv in levels)
@@ -170,7 +196,7 @@ def fit_synthesis(frame: pd.DataFrame, labels: Any, columns: Sequence[str],
     dp = None
     if categorical and cells <= MAX_CELLS:
         model = "contingency"
-        counts, sigma = _joint_counts(coded, y, len(classes), levels, min_count, rho, rng)
+        counts, sigma = _joint_counts(coded, y, n_fit, levels, min_count, rho, rng)
         correlation = None
         if rho is not None:
             dp = _dp_record("contingency", rho, {"counts": (1.0, sigma)})
@@ -178,20 +204,43 @@ def fit_synthesis(frame: pd.DataFrame, labels: Any, columns: Sequence[str],
         model = "gaussian_copula"
         d = len(columns)
         share = rho if d == 1 or rho is None else rho / 2
-        counts, sigma_c = _level_counts(coded, y, len(classes), levels, min_count, share,
-                                        rng)
+        counts, sigma_c = _level_counts(coded, y, n_fit, levels, min_count, share, rng)
         correlation, sigma_m = _correlations(coded, y, counts, n_c, share, rng)
         if rho is not None:
             parts = {"counts": (math.sqrt(d), sigma_c)}
             if d > 1:
                 parts["score_products"] = (d * CLIP ** 2, sigma_m)
             dp = _dp_record("gaussian_copula", rho, parts)
+    if rho is None:
+        levels, counts, correlation = _small_classes_pooled(
+            levels, counts, correlation, n_c[:-1] < 2 * min_count, model)
     return {"method": "synthesise", "columns": columns,
             "published_types": list(published_types), "model": model,
             "seed": int(draws.generate_state(4, np.uint32).astype(object).dot(
                 [1, 1 << 32, 1 << 64, 1 << 96])),
             "classes": classes, "levels": levels, "counts": counts,
             "correlation": correlation, "refit": "never", "dp": dp}
+
+
+def _small_classes_pooled(levels: list, counts: list, correlation: list | None,
+                          small: np.ndarray, model: str) -> tuple[list, list, Any]:
+    """The fitted parameters without the pooled class (the last), which replaces those
+    of every ``small`` class (fewer than 2k rows: its own bins and cells would publish
+    its few values) and of a class left with no cell to draw."""
+    pooled = len(small)
+
+    def source(c: int) -> int:
+        empty = model == "contingency" and not counts[c]["tuples"]
+        return pooled if small[c] or empty else c
+
+    picks = [source(c) for c in range(pooled)]
+    levels = [{**lv, "edges": [lv["edges"][p] for p in picks]}
+              if lv["kind"] == "class_bins" else lv for lv in levels]
+    if model == "contingency" and not counts[pooled]["tuples"]:
+        raise RecipeError("Cannot synthesise a categorical group whose every tuple has "
+                          "fewer rows than k: there is nothing safe to draw.")
+    return levels, [counts[p] for p in picks], None if correlation is None else \
+        [correlation[p] for p in picks]
 
 
 def _classes(labels: Any) -> tuple[list, np.ndarray]:
@@ -227,6 +276,8 @@ def _joint_counts(coded: list, y: np.ndarray, n_classes: int, levels: list,
             table[:, at] = 0.0
     out = []
     for row in table:
+        if not (row > 0).any():  # no cell left (a budget's noise): every class's cells
+            row = table.sum(axis=0)
         keep = np.flatnonzero(row > 0)
         tuples = np.stack(np.unravel_index(keep, sizes), axis=1) if keep.size else \
             np.zeros((0, len(sizes)), dtype=np.int64)
@@ -250,10 +301,11 @@ def _level_counts(coded: list, y: np.ndarray, n_classes: int, levels: list,
                 w[0] = 0.0
             tables.append(w)
         for c, w in enumerate(tables):
-            if w.sum() <= 0:  # a class too small for any level: pooled (or even) weights
-                same = [t for t in tables if len(t) == len(w)]
-                w = np.sum(same, axis=0)
-                w = w if w.sum() > 0 else np.r_[0.0, np.ones(len(w) - 1)]
+            if w.sum() <= 0:  # no level left: the other classes' weights (shared levels
+                # only; post-processing under a budget), else even ones
+                w = np.sum(tables, axis=0) if lv["kind"] != "class_bins" else w
+                w = w if w.sum() > 0 else np.r_[float(lv["missing"] and not (
+                    len(w) > 1)), np.ones(len(w) - 1)]
             out[c].append([round(float(v), 6) for v in w])
     return out, sigma
 
@@ -302,7 +354,8 @@ def _correlations(coded: list, y: np.ndarray, counts: list, n_c: np.ndarray,
 
 
 def _as_correlation(m: np.ndarray, n: float, d: int) -> np.ndarray:
-    diag = np.sqrt(np.maximum(np.diag(m), 1e-9))
+    # a noisy diagonal near 0 would blow a correlation up: scores have variance ~1
+    diag = np.sqrt(np.maximum(np.diag(m), max(n, 1.0) / 2))
     r = m / np.outer(diag, diag)
     lam = SHRINK_ROWS
     r = (max(n, 0.0) * r + lam * np.eye(d)) / (max(n, 0.0) + lam)
@@ -366,6 +419,15 @@ def draw_levels(step: Mapping[str, Any], classes: np.ndarray, ranks: np.ndarray
     return levels, u_out
 
 
+def _root(r: np.ndarray) -> np.ndarray:
+    """A square root L of the correlation r (L Lᵀ = r; a rounded, singular r too)."""
+    try:
+        return np.linalg.cholesky(r)
+    except np.linalg.LinAlgError:  # positive semi-definite only
+        vals, vecs = np.linalg.eigh((r + r.T) / 2)
+        return vecs * np.sqrt(np.maximum(vals, 0.0))
+
+
 def _draw_block(step: Mapping[str, Any], c: int, rng: np.random.Generator, m: int
                 ) -> tuple[np.ndarray, np.ndarray]:
     """The first ``m`` draws of class ``c``'s stream (a prefix of any longer one)."""
@@ -382,7 +444,7 @@ def _draw_block(step: Mapping[str, Any], c: int, rng: np.random.Generator, m: in
     d = len(step["columns"])
     z = rng.standard_normal((m, d))
     if step["correlation"] is not None:
-        z = z @ np.linalg.cholesky(np.asarray(step["correlation"][c], dtype=float)).T
+        z = z @ _root(np.asarray(step["correlation"][c], dtype=float)).T
     u = ndtr(z)
     levels = np.zeros((m, d), dtype=np.int64)
     within = np.zeros((m, d))
@@ -394,6 +456,17 @@ def _draw_block(step: Mapping[str, Any], c: int, rng: np.random.Generator, m: in
                                                                           1.0), 0.5)
         levels[:, j] = lv
     return levels, np.clip(within, 0.0, 1.0)
+
+
+def _integers_in(e: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Uniform draws among the integers of bin ``b`` (``[e_b, e_b+1)``, the last one
+    closed), placed by ``t`` in [0, 1]: the values that bin holds, without bias."""
+    lo = np.ceil(e[b])
+    last = b == len(e) - 2
+    hi = np.where(last, np.floor(e[b + 1]), np.ceil(e[b + 1]) - 1)
+    span = hi - lo + 1
+    inside = lo + np.minimum(np.floor(t * span), span - 1)
+    return np.where(span >= 1, inside, np.round(e[b] + t * (e[b + 1] - e[b])))
 
 
 def synthesised_values(step: Mapping[str, Any], labels: Any, ranks: np.ndarray | None = None
@@ -414,9 +487,8 @@ def synthesised_values(step: Mapping[str, Any], labels: Any, ranks: np.ndarray |
                 rows = classes == c
                 e = edges_of(lv, int(c))
                 b = np.clip(code[rows] - 1, 0, len(e) - 2)
-                x[rows] = e[b] + u[rows, j] * (e[b + 1] - e[b])
-            if ptype == "integer":
-                x = np.floor(x + 0.5)
+                x[rows] = _integers_in(e, b, u[rows, j]) if ptype == "integer" else \
+                    e[b] + u[rows, j] * (e[b + 1] - e[b])
             out[col] = np.where(code == 0, np.nan, x)
         else:
             values = np.array([None, *lv["values"]], dtype=object)
