@@ -90,9 +90,26 @@ def _short(name: str) -> str:
 def _gate(code: int, out: str) -> dict:
     d = _json(out) or {}
     failed = [e for e in d.get("expectations", []) if not e.get("success", True)]
+    closeness = [e for e in d.get("expectations", []) if e.get("name") ==
+                 "expect_surrogate_synthetic_tuples_to_be_no_closer_than_real"]
     return {"exit": code, "passed": code == 0,
             "failed": [{"name": e.get("name"), "observed": e.get("observed_value")}
-                       for e in failed]}
+                       for e in failed],
+            # the synthesised groups' distance to closest record (issue 51), if any
+            "closeness": [{k: g.get(k) for k in (
+                "columns", "real_share", "synthetic_share", "allowed_excess",
+                "exact_copies", "median_distance_synthetic", "median_distance_real")}
+                for e in closeness for g in (e.get("details") or {}).get("groups") or []]}
+
+
+def _synthesised(ref: str) -> list[list[str]]:
+    """The groups the artefact's recipe synthesises (issue 51)."""
+    from astrid_airflow import load_artefact
+
+    art = load_artefact(ref).artefact
+    recipe = art.recipe
+    return [] if recipe is None else [list(g) for g in art.grouping.groups
+                                      if recipe.is_synthesised(g)]
 
 
 def _accuracies(train_path: Path, test_path: Path, part_path: Path, ctl_path: Path,
@@ -160,7 +177,8 @@ def _model_flags(model: dict | None) -> tuple[str, ...]:
 
 
 def run_table(name: str, tmp: Path, accuracy_bar: bool = True,
-              model: dict | None = None, attacks: dict | None = None) -> dict:
+              model: dict | None = None, attacks: dict | None = None,
+              synthesis_epsilon: float | None = None) -> dict:
     """One table end to end; ``model``: the attacker model declared to learn (None: the
     default); ``attacks``: anonymeter with that model's auxiliary columns instead of
     the issue-17 attacks."""
@@ -176,7 +194,9 @@ def run_table(name: str, tmp: Path, accuracy_bar: bool = True,
     ref = f"{store}/{name}"
     row: dict = {"table": name, "rows": len(table), "release_rows": len(part)}
     flags = LEARN_ARGS.get(name, ()) + (() if accuracy_bar else _no_accuracy_bar(d)) + \
-        _model_flags(model)
+        _model_flags(model) + (() if synthesis_epsilon is None else (
+            "--synthesis-epsilon", str(synthesis_epsilon), "--synthesis-delta",
+            str(min(1e-6, 0.1 / len(part)))))
     code, out, err, s = _astrid("learn", str(part_file), "--target", target, "--store",
                                 str(store), "--name", name, "--seed", "0", "--json",
                                 "--quiet", *flags)
@@ -202,6 +222,7 @@ def run_table(name: str, tmp: Path, accuracy_bar: bool = True,
         code, out, err, s = _astrid("validate", "--original", str(part_file), "--surrogate",
                                     str(pub), "--artefact", ref, "--seed", "0", "--json")
         row["validate"] = {**_gate(code, out), "seconds": s}
+        row["synthesised"] = _synthesised(ref)
         gen_part, gen_ctl = (d / "part_release_domain.parquet",
                              d / "control_release_domain.parquet")
         for src, dst in ((part_file, gen_part), (ctl_file, gen_ctl)):
@@ -356,6 +377,14 @@ def markdown(rows: list[dict]) -> str:
             lines.append(f"* {r['table']}: refused — {rel.get('reason')}")
         elif rel:
             u = rel.get("utility") or {}
+            synth = r.get("synthesised")
+            if synth:
+                close = (r.get("validate") or {}).get("closeness") or []
+                lines.append(f"* {r['table']}: synthesised group(s) {synth}; distance to "
+                             "closest record, share at the real-to-real 5 % quantile: "
+                             + ", ".join(f"{c['synthetic_share']:.3f} synthetic vs "
+                                         f"{c['real_share']:.3f} real (exact copies "
+                                         f"{c['exact_copies']:.3f})" for c in close))
             lines.append(f"* {r['table']}: chosen grouping {rel.get('grouping')} with "
                          f"{rel.get('remedied')} remedied column(s)/group(s) out of "
                          f"{rel.get('candidates')} candidates; the choice's own measure "
@@ -538,6 +567,9 @@ def main() -> int:
                     "measured; writes results/e2e_tradeoff.* unless --stem says otherwise")
     ap.add_argument("--sdv-only", action="store_true",
                     help="only add the SDV rows of these tables to the existing results")
+    ap.add_argument("--synthesis-epsilon", type=float, default=None,
+                    help="learn with this differential-privacy budget for the "
+                    "synthesised groups (issue 51; delta min(1e-6, 0.1 / rows))")
     ap.add_argument("--declared", action="store_true",
                     help="each table under the default and a declared attacker model "
                     f"(tables: {','.join(DECLARED)} by default); writes "
@@ -580,7 +612,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="astrid_e2e_") as tmp:
         for name in names:
             print(f"{name} ...", flush=True)
-            rows.append(run_table(name, Path(tmp), accuracy_bar=not args.no_accuracy_bar))
+            rows.append(run_table(name, Path(tmp), accuracy_bar=not args.no_accuracy_bar,
+                                  synthesis_epsilon=args.synthesis_epsilon))
             if args.sdv:
                 rows[-1]["sdv"] = sdv_table(name, Path(tmp))
             elif name in kept_sdv:

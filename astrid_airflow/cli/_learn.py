@@ -94,6 +94,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --store: learn a new version even when the latest one was "
                    "learned from the same table with the same settings, policy and "
                    "remedies (default: keep it; the JSON says \"reused\")")
+    p.add_argument("--synthesis-epsilon", type=float, default=None, metavar="EPS",
+                   help="differential privacy of the synthesised groups: their models' "
+                   "statistics get Gaussian noise for (EPS, --synthesis-delta), split "
+                   "over them (with --store; the grouping search and the shuffled real "
+                   "tuples are not covered: docs/privacy.md)")
+    p.add_argument("--synthesis-delta", type=float, default=1e-6, metavar="DELTA",
+                   help="the delta of --synthesis-epsilon (default 1e-6; must be below "
+                   "1/rows)")
     p.add_argument("--no-remedies", action="store_true",
                    help="with --store: record no release recipe (the raw GoldenEye "
                    "release of the learned grouping)")
@@ -140,6 +148,12 @@ def _request(args: argparse.Namespace) -> LearnRequest:
     if args.force and not args.store:
         raise ParameterError("--force needs --store and --name (it learns a new version "
                              "even when the latest one would be reused).")
+    if args.synthesis_epsilon is not None and not args.store:
+        raise ParameterError("--synthesis-epsilon needs --store and --name (it governs the "
+                             "recorded release).")
+    if args.synthesis_epsilon is not None and not args.synthesis_epsilon > 0:
+        raise ParameterError(f"Invalid --synthesis-epsilon: {args.synthesis_epsilon}. The "
+                             "privacy budget must be > 0.")
     if args.adaptive and args.exact:
         raise ParameterError("--adaptive and --exact exclude each other.")
     if args.scheduler and args.jobs != 1:
@@ -179,7 +193,9 @@ def _request(args: argparse.Namespace) -> LearnRequest:
                         remedies=not args.no_remedies,
                         allow_weaker_policy=args.allow_weaker_policy,
                         random_state=args.seed, force=args.force, n_jobs=args.jobs,
-                        scheduler=args.scheduler or None, max_seconds=args.max_seconds)
+                        scheduler=args.scheduler or None, max_seconds=args.max_seconds,
+                        synthesis_budget=None if args.synthesis_epsilon is None else
+                        (args.synthesis_epsilon, args.synthesis_delta))
 
 
 def _result_of(learned: Learned) -> AstridResult:

@@ -107,7 +107,7 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                    remedies: bool = True, random_state: object = None,
                    classifier: Any = None, created_at: Any = None,
                    max_seconds: float | None = None, progress: bool | None = None,
-                   _steps: Any = None) -> Any:
+                   synthesis_budget: Any = None, _steps: Any = None) -> Any:
     """Learned result -> artefact with the release of least utility loss within policy.
 
     Each candidate (grouping + fitted recipe) is measured as the gate measures a release;
@@ -128,6 +128,10 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         Seed of the attacks and utility splits; the utility's classifier; the timestamp.
     max_seconds, progress : optional
         The choice's time budget (``BudgetError`` past it); False: no progress lines.
+    synthesis_budget : (float, float), optional
+        ``(epsilon, delta)`` of the groups a candidate synthesises (Gaussian noise on
+        their models' statistics, split over them; :mod:`astrid_airflow.release.
+        _dp_accounting`); refused before any work if epsilon <= 0 or delta >= 1/n.
 
     Returns
     -------
@@ -151,7 +155,15 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
     model = policy.attacker_model
     model.check_table([*map(str, table.columns), *(c for c in model.identifiers
                                                    if c not in table.columns)], d["target"])
+    if synthesis_budget is not None:
+        from astrid_airflow.release import check_budget
+
+        if not isinstance(synthesis_budget, (tuple, list)) or len(synthesis_budget) != 2:
+            raise ParameterError(f"Invalid synthesis_budget: {synthesis_budget!r}. Must be "
+                                 "(epsilon, delta).")
+        synthesis_budget = check_budget(*synthesis_budget, len(table))
     choice = _Choice.start(table, d, policy, random_state, classifier, _steps)
+    choice.synthesis_budget = synthesis_budget
     cands, split_for = choice.measure_candidates(d)
     chosen = choice.race(cands)
     if chosen is None:  # the attacks or the batches refused them: the same, coarser

@@ -77,6 +77,10 @@ class LearnRequest:
         Budget of the whole learn, the release choice included (over ``settings``').
     table_defaults : bool
         Fill the settings left out from the table's size (see ``settings``).
+    synthesis_budget : (float, float), optional
+        ``(epsilon, delta)``: the groups the release synthesises are measured with
+        Gaussian noise for (epsilon, delta)-differential privacy, split over them
+        (``choose_release``); None: no noise.
     """
 
     table: Any
@@ -94,6 +98,7 @@ class LearnRequest:
     scheduler: str | None = None
     run: Callable[[Any, dict[str, Any]], Any] | None = None
     created_at: Any = None
+    synthesis_budget: Any = None
     max_seconds: float | None = None
     table_defaults: bool = True
 
@@ -155,12 +160,16 @@ def learn_release(request: LearnRequest) -> Learned:
         request.store.check_signing_key()  # a bad key refused before minutes of work
     table = reference_table(request.table, request.target, clean=request.clean)
     table = without_identifiers(table, request.target, request.policy)
+    if request.synthesis_budget is not None:  # refused before any fit
+        from astrid_airflow.release import check_budget
+
+        check_budget(*request.synthesis_budget, len(table))
     settings = search_keywords(request, len(table))
     if request.store is None:
         return Learned(None, None, None, True, _search(table, settings, request),
                        rows=len(table))
     record = learn_record(settings, request.policy, request.remedies,
-                          request.allow_weaker_policy)
+                          request.allow_weaker_policy, request.synthesis_budget)
     if not request.force and \
             (found := reusable_version(request.store, request.name, table, record)):
         return Learned(request.name, found[0], found[1], False, rows=len(table))
@@ -172,7 +181,8 @@ def learn_release(request: LearnRequest) -> Learned:
         result, table, request.store, request.name, policy=request.policy,
         created_at=request.created_at, remedies=request.remedies,
         random_state=request.random_state,
-        allow_weaker_policy=request.allow_weaker_policy, record=record)
+        allow_weaker_policy=request.allow_weaker_policy, record=record,
+        synthesis_budget=request.synthesis_budget)
     return Learned(request.name, version, artefact, True, result, rows=len(table))
 
 
@@ -242,11 +252,12 @@ def resolve_table_defaults(settings: Mapping[str, Any], n_rows: int) -> dict[str
 
 
 def learn_record(settings: Mapping[str, Any], policy: Any = None,
-                 remedies: bool | None = True, allow_weaker_policy: bool | None = None
-                 ) -> dict[str, Any]:
+                 remedies: bool | None = True, allow_weaker_policy: bool | None = None,
+                 synthesis_budget: Any = None) -> dict[str, Any]:
     """What decides a learn's outcome on a given table, as JSON: the search settings
     (checked, defaults filled; not the seed, parallelism, progress or budget), the gate
-    policy (the default one if None), ``remedies`` and ``allow_weaker_policy``."""
+    policy (the default one if None), ``remedies``, ``allow_weaker_policy`` and, when
+    set, the synthesis budget."""
     from astrid_airflow.engine import SearchSettings
     from astrid_airflow.io import plain
 
@@ -261,6 +272,8 @@ def learn_record(settings: Mapping[str, Any], policy: Any = None,
     record = {"target": settings.get("target"), "search": search,
               "policy": _policy_dict(policy), "remedies": remedies,
               "allow_weaker_policy": allow_weaker_policy}
+    if synthesis_budget is not None:  # a record without one stays the same bytes
+        record["synthesis_budget"] = list(synthesis_budget)
     return json.loads(json.dumps(plain(record), default=repr, sort_keys=True))
 
 
@@ -290,7 +303,8 @@ def _search(table: Any, settings: dict[str, Any], request: LearnRequest) -> Any:
 def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any = None,
                  created_at: Any = None, remedies: bool | None = None,
                  random_state: object = None, allow_weaker_policy: bool | None = None,
-                 record: Mapping[str, Any] | None = None) -> tuple[str, Any]:
+                 record: Mapping[str, Any] | None = None,
+                 synthesis_budget: Any = None) -> tuple[str, Any]:
     """Record ``result`` as a new version of ``name``, with its gate suite beside it.
 
     Returns ``(version, artefact)``. ``policy`` (a :class:`~astrid_airflow.GatePolicy`,
@@ -323,7 +337,8 @@ def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any 
         # the learn's budget bounds the choice too: what the search left of it
         artefact = choose_release(table, result, policy=policy, remedies=remedies,
                                   random_state=random_state, created_at=created_at,
-                                  max_seconds=budget_left(result))
+                                  max_seconds=budget_left(result),
+                                  synthesis_budget=synthesis_budget)
     if artefact.release is not None and weaker_fields(policy or {}):
         artefact = dataclasses.replace(artefact, release={
             **artefact.release, **weaker_record(policy, allow_weaker_policy)})

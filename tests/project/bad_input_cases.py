@@ -411,6 +411,17 @@ def _cases() -> list[Case]:
     add(Case("cli-learn-name-newline", "cli", "`astrid learn --name $'nl\\n'`",
              lambda w: _learn("ref.csv", "--store", "store", "--name", "nl\n"), "exit 2",
              r"Invalid artefact name 'nl\\n'"))
+    # the synthesis budget (issue 51): epsilon and delta refused before any fit
+    add(Case("cli-learn-synthesis-epsilon-zero", "cli",
+             "`astrid learn --synthesis-epsilon 0`",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "m",
+                              "--synthesis-epsilon", "0"), "exit 2",
+             r"Invalid --synthesis-epsilon: 0\.0\. The privacy budget must be > 0"))
+    add(Case("cli-learn-synthesis-delta-large", "cli",
+             "`astrid learn --synthesis-epsilon 1 --synthesis-delta 0.5` (delta >= 1/n)",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "m",
+                              "--synthesis-epsilon", "1", "--synthesis-delta", "0.5"),
+             "exit 2", r"Invalid delta: 0\.5\. Must be below 1/n"))
     add(Case("cli-learn-name-before-work", "cli",
              "`astrid learn nope.csv --name ../../x`: the name is refused before reading",
              lambda w: _learn("nope.csv", "--store", "store", "--name", "../../x"), "exit 2",
