@@ -246,6 +246,25 @@ def _fallbacks(release: Mapping[str, Any]) -> str:
             f"fallback(s) that keeps it (candidate(s) {_e(', '.join(map(str, rungs)))}).")
 
 
+def _synthesis_costs(candidates: list) -> str:
+    """Which groups each synthesised candidate draws from its model, and its accuracy
+    beside the same grouping's groups kept with the remedies (the candidate it was
+    derived from)."""
+    by_label = {c.get("label"): c for c in candidates}
+    parts = []
+    for c in candidates:
+        if c.get("method") != "synthesise":
+            continue
+        groups = [", ".join(map(str, g.get("columns", []))) for g in c.get("remedies")
+                  or [] if str(g.get("remedy", "")).startswith("synthesised")]
+        base = by_label.get(str(c.get("label")).rsplit(", ", 1)[0]) or {}
+        parts.append(f"{_e(c.get('label'))}: {_e('; '.join(groups) or 'none')} "
+                     f"synthesised, accuracy {_f(c.get('accuracy_surrogate'))} (kept with "
+                     f"the remedies: {_f(base.get('accuracy_surrogate'))})")
+    return ("<p>Groups drawn from their class-conditional model (no person's own "
+            "values): " + "; ".join(parts) + ".</p>") if parts else ""
+
+
 def tradeoff_html(release: Mapping[str, Any], figure: str) -> str:
     """The privacy-aware choice: verdict, utility cost and the candidates tried."""
     rows = []
@@ -279,6 +298,7 @@ def tradeoff_html(release: Mapping[str, Any], figure: str) -> str:
              if (w := c.get("without_partition"))]
     partition = ("<p>Unsafe multi-column groups partitioned (Mondrian, two classes per "
                  "cell) rather than split: " + "; ".join(costs) + ".</p>") if costs else ""
+    partition += _synthesis_costs(release.get("candidates") or [])
     status = release.get("status")
     if status == "refused":
         verdict = (f'<p class="fail"><b>No release within the policy: nothing may be '

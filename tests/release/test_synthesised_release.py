@@ -125,16 +125,22 @@ def test_a_suite_without_synthesis_has_no_distance_check():
     assert CLOSENESS not in names
 
 
-def test_the_choice_releases_the_pair_synthesised():
-    """Split, the pair loses the class; binned to its quadrants it keeps it but leaves
-    rows intact; synthesised it keeps it: the choice must release the synthesised
-    candidate, and the gate pass its file."""
+@pytest.fixture(scope="module")
+def chosen():
     table = _interaction_table()
     policy = GatePolicy(max_accuracy_drop=0.05, attack_n=200)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         art = choose_release(table, _result([GROUPS, [["a"], ["b"], ["c"]]]),
                              policy=policy, random_state=1, progress=False)
+    return table, art
+
+
+def test_the_choice_releases_the_pair_synthesised(chosen):
+    """Split, the pair loses the class; binned to its quadrants it keeps it but leaves
+    rows intact; synthesised it keeps it: the choice must release the synthesised
+    candidate, and the gate pass its file."""
+    table, art = chosen
     rel = art.release
     assert rel["status"] == "chosen", rel["reason"]
     chosen = rel["candidates"][rel["chosen"]]
@@ -147,3 +153,10 @@ def test_the_choice_releases_the_pair_synthesised():
     assert chosen["accuracy_drop"] < 0.05  # the interaction is kept
     staged = make_surrogate(table, art, random_state=5)
     assert validate_surrogate(table, staged, art, random_state=0).success
+
+
+def test_the_report_names_the_synthesised_groups_and_their_cost(chosen):
+    from astrid_airflow.report._sections import tradeoff_html
+
+    html = tradeoff_html(chosen[1].release, "")
+    assert "a, b synthesised, accuracy" in html and "kept with the remedies: 0." in html
