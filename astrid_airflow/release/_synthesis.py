@@ -69,7 +69,9 @@ def _numeric(series: pd.Series, ptype: str) -> bool:
 def _levels(series: pd.Series, ptype: str, n_bins: int, column: str, y: np.ndarray,
             n_classes: int, min_count: int | None) -> dict:
     """The column's levels after the missing one: quantile bins of a numeric column
-    with more distinct values than bins, else its values. Bins are pooled over the
+    with more distinct values than bins, else its values (without a budget, only those
+    at least ``min_count`` rows have: a rarer one is drawn as missing, as the
+    suppression publishes it, and never stored). Bins are pooled over the
     classes (``min_count`` None: the public domain of a budget), else each class's own
     quantiles, each bin about ``min_count`` of its rows or more: the class's smoothed
     empirical quantile function."""
@@ -84,9 +86,14 @@ def _levels(series: pd.Series, ptype: str, n_bins: int, column: str, y: np.ndarr
         if np.unique(x).size > n_bins:
             return {"kind": "class_bins", "missing": missing, "edges": [
                 _class_edges(x_all[y == c], min_count) for c in range(n_classes)]}
+    counts = present.value_counts()
+    if min_count is not None:  # a rarer value is not stored: drawn as missing
+        rare = counts.index[counts < min_count]
+        missing = missing or bool(len(rare))
+        counts = counts[counts >= min_count]
     try:
         values = [json_scalar(v, f"column {column!r}") for v in
-                  sorted(pd.unique(present), key=lambda v: (str(type(v)), v))]
+                  sorted(counts.index, key=lambda v: (str(type(v)), v))]
     except (ArtefactError, TypeError) as exc:
         raise RecipeError(f"Cannot synthesise column {column!r}: {exc}") from None
     return {"kind": "values", "values": values, "missing": missing}
@@ -152,7 +159,8 @@ def _level_codes(series: pd.Series, level: Mapping[str, Any], y: np.ndarray
             codes[rows], t[rows] = _in_bins(x[rows], edges_of(level, int(c)))
         return codes, t
     lookup = {v: i + 1 for i, v in enumerate(level["values"])}
-    codes = np.array([0 if pd.isna(v) else lookup.get(json_scalar(v, "a value"), -1)
+    # a value not stored (rarer than k rows) is the missing level
+    codes = np.array([0 if pd.isna(v) else lookup.get(json_scalar(v, "a value"), 0)
                       for v in series.astype(object)], dtype=np.int64) if n else \
         np.zeros(0, dtype=np.int64)
     return codes, np.full(n, 0.5)

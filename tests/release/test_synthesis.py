@@ -705,3 +705,20 @@ def test_dp_copula_steps_always_apply():
         step = _fit(table, ["c0", "c1"], rho=0.05, seed=seed)
         out = apply_recipe(table, _recipe(step))
         assert out[["c0", "c1"]].notna().all().all()
+
+
+def test_a_rare_category_is_neither_stored_nor_drawn():
+    """The recipe is what an attacker is assumed to know: a category fewer than
+    min_count rows have would tell that someone has it. It is published missing, as the
+    rare-category suppression publishes it, and the step never names it."""
+    rng = np.random.default_rng(4)
+    n = 600
+    g = rng.choice(["p", "q", "r"], n).astype(object)
+    g[7] = "only-one-person"
+    table = pd.DataFrame({"g": g, "x": rng.normal(size=n), "y": rng.choice(["a", "b"], n)})
+    for columns in (["g"], ["g", "x"]):  # contingency, then copula
+        step = _fit(table, columns, min_count=5)
+        assert "only-one-person" not in json.dumps(step)
+        drawn = synthesised_values(step, np.repeat(["a", "b"], 5000))["g"]
+        assert "only-one-person" not in set(drawn)
+        assert step["levels"][0]["missing"] is True
