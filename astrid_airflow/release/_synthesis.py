@@ -11,7 +11,8 @@ models, both small (a few numbers per level and class, never one per row):
   is z ~ N(0, R_c), u = Φ(z), each column's level by u on the class's level CDF, and a
   numeric value by u's position within its bin (so no real value is reproduced exactly,
   and the interactions within the group are kept);
-* ``contingency``: a categorical group's class-conditional joint counts.
+* ``contingency``: a categorical group's class-conditional joint counts, where its
+  cells can hold k rows a class on average (else the copula, over its values).
 
 Without a budget, a level or tuple with fewer than ``min_count`` rows of a class has
 weight 0 in that class (a small cell is never drawn). With one, the counts (L2
@@ -190,7 +191,7 @@ def fit_synthesis(frame: pd.DataFrame, labels: Any, columns: Sequence[str],
     rng = np.random.default_rng(noise_seq)
     n_bins = int(np.clip(round(math.sqrt(max(len(frame), 1) / max(len(classes), 1))),
                          MIN_BINS, MAX_BINS))
-    n_fit = len(classes)
+    n_fit, n_rows = len(classes), len(y)
     if rho is None:  # every row once more as one pooled class: what a small class draws
         frame = pd.concat([frame[columns], frame[columns]], ignore_index=True)
         y = np.r_[y, np.full(len(y), n_fit)]
@@ -202,7 +203,11 @@ def fit_synthesis(frame: pd.DataFrame, labels: Any, columns: Sequence[str],
     cells = math.prod(n_levels(lv) for lv in levels)
     categorical = all(lv["kind"] == "values" for lv in levels)
     dp = None
-    if categorical and cells <= MAX_CELLS:
+    # the joint counts only where a class's cells can hold k rows on average (read from
+    # the sizes alone, so a budget's choice of model spends nothing): else, most tuples
+    # are rarer than k and would never be drawn, and the copula models the margins
+    if categorical and cells <= min(MAX_CELLS, n_rows / (max(len(classes), 1)
+                                                          * max(min_count, 1))):
         model = "contingency"
         counts, sigma = _joint_counts(coded, y, n_fit, levels, min_count, rho, rng)
         correlation = None
