@@ -102,6 +102,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--synthesis-delta", type=float, default=1e-6, metavar="DELTA",
                    help="the delta of --synthesis-epsilon (default 1e-6; must be below "
                    "1/rows)")
+    p.add_argument("--no-synthesis", action="store_true",
+                   help="no group of the release is synthesised: every published value "
+                   "is a person's own, remedied and shuffled (with --store)")
     p.add_argument("--no-remedies", action="store_true",
                    help="with --store: record no release recipe (the raw GoldenEye "
                    "release of the learned grouping)")
@@ -154,6 +157,8 @@ def _request(args: argparse.Namespace) -> LearnRequest:
     if args.synthesis_epsilon is not None and not args.synthesis_epsilon > 0:
         raise ParameterError(f"Invalid --synthesis-epsilon: {args.synthesis_epsilon}. The "
                              "privacy budget must be > 0.")
+    if args.synthesis_epsilon is not None and args.no_synthesis:
+        raise ParameterError("--synthesis-epsilon and --no-synthesis exclude each other.")
     if args.adaptive and args.exact:
         raise ParameterError("--adaptive and --exact exclude each other.")
     if args.scheduler and args.jobs != 1:
@@ -195,7 +200,8 @@ def _request(args: argparse.Namespace) -> LearnRequest:
                         random_state=args.seed, force=args.force, n_jobs=args.jobs,
                         scheduler=args.scheduler or None, max_seconds=args.max_seconds,
                         synthesis_budget=None if args.synthesis_epsilon is None else
-                        (args.synthesis_epsilon, args.synthesis_delta))
+                        (args.synthesis_epsilon, args.synthesis_delta),
+                        synthesis=not args.no_synthesis)
 
 
 def _result_of(learned: Learned) -> AstridResult:

@@ -107,7 +107,8 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                    remedies: bool = True, random_state: object = None,
                    classifier: Any = None, created_at: Any = None,
                    max_seconds: float | None = None, progress: bool | None = None,
-                   synthesis_budget: Any = None, _steps: Any = None) -> Any:
+                   synthesis_budget: Any = None, synthesis: bool = True,
+                   _steps: Any = None) -> Any:
     """Learned result -> artefact with the release of least utility loss within policy.
 
     Each candidate (grouping + fitted recipe) is measured as the gate measures a release;
@@ -132,6 +133,9 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
         ``(epsilon, delta)`` of the groups a candidate synthesises (Gaussian noise on
         their models' statistics, split over them; :mod:`astrid_airflow.release.
         _dp_accounting`); refused before any work if epsilon <= 0 or delta >= 1/n.
+    synthesis : bool, default True
+        ``False``: no candidate synthesises a group (every published value is a
+        person's own, remedied and shuffled).
 
     Returns
     -------
@@ -163,7 +167,12 @@ def choose_release(table: pd.DataFrame, result: Any, *, policy: Any = None,
                                  "(epsilon, delta).")
         synthesis_budget = check_budget(*synthesis_budget, len(table))
     choice = _Choice.start(table, d, policy, random_state, classifier, _steps)
-    choice.synthesis_budget = synthesis_budget
+    if not isinstance(synthesis, bool):
+        raise ParameterError(f"Invalid synthesis: {synthesis!r}. Must be True or False.")
+    if synthesis_budget is not None and not synthesis:
+        raise ParameterError("A synthesis budget needs synthesis (synthesis=False draws "
+                             "no group).")
+    choice.synthesis_budget, choice.synthesis = synthesis_budget, synthesis
     cands, split_for = choice.measure_candidates(d)
     chosen = choice.race(cands)
     if chosen is None:  # the attacks or the batches refused them: the same, coarser
@@ -249,6 +258,7 @@ class _Choice:
     repeated: Any = None
     synthesis_seed: Any = None  # the synthesised groups' models and draws
     synthesis_budget: Any = None  # (epsilon, delta) of the synthesised groups, or None
+    synthesis: bool = True  # whether candidates may synthesise groups
 
     @classmethod
     def start(cls, table: pd.DataFrame, d: dict[str, Any], policy: Any,
@@ -464,7 +474,7 @@ class _Choice:
                        and len(g["columns"]) > 1]
             coarsened = [g for g in c["remedies"] if len(g["columns"]) > 1
                          and (not g["passed"] or g["remedy"] != "unchanged")]
-            if coarsened and method == "bins":
+            if coarsened and method == "bins" and self.synthesis:
                 # the groups the bins fail or coarsen, drawn from their class's model
                 queue.append((then(label, _SYNTHESISED), grouping))
             if failing and method == "bins":

@@ -439,10 +439,14 @@ def fit_recipe(table: pd.DataFrame, *, target: str, grouping: Any, k: int = 5,
                 _GroupFit((), True, 0.0, 0.0, "")
             if _fits is not None:
                 _fits[key] = fit
-        # synthesised: a group the bins cannot make safe, or must coarsen with others
-        if method == "synthesise" and (not fit.passed or (fit.detail != "unchanged" and (
-                len(rest) > 1 or published_type(table[rest[0]]) in ("integer", "float")))):
-            fit = _GroupFit(((_SYNTHESISE, tuple(rest)),), True, 0.0, 0.0, "synthesised")
+        # synthesised: a group the bins cannot make safe, or would coarsen (a numeric
+        # column, or several), every column but its identifiers (a declared model's
+        # other columns too: their interaction with the drawn ones is the group's)
+        if method == "synthesise" and rest and (not fit.passed or (
+                fit.detail != "unchanged" and (len(rest) > 1 or published_type(
+                    table[rest[0]]) in ("integer", "float")))):
+            drawn = tuple(c for c in cols if c not in ids)
+            fit = _GroupFit(((_SYNTHESISE, drawn),), True, 0.0, 0.0, "synthesised")
         if any(c in ids for c in cols):
             fit = dataclasses.replace(fit, detail="; ".join(filter(None, [
                 f"identifier(s) {[c for c in cols if c in ids]} fully suppressed",

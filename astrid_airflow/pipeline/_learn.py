@@ -81,6 +81,8 @@ class LearnRequest:
         ``(epsilon, delta)``: the groups the release synthesises are measured with
         Gaussian noise for (epsilon, delta)-differential privacy, split over them
         (``choose_release``); None: no noise.
+    synthesis : bool
+        False: the release synthesises no group (``choose_release(synthesis=False)``).
     """
 
     table: Any
@@ -99,6 +101,7 @@ class LearnRequest:
     run: Callable[[Any, dict[str, Any]], Any] | None = None
     created_at: Any = None
     synthesis_budget: Any = None
+    synthesis: bool = True
     max_seconds: float | None = None
     table_defaults: bool = True
 
@@ -169,7 +172,8 @@ def learn_release(request: LearnRequest) -> Learned:
         return Learned(None, None, None, True, _search(table, settings, request),
                        rows=len(table))
     record = learn_record(settings, request.policy, request.remedies,
-                          request.allow_weaker_policy, request.synthesis_budget)
+                          request.allow_weaker_policy, request.synthesis_budget,
+                          request.synthesis)
     if not request.force and \
             (found := reusable_version(request.store, request.name, table, record)):
         return Learned(request.name, found[0], found[1], False, rows=len(table))
@@ -182,7 +186,7 @@ def learn_release(request: LearnRequest) -> Learned:
         created_at=request.created_at, remedies=request.remedies,
         random_state=request.random_state,
         allow_weaker_policy=request.allow_weaker_policy, record=record,
-        synthesis_budget=request.synthesis_budget)
+        synthesis_budget=request.synthesis_budget, synthesis=request.synthesis)
     return Learned(request.name, version, artefact, True, result, rows=len(table))
 
 
@@ -253,7 +257,7 @@ def resolve_table_defaults(settings: Mapping[str, Any], n_rows: int) -> dict[str
 
 def learn_record(settings: Mapping[str, Any], policy: Any = None,
                  remedies: bool | None = True, allow_weaker_policy: bool | None = None,
-                 synthesis_budget: Any = None) -> dict[str, Any]:
+                 synthesis_budget: Any = None, synthesis: bool = True) -> dict[str, Any]:
     """What decides a learn's outcome on a given table, as JSON: the search settings
     (checked, defaults filled; not the seed, parallelism, progress or budget), the gate
     policy (the default one if None), ``remedies``, ``allow_weaker_policy`` and, when
@@ -274,6 +278,8 @@ def learn_record(settings: Mapping[str, Any], policy: Any = None,
               "allow_weaker_policy": allow_weaker_policy}
     if synthesis_budget is not None:  # a record without one stays the same bytes
         record["synthesis_budget"] = list(synthesis_budget)
+    if not synthesis:
+        record["synthesis"] = False
     return json.loads(json.dumps(plain(record), default=repr, sort_keys=True))
 
 
@@ -304,7 +310,8 @@ def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any 
                  created_at: Any = None, remedies: bool | None = None,
                  random_state: object = None, allow_weaker_policy: bool | None = None,
                  record: Mapping[str, Any] | None = None,
-                 synthesis_budget: Any = None) -> tuple[str, Any]:
+                 synthesis_budget: Any = None, synthesis: bool = True
+                 ) -> tuple[str, Any]:
     """Record ``result`` as a new version of ``name``, with its gate suite beside it.
 
     Returns ``(version, artefact)``. ``policy`` (a :class:`~astrid_airflow.GatePolicy`,
@@ -338,7 +345,7 @@ def save_learned(result: Any, table: Any, store: Any, name: str, *, policy: Any 
         artefact = choose_release(table, result, policy=policy, remedies=remedies,
                                   random_state=random_state, created_at=created_at,
                                   max_seconds=budget_left(result),
-                                  synthesis_budget=synthesis_budget)
+                                  synthesis_budget=synthesis_budget, synthesis=synthesis)
     if artefact.release is not None and weaker_fields(policy or {}):
         artefact = dataclasses.replace(artefact, release={
             **artefact.release, **weaker_record(policy, allow_weaker_policy)})

@@ -24,13 +24,15 @@ import pandas as pd
 QUANTILE = 0.05
 #: One-sided z of the allowance for sampling error (p = 0.001).
 Z = 3.09
+_MISSING = object()  # the missing value's category in the encoding
 #: Rows of each side the distances are computed for (a stratified sample beyond).
 MAX_ROWS = 2000
 
 
 def _features(real: pd.DataFrame, other: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Both tables encoded on the real one's scale: numbers standardised (missing a
-    separate 0/1 column), categories one-hot over 1/√2 (a mismatch weighs one sd)."""
+    separate 0/1 column), categories (missing one of them, and the other table's
+    values too) one-hot over 1/√2: a mismatch weighs one sd, whatever the values."""
     parts_r, parts_o = [], []
     for c in real.columns:
         r, o = real[c], other[c]
@@ -43,11 +45,12 @@ def _features(real: pd.DataFrame, other: pd.DataFrame) -> tuple[np.ndarray, np.n
             for x, parts in ((xr, parts_r), (xo, parts_o)):
                 parts.append(np.nan_to_num((x - mu) / sd, nan=0.0)[:, None])
                 parts.append(np.isnan(x).astype(float)[:, None])
-        else:
-            uniques = pd.unique(r.astype(object))
+        else:  # missing is one more category (a mismatch like any other)
+            r, o = (x.astype(object).where(x.notna(), _MISSING) for x in (r, o))
+            uniques = pd.unique(pd.concat([r, o], ignore_index=True))
             lookup = {v: i for i, v in enumerate(uniques)}
             for s, parts in ((r, parts_r), (o, parts_o)):
-                codes = np.array([lookup.get(v, -1) for v in s.astype(object)])
+                codes = np.array([lookup[v] for v in s])
                 parts.append((codes[:, None] == np.arange(len(uniques))).astype(float)
                              / math.sqrt(2))
     return np.hstack(parts_r), np.hstack(parts_o)

@@ -422,6 +422,11 @@ def _cases() -> list[Case]:
              lambda w: _learn("ref.csv", "--store", "store", "--name", "m",
                               "--synthesis-epsilon", "1", "--synthesis-delta", "0.5"),
              "exit 2", r"Invalid delta: 0\.5\. Must be below 1/n"))
+    add(Case("cli-learn-synthesis-budget-without-synthesis", "cli",
+             "`astrid learn --synthesis-epsilon 1 --no-synthesis`",
+             lambda w: _learn("ref.csv", "--store", "store", "--name", "m",
+                              "--synthesis-epsilon", "1", "--no-synthesis"), "exit 2",
+             r"--synthesis-epsilon and --no-synthesis exclude each other"))
     add(Case("cli-learn-name-before-work", "cli",
              "`astrid learn nope.csv --name ../../x`: the name is refused before reading",
              lambda w: _learn("nope.csv", "--store", "store", "--name", "../../x"), "exit 2",
