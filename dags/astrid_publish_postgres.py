@@ -82,6 +82,8 @@ with DAG(
         "max_largest_group_unique_share": Param(None, type=["null", "number"], minimum=0,
                                                 maximum=1),
         "max_share_below_k": Param(None, type=["null", "number"], minimum=0, maximum=1),
+        "max_singling_out_risk": Param(None, type=["null", "number"], minimum=0,
+                                       maximum=1),
         # a threshold looser than the default policy's is refused unless this is true
         # (and then recorded in the receipt and the release record; docs/gate.md)
         "allow_weaker_policy": Param(False, type="boolean"),
@@ -142,6 +144,7 @@ with DAG(
             "max_accuracy_drop": "{{ params.max_accuracy_drop }}",
             "max_largest_group_unique_share": "{{ params.max_largest_group_unique_share }}",
             "max_share_below_k": "{{ params.max_share_below_k }}",
+            "max_singling_out_risk": "{{ params.max_singling_out_risk }}",
         },
         allow_weaker_policy="{{ params.allow_weaker_policy }}",
         random_state="{{ params.seed }}",

@@ -82,11 +82,14 @@ def _levels(series: pd.Series, ptype: str, n_bins: int, column: str, y: np.ndarr
         x_all = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float,
                                                                 na_value=np.nan)
         x = x_all[np.isfinite(x_all)]
+        decimals = _decimals(x) if ptype == "float" else None
         if np.unique(x).size > n_bins and min_count is None:
-            return {"kind": "bins", "edges": _edges(x, n_bins, MIN_TAIL), "missing": missing}
+            return {"kind": "bins", "edges": _edges(x, n_bins, MIN_TAIL), "missing": missing,
+                    "decimals": decimals}
         if np.unique(x).size > n_bins:
-            return {"kind": "class_bins", "missing": missing, "edges": [
-                _class_edges(x_all[y == c], min_count) for c in range(n_classes)]}
+            return {"kind": "class_bins", "missing": missing, "decimals": decimals,
+                    "edges": [_class_edges(x_all[y == c], min_count)
+                              for c in range(n_classes)]}
     counts = present.value_counts()
     if min_count is not None:  # a rarer value is not stored: drawn as missing
         rare = counts.index[counts < min_count]
@@ -98,6 +101,23 @@ def _levels(series: pd.Series, ptype: str, n_bins: int, column: str, y: np.ndarr
     except (ArtefactError, TypeError) as exc:
         raise RecipeError(f"Cannot synthesise column {column!r}: {exc}") from None
     return {"kind": "values", "values": values, "missing": missing}
+
+
+#: Most decimals a float column's values are drawn with (its recorded resolution).
+MAX_DECIMALS = 6
+
+
+def _decimals(x: np.ndarray) -> int | None:
+    """The fewest decimals (at most MAX_DECIMALS) every value is written with: a draw
+    is rounded to them, so it has the column's resolution (a database column of scale 1
+    would round it anyway); None: finer."""
+    sample = x[:10_000]
+    for d in range(MAX_DECIMALS + 1):
+        scaled = sample * 10.0 ** d
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1.0,
+                                                                         np.abs(scaled))):
+            return d
+    return None
 
 
 def _edges(x: np.ndarray, n_bins: int, tail: int) -> list[float]:
@@ -502,6 +522,8 @@ def synthesised_values(step: Mapping[str, Any], labels: Any, ranks: np.ndarray |
                 b = np.clip(code[rows] - 1, 0, len(e) - 2)
                 x[rows] = _integers_in(e, b, u[rows, j]) if ptype == "integer" else \
                     e[b] + u[rows, j] * (e[b + 1] - e[b])
+            if lv.get("decimals") is not None:
+                x = np.round(x, int(lv["decimals"]))
             out[col] = np.where(code == 0, np.nan, x)
         else:
             values = np.array([None, *lv["values"]], dtype=object)
@@ -518,6 +540,10 @@ def _increasing(e: Any) -> bool:
 
 def _good_levels(lv: Any, n_classes: int) -> bool:
     if not isinstance(lv, Mapping) or not isinstance(lv.get("missing"), bool):
+        return False
+    d = lv.get("decimals")
+    if d is not None and (isinstance(d, bool) or not isinstance(d, int)
+                          or not 0 <= d <= MAX_DECIMALS):
         return False
     if lv.get("kind") == "bins":
         return _increasing(lv.get("edges"))

@@ -724,3 +724,17 @@ def test_a_rare_category_is_neither_stored_nor_drawn():
         drawn = synthesised_values(step, np.repeat(["a", "b"], 5000))["g"]
         assert "only-one-person" not in set(drawn)
         assert step["levels"][0]["missing"] is True
+
+
+def test_floats_are_drawn_at_the_columns_resolution():
+    """A float column written with 1 decimal (a database column of scale 1) is drawn
+    with 1 decimal; a column of full-precision floats is not rounded."""
+    rng = np.random.default_rng(8)
+    n = 2000
+    table = pd.DataFrame({"m": (20 + 5 * rng.standard_normal(n)).round(1),
+                          "f": rng.standard_normal(n), "y": rng.choice(["a", "b"], n)})
+    step = _fit(table, ["m", "f"], min_count=5)
+    assert [lv["decimals"] for lv in step["levels"]] == [1, None]
+    drawn = synthesised_values(step, np.repeat(["a", "b"], 3000))
+    assert np.array_equal(drawn["m"], np.round(drawn["m"], 1))
+    assert not np.array_equal(drawn["f"], np.round(drawn["f"], 6))
