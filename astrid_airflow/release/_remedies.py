@@ -286,8 +286,9 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
 
     The file's schema is checked against the artefact first; the output keeps the
     input's column types and row order. Returns ``{"out", "rows"}``. The recipe's values
-    only (its first rung): the fallbacks and local suppression depend on a batch's
-    counts, which the shuffle applies (``release_domain``).
+    only (its first rung, a synthesised group's values kept): the fallbacks and local
+    suppression depend on a batch's counts, which the shuffle applies
+    (``release_domain``).
     """
     import contextlib
     import os
@@ -303,6 +304,9 @@ def generalise_file(src: Any, artefact: Any, out: Any, *, overwrite: bool = Fals
     recipe = release_recipe(artefact, True)
     if recipe is None:
         raise RecipeError("The artefact records no release recipe: nothing to apply.")
+    # a synthesised group's values live in the columns' own domain and its draws are no
+    # person's: a record put into the release's domain keeps its own values there
+    recipe = recipe.rungs[0].without_synthesis()
     src, out = os.fspath(src), os.fspath(out)
     refuse_overwriting_inputs([out], [src])  # --overwrite never replaces the input
     kind = file_format(out)

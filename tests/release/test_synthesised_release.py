@@ -163,3 +163,17 @@ def test_the_report_names_the_synthesised_groups_and_their_cost(chosen):
 
     html = tradeoff_html(chosen[1].release, "")
     assert "a, b synthesised, accuracy" in html and "kept with the remedies: 0." in html
+
+
+def test_generalise_keeps_a_synthesised_groups_own_values(synthesised, tmp_path):
+    """``astrid generalise`` puts a record into the release's domain for an attacker or
+    a held-out test: a synthesised group's draws are no person's, so the record keeps
+    its own values there (drawing them by its class would hand over the label)."""
+    from astrid_airflow.release import generalise_file
+
+    table, recipe, _ = synthesised
+    src, out = tmp_path / "t.parquet", tmp_path / "g.parquet"
+    table.to_parquet(src, index=False)
+    generalise_file(src, _given(table, recipe), out)
+    got = pd.read_parquet(out)
+    pd.testing.assert_frame_equal(got[["a", "b", "y"]], table[["a", "b", "y"]])
