@@ -456,16 +456,10 @@ def _attack_function(original: pd.DataFrame, target: str, seed: int, model: Any 
     def compute(grouping: list, n_attacks: int) -> dict[str, Any] | None:
         from astrid_airflow.privacy import shadow_attacks
 
-        targets = original
-        if real is not None:
-            targets = original.copy(deep=False)
-            for c in real.columns:
-                targets[c] = real[c].array
         try:
-            return shadow_attacks(targets, target=target, grouping=grouping,
+            return shadow_attacks(original, target=target, grouping=grouping,
                                   n_attacks=n_attacks, random_state=seed,
-                                  attacker_model=model,
-                                  published=None if real is None else original)
+                                  attacker_model=model, real=real)
         except AstridError:  # e.g. the original lacks a column: an integrity failure
             return None
 

@@ -24,14 +24,6 @@ from astrid_airflow.engine import Grouping
 CHOICE_MAX_ROWS = 20_000
 
 
-def with_values(table: pd.DataFrame, values: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with ``values``' columns, row by row (by position)."""
-    out = table.copy(deep=False)
-    for c in values.columns:
-        out[c] = values[c].array
-    return out
-
-
 def real_groups(groups: Any, recipe: Any) -> list:
     """The groups that publish real tuples: all but those the recipe synthesises."""
     return [g for g in groups if recipe is None or not recipe.is_synthesised(g)]
@@ -311,10 +303,9 @@ def attack_checks(remedied: pd.DataFrame, grouping: Grouping, target: str, polic
     with ``remedied``), which the attacks target."""
     from astrid_airflow.privacy import shadow_attacks
 
-    found = shadow_attacks(remedied if real is None else with_values(remedied, real),
-                           target=target, grouping=grouping, n_attacks=policy.attack_n,
-                           random_state=seed, attacker_model=policy.attacker_model,
-                           published=None if real is None else remedied)
+    found = shadow_attacks(remedied, target=target, grouping=grouping,
+                           n_attacks=policy.attack_n, random_state=seed,
+                           attacker_model=policy.attacker_model, real=real)
     limits = {"singling_out": policy.max_singling_out_risk,
               "linkability": policy.max_linkability_risk,
               "inference": policy.max_inference_risk}

@@ -267,6 +267,10 @@ FIT_METHODS = ("bins", "mdav", "partition", "synthesise")
 _SYNTHESISE = "synthesise"
 
 
+def _placeholder(step: Any) -> bool:
+    return isinstance(step, tuple) and step[0] == _SYNTHESISE
+
+
 def _synthesised(table: pd.DataFrame, labels: Any, steps: list, k: int,
                  random_state: Any, budget: Any, report: list[dict]) -> list:
     """``steps`` with each placeholder replaced by its group's fitted model, the
@@ -274,23 +278,20 @@ def _synthesised(table: pd.DataFrame, labels: Any, steps: list, k: int,
     from astrid_airflow._validation import check_seed_sequence
     from astrid_airflow.release import Budget, check_budget, fit_synthesis
 
-    todo = [cols for s in steps if isinstance(s, tuple) and s[0] == _SYNTHESISE
-            for cols in [s[1]]]
+    todo = [s[1] for s in steps if _placeholder(s)]
     if not todo:
         return steps
     rho = None
     if budget is not None:
-        eps, delta = check_budget(*budget, len(table)) if isinstance(
-            budget, (tuple, list)) and len(budget) == 2 else (None, None)
-        if eps is None:
+        if not isinstance(budget, (tuple, list)) or len(budget) != 2:
             raise RecipeError(f"Invalid synthesis_budget: {budget!r}. Must be (epsilon, "
                               "delta).")
-        accountant = Budget(eps, delta, len(todo))
+        accountant = Budget(*check_budget(*budget, len(table)), len(todo))
         rho = accountant.rho_per_group
     root = check_seed_sequence(random_state)
     out, done = [], {}
     for s in steps:
-        if not (isinstance(s, tuple) and s[0] == _SYNTHESISE):
+        if not _placeholder(s):
             out.append(s)
             continue
         cols = list(s[1])

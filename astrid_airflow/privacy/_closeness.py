@@ -123,8 +123,3 @@ class ClosenessEvaluator:
         if self._results is None:
             raise RuntimeError("Call evaluate() first.")
         return dict(self._results)
-
-    def passed(self) -> bool:
-        """Whether the synthetic tuples are no closer than chance (unmeasured: no)."""
-        r = self.results()
-        return bool(r["measured"] and r["excess"] <= r["allowed_excess"] + 1e-12)

@@ -424,16 +424,16 @@ def shadow_attacks(original: pd.DataFrame, *, target: str,
                    grouping: Grouping | Sequence[Sequence[str]] | str,
                    n_attacks: int = 200, random_state: int | None = None,
                    shadow_max_rows: int = SHADOW_MAX_ROWS,
-                   attacker_model: Any = None, published: pd.DataFrame | None = None
+                   attacker_model: Any = None, real: pd.DataFrame | None = None
                    ) -> dict[str, Any]:
     """The attacks of :func:`measure_risk` on a shadow release of ``original`` (JSON-ready).
 
     What the gate measures: the release is the whole batch, so a GoldenEye surrogate of
     a random class-stratified half (the artefact's ``grouping``) is attacked with the
     other half as control (Giomi et al. 2023; see :func:`measure_risk`, also for
-    ``attacker_model``). ``published``: the values the release publishes of each row of
-    ``original`` where they are not its own (synthesised groups): the shadow releases
-    those, and the attacks target the people's own values in ``original``.
+    ``attacker_model``). ``real``: the people's own values of columns whose published
+    values in ``original`` are not theirs (synthesised groups), row by row: the shadow
+    releases ``original``'s values, and the attacks target the people's own.
 
     Returns
     -------
@@ -446,9 +446,14 @@ def shadow_attacks(original: pd.DataFrame, *, target: str,
     grouping, target, _ = resolve_grouping(grouping, target)
     n_attacks = check_attack_count(n_attacks)
     seed = _seed(random_state)
-    _check_tables(grouping, target, original=original, published=published)
-    if published is not None and len(published) != len(original):
-        raise DataError("The published values must have one row per original row.")
+    _check_tables(grouping, target, original=original)
+    published = None
+    if real is not None:
+        if len(real) != len(original):
+            raise DataError("The people's own values must have one row per original row.")
+        published, original = original, original.copy(deep=False)
+        for c in real.columns:
+            original[c] = real[c].array
     out, mode, info = _run_attacks(original, None, None, target, grouping, n_attacks, seed,
                                    check_positive_int(shadow_max_rows, "shadow_max_rows"),
                                    model=attacker_model, published=published)
